@@ -1,0 +1,107 @@
+"""Running a policy for N episodes and summarising it in the JSON of DESIGN §9."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+from tqdm import tqdm
+
+import harness_gym  # noqa: F401  (registers the env ids)
+from baselines.policies import Policy, make_policy
+from harness_gym.core.maturity import PATTERNS
+
+
+def bootstrap_ci(values: np.ndarray, stat: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000,
+                 seed: int = 0, alpha: float = 0.05) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of ``stat`` over ``values``."""
+    values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(values), size=(n_boot, len(values)))
+    stats = np.array([stat(values[row]) for row in idx])
+    return float(np.quantile(stats, alpha / 2)), float(np.quantile(stats, 1 - alpha / 2))
+
+
+def iqm(values: np.ndarray) -> float:
+    """Interquartile mean: the mean of the middle 50% of the values (Agarwal et al., 2021)."""
+    v = np.sort(np.asarray(values, dtype=float))
+    n = len(v)
+    if n == 0:
+        return math.nan
+    lo, hi = int(math.floor(0.25 * n)), int(math.ceil(0.75 * n))
+    return float(v[lo:hi].mean()) if hi > lo else float(v.mean())
+
+
+def episode_seed(seed: int, episode: int) -> int:
+    """The reset seed of episode ``episode``: the same task sequence for every policy (paired comparisons)."""
+    return seed * 1_000_003 + episode
+
+
+def run_episodes(env: gym.Env, policy: Policy, episodes: int, *, split: str, seed: int,
+                 progress: bool = False) -> list[dict[str, Any]]:
+    """Play ``episodes`` episodes; one record per episode with quality, success, hms, patterns, steps."""
+    records: list[dict[str, Any]] = []
+    for ep in tqdm(range(episodes), disable=not progress, desc=f"{policy.name}", leave=False):
+        s = episode_seed(seed, ep)
+        obs, info = env.reset(seed=s, options={"split": split})
+        policy.reset(env, seed=s)
+        steps, invalid = 0, 0
+        while True:
+            obs, _, terminated, truncated, info = env.step(policy.act(obs, env))
+            steps += 1
+            invalid += int(info["invalid_action"])
+            if terminated or truncated:
+                break
+        records.append({"task_id": info["task_id"], "quality": info["quality"], "success": info["success"],
+                        "hms": info["hms"], "patterns": dict(info["patterns"]), "steps": steps,
+                        "invalid_actions": invalid, "forced_submit": info["forced_submit"]})
+    return records
+
+
+def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split: str, seconds: float,
+              seed: int = 0) -> dict[str, Any]:
+    """The DESIGN §9 summary of a list of episode records."""
+    q = np.array([r["quality"] for r in records], dtype=float)
+    h = np.array([r["hms"] for r in records], dtype=float)
+    lo, hi = bootstrap_ci(q, seed=seed)
+    patterns = {}
+    for name in PATTERNS:
+        vals = np.array([r["patterns"][name] for r in records], dtype=float)
+        vals = vals[~np.isnan(vals)]
+        patterns[name] = float(vals.mean()) if len(vals) else math.nan
+    steps = sum(r["steps"] for r in records)
+    return {
+        "env_id": env_id,
+        "policy": policy,
+        "split": split,
+        "episodes": len(records),
+        "quality_mean": float(q.mean()),
+        "quality_ci95": [lo, hi],
+        "quality_iqm": iqm(q),
+        "success_rate": float(np.mean([r["success"] for r in records])),
+        "hms_mean": float(np.nanmean(h)) if np.any(~np.isnan(h)) else math.nan,
+        "patterns": patterns,
+        "mean_steps": steps / len(records),
+        "invalid_action_rate": sum(r["invalid_actions"] for r in records) / max(steps, 1),
+        "seconds": seconds,
+    }
+
+
+def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: str = "test", seed: int = 0,
+             env_kwargs: dict[str, Any] | None = None, progress: bool = False) -> dict[str, Any]:
+    """Evaluate a policy (a name, a model path or an instance) on an env id; returns the DESIGN §9 dict."""
+    pol = make_policy(policy) if isinstance(policy, str) else policy
+    env = gym.make(env_id, **(env_kwargs or {}))
+    try:
+        start = time.perf_counter()
+        records = run_episodes(env, pol, episodes, split=split, seed=seed, progress=progress)
+        seconds = time.perf_counter() - start
+    finally:
+        env.close()
+    name = policy if isinstance(policy, str) else pol.name
+    return summarise(records, env_id=env_id, policy=name, split=split, seconds=seconds, seed=seed)

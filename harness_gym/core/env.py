@@ -1,0 +1,341 @@
+"""HarnessEnv: the finite-horizon Harness MDP over a Domain, a Worker and a Sandbox (DESIGN §3)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from harness_gym.core.actions import DEFAULT_ACTION_COST, N_ACTIONS, Action
+from harness_gym.core.domain import Domain
+from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
+from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
+from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, features_table
+from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
+from harness_gym.sandbox import Sandbox, make_sandbox
+from harness_gym.workers import Worker, WorkerProfile, make_worker
+
+PENDING = -1.0
+"""Value of ``quality``, ``hms`` and every pattern in ``info`` before the episode ends. (DESIGN §3 asked for
+NaN; Gymnasium's ``check_env`` compares step infos with ``data_equivalence``, where NaN != NaN, so a
+sentinel is used instead. At the end a pattern that does not apply is NaN.)"""
+MAX_BUDGET = 100
+"""Upper bound on ``budget``; the registered ``max_episode_steps`` equals it, so the budget always ends an
+episode before the time limit can."""
+
+
+def _pending_patterns() -> dict[str, float]:
+    return dict.fromkeys(PATTERNS, PENDING)
+
+
+class HarnessEnv(gym.Env[np.ndarray, np.int64]):
+    """The Harness MDP shared by every domain; each registered env is a thin subclass naming its domain.
+
+    :param domain: the task family (data, tools, checker, grader)
+    :param split: which tasks ``reset`` draws from unless ``options["split"]`` says otherwise
+    :param budget: budget units per episode (each action costs at least 1, see :data:`DEFAULT_ACTION_COST`)
+    :param step_cost: optional penalty per budget unit spent, subtracted from every step's reward (default 0)
+    :param worker: ``"simulated"`` or a :class:`~harness_gym.workers.Worker` instance
+    :param profile: worker profile (instance or JSON path); default the domain's shipped profile
+    :param sandbox: ``"process"``, ``"docker"`` or a :class:`~harness_gym.sandbox.Sandbox`; only opened
+        when the domain runs code
+    :param action_costs: override of the per-action budget cost
+    :param render_mode: ``None`` or ``"ansi"``
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        domain: Domain,
+        *,
+        split: str = "train",
+        budget: int = 30,
+        step_cost: float = 0.0,
+        worker: str | Worker = "simulated",
+        profile: WorkerProfile | str | None = None,
+        sandbox: str | Sandbox = "process",
+        action_costs: Mapping[int, int] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if not 1 <= int(budget) <= MAX_BUDGET:
+            raise ValueError(f"budget must be in [1, {MAX_BUDGET}], got {budget}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        costs = {Action(a): int(c) for a, c in (action_costs or DEFAULT_ACTION_COST).items()}
+        if set(costs) != set(Action) or min(costs.values()) < 1:
+            raise ValueError("action_costs must give every action a cost >= 1")
+        if not domain.tasks(split):
+            raise ValueError(f"{domain.name}: split {split!r} has no tasks")
+
+        self.domain = domain
+        self.split = split
+        self.budget = int(budget)
+        self.step_cost = float(step_cost)
+        self.action_costs = costs
+        self.render_mode = render_mode
+        self.worker: Worker = make_worker(worker, domain.name, profile)
+        self._sandbox_spec = sandbox
+        self._sandbox: Sandbox | None = None
+
+        self.action_space = spaces.Discrete(N_ACTIONS)
+        self.observation_space = spaces.Box(LOW, HIGH, dtype=np.float32)
+        self.feature_names: tuple[str, ...] = FEATURE_NAMES
+
+        self._task: Task | None = None
+        self._ctx: Context | None = None
+        self._state: HarnessState | None = None
+        self._trace: list[StepRecord] = []
+        self._last_text = ""
+        self._done = False
+
+    # ----- helpers -----------------------------------------------------------------------------------
+    @property
+    def sandbox(self) -> Sandbox | None:
+        """The sandbox, opened on first use; ``None`` for domains that run no code."""
+        if self._sandbox is None and self.domain.uses_sandbox:
+            self._sandbox = make_sandbox(self._sandbox_spec)
+        return self._sandbox
+
+    @property
+    def context(self) -> Context:
+        """The worker's context (hidden state: for oracles, analysis and tests, never the controller)."""
+        if self._ctx is None:
+            raise RuntimeError("call reset() first")
+        return self._ctx
+
+    @property
+    def task(self) -> Task:
+        if self._task is None:
+            raise RuntimeError("call reset() first")
+        return self._task
+
+    def _pick_task(self, options: dict[str, Any] | None) -> Task:
+        options = options or {}
+        if "task_id" in options and options["task_id"] is not None:
+            return self.domain.task(str(options["task_id"]))
+        split = options.get("split", self.split)
+        tasks = self.domain.tasks(split)
+        if not tasks:
+            raise ValueError(f"{self.domain.name}: split {split!r} has no tasks")
+        return tasks[int(self.np_random.integers(len(tasks)))]
+
+    def action_masks(self) -> np.ndarray:
+        """Boolean mask of applicable actions (for sb3-contrib's MaskablePPO)."""
+        ctx, st = self._ctx, self._state
+        if ctx is None or st is None:
+            return np.ones(N_ACTIONS, dtype=bool)
+        has_draft = ctx.draft is not None
+        mask = np.ones(N_ACTIONS, dtype=bool)
+        mask[Action.OBSERVE] = not st.observations_exhausted
+        mask[Action.RETRIEVE] = len(ctx.retrieved) < len(self.domain.corpus)
+        mask[Action.TOOL] = bool(ctx.task.tool_calls) and (has_draft or not self.domain.tool_needs_draft)
+        mask[Action.CHECK] = has_draft
+        mask[Action.REVISE] = has_draft and self._revise_feedback() is not None
+        mask[Action.SUBMIT] = has_draft
+        return mask
+
+    def _revise_feedback(self) -> CheckResult | None:
+        """Feedback a revision can act on: the current draft's check result, or its last tool error."""
+        ctx = self._ctx
+        assert ctx is not None and ctx.draft is not None
+        if ctx.last_check is not None and ctx.checked_version == ctx.draft.version:
+            return ctx.last_check
+        if ctx.tool_history and self.domain.tool_needs_draft:
+            call, res = ctx.tool_history[-1]
+            if not res.ok and self._tool_version == ctx.draft.version:
+                return CheckResult(passed=False, feedback=res.error, specificity=0.5)
+        return None
+
+    def _info(self, action: Action | None, *, invalid: bool = False, forced: bool = False,
+              evidence: dict[str, float] | None = None, cached: bool = False) -> dict[str, Any]:
+        return {
+            "action_name": action.name if action is not None else "",
+            "invalid_action": invalid,
+            "forced_submit": forced,
+            "quality": PENDING,
+            "success": False,
+            "hms": PENDING,
+            "patterns": _pending_patterns(),
+            "evidence": evidence if evidence is not None else dict.fromkeys(EVIDENCE_SOURCES, 0.0),
+            "task_id": self.task.task_id,
+            "split": self.task.split,
+            "budget_left": int(max(self._state.budget_left, 0)) if self._state else self.budget,
+            "draft_version": int(self._state.draft_version) if self._state else 0,
+            "exec_cached": cached,
+        }
+
+    # ----- Gymnasium API -----------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self._task = self._pick_task(options)
+        self._ctx = Context(task=self._task)
+        self._state = HarnessState(budget=self.budget, budget_left=self.budget,
+                                   observations_exhausted=not self._task.observations)
+        self._trace = []
+        self._tool_version = -1
+        self._done = False
+        self.worker.reset(self.np_random)
+        self._last_text = f"task {self._task.task_id}: {self._task.prompt[:200]}"
+        return self._state.encode(), self._info(None)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self._done:
+            raise RuntimeError("episode is over; call reset()")
+        assert self.action_space.contains(action), f"invalid action {action!r}"
+        act = Action(int(action))
+        ctx, st, task = self._ctx, self._state, self.task
+        assert ctx is not None and st is not None
+
+        valid = bool(self.action_masks()[act])
+        checked_before = ctx.draft is not None and ctx.checked_version == ctx.draft.version
+        last_check_before = st.last_check
+        any_evidence = st.n_observations + st.n_retrieved + (st.n_tool_calls - st.n_tool_errors) > 0
+        conf_before = st.confidence
+        env_signal, knowledge = 0.0, 0.0
+        hits_before = self._cache_hits()
+        record: dict[str, Any] = {}
+        repeated_failed_tool = False
+        submitted = False
+
+        if not valid:
+            st.n_invalid += 1
+            self._last_text = f"{act.name}: not applicable (no-op)"
+        elif act == Action.OBSERVE:
+            got = self.domain.observe(task, ctx)
+            assert got is not None
+            idx, text = got
+            ctx.observed.append(idx)
+            st.n_observations += 1
+            st.observations_exhausted = len(ctx.observed) >= len(task.observations)
+            self._last_text = f"OBSERVE: {text}"
+        elif act == Action.RETRIEVE:
+            got = self.domain.retrieve(task, ctx)
+            assert got is not None
+            doc, looks_relevant = got
+            ctx.retrieved.append(doc.doc_id)
+            st.n_retrieved += 1
+            st.n_relevant_looking += int(looks_relevant)
+            self._last_text = f"RETRIEVE: [{doc.doc_id}] {doc.title}"
+        elif act == Action.TOOL:
+            call = self.worker.propose_tool_call(ctx)
+            if ctx.tool_history:
+                prev_call, prev_res = ctx.tool_history[-1]
+                repeated_failed_tool = (not prev_res.ok and st.last_action == Action.TOOL
+                                        and prev_call.key() == call.key())
+            result: ToolResult = self.domain.run_tool(task, call, ctx, self.sandbox)
+            ctx.tool_history.append((call, result))
+            self._tool_version = ctx.draft.version if ctx.draft is not None else -1
+            st.n_tool_calls += 1
+            st.last_tool = 1 if result.ok else -1
+            if result.ok:
+                st.consecutive_errors = 0
+                env_signal = 0.05 if result.ran_code else 0.0
+            else:
+                st.n_tool_errors += 1
+                st.consecutive_errors += 1
+                env_signal = -0.1
+            knowledge = self.domain.knowledge(task, ctx, call)
+            record.update(tool_key=call.key(), tool_ok=result.ok)
+            self._last_text = f"TOOL {call.name}({dict(call.args)}) -> " + (
+                result.output[:200] if result.ok else f"ERROR {result.error[:200]}")
+        elif act in (Action.DRAFT, Action.REVISE):
+            if act == Action.DRAFT:
+                new = self.worker.draft(ctx)
+            else:
+                assert ctx.draft is not None
+                feedback = self._revise_feedback()
+                assert feedback is not None
+                new = self.worker.revise(ctx, ctx.draft, feedback)
+                st.n_revisions += 1
+            self._set_draft(new)
+            knowledge = self.domain.knowledge(task, ctx)
+            self._last_text = f"{act.name}: version {new.version}"
+        elif act == Action.CHECK:
+            assert ctx.draft is not None
+            result_c = self.domain.check(task, ctx.draft, self.sandbox)
+            if result_c is None:
+                result_c = self.worker.self_check(ctx, ctx.draft)
+            record.update(check_passed=result_c.passed, redundant_check=checked_before)
+            ctx.last_check = result_c
+            ctx.checked_version = ctx.draft.version
+            st.checked_version = ctx.draft.version
+            st.last_check = 1 if result_c.passed else -1
+            st.n_checks += 1
+            self._last_text = f"CHECK: {'pass' if result_c.passed else 'FAIL'}: {result_c.feedback[:200]}"
+        else:  # SUBMIT
+            submitted = True
+
+        st.budget_left -= self.action_costs[act]
+        st.steps += 1
+        forced = not submitted and st.budget_left <= 0
+        evidence = {
+            "env": env_signal,
+            "consistency": consistency(act, valid=valid, has_draft=ctx.draft is not None or act == Action.DRAFT,
+                                       checked_current=checked_before, last_check=last_check_before,
+                                       any_evidence=any_evidence, repeated_failed_tool=repeated_failed_tool),
+            "knowledge": knowledge,
+            "self": st.confidence - conf_before,
+        }
+        self._trace.append(StepRecord(action=act, valid=valid, draft_version=st.draft_version, **record))
+        st.last_action = int(act)
+
+        reward = -self.step_cost * self.action_costs[act]
+        terminated = submitted or forced
+        if terminated:
+            quality = self._grade()
+            reward += quality
+            evidence["env"] = quality
+            patterns = episode_patterns(self._trace, ctx.draft.version if ctx.draft else 0,
+                                        ctx.draft is not None and ctx.checked_version == ctx.draft.version)
+        info = self._info(act, invalid=not valid, forced=forced, evidence=evidence,
+                          cached=self._cache_hits() > hits_before)
+        if terminated:
+            info.update(quality=quality, success=quality >= self.domain.success_threshold, hms=hms(patterns),
+                        patterns=patterns)
+            self._last_text += f"{' (forced)' if forced else ''} SUBMIT -> quality {quality:.3f}"
+            self._done = True
+        return st.encode(), float(reward), terminated, False, info
+
+    def _set_draft(self, draft: Draft) -> None:
+        ctx, st = self._ctx, self._state
+        assert ctx is not None and st is not None
+        ctx.draft = draft
+        st.draft_version = draft.version
+        st.confidence = float(self.worker.confidence(ctx, draft))
+
+    def _cache_hits(self) -> int:
+        return int(getattr(self._sandbox, "cache_hits", 0))
+
+    def _grade(self) -> float:
+        ctx = self._ctx
+        assert ctx is not None
+        if ctx.draft is None:
+            return 0.0
+        quality = float(self.domain.grade(self.task, ctx.draft, self.sandbox))
+        if math.isnan(quality) or not 0.0 <= quality <= 1.0:
+            raise RuntimeError(f"{self.domain.name}: grader returned {quality} for task {self.task.task_id}")
+        return quality
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._last_text
+        return None
+
+    def close(self) -> None:
+        if self._sandbox is not None and isinstance(self._sandbox_spec, str):
+            self._sandbox.close()
+        self._sandbox = None
+        super().close()
+
+
+def document_env(cls: type) -> type:
+    """Fill the ``{observation_table}`` placeholder of an env class docstring from :data:`FEATURES`."""
+    if cls.__doc__ and "{observation_table}" in cls.__doc__:
+        cls.__doc__ = cls.__doc__.replace("{observation_table}", features_table())
+    return cls

@@ -1,0 +1,162 @@
+"""Value types shared by the MDP, the domains, the workers and the sandboxes (DESIGN §3-§6).
+
+Everything here is a plain frozen dataclass so that it can be hashed, compared in tests and logged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+SPLITS: tuple[str, ...] = ("train", "val", "test", "ood")
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """Outcome of one sandboxed job.
+
+    ``reason`` is empty for a job that ran to completion (whatever its exit code) and otherwise names
+    why it was stopped: ``"timeout"``, ``"memory"``, ``"output_limit"``, ``"killed"``, ``"sandbox_error"``.
+    """
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    timed_out: bool
+    duration_s: float
+    reason: str = ""
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.reason
+
+
+@dataclass(frozen=True)
+class Document:
+    """One entry of a domain's retrieval corpus."""
+
+    doc_id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool invocation proposed by the worker: a tool name and JSON-compatible arguments."""
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    def key(self) -> str:
+        """A canonical string used to compare calls (identical-repeat detection, caching)."""
+        import json
+
+        return self.name + json.dumps(dict(self.args), sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returned. Tool errors are observations, never exceptions."""
+
+    ok: bool
+    output: str
+    error: str = ""
+    ran_code: bool = False
+    """True when the tool executed code (the ``env`` evidence signal rewards code that runs)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One output the simulated worker can produce for a task: the reference or a realistic wrong one.
+
+    ``correct`` is the label the simulation needs to decide what the worker writes; graders never read it,
+    they grade ``content`` for real. ``kind`` names how it was made (``"reference"``, a mutation operator,
+    a perturbation kind).
+    """
+
+    content: str
+    kind: str
+    correct: bool
+
+
+@dataclass(frozen=True)
+class Draft:
+    """The current answer. ``candidate`` is the index in the task's candidate bank (-1 for live workers)."""
+
+    content: str
+    candidate: int
+    version: int
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What CHECK returns. ``specificity`` in [0, 1] says how precisely the feedback names the fault
+    (1: names the failing case and the expected value; 0: a bare fail)."""
+
+    passed: bool
+    feedback: str
+    specificity: float = 0.5
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task of a domain.
+
+    The ``required_*`` fields and ``tool_calls`` are hidden state: they say what evidence makes the worker
+    more likely to write a correct draft and are never put in the observation. ``payload`` holds whatever
+    the domain's tools, checker and grader need (tests, a database, constraints).
+    """
+
+    task_id: str
+    split: str
+    family: str
+    difficulty: float
+    prompt: str
+    candidates: tuple[Candidate, ...]
+    observations: tuple[str, ...] = ()
+    required_observations: frozenset[int] = frozenset()
+    relevant_docs: frozenset[str] = frozenset()
+    tool_calls: tuple[ToolCall, ...] = ()
+    payload: Any = None
+
+    @property
+    def reference(self) -> Candidate:
+        for cand in self.candidates:
+            if cand.correct:
+                return cand
+        raise ValueError(f"task {self.task_id!r} has no correct candidate")
+
+
+@dataclass
+class Context:
+    """What the worker sees when the env asks it to act: the task and the evidence gathered so far."""
+
+    task: Task
+    observed: list[int] = field(default_factory=list)
+    retrieved: list[str] = field(default_factory=list)
+    tool_history: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
+    draft: Draft | None = None
+    last_check: CheckResult | None = None
+    checked_version: int = -1
+    """The draft version the last check ran on (-1: none)."""
+
+    @property
+    def good_tool_results(self) -> int:
+        """How many of the task's evidence tool calls have returned successfully."""
+        wanted = {c.key() for c in self.task.tool_calls}
+        done = {call.key() for call, res in self.tool_history if res.ok}
+        return len(wanted & done)
+
+    def evidence_coverage(self) -> float:
+        """Fraction in [0, 1] of the task's required evidence gathered (observations, documents, tool results)."""
+        parts: list[float] = []
+        if self.task.required_observations:
+            got = len(self.task.required_observations.intersection(self.observed))
+            parts.append(got / len(self.task.required_observations))
+        if self.task.relevant_docs:
+            got = len(self.task.relevant_docs.intersection(self.retrieved))
+            parts.append(got / len(self.task.relevant_docs))
+        if self.task.tool_calls:
+            parts.append(self.good_tool_results / len(self.task.tool_calls))
+        return sum(parts) / len(parts) if parts else 1.0

@@ -1,0 +1,81 @@
+"""WorkerProfile: the parameters of the simulated frozen LLM for one domain (DESIGN §5).
+
+Profiles live as JSON in ``envs_data/profiles/<domain>.json``: ``{"domain": ..., "params": {...},
+"rationale": {param: why}}``. Every parameter has a rationale saying which real-model behaviour it stands for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from harness_gym.core.taskfile import TaskFileError, read_json, require
+from harness_gym.paths import data_path
+
+
+@dataclass(frozen=True)
+class WorkerProfile:
+    """How the simulated worker behaves in a domain.
+
+    :param draft_logit_base: log-odds that a draft is correct with no evidence gathered, on a task of difficulty 0
+    :param evidence_weight: log-odds added when all of the task's required evidence has been gathered
+    :param difficulty_weight: log-odds removed on a task of difficulty 1 (linear in difficulty)
+    :param fix_base: probability that REVISE after failed feedback produces a correct draft, for a bare "fail"
+    :param fix_specificity: added to ``fix_base`` when the feedback names the fault exactly (specificity 1)
+    :param fix_evidence: added to the fix probability at full evidence coverage
+    :param break_prob: probability that a REVISE without a failure to fix breaks a correct draft
+    :param tool_error_prob: probability that a proposed tool call is malformed (wrong or missing argument)
+    :param repeat_after_error_prob: probability that, right after a tool error, the worker proposes the same call again
+    :param confidence_correct: mean self-reported confidence for a correct draft
+    :param confidence_wrong: mean self-reported confidence for a wrong draft
+    :param confidence_noise: standard deviation of the confidence around its mean
+    :param selfcheck_tpr: probability that the worker's self-check passes a correct draft
+    :param selfcheck_fpr: probability that the worker's self-check passes a wrong draft
+    """
+
+    draft_logit_base: float = -0.5
+    evidence_weight: float = 2.5
+    difficulty_weight: float = 1.5
+    fix_base: float = 0.25
+    fix_specificity: float = 0.45
+    fix_evidence: float = 0.15
+    break_prob: float = 0.15
+    tool_error_prob: float = 0.15
+    repeat_after_error_prob: float = 0.3
+    confidence_correct: float = 0.75
+    confidence_wrong: float = 0.55
+    confidence_noise: float = 0.15
+    selfcheck_tpr: float = 0.8
+    selfcheck_fpr: float = 0.4
+
+    @classmethod
+    def load(cls, path: str | Path) -> "WorkerProfile":
+        """Read a profile JSON file; unknown or mistyped parameters raise a :class:`TaskFileError`."""
+        raw = read_json(path)
+        if not isinstance(raw, dict):
+            raise TaskFileError(path, "a profile must be a JSON object")
+        params = require(raw, "params", dict, path=path)
+        rationale = require(raw, "rationale", dict, path=path)
+        known = {f.name for f in fields(cls)}
+        for name in params:
+            if name not in known:
+                raise TaskFileError(path, f"unknown profile parameter; known: {sorted(known)}", field=f"params.{name}")
+        values = {name: require(params, name, float, path=path) for name in params}
+        missing = sorted(known - set(rationale))
+        if missing:
+            raise TaskFileError(path, f"no rationale for {missing}", field="rationale")
+        profile = cls(**values)
+        profile.validate(str(path))
+        return profile
+
+    @classmethod
+    def for_domain(cls, domain: str) -> "WorkerProfile":
+        """The profile shipped in ``envs_data/profiles/<domain>.json``."""
+        return cls.load(data_path("profiles", f"{domain}.json"))
+
+    def validate(self, where: str = "profile") -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            is_prob = f.name not in {"draft_logit_base", "evidence_weight", "difficulty_weight"}
+            if is_prob and not 0.0 <= value <= 1.0:
+                raise TaskFileError(where, f"must lie in [0, 1], got {value}", field=f"params.{f.name}")

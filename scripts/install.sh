@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs everything harness_gym and its tests need on a fresh Debian machine (idempotent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  need=()
+  command -v bwrap >/dev/null || need+=(bubblewrap)
+  if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+else
+  command -v bwrap >/dev/null || echo "note: bubblewrap is not installed; the process sandbox runs with reduced isolation" >&2
+fi
+
+python -m pip install -q --upgrade pip >/dev/null
+python -m pip install -q -c constraints.txt -e ".[test]"

@@ -1,0 +1,154 @@
+"""Properties every registered env must have (DESIGN §3), parametrised over the registry."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import harness_gym
+from harness_gym.core.maturity import PATTERNS
+
+ENV_IDS = list(harness_gym.ENV_IDS)
+
+
+def same(a, b) -> bool:
+    """Structural equality where NaN equals NaN (Gymnasium's data_equivalence treats NaN as unequal)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b
+
+
+@pytest.fixture(scope="module", params=ENV_IDS)
+def env(request):
+    e = gym.make(request.param)
+    yield e
+    e.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_make_with_module_prefix(env_id):
+    e = gym.make(f"harness_gym:{env_id}")
+    obs, info = e.reset(seed=0)
+    assert e.observation_space.contains(obs)
+    assert e.unwrapped.feature_names == harness_gym.core.state.FEATURE_NAMES
+    e.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_gymnasium_check_env_without_warnings(env_id):
+    from gymnasium.utils.env_checker import check_env
+
+    e = gym.make(env_id).unwrapped
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(e, skip_render_check=False)
+    assert [str(w.message) for w in caught] == []
+    e.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_sb3_check_env_without_warnings(env_id):
+    from stable_baselines3.common.env_checker import check_env
+
+    e = gym.make(env_id)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(e, warn=True)
+    assert [str(w.message) for w in caught] == []
+    e.close()
+
+
+def rollout(e: gym.Env, seed: int, task_id: str | None, actions: list[int]):
+    obs, info = e.reset(seed=seed, options={"task_id": task_id} if task_id else None)
+    traj = [(obs, info)]
+    for a in actions:
+        obs, r, term, trunc, info = e.step(a)
+        traj.append((obs, r, term, trunc, info))
+        if term or trunc:
+            break
+    return traj
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_same_seed_same_task_same_trajectory(env_id):
+    e1, e2 = gym.make(env_id), gym.make(env_id)
+    actions = [int(a) for a in np.random.default_rng(7).integers(0, 7, size=60)]
+    for seed in (0, 1):
+        t1 = rollout(e1, seed, None, actions)
+        t2 = rollout(e2, seed, None, actions)
+        assert same(t1, t2)
+        tid = t1[0][1]["task_id"]
+        assert same(rollout(e1, seed + 10, tid, actions), rollout(e2, seed + 10, tid, actions))
+    e1.close()
+    e2.close()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**31 - 1), actions=st.lists(st.integers(0, 6), min_size=1, max_size=120))
+def test_random_action_sequences_respect_the_contract(env, seed, actions):
+    obs, info = env.reset(seed=seed)
+    keys, pattern_keys = set(info), set(info["patterns"])
+    budget = env.unwrapped.budget
+    for t, a in enumerate(actions):
+        obs, r, term, trunc, info = env.step(a)
+        assert env.observation_space.contains(obs)
+        assert set(info) == keys and set(info["patterns"]) == pattern_keys == set(PATTERNS)
+        assert not trunc
+        if term:
+            assert 0.0 <= r <= 1.0 and r == info["quality"]
+            break
+        assert r == 0.0 and info["quality"] == -1.0
+        assert t + 1 < budget
+    else:
+        return
+    assert t + 1 <= budget
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_budget_always_ends_the_episode(env_id):
+    e = gym.make(env_id, budget=12)
+    e.reset(seed=3)
+    for t in range(12):
+        _, _, term, trunc, info = e.step(0)
+        if term:
+            break
+    assert term and info["forced_submit"] and not trunc
+    e.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_vector_envs_step(mode):
+    envs = gym.make_vec(ENV_IDS[0], num_envs=4 if mode == "async" else 2, vectorization_mode=mode)
+    obs, info = envs.reset(seed=0)
+    assert obs.shape == (envs.num_envs, len(harness_gym.core.state.FEATURE_NAMES))
+    for _ in range(40):
+        obs, r, term, trunc, info = envs.step(envs.action_space.sample())
+        assert np.all((r >= 0) & (r <= 1))
+    envs.close()
+
+
+def test_sb3_ppo_learns_a_few_thousand_steps():
+    from stable_baselines3 import PPO
+
+    e = gym.make("HarnessCode-v0")
+    model = PPO("MlpPolicy", e, n_steps=256, batch_size=64, n_epochs=2, seed=0, verbose=0, device="cpu")
+    model.learn(total_timesteps=2048)
+    assert model.num_timesteps >= 2048
+    obs, _ = e.reset(seed=0)
+    action, _ = model.predict(obs, deterministic=True)
+    assert e.action_space.contains(int(action))
+    e.close()
