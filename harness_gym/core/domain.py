@@ -86,7 +86,12 @@ class Domain(ABC):
 
     def retrieve(self, task: Task, ctx: Context) -> tuple[Document, bool] | None:
         """The best-ranked unseen document for the task and whether it looks relevant."""
-        ranking = self.index.ranking(self.query(task))
+        return self.best_unseen(self.query(task), ctx)
+
+    def best_unseen(self, query: str, ctx: Context) -> tuple[Document, bool] | None:
+        """The best-ranked document for ``query`` not yet retrieved in ``ctx``, and whether it looks relevant
+        (for domains whose query depends on what was retrieved, e.g. multi-hop expansion)."""
+        ranking = self.index.ranking(query)
         if not ranking:
             return None
         best = ranking[0][1]

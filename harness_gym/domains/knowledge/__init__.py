@@ -1,0 +1,1 @@
+"""Knowledge work: cited, typed records about fictional entities from conflicting, dated sources."""

@@ -1,0 +1,98 @@
+"""HarnessKnowledge-v0: the Harness MDP over the knowledge-work domain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness_gym.core.env import HarnessEnv, document_env
+from harness_gym.domains.knowledge.domain import load_knowledge_domain
+
+
+@document_env
+class HarnessKnowledgeEnv(HarnessEnv):
+    """
+    ## Description
+
+    Knowledge work: the worker compiles a structured, cited record about a fictional entity (a company, a
+    person, or, in the ``ood`` split only, a product) from dated source documents that disagree. Older
+    authoritative sources hold stale values, newer ones update some fields, forum posts and rumour columns
+    contradict them, and a confusable sibling entity (same first name word) has sources of its own. The rule:
+    for each field, the value of the most recently dated *authoritative* source wins.
+
+    A draft is JSON: ``{"entity": E, "values": {field: value}, "citations": {field: doc_id}}``.
+
+    - **Corpus** (RETRIEVE, BM25 over title and text): about 1000 source documents, the task entity's
+      sources, its sibling's and every other task's.
+    - **Tools**: ``search(query, k)`` (BM25 hits), ``lookup_source(doc_id)`` (full text, date, source kind),
+      ``get_field_history(entity, field)`` (every dated statement of a field, with authority). Arguments are
+      validated against JSON schemas; unknown entities, fields and doc ids are tool errors.
+    - **Checker** (CHECK): JSON-schema validation (every field present, typed, within its enum) and citation
+      checks (the cited source exists, is about the entity and states the value). Feedback names the offending
+      fields. A stale or rumoured value cited to the source that stated it passes the checker and fails the
+      grader: the domain's support ceiling.
+    - **Grader** (SUBMIT, hidden): field-level accuracy; a field counts when its value equals the newest
+      authoritative value and it cites an authoritative source about the entity stating that value.
+      Success is a fully correct record (quality 1).
+
+    ## Action Space
+
+    ``Discrete(7)``:
+
+    | Num | Action   | In this domain |
+    |-----|----------|----------------|
+    | 0   | OBSERVE  | reveals the record schema, then the field rules, then a disambiguation note |
+    | 1   | RETRIEVE | the next-best unseen source for the task prompt (BM25) |
+    | 2   | TOOL     | the worker calls a tool, usually ``get_field_history`` on a conflicting field |
+    | 3   | DRAFT    | the worker writes a record from the evidence gathered |
+    | 4   | CHECK    | schema + citation checker on the current record |
+    | 5   | REVISE   | the worker fixes the record using the checker's feedback |
+    | 6   | SUBMIT   | grades the record; the episode ends |
+
+    ## Observation Space
+
+    ``Box(low, high, (F,), float32)``, the harness-state features shared by every domain:
+
+    {observation_table}
+
+    ## Rewards
+
+    0 on every step except the last, where it is the field-level accuracy of the submitted record in [0, 1],
+    minus ``step_cost`` per budget unit spent on every step (default 0).
+
+    ## Starting State
+
+    A task drawn uniformly from the split (or ``options["task_id"]``), no evidence, no draft, the full budget.
+
+    ## Episode End
+
+    - Termination: SUBMIT, or the budget runs out (the current record is graded as a forced submit; no record
+      scores 0).
+    - Truncation: none before the registered limit of 100 steps, which the budget always reaches first.
+
+    ## Arguments
+
+    ```python
+    import gymnasium as gym
+    env = gym.make("HarnessKnowledge-v0", data_dir=None, split="train", budget=30, step_cost=0.0,
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+    ```
+
+    ``data_dir`` is a folder with ``sources.jsonl`` and ``tasks.jsonl`` (default: the shipped
+    ``envs_data/knowledge``); the other keywords are those of :class:`~harness_gym.core.env.HarnessEnv`.
+
+    ## Example
+
+    ```python
+    >>> import gymnasium as gym, harness_gym
+    >>> env = gym.make("HarnessKnowledge-v0", split="test")
+    >>> obs, info = env.reset(seed=0)
+    >>> for action in (0, 0, 1, 1, 2, 3, 4, 6):  # schema, rules, two sources, a field history, draft, check, submit
+    ...     obs, reward, terminated, truncated, info = env.step(action)
+    >>> terminated, 0.0 <= info["quality"] <= 1.0
+    (True, True)
+
+    ```
+    """
+
+    def __init__(self, data_dir: str | None = None, **kwargs: Any) -> None:
+        super().__init__(load_knowledge_domain(data_dir), **kwargs)

@@ -1,0 +1,208 @@
+"""The knowledge domain's data records, field rules, checker and grader, independent of the MDP.
+
+A record draft is JSON: ``{"entity": ..., "values": {field: value}, "citations": {field: doc_id}}``.
+
+- The **checker** validates the record against the task's JSON schema (every field present with its type
+  and enum) and checks every citation: the cited source exists, is about the entity and states the value.
+  A stale value cited to the old source that stated it passes: the checker cannot know which source is newest
+  *and* authoritative without doing the task.
+- The **grader** scores field-level accuracy: a field counts when its value equals the gold value (the newest
+  authoritative statement) and it cites an authoritative source about the entity that states that value.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import jsonschema
+
+from harness_gym.core.taskfile import TaskFileError, require
+from harness_gym.core.types import CheckResult
+from harness_gym.domains.fictional_world import normalize_answer
+
+JSON_TYPES = ("string", "integer", "number")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A dated source document about one entity, with the field statements its text makes."""
+
+    doc_id: str
+    entity: str
+    entity_kind: str
+    title: str
+    date: str
+    source_kind: str
+    authoritative: bool
+    text: str
+    statements: Mapping[str, Any]
+
+    @classmethod
+    def from_json(cls, rec: dict[str, Any], *, path: str | Path, line: int | None = None) -> "Source":
+        doc_id = require(rec, "doc_id", str, path=path, line=line)
+        get = {"path": path, "line": line, "task_id": doc_id}
+        return cls(doc_id=doc_id, entity=require(rec, "entity", str, **get),
+                   entity_kind=require(rec, "entity_kind", str, **get), title=require(rec, "title", str, **get),
+                   date=require(rec, "date", str, **get), source_kind=require(rec, "source_kind", str, **get),
+                   authoritative=require(rec, "authoritative", bool, **get), text=require(rec, "text", str, **get),
+                   statements=require(rec, "statements", dict, **get))
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return tuple(normalize_answer(self.text).split())
+
+
+@dataclass(frozen=True)
+class RecordSpec:
+    """What a task asks for: the entity, its typed fields and (hidden) the gold record."""
+
+    entity: str
+    kind: str
+    fields: tuple[tuple[str, str, tuple[str, ...]], ...]
+    """(name, JSON type, enum) per field."""
+    gold: Mapping[str, Any]
+
+    @classmethod
+    def from_json(cls, rec: dict[str, Any], *, path: str | Path, line: int | None = None) -> "RecordSpec":
+        task_id = require(rec, "task_id", str, path=path, line=line)
+        get = {"path": path, "line": line, "task_id": task_id}
+        fields = []
+        for i, raw in enumerate(require(rec, "fields", list, **get)):
+            label = f"fields[{i}]"
+            if not isinstance(raw, dict):
+                raise TaskFileError(path, "expected an object", line=line, task_id=task_id, field=label)
+            name = require({f"{label}.name": raw.get("name")}, f"{label}.name", str, **get)
+            typ = require({f"{label}.type": raw.get("type")}, f"{label}.type", str, **get)
+            if typ not in JSON_TYPES:
+                raise TaskFileError(path, f"type must be one of {JSON_TYPES}", line=line, task_id=task_id,
+                                    field=f"{label}.type")
+            enum = require({f"{label}.enum": raw.get("enum", [])}, f"{label}.enum", list, **get)
+            fields.append((name, typ, tuple(enum)))
+        gold = require(rec, "gold", dict, **get)
+        missing = [name for name, _, _ in fields if name not in gold]
+        if missing:
+            raise TaskFileError(path, f"no gold value for {missing}", line=line, task_id=task_id, field="gold")
+        return cls(entity=require(rec, "entity", str, **get), kind=require(rec, "family", str, **get),
+                   fields=tuple(fields), gold=gold)
+
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON schema a record for this task must satisfy."""
+        props = {name: {"type": typ, **({"enum": list(enum)} if enum else {})} for name, typ, enum in self.fields}
+        names = [name for name, _, _ in self.fields]
+        return {
+            "type": "object",
+            "required": ["entity", "values", "citations"],
+            "additionalProperties": False,
+            "properties": {
+                "entity": {"const": self.entity},
+                "values": {"type": "object", "properties": props, "required": names, "additionalProperties": False},
+                "citations": {"type": "object", "required": names, "additionalProperties": False,
+                              "properties": {name: {"type": "string"} for name in names}},
+            },
+        }
+
+
+def same_value(value: Any, gold: Any) -> bool:
+    """Typed equality: strings up to case/punctuation, integers exactly, numbers to 1e-6 relative."""
+    if isinstance(gold, str):
+        return isinstance(value, str) and normalize_answer(value) == normalize_answer(gold)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(gold, int) and not isinstance(value, int):
+        return False
+    return abs(value - gold) <= 1e-6 * max(1.0, abs(gold))
+
+
+def parse_record(content: str) -> dict[str, Any] | None:
+    """The draft as a JSON object, or ``None`` when it is not one."""
+    try:
+        rec = json.loads(content)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+class KnowledgeRules:
+    """Checker, grader and field history over a fixed set of sources.
+
+    :param sources: every source document of the domain
+    """
+
+    def __init__(self, sources: Sequence[Source]) -> None:
+        self.sources = {s.doc_id: s for s in sources}
+        self._tokens = {s.doc_id: s.tokens for s in sources}
+        self._history: dict[tuple[str, str], list[Source]] = {}
+        for src in sorted(sources, key=lambda s: (s.date, s.doc_id)):
+            for field in src.statements:
+                self._history.setdefault((src.entity, field), []).append(src)
+        self.entity_fields: dict[str, list[str]] = {}
+        for entity, field in self._history:
+            self.entity_fields.setdefault(entity, []).append(field)
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+
+    def history(self, entity: str, field: str) -> list[Source]:
+        """Sources stating ``field`` of ``entity``, oldest first."""
+        return self._history.get((entity, field), [])
+
+    def states(self, doc_id: str, value: Any) -> bool:
+        """True when the source's text contains the value (as a contiguous run of normalised tokens)."""
+        want = normalize_answer(str(value)).split()
+        toks = self._tokens.get(doc_id, ())
+        n = len(want)
+        return n > 0 and any(toks[i:i + n] == tuple(want) for i in range(len(toks) - n + 1))
+
+    def _validator(self, spec: RecordSpec) -> jsonschema.protocols.Validator:
+        got = self._validators.get(spec.entity)
+        if got is None:
+            schema = spec.json_schema()
+            got = self._validators[spec.entity] = jsonschema.validators.validator_for(schema)(schema)
+        return got
+
+    def check(self, spec: RecordSpec, content: str) -> CheckResult:
+        """Schema validation, then citation checks; the feedback names every offending field."""
+        rec = parse_record(content)
+        if rec is None:
+            return CheckResult(False, "the record is not a JSON object", specificity=0.3)
+        problems = []
+        for err in sorted(self._validator(spec).iter_errors(rec), key=lambda e: list(map(str, e.absolute_path))):
+            where = ".".join(str(p) for p in err.absolute_path) or "record"
+            problems.append(f"{where}: {err.message}")
+        if problems:
+            return CheckResult(False, "schema: " + "; ".join(problems), specificity=0.8)
+        for field, value in rec["values"].items():
+            doc_id = rec["citations"][field]
+            src = self.sources.get(doc_id)
+            if src is None:
+                problems.append(f"{field}: cites unknown source {doc_id!r}")
+            elif src.entity != spec.entity:
+                problems.append(f"{field}: source {doc_id} is about {src.entity}, not {spec.entity}")
+            elif not self.states(doc_id, value):
+                problems.append(f"{field}: source {doc_id} does not state {value!r}")
+        if problems:
+            return CheckResult(False, "citations: " + "; ".join(problems), specificity=0.9)
+        return CheckResult(True, f"record valid: {len(spec.fields)} fields, every citation states its value",
+                           specificity=0.9)
+
+    def supports(self, spec: RecordSpec, field: str, doc_id: str) -> bool:
+        """True when ``doc_id`` is an authoritative source about the entity stating the gold value."""
+        src = self.sources.get(doc_id)
+        return (src is not None and src.authoritative and src.entity == spec.entity
+                and field in src.statements and same_value(src.statements[field], spec.gold[field]))
+
+    def grade(self, spec: RecordSpec, content: str) -> float:
+        """Field-level accuracy in [0, 1] against the gold record (value and a supporting citation)."""
+        rec = parse_record(content)
+        if rec is None or rec.get("entity") != spec.entity:
+            return 0.0
+        values = rec.get("values") if isinstance(rec.get("values"), dict) else {}
+        cites = rec.get("citations") if isinstance(rec.get("citations"), dict) else {}
+        good = 0
+        for field, _, _ in spec.fields:
+            cite = cites.get(field)
+            if (field in values and same_value(values[field], spec.gold[field]) and isinstance(cite, str)
+                    and self.supports(spec, field, cite)):
+                good += 1
+        return good / len(spec.fields)

@@ -1,0 +1,163 @@
+"""The research-QA domain: multi-hop questions over the encyclopedia of a generated fictional world.
+
+Data: ``envs_data/research_qa/articles.jsonl`` (one encyclopedia article per entity, with its relations and
+attributes: the world graph the tools query) and ``tasks.jsonl``, written by
+:mod:`harness_gym.domains.research_qa.generate`. There is no structured verifier: :meth:`check` returns
+``None`` and CHECK is the worker's own noisy self-check.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from harness_gym.core.domain import Domain
+from harness_gym.core.retrieval import tokenize
+from harness_gym.core.taskfile import TaskFileError, parse_task, read_jsonl, require
+from harness_gym.core.tools import ToolSpec
+from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
+from harness_gym.domains.fictional_world import normalize_answer
+from harness_gym.domains.research_qa.grading import answer_quality
+from harness_gym.paths import data_path
+from harness_gym.sandbox.base import Sandbox
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("lookup_entity", "The encyclopedia's infobox for an entity: its kind, relations and attributes.", {
+        "type": "object", "additionalProperties": False, "required": ["name"],
+        "properties": {"name": {"type": "string", "minLength": 1}}}),
+    ToolSpec("query_relation", "The object of one relation (or the value of one attribute) of an entity in the "
+             "world graph, e.g. query_relation('Acme Labs', 'founded_by').", {
+                 "type": "object", "additionalProperties": False, "required": ["entity", "relation"],
+                 "properties": {"entity": {"type": "string", "minLength": 1},
+                                "relation": {"type": "string", "pattern": "^[a-z_]+$"}}}),
+)
+STOPWORDS = frozenset("a an the of in on at to for by is was were who what which where when whose did does do "
+                      "that this with and or its it as from has have".split())
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+@lru_cache(maxsize=None)
+def _content_tokens(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text)) - STOPWORDS
+
+
+class ResearchQADomain(Domain):
+    """Multi-hop QA over a fictional encyclopedia; CHECK is a self-check, the grader is max(EM, token F1).
+
+    :param data_dir: folder with ``articles.jsonl`` and ``tasks.jsonl`` (default ``envs_data/research_qa``)
+    """
+
+    name = "research_qa"
+    uses_sandbox = False
+    tool_needs_draft = False
+
+    def __init__(self, data_dir: str | Path | None = None) -> None:
+        super().__init__()
+        root = Path(data_dir) if data_dir is not None else data_path("research_qa")
+        art_path = root / "articles.jsonl"
+        self.facts: dict[str, dict[str, Any]] = {}
+        self.kinds: dict[str, str] = {}
+        self._sentences: dict[str, tuple[tuple[frozenset[str], str], ...]] = {}
+        self._normalized: dict[str, str] = {}
+        self._title_tokens: dict[str, frozenset[str]] = {}
+        for line, rec in read_jsonl(art_path):
+            doc_id = require(rec, "doc_id", str, path=art_path, line=line)
+            get = {"path": art_path, "line": line, "task_id": doc_id}
+            title, text = require(rec, "title", str, **get), require(rec, "text", str, **get)
+            self.corpus.append(Document(doc_id, title, text))
+            self.kinds[title] = require(rec, "kind", str, **get)
+            self.facts[title] = {**require(rec, "relations", dict, **get), **require(rec, "attributes", dict, **get)}
+            self._title_tokens[doc_id] = own = _content_tokens(title)
+            self._normalized[doc_id] = f" {normalize_answer(text)} "
+            self._sentences[doc_id] = tuple((_content_tokens(s) - own, s) for s in _SENTENCE.split(text))
+        self.tools = {spec.name: spec for spec in TOOLS}
+        task_path = root / "tasks.jsonl"
+        doc_ids = {d.doc_id for d in self.corpus}
+        tasks = []
+        for line, rec in read_jsonl(task_path):
+            task_id = require(rec, "task_id", str, path=task_path, line=line)
+            answer = require(rec, "answer", str, path=task_path, line=line, task_id=task_id)
+            task = parse_task(rec, path=task_path, line=line, payload=answer)
+            unknown = sorted(task.relevant_docs - doc_ids)
+            if unknown:
+                raise TaskFileError(task_path, f"unknown doc ids {unknown}", line=line, task_id=task_id,
+                                    field="relevant_docs")
+            tasks.append(task)
+        self.add_tasks(tasks)
+
+    # ----- RETRIEVE: multi-hop query expansion -------------------------------------------------------
+    def expanded_query(self, task: Task, retrieved: list[str]) -> str:
+        """The retrieval query after the articles ``retrieved`` so far: the question's content words minus the
+        names already followed, plus the bridge names: from each retrieved article, the new words of the
+        sentence sharing most content words with the question (sentences pointing back at an article already
+        retrieved are skipped)."""
+        if not retrieved:
+            return task.prompt
+        followed = [self._title_tokens[d] for d in retrieved]
+        words = _content_tokens(task.prompt).difference(*followed)
+        terms = sorted(words)
+        for doc_id in retrieved:
+            best, bridge = 0, frozenset[str]()
+            for toks, _ in self._sentences[doc_id]:
+                overlap = len(toks & words)
+                if overlap > best and not any(t <= toks for t in followed if t != self._title_tokens[doc_id]):
+                    best, bridge = overlap, toks - words
+            terms += sorted(bridge)
+        return " ".join(terms)
+
+    def retrieve(self, task: Task, ctx: Context) -> tuple[Document, bool] | None:
+        return self.best_unseen(self.expanded_query(task, ctx.retrieved), ctx)
+
+    # ----- tools -------------------------------------------------------------------------------------
+    def _unknown(self, name: str) -> ToolResult:
+        near = difflib.get_close_matches(name, list(self.facts), n=3)
+        hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
+        return ToolResult(ok=False, output="", error=f"no encyclopedia entry named {name!r}{hint}")
+
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+        if call.name == "lookup_entity":
+            name = call.args["name"]
+            facts = self.facts.get(name)
+            if facts is None:
+                return self._unknown(name)
+            body = "; ".join(f"{k}: {v}" for k, v in facts.items())
+            return ToolResult(ok=True, output=f"{name} ({self.kinds[name]}): {body}")
+        entity, relation = call.args["entity"], call.args["relation"]
+        facts = self.facts.get(entity)
+        if facts is None:
+            return self._unknown(entity)
+        if relation not in facts:
+            return ToolResult(ok=False, output="", error=f"{entity} ({self.kinds[entity]}) has no {relation!r}; "
+                              f"recorded: {', '.join(facts)}")
+        return ToolResult(ok=True, output=f"{entity} {relation} {facts[relation]}")
+
+    # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult | None:
+        """No structured verifier: CHECK falls back to the worker's self-check."""
+        return None
+
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+        return answer_quality(draft.content, task.payload)
+
+    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+        """Tool calls: schema validity. Drafts: +1 when the answer occurs in a retrieved article or a tool
+        result, -1 when the harness has gathered text and the answer occurs in none of it, 0 otherwise."""
+        if call is not None:
+            return super().knowledge(task, ctx, call)
+        if ctx.draft is None:
+            return 0.0
+        texts = [self._normalized[d] for d in ctx.retrieved]
+        texts += [f" {normalize_answer(res.output)} " for _, res in ctx.tool_history if res.ok]
+        if not texts:
+            return 0.0
+        answer = normalize_answer(ctx.draft.content)
+        return 1.0 if answer and any(f" {answer} " in t for t in texts) else -1.0
+
+
+@lru_cache(maxsize=8)
+def load_research_qa_domain(data_dir: str | None = None) -> ResearchQADomain:
+    """The research-QA domain, loaded and indexed once per data folder."""
+    return ResearchQADomain(data_dir)

@@ -1,0 +1,220 @@
+"""The τ-bench retail domain: a store, its tickets, the retail tools, a plan verifier and the benchmark reward."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+
+from harness_gym.core.domain import Domain
+from harness_gym.core.taskfile import TaskFileError
+from harness_gym.core.tools import validate_call
+from harness_gym.core.types import Candidate, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
+from harness_gym.domains.tau_retail.candidates import Perturber
+from harness_gym.domains.tau_retail.data import RawTask, RetailDataset, load_dataset
+from harness_gym.domains.tau_retail.plan import (DraftFormatError, RetailTaskData, call_once, compose_reply,
+                                                 encode_draft, parse_draft, replay, reward)
+from harness_gym.domains.tau_retail.rules import verify
+from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
+from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, TOOL_SPECS, WRITE_TOOLS
+from harness_gym.paths import data_path
+from harness_gym.sandbox.base import Sandbox
+
+POLICY: dict[str, tuple[str, str]] = {
+    "policy-identity": ("Identify the customer", "Before any change, identify the customer by email, or by first "
+                        "name, last name and zip code, and look up their user id. Act only on that customer's "
+                        "profile and orders; never change another customer's order."),
+    "policy-information": ("Answer questions", "Customers may ask about their profile, their orders (status, "
+                           "items, tracking numbers, payments, totals), gift card balances and products (variants, "
+                           "options, prices, availability). Give exact figures: prices, totals, refunds, price "
+                           "differences and tracking numbers, computed with the calculate tool where needed."),
+    "policy-cancel": ("Cancel a pending order", "Only an order with status pending can be cancelled. The reason "
+                      "must be 'no longer needed' or 'ordered by mistake'. Every payment is refunded: to a gift "
+                      "card at once, otherwise within 5-7 business days. The status becomes cancelled."),
+    "policy-modify-address": ("Change a pending order's shipping address", "The shipping address of a pending "
+                              "order can be changed. Changing an order's address does not change the customer's "
+                              "default profile address unless they ask for it too."),
+    "policy-modify-payment": ("Change a pending order's payment method", "A pending order paid with one payment "
+                              "can be switched to another payment method of the customer; a gift card must cover "
+                              "the whole amount. The old method is refunded."),
+    "policy-modify-items": ("Modify items of a pending order", "Items of a pending order can be changed to other "
+                            "available options of the same product, once per order: afterwards the status is "
+                            "'pending (item modified)' and no further item change or cancellation is possible, so "
+                            "collect every item first. The price difference is paid or refunded with one payment "
+                            "method; a gift card must cover it."),
+    "policy-user-address": ("Change the default address", "The customer's default address in their profile can "
+                            "be changed on request; it does not change the address of existing orders."),
+    "policy-return": ("Return items of a delivered order", "Items of a delivered order can be returned once. The "
+                      "refund goes to the original payment method or to a gift card of the customer. The status "
+                      "becomes 'return requested'; the customer receives return instructions by email."),
+    "policy-exchange": ("Exchange items of a delivered order", "Items of a delivered order can be exchanged once, "
+                        "each for an available item of the same product with different options; there is no "
+                        "change of product type. The price difference is paid or refunded with one payment "
+                        "method; a gift card must cover it. The status becomes 'exchange requested'."),
+    "policy-transfer": ("Transfer to a human agent", "Transfer to a human agent only when the customer asks for "
+                        "one or when the request cannot be handled with the available tools and policy (for "
+                        "example undoing a cancellation or refunding to a method the policy does not allow). "
+                        "The transfer ends the conversation."),
+}
+"""The retail policy as retrieval documents (this project's wording of the benchmark's rules)."""
+
+POLICY_OF_TOOL: dict[str, str] = {
+    "cancel_pending_order": "policy-cancel", "modify_pending_order_address": "policy-modify-address",
+    "modify_pending_order_payment": "policy-modify-payment", "modify_pending_order_items": "policy-modify-items",
+    "modify_user_address": "policy-user-address", "return_delivered_order_items": "policy-return",
+    "exchange_delivered_order_items": "policy-exchange", "transfer_to_human_agents": "policy-transfer",
+}
+FAMILY_OF_TOOL: dict[str, str] = {
+    "cancel_pending_order": "cancel", "modify_pending_order_address": "order_address",
+    "modify_pending_order_payment": "payment", "modify_pending_order_items": "modify_items",
+    "modify_user_address": "user_address", "return_delivered_order_items": "return",
+    "exchange_delivered_order_items": "exchange", "transfer_to_human_agents": "transfer",
+}
+_LOOKUPS = frozenset({"find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details", "think"})
+MAX_TOOL_EVIDENCE = 4
+"""At most this many gold read calls are a task's evidence tool calls (8 budget units)."""
+MAX_RELEVANT_DOCS = 2
+
+
+def _product_doc(pid: str, product: dict) -> Document:
+    lines = [f"item {vid}: " + ", ".join(f"{k} {v}" for k, v in var["options"].items())
+             + f"; price {var['price']}; {'available' if var['available'] else 'unavailable'}"
+             for vid, var in product["variants"].items()]
+    return Document(doc_id=f"product-{pid}", title=f"{product['name']} (product {pid})", text="\n".join(lines))
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+class TauRetailDomain(Domain):
+    """τ-bench retail tickets over one store (see :class:`~harness_gym.domains.tau_retail.env.HarnessTauRetailEnv`).
+
+    :param dataset: the store and its tasks, from :func:`~harness_gym.domains.tau_retail.data.load_dataset`
+    """
+
+    name = "tau_retail"
+    uses_sandbox = False
+    tool_needs_draft = False
+
+    def __init__(self, dataset: RetailDataset) -> None:
+        super().__init__()
+        self.dataset = dataset
+        self.snapshot: RetailSnapshot = dataset.snapshot
+        self.tools = dict(TOOL_SPECS)
+        self.corpus = [Document(doc_id, title, text) for doc_id, (title, text) in POLICY.items()]
+        self.corpus += [_product_doc(pid, p) for pid, p in sorted(self.snapshot.tables["products"].items())]
+        self.add_tasks([self._task(raw) for raw in dataset.tasks])
+
+    # ----- task construction -------------------------------------------------------------------------
+    def _task(self, raw: RawTask) -> Task:
+        snap = self.snapshot
+        data = RetailTaskData(snapshot=snap, user_id=raw.user_id, actions=raw.actions, outputs=raw.outputs,
+                              gold_hash=replay(snap, raw.actions).state_hash())
+        plan = data.gold_plan
+        reference = encode_draft(plan, compose_reply(plan, raw.outputs))
+        if reward(data, reference) != 1.0:
+            raise TaskFileError(raw.source, "the gold plan with a reply stating every output does not earn reward 1 "
+                                "(an output the benchmark's comparison can never find?)", task_id=raw.task_id,
+                                field="outputs")
+        seed = int(hashlib.sha256(raw.task_id.encode()).hexdigest()[:8], 16)
+        wrong = [(kind, encode_draft(p, compose_reply(p, raw.outputs)))
+                 for kind, p in Perturber(snap, raw.user_id, plan, seed).all()]
+        if raw.outputs:
+            wrong.append(("missing_output", encode_draft(plan, compose_reply(plan, ()))))
+        candidates = [Candidate(reference, "reference", True)]
+        seen = {reference}
+        for kind, content in wrong:
+            quality = reward(data, content)
+            # A perturbation that still reaches the gold state (an address set to the one already stored) is
+            # not a wrong plan; it stays out of the bank.
+            if content not in seen and quality < 1.0:
+                seen.add(content)
+                candidates.append(Candidate(content, kind, False))
+
+        observations, required = self._observations(raw.user_id)
+        writes = [c for c in plan if c.name in WRITE_TOOLS]
+        evidence = self._evidence_calls(data)
+        docs = list(dict.fromkeys(POLICY_OF_TOOL[c.name] for c in plan))[:MAX_RELEVANT_DOCS] or ["policy-information"]
+        family = "+".join(sorted({FAMILY_OF_TOOL[c.name] for c in plan})) or "info"
+        difficulty = min(1.0, 0.1 + 0.2 * min(len(writes), 3) + 0.1 * min(len(raw.outputs), 2)
+                         + 0.05 * min(len(raw.actions) - len(plan), 4))
+        return Task(task_id=raw.task_id, split=raw.split, family=family, difficulty=round(difficulty, 3),
+                    prompt=raw.prompt, candidates=tuple(candidates), observations=observations,
+                    required_observations=required, relevant_docs=frozenset(docs), tool_calls=evidence,
+                    payload=data)
+
+    def _observations(self, user_id: str | None) -> tuple[tuple[str, ...], frozenset[int]]:
+        """The customer's profile (required) and each of their orders, as the support console shows them."""
+        user = self.snapshot.tables["users"].get(user_id or "")
+        if user is None:
+            return (), frozenset()
+        orders = self.snapshot.tables["orders"]
+        texts = [f"Customer profile {user_id}: {_compact(user)}"]
+        texts += [f"Order {oid}: {_compact(orders[oid])}" for oid in user["orders"] if oid in orders]
+        return tuple(texts), frozenset({0})
+
+    def _evidence_calls(self, data: RetailTaskData) -> tuple[ToolCall, ...]:
+        """The gold read calls that succeed, those about what the plan changes first, at most
+        :data:`MAX_TOOL_EVIDENCE`, in gold order."""
+        db = RetailDB(self.snapshot)
+        unique = {c.key(): c for c in reversed(data.actions)}
+        reads = [c for c in data.actions if unique.get(c.key()) is c and c.name in EVIDENCE_TOOLS
+                 and c.name not in _LOOKUPS and call_once(db, c)[0]]
+        touched = {str(v) for c in data.gold_plan for v in c.args.values() if isinstance(v, str)}
+        for c in data.gold_plan:
+            for item_id in c.args.get("new_item_ids", []):
+                touched.add(self.snapshot.item_product.get(item_id, ""))
+        ranked = sorted(range(len(reads)), key=lambda i: (not set(map(str, reads[i].args.values())) & touched, i))
+        keep = sorted(ranked[:MAX_TOOL_EVIDENCE])
+        return tuple(reads[i] for i in keep)
+
+    # ----- MDP hooks ---------------------------------------------------------------------------------
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+        if call.name not in EVIDENCE_TOOLS:
+            return ToolResult(ok=False, output="", error=f"{call.name} changes the store; write calls belong in "
+                                                          "the draft's plan, TOOL runs read tools only")
+        ok, out = call_once(RetailDB(self.snapshot), call)
+        return ToolResult(ok=True, output=out) if ok else ToolResult(ok=False, output="", error=out)
+
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+        return verify(task.payload, draft.content)
+
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+        return reward(task.payload, draft.content)
+
+    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+        """Tool calls: a read tool with valid arguments (+1), else -1. Drafts: every plan call is a known tool
+        with valid arguments whose order, user, item and payment-method ids exist in the store (+1), else -1."""
+        if call is not None:
+            return super().knowledge(task, ctx, call) if call.name in EVIDENCE_TOOLS else -1.0
+        if ctx.draft is None:
+            return 0.0
+        try:
+            calls = parse_draft(ctx.draft.content).calls
+        except DraftFormatError:
+            return -1.0
+        return 1.0 if all(self._known_ids(c) for c in calls) else -1.0
+
+    def _known_ids(self, call: ToolCall) -> bool:
+        if validate_call(self.tools, call):
+            return False
+        tables = self.snapshot.tables
+        args = call.args
+        order = tables["orders"].get(args.get("order_id", "")) if "order_id" in args else {}
+        if order is None or ("user_id" in args and args["user_id"] not in tables["users"]):
+            return False
+        items = list(args.get("item_ids", [])) + list(args.get("new_item_ids", []))
+        if any(i not in self.snapshot.item_product for i in items):
+            return False
+        if "payment_method_id" in args and order:
+            owner = tables["users"].get(order["user_id"], {})
+            return args["payment_method_id"] in owner.get("payment_methods", {})
+        return True
+
+
+@lru_cache(maxsize=8)
+def load_tau_retail_domain(data_dir: str | None = None) -> TauRetailDomain:
+    """The retail domain over ``data_dir`` (either public layout), or over this project's synthetic store in
+    ``envs_data/tau_retail`` when ``data_dir`` is ``None``. Cached: vector envs share one load."""
+    return TauRetailDomain(load_dataset(data_dir if data_dir is not None else data_path("tau_retail")))

@@ -1,0 +1,124 @@
+"""HarnessTauRetail-v0: the Harness MDP over τ-bench retail tickets, faithful to its data, tools and reward."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness_gym.core.env import HarnessEnv, document_env
+from harness_gym.domains.tau_retail.domain import load_tau_retail_domain
+
+
+@document_env
+class HarnessTauRetailEnv(HarnessEnv):
+    """
+    ## Description
+
+    An adapter that runs the public τ-bench retail benchmark's own data as a Harness MDP. There is no LLM
+    user simulator: the customer's request is the ticket (the prompt), and the worker answers it with a
+    **draft = a plan plus a reply**, the JSON text
+    ``{"plan": [{"name": TOOL, "arguments": {...}}, ...], "reply": TEXT}``: the ordered write calls the agent
+    would make and what it tells the customer.
+
+    - **Data** (``data_dir``): either public layout. τ²-bench: ``db.json``, ``tasks.json``,
+      ``split_tasks.json``. τ-bench v1: ``users.json``, ``orders.json``, ``products.json`` and
+      ``tasks_train.json`` / ``tasks_dev.json`` / ``tasks_test.json`` (lists of
+      ``{user_id, instruction, actions: [{name, kwargs}], outputs}``). Without ``data_dir``: this project's
+      synthetic store in ``envs_data/tau_retail`` (v1 layout plus ``tasks_ood.json``; 150 users, 400 orders,
+      24 products, 260 tasks; written by ``python -m harness_gym.domains.tau_retail.generate``).
+    - **τ² mapping**: ``id`` -> task id; ``user_scenario.instructions`` (reason for call, known and unknown
+      info, behaviour notes) -> the ticket; ``evaluation_criteria.actions`` (``name``, ``arguments``) -> gold
+      actions; ``communicate_info`` -> required outputs. ``nl_assertions`` need an LLM judge and are not
+      graded; ``reward_basis`` is not read (the reward below is the same for every task). Splits:
+      ``split_tasks.json``'s ``train`` / ``test`` (and ``val``/``dev``, ``ood`` if present; ``base``, the
+      union, is ignored); without a val split one train task in five (by a hash of its id) moves to val.
+      The public τ² data has no ood split, so ``ood`` is empty (``split="ood"`` then fails at construction).
+      v1 task ids are ``<split>-<index>``; ``tasks_dev.json`` is the val split.
+    - **Tools**: the retail tools with the public semantics (``find_user_id_by_email``,
+      ``find_user_id_by_name_zip``, ``get_user_details``, ``get_order_details``, ``get_product_details``,
+      ``get_item_details``, ``list_all_product_types``, ``calculate``, ``think``; writes:
+      ``cancel_pending_order``, ``modify_pending_order_address``, ``modify_pending_order_items``,
+      ``modify_pending_order_payment``, ``modify_user_address``, ``return_delivered_order_items``,
+      ``exchange_delivered_order_items``; and ``transfer_to_human_agents``). TOOL runs read tools on the
+      task's database; a write proposed as a tool call is refused (writes belong in the plan). Arguments are
+      validated against JSON schemas; refusals (wrong status, unknown id, ...) are tool errors.
+    - **Checker** (CHECK): a plan verifier. It dry-runs the plan on a copy-on-write view of the database and
+      enforces the policy a careful agent checks: plan steps are write/transfer tools with valid arguments,
+      they act on the ticket's customer only, a transfer comes last, no item is exchanged for itself, every
+      call succeeds (order status, item in the order, same product, availability, payment method of the
+      customer, original method or gift card for refunds, gift-card balance, once per order), and the reply
+      confirms every order changed. It never sees the gold actions or the required outputs, so a plan that
+      runs cleanly but picks the wrong variant, order or payment method, misses or adds a write, or a reply
+      missing the requested information passes it and fails the grader (the support ceiling).
+    - **Grader** (SUBMIT): the benchmark's reward. 1 if the hash of the database after running the plan
+      equals the hash after replaying all gold actions on a fresh database (a failing call, gold or not,
+      changes nothing) and every required output appears in the reply (output lower-cased, reply lower-cased
+      with commas removed); else 0. Both sides run the same tool code.
+    - **Worker candidates**: the gold plan (gold writes and transfers that succeed) with a reply confirming
+      each call and stating the outputs, and wrong plans: ``wrong_variant``, ``wrong_product``,
+      ``wrong_item``, ``wrong_payment``, ``wrong_order``, ``wrong_reason``, ``wrong_address``,
+      ``missing_write``, ``extra_write``, ``missing_output``.
+
+    ## Action Space
+
+    ``Discrete(7)``:
+
+    | Num | Action   | In this domain |
+    |-----|----------|----------------|
+    | 0   | OBSERVE  | the customer's profile, then each of their orders, as the support console shows them |
+    | 1   | RETRIEVE | the next-best unseen policy section or product catalogue page for the ticket (BM25) |
+    | 2   | TOOL     | the worker calls a read tool, usually ``get_order_details`` / ``get_product_details`` |
+    | 3   | DRAFT    | the worker writes a plan and a reply |
+    | 4   | CHECK    | dry run of the plan plus the policy rules |
+    | 5   | REVISE   | the worker fixes the plan using the checker's feedback |
+    | 6   | SUBMIT   | executes the plan on the task's database and grades it; the episode ends |
+
+    ## Observation Space
+
+    ``Box(low, high, (F,), float32)``, the harness-state features shared by every domain:
+
+    {observation_table}
+
+    ## Rewards
+
+    0 on every step except the last, where it is the benchmark reward of the submitted draft (0 or 1), minus
+    ``step_cost`` per budget unit spent on every step (default 0).
+
+    ## Starting State
+
+    A ticket drawn uniformly from the split (or ``options["task_id"]``, e.g. ``"5"`` for τ² task 5), no
+    evidence, no draft, the full budget.
+
+    ## Episode End
+
+    - Termination: SUBMIT, or the budget runs out (the current draft is graded as a forced submit; no draft
+      scores 0).
+    - Truncation: none before the registered limit of 100 steps, which the budget always reaches first.
+
+    ## Arguments
+
+    ```python
+    import gymnasium as gym
+    env = gym.make("HarnessTauRetail-v0", data_dir=None, split="train", budget=30, step_cost=0.0,
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+    ```
+
+    ``data_dir`` is a folder in either public layout (default: the synthetic store); the other keywords are
+    those of :class:`~harness_gym.core.env.HarnessEnv`. Loading is cached per ``data_dir``.
+
+    ## Example
+
+    ```python
+    >>> import gymnasium as gym, harness_gym
+    >>> env = gym.make("HarnessTauRetail-v0", split="test")
+    >>> obs, info = env.reset(seed=0)
+    >>> for action in (0, 2, 1, 3, 4, 6):  # profile, a read tool, a policy page, draft, check, submit
+    ...     obs, reward, terminated, truncated, info = env.step(action)
+    >>> terminated, info["quality"] in (0.0, 1.0)
+    (True, True)
+    ```
+    """
+
+    def __init__(self, data_dir: str | Path | None = None, **kwargs: Any) -> None:
+        super().__init__(load_tau_retail_domain(None if data_dir is None else str(Path(data_dir).resolve())),
+                         **kwargs)

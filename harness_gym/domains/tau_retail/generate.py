@@ -1,0 +1,451 @@
+"""Write the synthetic retail store and its tickets to ``envs_data/tau_retail`` (τ-bench v1 layout).
+
+The store has the public schema (users with payment methods, orders with items, fulfilments and payment
+history, products with variants); the tickets are v1 task literals ``{user_id, instruction, actions: [{name,
+kwargs}], outputs}``. Single-request tickets of every kind are shuffled into train / val (``tasks_dev.json``) /
+test; compound tickets (two changes on two orders, a change plus a question) form ``tasks_ood.json``. Every
+gold action is replayed with the domain's tools while generating and must succeed.
+
+Run ``python -m harness_gym.domains.tau_retail.generate [--out DIR] [--seed N]``; the output is deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+from pathlib import Path
+from typing import Any, Callable
+
+from harness_gym.core.types import ToolCall
+from harness_gym.domains.tau_retail.plan import call_once
+from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
+
+CATALOGUE: dict[str, tuple[tuple[float, float], dict[str, list[str]]]] = {
+    "T-Shirt": ((40, 60), {"color": ["blue", "red", "black", "white", "purple"], "size": ["S", "M", "L", "XL"],
+                           "material": ["cotton", "polyester"], "style": ["crew neck", "v-neck"]}),
+    "Mechanical Keyboard": ((130, 280), {"switch type": ["linear", "tactile", "clicky"],
+                                         "backlight": ["none", "white", "RGB"], "size": ["full size", "80%", "60%"]}),
+    "Water Bottle": ((15, 60), {"capacity": ["500ml", "750ml", "1000ml"],
+                                "material": ["glass", "plastic", "stainless steel"], "color": ["blue", "black", "green"]}),
+    "Desk Lamp": ((80, 200), {"color": ["white", "black", "silver"], "brightness": ["low", "medium", "high"],
+                              "power source": ["AC adapter", "battery", "USB"]}),
+    "Running Shoes": ((90, 200), {"size": ["8", "9", "10", "11"], "color": ["black", "white", "red"],
+                                  "material": ["mesh", "leather"]}),
+    "Backpack": ((50, 250), {"color": ["black", "grey", "navy", "green"], "size": ["small", "medium", "large"],
+                             "material": ["nylon", "polyester", "leather"]}),
+    "Laptop": ((900, 2800), {"screen size": ["13-inch", "15-inch", "17-inch"],
+                             "processor": ["i5", "i7", "i9"], "ram": ["8GB", "16GB", "32GB"],
+                             "storage": ["256GB SSD", "512GB SSD", "1TB SSD"]}),
+    "Smart Watch": ((150, 400), {"color": ["black", "silver", "gold"], "band material": ["silicone", "leather",
+                                                                                          "metal"],
+                                 "display": ["LCD", "AMOLED"]}),
+    "Coffee Maker": ((50, 300), {"color": ["black", "stainless steel", "white"], "capacity": ["1 cup", "4 cups",
+                                                                                              "8 cups"],
+                                 "type": ["drip", "espresso", "french press"]}),
+    "Office Chair": ((200, 550), {"material": ["fabric", "mesh", "leather"], "color": ["black", "gray", "blue"],
+                                  "armrest": ["none", "fixed", "adjustable"]}),
+    "Headphones": ((80, 380), {"type": ["on-ear", "over-ear", "in-ear"], "connectivity": ["wired", "wireless"],
+                               "color": ["black", "white", "red"]}),
+    "Bluetooth Speaker": ((50, 320), {"color": ["black", "blue", "red"], "battery life": ["10 hours", "20 hours"],
+                                      "water resistance": ["yes", "no"]}),
+    "Yoga Mat": ((20, 120), {"thickness": ["4mm", "6mm", "8mm"], "material": ["PVC", "natural rubber", "TPE"],
+                             "color": ["blue", "pink", "purple", "green"]}),
+    "Tea Kettle": ((25, 150), {"material": ["stainless steel", "glass", "ceramic"], "capacity": ["1 liter",
+                                                                                                "1.5 liters", "2 liters"],
+                               "stovetop compatibility": ["gas", "induction", "electric"]}),
+    "Air Purifier": ((100, 550), {"room size": ["small", "medium", "large"], "filter type": ["HEPA", "carbon",
+                                                                                              "ionic"],
+                                  "features": ["quiet operation", "smart sensors", "night mode"]}),
+    "Digital Camera": ((300, 3000), {"resolution": ["20MP", "24MP", "30MP"], "zoom": ["3x", "5x", "10x"],
+                                     "storage": ["SD card", "CF card"]}),
+    "Hiking Boots": ((120, 260), {"size": ["8", "9", "10", "11", "12"], "material": ["leather", "synthetic"],
+                                  "waterproof": ["yes", "no"]}),
+    "Skateboard": ((60, 220), {"deck material": ["maple", "bamboo", "plastic"], "length": ["28 inch", "31 inch",
+                                                                                             "34 inch"],
+                               "design": ["plain", "graphic", "custom"]}),
+    "Pet Bed": ((30, 200), {"size": ["small", "medium", "large"], "material": ["memory foam", "fleece",
+                                                                               "polyester"],
+                            "color": ["brown", "grey", "beige"]}),
+    "Sunglasses": ((80, 300), {"frame color": ["black", "brown", "silver"], "lens color": ["green", "brown",
+                                                                                           "blue"],
+                               "lens type": ["polarized", "non-polarized"]}),
+    "Wireless Earbuds": ((60, 300), {"color": ["black", "white", "blue"], "battery life": ["4 hours", "6 hours",
+                                                                                            "8 hours"],
+                                     "water resistance": ["IPX4", "IPX7", "not resistant"]}),
+    "Electric Toothbrush": ((40, 210), {"color": ["white", "black", "blue"], "speed settings": ["low", "high"],
+                                        "battery type": ["rechargeable", "AA batteries"]}),
+    "Gaming Mouse": ((50, 160), {"color": ["black", "white", "RGB"], "sensor type": ["optical", "laser"],
+                                 "connectivity": ["wired", "wireless"]}),
+    "Bookshelf": ((100, 600), {"material": ["wood", "metal", "glass"], "color": ["white", "brown", "black"],
+                               "height": ["3 ft", "5 ft", "6 ft"]}),
+}
+FIRST = ["Yusuf", "Mei", "Ava", "Noah", "Lucas", "Sofia", "Ivan", "Emma", "Omar", "Chen", "Fatima", "Daiki", "Liam",
+         "Olivia", "Mia", "James", "Aarav", "Isabella", "Ethan", "Harper", "Amelia", "Raj", "Yara", "Mohamed",
+         "Anya", "Juan", "Sara", "Lei", "Evelyn", "Mason"]
+LAST = ["Rossi", "Kovacs", "Garcia", "Brown", "Hernandez", "Smith", "Taylor", "Sanchez", "Khan", "Patel", "Martin",
+        "Ito", "Nguyen", "Silva", "Lopez", "Wilson", "Muller", "Kim", "Ahmed", "Johnson", "Santos", "Li", "Moore"]
+CITIES = [("New York", "NY", "100"), ("Chicago", "IL", "606"), ("Houston", "TX", "770"), ("Denver", "CO", "802"),
+          ("Seattle", "WA", "981"), ("San Diego", "CA", "921"), ("Charlotte", "NC", "282"), ("Phoenix", "AZ", "850"),
+          ("Philadelphia", "PA", "191"), ("Jacksonville", "FL", "322")]
+STREETS = ["Main Street", "Elm Avenue", "Park Avenue", "Hickory Lane", "Maple Drive", "Sunset Drive", "River Road",
+           "Highland Drive", "Cedar Street", "Lakeview Drive", "Oak Street", "Pine Lane"]
+BRANDS = ["visa", "mastercard", "amex", "discover"]
+STATUS_WEIGHTS = {"pending": 0.32, "processed": 0.14, "delivered": 0.42, "cancelled": 0.12}
+ID_SPLITS = {"train": 140, "val": 40, "test": 50}
+N_OOD = 30
+
+
+class StoreBuilder:
+    """Builds the synthetic store with one seeded random stream."""
+
+    def __init__(self, seed: int, n_users: int = 150, n_orders: int = 400) -> None:
+        self.rng = random.Random(seed)
+        self._used: set[str] = set()
+        self.products = self._products()
+        self.users = self._users(n_users)
+        self.orders: dict[str, dict[str, Any]] = {}
+        for _ in range(n_orders):
+            self._order(self.rng.choice(sorted(self.users)))
+
+    def _id(self, digits: int, prefix: str = "") -> str:
+        while True:
+            value = prefix + "".join(self.rng.choice("0123456789") for _ in range(digits))
+            if value not in self._used and not value.startswith("0"):
+                self._used.add(value)
+                return value
+
+    def address(self) -> dict[str, str]:
+        city, state, zip_prefix = self.rng.choice(CITIES)
+        return {"address1": f"{self.rng.randint(100, 999)} {self.rng.choice(STREETS)}",
+                "address2": self.rng.choice(["", f"Suite {self.rng.randint(100, 999)}"]), "city": city,
+                "country": "USA", "state": state, "zip": zip_prefix + f"{self.rng.randint(0, 99):02d}"}
+
+    def _products(self) -> dict[str, dict[str, Any]]:
+        products = {}
+        for name, ((lo, hi), dims) in CATALOGUE.items():
+            pid = self._id(10)
+            combos = list(itertools.product(*dims.values()))
+            self.rng.shuffle(combos)
+            variants = {}
+            for combo in combos[:self.rng.randint(6, 10)]:
+                vid = self._id(10)
+                variants[vid] = {"item_id": vid, "options": dict(zip(dims, combo)),
+                                 "available": self.rng.random() < 0.8, "price": round(self.rng.uniform(lo, hi), 2)}
+            products[pid] = {"name": name, "product_id": pid, "variants": variants}
+        return products
+
+    def _users(self, n: int) -> dict[str, dict[str, Any]]:
+        users = {}
+        for _ in range(n):
+            first, last = self.rng.choice(FIRST), self.rng.choice(LAST)
+            uid = f"{first.lower()}_{last.lower()}_{self.rng.randint(1000, 9999)}"
+            if uid in users:
+                continue
+            methods: dict[str, dict[str, Any]] = {}
+            for source in self.rng.sample(["credit_card", "paypal", "gift_card"], self.rng.randint(1, 3)):
+                mid = f"{source}_{self._id(7)}"
+                method: dict[str, Any] = {"source": source, "id": mid}
+                if source == "credit_card":
+                    method.update(brand=self.rng.choice(BRANDS), last_four=f"{self.rng.randint(0, 9999):04d}")
+                elif source == "gift_card":
+                    method["balance"] = float(self.rng.randint(0, 300))
+                methods[mid] = method
+            users[uid] = {"user_id": uid, "name": {"first_name": first, "last_name": last},
+                          "address": self.address(), "email": f"{first.lower()}.{last.lower()}{self.rng.randint(1000, 9999)}@example.com",
+                          "payment_methods": methods, "orders": []}
+        return users
+
+    def _order(self, uid: str) -> None:
+        user = self.users[uid]
+        oid = "#W" + self._id(7)
+        items = []
+        for pid in self.rng.sample(sorted(self.products), self.rng.randint(1, 4)):
+            vid = self.rng.choice(sorted(self.products[pid]["variants"]))
+            var = self.products[pid]["variants"][vid]
+            items.append({"name": self.products[pid]["name"], "product_id": pid, "item_id": vid,
+                          "price": var["price"], "options": dict(var["options"])})
+        status = self.rng.choices(list(STATUS_WEIGHTS), weights=list(STATUS_WEIGHTS.values()))[0]
+        method = self.rng.choice(sorted(user["payment_methods"]))
+        total = round(sum(i["price"] for i in items), 2)
+        order: dict[str, Any] = {
+            "order_id": oid, "user_id": uid, "address": dict(user["address"]), "items": items, "status": status,
+            "fulfillments": [], "payment_history": [{"transaction_type": "payment", "amount": total,
+                                                     "payment_method_id": method}]}
+        if status in ("processed", "delivered"):
+            order["fulfillments"] = [{"tracking_id": [self._id(12)], "item_ids": [i["item_id"] for i in items]}]
+        if status == "cancelled":
+            order["payment_history"].append({"transaction_type": "refund", "amount": total, "payment_method_id": method})
+            order["cancel_reason"] = self.rng.choice(["no longer needed", "ordered by mistake"])
+        self.orders[oid] = order
+        user["orders"].append(oid)
+
+
+def _options_text(options: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in options.items())
+
+
+def _method_text(method: dict[str, Any]) -> str:
+    if method["source"] == "credit_card":
+        return f"{method['brand']} credit card ending in {method['last_four']}"
+    return "PayPal account" if method["source"] == "paypal" else "gift card"
+
+
+class TicketWriter:
+    """Writes v1 task literals whose gold actions succeed on the store.
+
+    :param store: the store the tickets are about
+    :param seed: seeds the choices
+    """
+
+    def __init__(self, store: StoreBuilder, seed: int) -> None:
+        self.s = store
+        self.rng = random.Random(seed)
+        self.snapshot = RetailSnapshot(store.users, store.orders, store.products)
+        self.used: set[tuple[str, str]] = set()
+
+    # ----- pieces ------------------------------------------------------------------------------------
+    def identify(self, uid: str) -> tuple[str, list[ToolCall]]:
+        user = self.s.users[uid]
+        first, last = user["name"]["first_name"], user["name"]["last_name"]
+        if self.rng.random() < 0.5:
+            text = f"You are {first} {last}; your email is {user['email']}."
+            lookup = ToolCall("find_user_id_by_email", {"email": user["email"]})
+        else:
+            text = f"You are {first} {last} and live in zip code {user['address']['zip']}; you forgot your email."
+            lookup = ToolCall("find_user_id_by_name_zip", {"first_name": first, "last_name": last,
+                                                           "zip": user["address"]["zip"]})
+        return text, [lookup, ToolCall("get_user_details", {"user_id": uid})]
+
+    def orders_with(self, status: str, family: str) -> list[dict[str, Any]]:
+        return [o for oid, o in sorted(self.s.orders.items())
+                if o["status"] == status and (family, oid) not in self.used]
+
+    def other_variant(self, item: dict[str, Any]) -> dict[str, Any] | None:
+        variants = self.s.products[item["product_id"]]["variants"]
+        options = [v for vid, v in sorted(variants.items()) if v["available"] and vid != item["item_id"]]
+        return self.rng.choice(options) if options else None
+
+    def payer(self, uid: str, amount: float) -> dict[str, Any] | None:
+        methods = [m for _, m in sorted(self.s.users[uid]["payment_methods"].items())
+                   if m["source"] != "gift_card" or m["balance"] >= amount]
+        return self.rng.choice(methods) if methods else None
+
+    # ----- request kinds: each returns (request text, actions) or None -------------------------------
+    def cancel(self, order: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+        reason = self.rng.choice(["no longer needed", "ordered by mistake"])
+        why = "you no longer need it" if reason == "no longer needed" else "you ordered it by mistake"
+        names = " and ".join(i["name"].lower() for i in order["items"])
+        return (f"You want to cancel your pending order {order['order_id']} (the {names}) because {why}.",
+                [ToolCall("get_order_details", {"order_id": order["order_id"]}),
+                 ToolCall("cancel_pending_order", {"order_id": order["order_id"], "reason": reason})])
+
+    def order_address(self, order: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+        addr = self.s.address()
+        return (f"You moved: order {order['order_id']} should ship to {addr['address1']} {addr['address2']}, "
+                f"{addr['city']}, {addr['state']} {addr['zip']}, USA. Only the order changes, not your profile.",
+                [ToolCall("get_order_details", {"order_id": order["order_id"]}),
+                 ToolCall("modify_pending_order_address", {"order_id": order["order_id"], **addr})])
+
+    def payment(self, order: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+        uid, paid = order["user_id"], order["payment_history"][0]
+        methods = [m for _, m in sorted(self.s.users[uid]["payment_methods"].items())
+                   if m["id"] != paid["payment_method_id"] and (m["source"] != "gift_card" or m["balance"] >= paid["amount"])]
+        if not methods:
+            return None
+        method = self.rng.choice(methods)
+        return (f"You want to pay for order {order['order_id']} with your {_method_text(method)} instead.",
+                [ToolCall("get_order_details", {"order_id": order["order_id"]}),
+                 ToolCall("modify_pending_order_payment", {"order_id": order["order_id"],
+                                                          "payment_method_id": method["id"]})])
+
+    def _swap(self, order: dict[str, Any], tool: str, verb: str) -> tuple[str, list[ToolCall]] | None:
+        item = self.rng.choice(order["items"])
+        target = self.other_variant(item)
+        if target is None:
+            return None
+        diff = round(target["price"] - item["price"], 2)
+        method = self.payer(order["user_id"], diff)
+        if method is None:
+            return None
+        return (f"You want to {verb} the {item['name'].lower()} ({_options_text(item['options'])}) in order "
+                f"{order['order_id']} for the one with {_options_text(target['options'])}; settle any price "
+                f"difference with your {_method_text(method)}.",
+                [ToolCall("get_order_details", {"order_id": order["order_id"]}),
+                 ToolCall("get_product_details", {"product_id": item["product_id"]}),
+                 ToolCall(tool, {"order_id": order["order_id"], "item_ids": [item["item_id"]],
+                                 "new_item_ids": [target["item_id"]], "payment_method_id": method["id"]})])
+
+    def modify_items(self, order: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+        return self._swap(order, "modify_pending_order_items", "change")
+
+    def exchange(self, order: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+        return self._swap(order, "exchange_delivered_order_items", "exchange")
+
+    def return_items(self, order: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+        items = self.rng.sample(order["items"], self.rng.randint(1, len(order["items"])))
+        original = order["payment_history"][0]["payment_method_id"]
+        cards = [m for m, v in sorted(self.s.users[order["user_id"]]["payment_methods"].items())
+                 if v["source"] == "gift_card" and m != original]
+        to_card = bool(cards) and self.rng.random() < 0.4
+        method = cards[0] if to_card else original
+        where = "your gift card" if to_card else "the original payment method"
+        names = " and ".join(f"the {i['name'].lower()}" for i in items)
+        return (f"You want to return {names} from order {order['order_id']}, refunded to {where}.",
+                [ToolCall("get_order_details", {"order_id": order["order_id"]}),
+                 ToolCall("return_delivered_order_items", {"order_id": order["order_id"],
+                                                          "item_ids": [i["item_id"] for i in items],
+                                                          "payment_method_id": method})])
+
+    def user_address(self, order: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+        addr = self.s.address()
+        return (f"You want your default address changed to {addr['address1']} {addr['address2']}, {addr['city']}, "
+                f"{addr['state']} {addr['zip']}, USA; your orders stay as they are.",
+                [ToolCall("modify_user_address", {"user_id": order["user_id"], **addr})])
+
+    def order_total(self, order: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+        expr = " + ".join(str(i["price"]) for i in order["items"])
+        return (f"You want to know the total price of the items in order {order['order_id']}.",
+                [ToolCall("get_order_details", {"order_id": order["order_id"]}),
+                 ToolCall("calculate", {"expression": expr})])
+
+    def tracking(self, order: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+        return (f"You want the tracking number of order {order['order_id']}.",
+                [ToolCall("get_order_details", {"order_id": order["order_id"]})])
+
+    def cheapest(self, order: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+        item = self.rng.choice(order["items"])
+        return (f"You wonder how much the cheapest available {item['name'].lower()} costs now; no change needed.",
+                [ToolCall("list_all_product_types", {}),
+                 ToolCall("get_product_details", {"product_id": item["product_id"]})])
+
+    def outputs(self, kind: str, order: dict[str, Any], actions: list[ToolCall]) -> list[str]:
+        """The information a question-kind request must be answered with."""
+        if kind == "order_total":
+            return [call_once(RetailDB(self.snapshot), actions[-1])[1]]
+        if kind == "tracking":
+            return [order["fulfillments"][0]["tracking_id"][0]]
+        if kind == "cheapest":
+            pid = actions[-1].args["product_id"]
+            prices = [v["price"] for v in self.s.products[pid]["variants"].values() if v["available"]]
+            return [str(min(prices))] if prices else []
+        return []
+
+    # ----- tickets -----------------------------------------------------------------------------------
+    KINDS: dict[str, tuple[str, str]] = {
+        "cancel": ("pending", "cancel"), "order_address": ("pending", "order_address"),
+        "payment": ("pending", "payment"), "modify_items": ("pending", "modify_items"),
+        "exchange": ("delivered", "exchange"), "return": ("delivered", "return_items"),
+        "user_address": ("delivered", "user_address"), "order_total": ("delivered", "order_total"),
+        "tracking": ("processed", "tracking"), "cheapest": ("pending", "cheapest"),
+    }
+
+    def _request(self, kind: str, order: dict[str, Any]) -> tuple[str, list[ToolCall], list[str]] | None:
+        maker: Callable[[dict[str, Any]], tuple[str, list[ToolCall]] | None] = getattr(self, self.KINDS[kind][1])
+        got = maker(order)
+        if got is None:
+            return None
+        text, actions = got
+        return text, actions, self.outputs(kind, order, actions)
+
+    def ticket(self, parts: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+        """One v1 task literal for requests about orders of one customer, or ``None`` if one does not apply."""
+        uid = parts[0][1]["user_id"]
+        intro, actions = self.identify(uid)
+        texts, outputs = [intro], []
+        for kind, order in parts:
+            got = self._request(kind, order)
+            if got is None:
+                return None
+            texts.append(got[0])
+            actions += got[1]
+            outputs += got[2]
+        db = RetailDB(self.snapshot)
+        for call in actions:
+            ok, out = call_once(db, call)
+            if not ok:
+                return None
+        for kind, order in parts:
+            self.used.add((kind, order["order_id"]))
+        if outputs:
+            texts.append("Make sure you get the exact figures you asked for.")
+        return {"user_id": uid, "instruction": " ".join(texts),
+                "actions": [{"name": c.name, "kwargs": dict(c.args)} for c in actions], "outputs": outputs}
+
+    def single(self, kind: str) -> dict[str, Any] | None:
+        candidates = self.orders_with(self.KINDS[kind][0], kind)
+        return self.ticket([(kind, self.rng.choice(candidates))]) if candidates else None
+
+    def compound(self) -> dict[str, Any] | None:
+        """Two requests on two orders of one customer (a kind the in-distribution splits never combine)."""
+        pairs = [("exchange", "return"), ("cancel", "order_total"), ("modify_items", "return"),
+                 ("cancel", "exchange"), ("payment", "tracking")]
+        first, second = self.rng.choice(pairs)
+        users = sorted(self.s.users)
+        self.rng.shuffle(users)
+        for uid in users:
+            a = [self.s.orders[o] for o in self.s.users[uid]["orders"]
+                 if self.s.orders[o]["status"] == self.KINDS[first][0] and (first, o) not in self.used]
+            b = [self.s.orders[o] for o in self.s.users[uid]["orders"]
+                 if self.s.orders[o]["status"] == self.KINDS[second][0] and (second, o) not in self.used]
+            b = [o for o in b if not a or o["order_id"] != a[0]["order_id"]]
+            if a and b:
+                return self.ticket([(first, a[0]), (second, b[0])])
+        return None
+
+
+def build(seed: int = 0) -> tuple[StoreBuilder, dict[str, list[dict[str, Any]]]]:
+    """The store and the task lists per split (``train``, ``val``, ``test``, ``ood``)."""
+    store = StoreBuilder(seed)
+    writer = TicketWriter(store, seed + 1)
+    kinds = list(TicketWriter.KINDS)
+    in_dist: list[dict[str, Any]] = []
+    attempts = 0
+    while len(in_dist) < sum(ID_SPLITS.values()):
+        attempts += 1
+        if attempts > 20 * sum(ID_SPLITS.values()):
+            raise RuntimeError("the store is too small for the requested number of tickets")
+        task = writer.single(kinds[len(in_dist) % len(kinds)] if attempts % 3 else writer.rng.choice(kinds))
+        if task is not None:
+            in_dist.append(task)
+    writer.rng.shuffle(in_dist)
+    splits: dict[str, list[dict[str, Any]]] = {}
+    start = 0
+    for split, n in ID_SPLITS.items():
+        splits[split] = in_dist[start:start + n]
+        start += n
+    ood: list[dict[str, Any]] = []
+    while len(ood) < N_OOD:
+        task = writer.compound()
+        if task is not None:
+            ood.append(task)
+    splits["ood"] = ood
+    return store, splits
+
+
+def write(out: Path, seed: int = 0) -> dict[str, int]:
+    """Write the store and task files to ``out``; return the task count per split."""
+    store, splits = build(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"users.json": store.users, "orders.json": store.orders, "products.json": store.products,
+             "tasks_train.json": splits["train"], "tasks_dev.json": splits["val"],
+             "tasks_test.json": splits["test"], "tasks_ood.json": splits["ood"]}
+    for name, value in files.items():
+        (out / name).write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
+    return {split: len(tasks) for split, tasks in splits.items()}
+
+
+def main() -> None:
+    from harness_gym.paths import data_root
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default envs_data/tau_retail)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    out = args.out if args.out is not None else data_root() / "tau_retail"
+    print(json.dumps(write(out, args.seed)))
+
+
+if __name__ == "__main__":
+    main()

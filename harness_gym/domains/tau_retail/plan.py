@@ -1,0 +1,157 @@
+"""Drafts (a plan of write calls plus a reply), their execution and the benchmark's reward.
+
+A draft's content is the JSON text ``{"plan": [{"name": TOOL, "arguments": {...}}, ...], "reply": TEXT}``.
+Executing a plan runs every call through the same tool code the gold actions run through; a call that is
+unknown, has invalid arguments or is refused by its tool is an error and changes nothing (as in the
+benchmark, where the agent sees the error and the database stays as it was).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Sequence
+
+from harness_gym.core.tools import validate_call
+from harness_gym.core.types import ToolCall
+from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
+from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, TOOL_SPECS, RetailToolError, run_tool
+
+
+class DraftFormatError(ValueError):
+    """The draft content is not a plan-and-reply JSON object."""
+
+
+@dataclass(frozen=True)
+class PlanDraft:
+    """A parsed draft: the ordered plan calls and the reply to the customer."""
+
+    calls: tuple[ToolCall, ...]
+    reply: str
+
+
+@dataclass(frozen=True)
+class RetailTaskData:
+    """What the tools, checker and grader of one task need (the ``payload`` of its :class:`Task`).
+
+    :param snapshot: the initial database (shared by every task of a store)
+    :param user_id: the customer the ticket is about (``None`` when the gold actions do not tell)
+    :param actions: every gold action, reads included, in order
+    :param outputs: strings the reply must contain (v1 ``outputs``, τ² ``communicate_info``)
+    :param gold_hash: hash of the database after replaying ``actions`` on a fresh copy
+    """
+
+    snapshot: RetailSnapshot
+    user_id: str | None
+    actions: tuple[ToolCall, ...]
+    outputs: tuple[str, ...]
+    gold_hash: str
+
+    @cached_property
+    def gold_plan(self) -> tuple[ToolCall, ...]:
+        """The gold actions that belong to a plan (writes and transfers), in order, less those that fail when
+        the gold actions are replayed (they change nothing, so the plan without them reaches the gold state)."""
+        db = RetailDB(self.snapshot)
+        return tuple(a for a in self.actions if call_once(db, a)[0] and a.name in PLAN_TOOLS)
+
+
+def encode_draft(calls: Sequence[ToolCall], reply: str) -> str:
+    """The draft content for a plan and a reply."""
+    return json.dumps({"plan": [{"name": c.name, "arguments": dict(c.args)} for c in calls], "reply": reply})
+
+
+def parse_draft(content: str) -> PlanDraft:
+    """Parse draft content; raise :class:`DraftFormatError` naming what is wrong."""
+    try:
+        raw = json.loads(content)
+    except json.JSONDecodeError as exc:
+        raise DraftFormatError(f"draft is not JSON: {exc.msg}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("plan"), list) or not isinstance(raw.get("reply"), str):
+        raise DraftFormatError('draft must be a JSON object {"plan": [...], "reply": "..."}')
+    calls = []
+    for i, step in enumerate(raw["plan"]):
+        if not isinstance(step, dict) or not isinstance(step.get("name"), str) or not isinstance(
+                step.get("arguments", {}), dict):
+            raise DraftFormatError(f"plan step {i} must be an object with a string 'name' and object 'arguments'")
+        calls.append(ToolCall(name=step["name"], args=step.get("arguments", {})))
+    return PlanDraft(calls=tuple(calls), reply=raw["reply"])
+
+
+def call_once(db: RetailDB, call: ToolCall) -> tuple[bool, str]:
+    """Run one call: ``(True, output)`` or ``(False, error)``; an error leaves ``db`` unchanged."""
+    problem = validate_call(TOOL_SPECS, call)
+    if problem:
+        return False, problem
+    try:
+        return True, run_tool(db, call.name, call.args)
+    except RetailToolError as exc:
+        return False, str(exc)
+
+
+def replay(snapshot: RetailSnapshot, calls: Sequence[ToolCall]) -> RetailDB:
+    """A fresh view of ``snapshot`` after running ``calls`` in order (failing calls are no-ops)."""
+    db = RetailDB(snapshot)
+    for call in calls:
+        call_once(db, call)
+    return db
+
+
+def missing_outputs(reply: str, outputs: Sequence[str]) -> list[str]:
+    """The required outputs absent from the reply, compared as the benchmark does: the output lower-cased
+    against the reply lower-cased with its commas removed."""
+    text = reply.lower().replace(",", "")
+    return [o for o in outputs if o.lower() not in text]
+
+
+def reward(data: RetailTaskData, content: str) -> float:
+    """The benchmark reward of a draft: 1.0 when the database after its plan hashes like the database after
+    the gold actions and the reply contains every required output, else 0.0. Unparsable drafts get 0."""
+    try:
+        draft = parse_draft(content)
+    except DraftFormatError:
+        return 0.0
+    if replay(data.snapshot, draft.calls).state_hash() != data.gold_hash:
+        return 0.0
+    return 0.0 if missing_outputs(draft.reply, data.outputs) else 1.0
+
+
+def _items(ids: Any) -> str:
+    return ", ".join(map(str, ids)) if isinstance(ids, list) else str(ids)
+
+
+def _address(args: dict[str, Any]) -> str:
+    parts = [args.get(k, "") for k in ("address1", "address2", "city", "state", "zip", "country")]
+    return " ".join(p for p in parts if p)
+
+
+def describe_call(call: ToolCall) -> str:
+    """How an agent confirms a plan call to the customer."""
+    a = dict(call.args)
+    oid = a.get("order_id", "")
+    texts = {
+        "cancel_pending_order": lambda: f"Order {oid} is cancelled ({a.get('reason')}); its payments are refunded.",
+        "modify_pending_order_address": lambda: f"Order {oid} will ship to {_address(a)}.",
+        "modify_pending_order_items": lambda: (f"In order {oid}, item(s) {_items(a.get('item_ids'))} become "
+                                               f"{_items(a.get('new_item_ids'))}; the price difference goes to "
+                                               f"{a.get('payment_method_id')}."),
+        "modify_pending_order_payment": lambda: f"Order {oid} is now paid with {a.get('payment_method_id')}.",
+        "modify_user_address": lambda: f"The default address of {a.get('user_id')} is now {_address(a)}.",
+        "return_delivered_order_items": lambda: (f"A return of item(s) {_items(a.get('item_ids'))} of order {oid} "
+                                                 f"is requested, refunded to {a.get('payment_method_id')}."),
+        "exchange_delivered_order_items": lambda: (f"An exchange in order {oid} of item(s) "
+                                                   f"{_items(a.get('item_ids'))} for {_items(a.get('new_item_ids'))} "
+                                                   f"is requested; the price difference goes to "
+                                                   f"{a.get('payment_method_id')}."),
+        "transfer_to_human_agents": lambda: "I am transferring you to a human agent.",
+    }
+    text = texts.get(call.name)
+    return text() if text is not None else f"I ran {call.name}."
+
+
+def compose_reply(calls: Sequence[ToolCall], outputs: Sequence[str]) -> str:
+    """The reply an agent writes for a plan: a confirmation of each call, then the requested information."""
+    lines = [describe_call(c) for c in calls] or ["I looked into your request; nothing in your account needed to change."]
+    if outputs:
+        lines.append("The information you asked for: " + "; ".join(outputs) + ".")
+    return " ".join(lines)

@@ -1,0 +1,86 @@
+"""CHECK for retail drafts: a dry run of the plan on a copy of the database plus the policy rules a careful
+agent verifies before acting.
+
+Rules, in the order they are checked (the first violation is reported):
+
+1. the draft parses as ``{"plan": [...], "reply": "..."}``;
+2. every plan step is a plan tool (a write or ``transfer_to_human_agents``) with schema-valid arguments;
+3. every write acts on the ticket's customer: their profile, or an order they own;
+4. ``transfer_to_human_agents`` is the last step (the conversation ends with it);
+5. no item is exchanged or modified into itself;
+6. the dry run of each step succeeds (order status, item in the order, same product, availability, payment
+   method of the customer, original method or gift card for refunds, gift-card balance, once per order);
+7. the reply is not empty and names every order the plan changes.
+
+The checker never sees the gold actions or the required outputs: a plan that runs cleanly but does the
+wrong thing (wrong variant, wrong order of the same customer, a missing write, missing information)
+passes, and only the grader catches it.
+"""
+
+from __future__ import annotations
+
+from harness_gym.core.tools import validate_call
+from harness_gym.core.types import CheckResult
+from harness_gym.domains.tau_retail.plan import DraftFormatError, RetailTaskData, call_once, parse_draft
+from harness_gym.domains.tau_retail.store import RetailDB
+from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, TOOL_SPECS, WRITE_TOOLS
+
+SPECIFICITY_FORMAT = 0.9
+"""A malformed draft or call: the message names the step and the field."""
+SPECIFICITY_DRY_RUN = 0.8
+"""A refused call or a policy violation: the message names the step, the object and the rule."""
+SPECIFICITY_REPLY = 0.6
+"""The reply misses a confirmation: the message names what is missing, not what to write."""
+
+
+def _owner_problem(data: RetailTaskData, db: RetailDB, name: str, args: dict) -> str:
+    if data.user_id is None or name not in WRITE_TOOLS:
+        return ""
+    if name == "modify_user_address":
+        uid = args["user_id"]
+        return "" if uid == data.user_id else f"user {uid} is not the customer of this ticket ({data.user_id})"
+    order = db.get("orders", args["order_id"])
+    if order is not None and order["user_id"] != data.user_id:
+        return f"order {args['order_id']} belongs to {order['user_id']}, not to the customer {data.user_id}"
+    return ""
+
+
+def verify(data: RetailTaskData, content: str) -> CheckResult:
+    """Check a draft's plan and reply; the feedback names the first problem found."""
+    try:
+        draft = parse_draft(content)
+    except DraftFormatError as exc:
+        return CheckResult(False, str(exc), SPECIFICITY_FORMAT)
+    db = RetailDB(data.snapshot)
+    changed_orders: list[str] = []
+    for i, call in enumerate(draft.calls):
+        step = f"step {i + 1} {call.name}"
+        if call.name not in PLAN_TOOLS:
+            return CheckResult(False, f"{step}: not a write or transfer tool; plans hold only the changes to make",
+                               SPECIFICITY_FORMAT)
+        problem = validate_call(TOOL_SPECS, call)
+        if problem:
+            return CheckResult(False, f"{step}: {problem}", SPECIFICITY_FORMAT)
+        args = dict(call.args)
+        problem = _owner_problem(data, db, call.name, args)
+        if problem:
+            return CheckResult(False, f"{step}: {problem}", SPECIFICITY_DRY_RUN)
+        if call.name == "transfer_to_human_agents" and i != len(draft.calls) - 1:
+            return CheckResult(False, f"{step}: the transfer must be the last step; nothing runs after it",
+                               SPECIFICITY_DRY_RUN)
+        same = [old for old, new in zip(args.get("item_ids", []), args.get("new_item_ids", [])) if old == new]
+        if same:
+            return CheckResult(False, f"{step}: item {same[0]} would be exchanged for itself", SPECIFICITY_DRY_RUN)
+        ok, out = call_once(db, call)
+        if not ok:
+            return CheckResult(False, f"{step} on {args.get('order_id', args.get('user_id', ''))}: {out}",
+                               SPECIFICITY_DRY_RUN)
+        if "order_id" in args:
+            changed_orders.append(args["order_id"])
+    if not draft.reply.strip():
+        return CheckResult(False, "the reply to the customer is empty", SPECIFICITY_REPLY)
+    unnamed = [o for o in dict.fromkeys(changed_orders) if o not in draft.reply]
+    if unnamed:
+        return CheckResult(False, f"the reply does not confirm the change to order {unnamed[0]}", SPECIFICITY_REPLY)
+    return CheckResult(True, f"dry run: {len(draft.calls)} step(s) succeed and follow the policy; reply confirms "
+                             f"{len(set(changed_orders))} order(s)", 0.0)

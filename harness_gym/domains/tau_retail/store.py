@@ -1,0 +1,84 @@
+"""The retail database (users, orders, products) as an immutable snapshot plus cheap copy-on-write views.
+
+Every episode, dry-run and grading replays write calls on a :class:`RetailDB` over the shared
+:class:`RetailSnapshot`: a record is deep-copied only when a tool first changes it, so a view costs nothing
+until it is written to, and the 2.8 MB τ²-bench database is never copied as a whole.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any, Iterator, Mapping
+
+TABLES: tuple[str, ...] = ("users", "orders", "products")
+
+Record = dict[str, Any]
+
+
+def canonical(value: Any) -> str:
+    """The canonical JSON text of a value (sorted keys, no spaces) that hashes are taken over."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class RetailSnapshot:
+    """The read-only initial state of a store.
+
+    :param users: user id -> user record
+    :param orders: order id -> order record
+    :param products: product id -> product record
+    """
+
+    def __init__(self, users: Mapping[str, Record], orders: Mapping[str, Record],
+                 products: Mapping[str, Record]) -> None:
+        self.tables: dict[str, dict[str, Record]] = {
+            "users": dict(users), "orders": dict(orders), "products": dict(products)}
+        self.fingerprint = hashlib.sha256(canonical(self.tables).encode()).hexdigest()
+        self.item_product: dict[str, str] = {
+            item_id: pid for pid, prod in self.tables["products"].items() for item_id in prod["variants"]}
+        """Item (variant) id -> product id, for ``get_item_details``."""
+
+
+class RetailDB:
+    """A mutable view of a snapshot. Records returned by :meth:`get` must be treated as read-only; tools
+    change records only through :meth:`edit`.
+
+    :param snapshot: the initial state this view starts from
+    """
+
+    def __init__(self, snapshot: RetailSnapshot) -> None:
+        self.snapshot = snapshot
+        self._changed: dict[tuple[str, str], Record] = {}
+
+    def get(self, table: str, key: str) -> Record | None:
+        """The current record, or ``None`` when there is none."""
+        rec = self._changed.get((table, key))
+        return rec if rec is not None else self.snapshot.tables[table].get(key)
+
+    def edit(self, table: str, key: str) -> Record:
+        """A private, mutable copy of an existing record (copied on the first edit of this view)."""
+        rec = self._changed.get((table, key))
+        if rec is None:
+            rec = self._changed[(table, key)] = copy.deepcopy(self.snapshot.tables[table][key])
+        return rec
+
+    def records(self, table: str) -> Iterator[tuple[str, Record]]:
+        """``(key, record)`` for every record of a table, in the snapshot's order."""
+        for key, rec in self.snapshot.tables[table].items():
+            yield key, self._changed.get((table, key), rec)
+
+    def state_hash(self) -> str:
+        """A hash of the whole database content.
+
+        It is taken over the snapshot's fingerprint and the canonical JSON of every record that differs from
+        the snapshot, so two views of one snapshot have equal hashes exactly when their full contents are
+        equal, which is what hashing the whole database decides, at the cost of the touched records only.
+        """
+        h = hashlib.sha256(self.snapshot.fingerprint.encode())
+        for (table, key) in sorted(self._changed):
+            rec = self._changed[(table, key)]
+            if rec != self.snapshot.tables[table][key]:
+                h.update(f"\n{table}/{key}=".encode())
+                h.update(canonical(rec).encode())
+        return h.hexdigest()

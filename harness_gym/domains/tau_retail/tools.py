@@ -1,0 +1,389 @@
+"""The retail tools with the public τ-bench semantics, one function per tool plus its JSON schema.
+
+Read tools (``find_user_id_by_*``, ``get_*_details``, ``list_all_product_types``) and the generic
+``calculate`` / ``think`` serve TOOL; write tools change a :class:`RetailDB` and form a draft's plan;
+``transfer_to_human_agents`` changes nothing but belongs to the plan (it ends the conversation).
+
+Rules implemented (from the benchmark's published tool descriptions): cancelling needs status ``pending``
+and a reason of ``no longer needed`` / ``ordered by mistake`` and refunds every payment (gift cards at once);
+address and payment changes need a status containing ``pending``; item modification needs status exactly
+``pending``, happens once (the status becomes ``pending (item modified)``), keeps each item's product and
+settles the price difference on one payment method; returns and exchanges need status ``delivered`` and
+happen once; a return is refunded to the original payment method or a gift card; exchanged items stay
+within their product; a gift card must cover what it pays; item id lists may repeat ids (counted), and the
+stored lists are sorted; money is rounded to cents. Every tool checks everything before it changes anything,
+so a failing call leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import operator
+import unicodedata
+from typing import Any, Callable, Mapping
+
+from harness_gym.core.tools import ToolSpec
+from harness_gym.domains.tau_retail.store import Record, RetailDB
+
+
+class RetailToolError(Exception):
+    """A tool refused the call; the message is what the agent sees."""
+
+
+_STR = {"type": "string"}
+_IDS = {"type": "array", "items": {"type": "string"}}
+
+
+def _schema(**props: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": dict(props), "required": list(props), "additionalProperties": False}
+
+
+ADDRESS_FIELDS: tuple[str, ...] = ("address1", "address2", "city", "state", "country", "zip")
+_ADDRESS = dict.fromkeys(ADDRESS_FIELDS, _STR)
+
+# ----- lookups ---------------------------------------------------------------------------------------
+
+
+def _order(db: RetailDB, order_id: str) -> Record:
+    rec = db.get("orders", order_id)
+    if rec is None:
+        raise RetailToolError("order not found")
+    return rec
+
+
+def _user(db: RetailDB, user_id: str) -> Record:
+    rec = db.get("users", user_id)
+    if rec is None:
+        raise RetailToolError("user not found")
+    return rec
+
+
+def _payment_method(db: RetailDB, user_id: str, payment_method_id: str) -> Record:
+    method = _user(db, user_id)["payment_methods"].get(payment_method_id)
+    if method is None:
+        raise RetailToolError("payment method not found")
+    return method
+
+
+def is_gift_card(method: Mapping[str, Any]) -> bool:
+    return method.get("source") == "gift_card"
+
+
+def _check_item_counts(order: Record, item_ids: list[str]) -> None:
+    held = [item["item_id"] for item in order["items"]]
+    for item_id in item_ids:
+        if item_ids.count(item_id) > held.count(item_id):
+            raise RetailToolError(f"item {item_id} not found in order {order['order_id']} (as many times as listed)")
+
+
+def _new_variants(db: RetailDB, order: Record, item_ids: list[str], new_item_ids: list[str]) -> list[Record]:
+    """The available variants the items are changed to, each of the same product as the item it replaces."""
+    if len(item_ids) != len(new_item_ids):
+        raise RetailToolError("the number of items to be exchanged should match the number of new items")
+    variants = []
+    for item_id, new_id in zip(item_ids, new_item_ids):
+        item = next(i for i in order["items"] if i["item_id"] == item_id)
+        product = db.get("products", item["product_id"])
+        variant = product["variants"].get(new_id) if product is not None else None
+        if variant is None:
+            raise RetailToolError(f"new item {new_id} is not a variant of product {item['product_id']} ({item['name']})")
+        if not variant["available"]:
+            raise RetailToolError(f"new item {new_id} is not available")
+        variants.append(variant)
+    return variants
+
+
+def _price_difference(order: Record, item_ids: list[str], variants: list[Record]) -> float:
+    old = {i["item_id"]: i["price"] for i in order["items"]}
+    return round(sum(v["price"] - old[item_id] for item_id, v in zip(item_ids, variants)), 2)
+
+
+def _check_covers(method: Record, amount: float) -> None:
+    if is_gift_card(method) and method["balance"] < amount:
+        raise RetailToolError(f"gift card balance {method['balance']} is insufficient for {amount}")
+
+
+def _fold(text: str) -> str:
+    """Case- and accent-insensitive form of a name or email."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).casefold().strip()
+
+
+def _dump(rec: Any) -> str:
+    return json.dumps(rec)
+
+
+def _address_record(address1: str, address2: str, city: str, state: str, country: str, zip: str) -> Record:
+    return {"address1": address1, "address2": address2, "city": city, "country": country, "state": state, "zip": zip}
+
+
+# ----- read and generic tools ------------------------------------------------------------------------
+
+_OPS: dict[type, Callable[..., float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.USub: operator.neg, ast.UAdd: operator.pos,
+}
+
+
+def _evaluate(node: ast.AST) -> float:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_evaluate(node.left), _evaluate(node.right))
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_evaluate(node.operand))
+    raise RetailToolError("invalid expression")
+
+
+def calculate(db: RetailDB, expression: str) -> str:
+    if not expression.strip() or any(c not in "0123456789+-*/(). " for c in expression):
+        raise RetailToolError("invalid characters in expression")
+    try:
+        value = _evaluate(ast.parse(expression, mode="eval"))
+    except (SyntaxError, ZeroDivisionError) as exc:
+        raise RetailToolError(f"invalid expression: {exc}") from None
+    return str(round(value, 2))
+
+
+def think(db: RetailDB, thought: str) -> str:
+    return ""
+
+
+def find_user_id_by_email(db: RetailDB, email: str) -> str:
+    wanted = _fold(email)
+    for user_id, user in db.records("users"):
+        if _fold(user["email"]) == wanted:
+            return user_id
+    raise RetailToolError("user not found")
+
+
+def find_user_id_by_name_zip(db: RetailDB, first_name: str, last_name: str, zip: str) -> str:
+    first, last = _fold(first_name), _fold(last_name)
+    for user_id, user in db.records("users"):
+        if (_fold(user["name"]["first_name"]) == first and _fold(user["name"]["last_name"]) == last
+                and user["address"]["zip"] == zip):
+            return user_id
+    raise RetailToolError("user not found")
+
+
+def get_user_details(db: RetailDB, user_id: str) -> str:
+    return _dump(_user(db, user_id))
+
+
+def get_order_details(db: RetailDB, order_id: str) -> str:
+    return _dump(_order(db, order_id))
+
+
+def get_product_details(db: RetailDB, product_id: str) -> str:
+    rec = db.get("products", product_id)
+    if rec is None:
+        raise RetailToolError("product not found")
+    return _dump(rec)
+
+
+def get_item_details(db: RetailDB, item_id: str) -> str:
+    product_id = db.snapshot.item_product.get(item_id)
+    if product_id is None:
+        raise RetailToolError("item not found")
+    return _dump(db.get("products", product_id)["variants"][item_id])
+
+
+def list_all_product_types(db: RetailDB) -> str:
+    return json.dumps({p["name"]: pid for pid, p in db.records("products")}, sort_keys=True)
+
+
+def transfer_to_human_agents(db: RetailDB, summary: str) -> str:
+    return "Transfer successful"
+
+
+# ----- write tools -----------------------------------------------------------------------------------
+
+CANCEL_REASONS = ("no longer needed", "ordered by mistake")
+
+
+def cancel_pending_order(db: RetailDB, order_id: str, reason: str) -> str:
+    order = _order(db, order_id)
+    if order["status"] != "pending":
+        raise RetailToolError(f"order {order_id} is {order['status']!r}; only a pending order can be cancelled")
+    if reason not in CANCEL_REASONS:
+        raise RetailToolError(f"invalid reason {reason!r}; expected one of {list(CANCEL_REASONS)}")
+    methods = [_payment_method(db, order["user_id"], p["payment_method_id"]) for p in order["payment_history"]]
+    order = db.edit("orders", order_id)
+    for payment, method in zip(list(order["payment_history"]), methods):
+        order["payment_history"].append({"transaction_type": "refund", "amount": payment["amount"],
+                                         "payment_method_id": payment["payment_method_id"]})
+        if is_gift_card(method):
+            card = db.edit("users", order["user_id"])["payment_methods"][payment["payment_method_id"]]
+            card["balance"] = round(card["balance"] + payment["amount"], 2)
+    order["status"] = "cancelled"
+    order["cancel_reason"] = reason
+    return _dump(order)
+
+
+def modify_pending_order_address(db: RetailDB, order_id: str, address1: str, address2: str, city: str,
+                                 state: str, country: str, zip: str) -> str:
+    order = _order(db, order_id)
+    if "pending" not in order["status"]:
+        raise RetailToolError(f"order {order_id} is {order['status']!r}; only a pending order can be modified")
+    order = db.edit("orders", order_id)
+    order["address"] = _address_record(address1, address2, city, state, country, zip)
+    return _dump(order)
+
+
+def modify_pending_order_items(db: RetailDB, order_id: str, item_ids: list[str], new_item_ids: list[str],
+                               payment_method_id: str) -> str:
+    order = _order(db, order_id)
+    if order["status"] != "pending":
+        raise RetailToolError(f"order {order_id} is {order['status']!r}; items of an order can be modified only "
+                              "while it is pending, and only once")
+    _check_item_counts(order, item_ids)
+    for item_id, new_id in zip(item_ids, new_item_ids):
+        if item_id == new_id:
+            raise RetailToolError(f"new item {new_id} is the same as the old item")
+    variants = _new_variants(db, order, item_ids, new_item_ids)
+    diff = _price_difference(order, item_ids, variants)
+    method = _payment_method(db, order["user_id"], payment_method_id)
+    _check_covers(method, diff)
+    order = db.edit("orders", order_id)
+    order["payment_history"].append({"transaction_type": "payment" if diff > 0 else "refund",
+                                     "amount": abs(diff), "payment_method_id": payment_method_id})
+    if is_gift_card(method):
+        card = db.edit("users", order["user_id"])["payment_methods"][payment_method_id]
+        card["balance"] = round(card["balance"] - diff, 2)
+    for item_id, new_id, variant in zip(item_ids, new_item_ids, variants):
+        item = next(i for i in order["items"] if i["item_id"] == item_id)
+        item.update(item_id=new_id, price=variant["price"], options=dict(variant["options"]))
+    order["status"] = "pending (item modified)"
+    return _dump(order)
+
+
+def modify_pending_order_payment(db: RetailDB, order_id: str, payment_method_id: str) -> str:
+    order = _order(db, order_id)
+    if "pending" not in order["status"]:
+        raise RetailToolError(f"order {order_id} is {order['status']!r}; only a pending order can be modified")
+    method = _payment_method(db, order["user_id"], payment_method_id)
+    history = order["payment_history"]
+    if len(history) != 1 or history[0]["transaction_type"] != "payment":
+        raise RetailToolError("there should be exactly one payment for a pending order")
+    old_id, amount = history[0]["payment_method_id"], history[0]["amount"]
+    if old_id == payment_method_id:
+        raise RetailToolError("the new payment method should be different from the current one")
+    _check_covers(method, amount)
+    old_method = _payment_method(db, order["user_id"], old_id)
+    order = db.edit("orders", order_id)
+    order["payment_history"].extend([
+        {"transaction_type": "payment", "amount": amount, "payment_method_id": payment_method_id},
+        {"transaction_type": "refund", "amount": amount, "payment_method_id": old_id}])
+    if is_gift_card(method) or is_gift_card(old_method):
+        methods = db.edit("users", order["user_id"])["payment_methods"]
+        if is_gift_card(method):
+            methods[payment_method_id]["balance"] = round(methods[payment_method_id]["balance"] - amount, 2)
+        if is_gift_card(old_method):
+            methods[old_id]["balance"] = round(methods[old_id]["balance"] + amount, 2)
+    return _dump(order)
+
+
+def modify_user_address(db: RetailDB, user_id: str, address1: str, address2: str, city: str, state: str,
+                        country: str, zip: str) -> str:
+    _user(db, user_id)
+    user = db.edit("users", user_id)
+    user["address"] = _address_record(address1, address2, city, state, country, zip)
+    return _dump(user)
+
+
+def return_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[str], payment_method_id: str) -> str:
+    order = _order(db, order_id)
+    if order["status"] != "delivered":
+        raise RetailToolError(f"order {order_id} is {order['status']!r}; only a delivered order can be returned, once")
+    method = _payment_method(db, order["user_id"], payment_method_id)
+    if not is_gift_card(method) and payment_method_id != order["payment_history"][0]["payment_method_id"]:
+        raise RetailToolError("the refund must go to the original payment method or a gift card")
+    _check_item_counts(order, item_ids)
+    order = db.edit("orders", order_id)
+    order["status"] = "return requested"
+    order["return_items"] = sorted(item_ids)
+    order["return_payment_method_id"] = payment_method_id
+    return _dump(order)
+
+
+def exchange_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[str], new_item_ids: list[str],
+                                   payment_method_id: str) -> str:
+    order = _order(db, order_id)
+    if order["status"] != "delivered":
+        raise RetailToolError(f"order {order_id} is {order['status']!r}; only a delivered order can be exchanged, once")
+    _check_item_counts(order, item_ids)
+    variants = _new_variants(db, order, item_ids, new_item_ids)
+    diff = _price_difference(order, item_ids, variants)
+    _check_covers(_payment_method(db, order["user_id"], payment_method_id), diff)
+    order = db.edit("orders", order_id)
+    order["status"] = "exchange requested"
+    order["exchange_items"] = sorted(item_ids)
+    order["exchange_new_items"] = sorted(new_item_ids)
+    order["exchange_payment_method_id"] = payment_method_id
+    order["exchange_price_difference"] = diff
+    return _dump(order)
+
+
+# ----- registry --------------------------------------------------------------------------------------
+
+_ORDER = {"order_id": _STR}
+_ITEMS_CHANGE = {"order_id": _STR, "item_ids": _IDS, "new_item_ids": _IDS, "payment_method_id": _STR}
+
+IMPLEMENTATIONS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
+    calculate, think, find_user_id_by_email, find_user_id_by_name_zip, get_user_details, get_order_details,
+    get_product_details, get_item_details, list_all_product_types, transfer_to_human_agents,
+    cancel_pending_order, modify_pending_order_address, modify_pending_order_items, modify_pending_order_payment,
+    modify_user_address, return_delivered_order_items, exchange_delivered_order_items)}
+
+WRITE_TOOLS: frozenset[str] = frozenset({
+    "cancel_pending_order", "modify_pending_order_address", "modify_pending_order_items",
+    "modify_pending_order_payment", "modify_user_address", "return_delivered_order_items",
+    "exchange_delivered_order_items"})
+"""Tools that change the database."""
+PLAN_TOOLS: frozenset[str] = WRITE_TOOLS | {"transfer_to_human_agents"}
+"""Tools that belong to a draft's plan rather than to evidence gathering."""
+EVIDENCE_TOOLS: frozenset[str] = frozenset(IMPLEMENTATIONS) - PLAN_TOOLS
+"""Tools TOOL may run: reads plus ``calculate`` and ``think``."""
+
+TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
+    ToolSpec("calculate", "Evaluate an arithmetic expression (numbers, + - * /, parentheses); result rounded to "
+             "2 decimals.", _schema(expression=_STR)),
+    ToolSpec("think", "Write down a thought; changes nothing and returns nothing.", _schema(thought=_STR)),
+    ToolSpec("find_user_id_by_email", "Find a user id by email.", _schema(email=_STR)),
+    ToolSpec("find_user_id_by_name_zip", "Find a user id by first name, last name and zip code.",
+             _schema(first_name=_STR, last_name=_STR, zip=_STR)),
+    ToolSpec("get_user_details", "A user's profile: name, address, email, payment methods, order ids.",
+             _schema(user_id=_STR)),
+    ToolSpec("get_order_details", "An order's status, items, address, fulfilments and payments.",
+             _schema(**_ORDER)),
+    ToolSpec("get_product_details", "A product's variants (item ids, options, availability, price).",
+             _schema(product_id=_STR)),
+    ToolSpec("get_item_details", "One item (variant) of a product by item id.", _schema(item_id=_STR)),
+    ToolSpec("list_all_product_types", "Product names mapped to product ids, sorted by name.", _schema()),
+    ToolSpec("transfer_to_human_agents", "Hand the conversation to a human agent with a summary; changes no data.",
+             _schema(summary=_STR)),
+    ToolSpec("cancel_pending_order", "Cancel a pending order ('no longer needed' or 'ordered by mistake'); "
+             "payments are refunded, to gift cards at once.", _schema(order_id=_STR, reason=_STR), writes=True),
+    ToolSpec("modify_pending_order_address", "Change the shipping address of a pending order.",
+             _schema(**_ORDER, **_ADDRESS), writes=True),
+    ToolSpec("modify_pending_order_items", "Change items of a pending order to other available variants of the "
+             "same products, once; the price difference is paid or refunded with one payment method.",
+             _schema(**_ITEMS_CHANGE), writes=True),
+    ToolSpec("modify_pending_order_payment", "Pay a pending order with another of the user's payment methods.",
+             _schema(order_id=_STR, payment_method_id=_STR), writes=True),
+    ToolSpec("modify_user_address", "Change a user's default address.", _schema(user_id=_STR, **_ADDRESS),
+             writes=True),
+    ToolSpec("return_delivered_order_items", "Request a return of items of a delivered order, refunded to the "
+             "original payment method or a gift card.",
+             _schema(order_id=_STR, item_ids=_IDS, payment_method_id=_STR), writes=True),
+    ToolSpec("exchange_delivered_order_items", "Request an exchange of items of a delivered order for available "
+             "variants of the same products; the price difference uses one payment method.",
+             _schema(**_ITEMS_CHANGE), writes=True),
+)}
+
+
+def run_tool(db: RetailDB, name: str, args: Mapping[str, Any]) -> str:
+    """Run a tool whose arguments passed its schema; a refusal raises :class:`RetailToolError`."""
+    return IMPLEMENTATIONS[name](db, **args)

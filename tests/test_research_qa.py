@@ -1,0 +1,184 @@
+"""The research-QA domain: encyclopedia loading, multi-hop retrieval, grader, self-check, tools and the env."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.taskfile import TaskFileError
+from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
+from harness_gym.domains.research_qa.domain import ResearchQADomain, load_research_qa_domain
+from harness_gym.domains.research_qa.generate import IN_DISTRIBUTION, OUT_OF_DISTRIBUTION, write
+from harness_gym.domains.research_qa.grading import answer_quality, token_f1
+from harness_gym.paths import data_path
+from harness_gym.workers import SimulatedWorker, WorkerProfile
+
+
+@pytest.fixture(scope="module")
+def domain() -> ResearchQADomain:
+    return load_research_qa_domain()
+
+
+def all_tasks(domain: ResearchQADomain):
+    return [t for s in SPLITS for t in domain.tasks(s)]
+
+
+def draft(content: str, candidate: int = -1) -> Draft:
+    return Draft(content=content, candidate=candidate, version=1)
+
+
+def test_splits_counts_and_ood_relations(domain):
+    counts = domain.counts()
+    assert sum(counts.values()) >= 150 and all(counts[s] > 0 for s in SPLITS)
+    seen = {rel for t in IN_DISTRIBUTION for rel in t.path}
+    ood_only = {rel for t in OUT_OF_DISTRIBUTION for rel in t.path} - seen
+    assert ood_only == {"parent_company", "held_in", "located_in", "population"}
+    ood_names = {t.name for t in OUT_OF_DISTRIBUTION}
+    assert {t.family for t in domain.tasks("ood")} <= ood_names
+    assert not ood_names & {t.family for s in ("train", "val", "test") for t in domain.tasks(s)}
+    assert {len(t.relevant_docs) for t in all_tasks(domain)} == {2, 3}
+
+
+def test_generator_reproduces_the_shipped_data(tmp_path):
+    write(tmp_path)
+    for name in ("articles.jsonl", "tasks.jsonl"):
+        assert (tmp_path / name).read_bytes() == data_path("research_qa", name).read_bytes(), name
+
+
+def test_grader_scores_em_and_f1():
+    assert answer_quality("the Port Veyla.", "Port Veyla") == 1.0
+    assert answer_quality("Veyla", "Port Veyla") == pytest.approx(2 / 3, abs=1e-5)
+    assert answer_quality("Drumor", "Port Veyla") == 0.0
+    assert token_f1("Port Veyla, Drumor Coast", "Port Veyla") == pytest.approx(2 * 0.5 / 1.5)
+
+
+def test_correct_flags_agree_with_grader(domain):
+    kinds = set()
+    for task in all_tasks(domain):
+        assert domain.grade(task, draft(task.reference.content), None) == 1.0
+        for cand in task.candidates:
+            quality = domain.grade(task, draft(cand.content), None)
+            assert (quality >= domain.success_threshold) == cand.correct, (task.task_id, cand.kind, quality)
+            kinds.add(cand.kind)
+        assert sum(c.correct for c in task.candidates) == 1
+    assert {"wrong_hop", "sibling", "partial", "wrong_relation"} <= kinds
+    partial = [domain.grade(t, draft(c.content), None) for t in all_tasks(domain) for c in t.candidates
+               if c.kind == "partial"]
+    assert all(0.0 < q < 1.0 for q in partial)
+
+
+def test_no_structured_checker_and_self_check_has_low_specificity(domain):
+    """CHECK falls back to the worker's self-check: some wrong answers pass it, and it names nothing."""
+    profile = WorkerProfile.for_domain("research_qa")
+    worker = SimulatedWorker(profile)
+    worker.reset(np.random.default_rng(0))
+    wrong_passed = 0
+    for task in domain.tasks("test"):
+        assert domain.check(task, draft(task.reference.content), None) is None
+        for i, cand in enumerate(task.candidates):
+            if not cand.correct:
+                result = worker.self_check(Context(task=task), draft(cand.content, i))
+                wrong_passed += result.passed
+                assert result.specificity <= 0.2
+    assert wrong_passed > 0
+    assert profile.selfcheck_fpr >= 0.5
+
+
+def test_multi_hop_retrieval_reaches_the_chain(domain):
+    """The hop-expanded BM25 query finds every article of the chain within a few retrievals for most tasks."""
+    reached = 0
+    tasks = all_tasks(domain)
+    for task in tasks:
+        ctx = Context(task=task)
+        for _ in range(len(task.relevant_docs) + 3):
+            doc, _looks = domain.retrieve(task, ctx)
+            ctx.retrieved.append(doc.doc_id)
+        reached += task.relevant_docs <= set(ctx.retrieved)
+        assert ctx.retrieved[0] in task.relevant_docs, task.task_id
+    assert reached >= 0.85 * len(tasks)
+
+
+def test_tools_validate_arguments_and_report_real_errors(domain):
+    task = domain.tasks("train")[0]
+    ctx = Context(task=task)
+    for call in task.tool_calls:
+        res = domain.run_tool(task, call, ctx, None)
+        assert res.ok, res.error
+    last = domain.run_tool(task, task.tool_calls[-1], ctx, None)
+    assert last.output.endswith(task.payload)
+    call = task.tool_calls[0]
+    for bad in (ToolCall("query_relation", {"entity": call.args["entity"]}),
+                ToolCall("query_relation", {"entity": [call.args["entity"]], "relation": call.args["relation"]}),
+                ToolCall("query_relation", {"entity": call.args["entity"], "relation": "Founded By?"}),
+                ToolCall("lookup_entity", {}), ToolCall("query_relations", dict(call.args))):
+        res = domain.run_tool(task, bad, ctx, None)
+        assert not res.ok and res.error, bad
+    typo = domain.run_tool(task, ToolCall("lookup_entity", {"name": call.args["entity"][:-1]}), ctx, None)
+    assert not typo.ok and "did you mean" in typo.error
+    missing = domain.run_tool(task, ToolCall("query_relation", {"entity": call.args["entity"],
+                                                                "relation": "shoe_size"}), ctx, None)
+    assert not missing.ok and "recorded:" in missing.error
+    info = domain.run_tool(task, ToolCall("lookup_entity", {"name": call.args["entity"]}), ctx, None)
+    assert info.ok and call.args["relation"] in info.output
+
+
+def test_knowledge_signal_on_drafts(domain):
+    task = domain.tasks("train")[0]
+    ctx = Context(task=task, draft=draft(task.reference.content))
+    assert domain.knowledge(task, ctx) == 0.0
+    ctx.retrieved.extend(sorted(task.relevant_docs))
+    assert domain.knowledge(task, ctx) == 1.0
+    ctx.draft = draft("Nowhere Atall")
+    assert domain.knowledge(task, ctx) == -1.0
+
+
+def _copy_data(tmp_path: Path) -> Path:
+    for name in ("articles.jsonl", "tasks.jsonl"):
+        shutil.copy(data_path("research_qa", name), tmp_path / name)
+    return tmp_path
+
+
+def _edit_record(change):
+    def edit(line: str) -> str:
+        rec = json.loads(line)
+        change(rec)
+        return json.dumps(rec)
+    return edit
+
+
+@pytest.mark.parametrize("file,change,field", [
+    ("tasks.jsonl", lambda line: "{" + line, None),
+    ("tasks.jsonl", _edit_record(lambda r: r.pop("answer")), "answer"),
+    ("tasks.jsonl", _edit_record(lambda r: r.update(prompt=7)), "prompt"),
+    ("tasks.jsonl", _edit_record(lambda r: r["tool_calls"][0].update(args="x")), "tool_calls[0].args"),
+    ("tasks.jsonl", _edit_record(lambda r: r.update(required_observations=[5])), "required_observations"),
+    ("articles.jsonl", _edit_record(lambda r: r.pop("relations")), "relations"),
+])
+def test_malformed_files_name_file_line_and_field(tmp_path, file, change, field):
+    root = _copy_data(tmp_path)
+    path = root / file
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = change(lines[1])
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(TaskFileError) as err:
+        ResearchQADomain(root)
+    msg = str(err.value)
+    assert file in msg and "line 2" in msg
+    assert (field is None and "invalid JSON" in msg) or f"field {field!r}" in msg
+
+
+def test_registered_env_runs_episodes():
+    env = gym.make("HarnessResearchQA-v0", split="ood")
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        for action in (0, 1, 1, 2, 2, 3, 4, 6):
+            obs, reward, terminated, truncated, info = env.step(action)
+        assert terminated and not truncated and 0.0 <= info["quality"] <= 1.0 and reward == info["quality"]
+        assert info["split"] == "ood"
+    env.close()
