@@ -1,0 +1,45 @@
+"""Sandboxes: where tool, checker and grader code runs (DESIGN §6).
+
+``make_sandbox("process")`` gives the embedded :class:`ProcessSandbox`; ``"docker"`` is planned.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness_gym.sandbox.base import Sandbox
+from harness_gym.sandbox.cache import CachedSandbox, ResultCache, default_cache
+from harness_gym.sandbox.process import ISOLATIONS, ProcessSandbox
+
+__all__ = [
+    "ISOLATIONS",
+    "CachedSandbox",
+    "ProcessSandbox",
+    "ResultCache",
+    "Sandbox",
+    "default_cache",
+    "make_sandbox",
+]
+
+SANDBOX_NAMES: tuple[str, ...] = ("process", "docker")
+
+
+def make_sandbox(name: str | Sandbox = "process", **kwargs: Any) -> Sandbox:
+    """Build a sandbox by name, or pass an existing one through.
+
+    :param name: ``"process"`` (default) or ``"docker"``, or a ready :class:`Sandbox`
+    :param kwargs: constructor arguments of the sandbox (e.g. ``preload=("pandas",)``, ``cache=True``)
+    """
+    if not isinstance(name, str):
+        if kwargs:
+            raise TypeError("keyword arguments cannot be applied to an existing sandbox")
+        if not isinstance(name, Sandbox):
+            raise TypeError(f"{name!r} is not a Sandbox (needs run() and close())")
+        return name
+    if name == "process":
+        return ProcessSandbox(**kwargs)
+    if name == "docker":
+        raise NotImplementedError(
+            "the docker sandbox is not implemented yet; use make_sandbox('process') (DESIGN §6)"
+        )
+    raise ValueError(f"unknown sandbox {name!r}; choose one of {SANDBOX_NAMES}")

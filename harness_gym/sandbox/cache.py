@@ -1,0 +1,151 @@
+"""Execution-result cache for sandboxes (DESIGN §6).
+
+A job whose code, files, stdin and limits are identical gives the same result when the code is
+deterministic, so its result can be reused. The cache is an in-process LRU shared by every sandbox of
+the process (bounded, thread-safe). Only results of jobs that ran to completion (``reason == ""``, no
+timeout, no kill) are stored; code that reads the clock or a random source is cached too, which is why
+caching is opt-in. Cached results come back with ``cached=True``; the env reports it in ``info``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from typing import Callable
+
+from harness_gym.core.types import ExecResult
+from harness_gym.sandbox.base import Sandbox
+
+
+class ResultCache:
+    """A thread-safe LRU of :class:`ExecResult` by job key.
+
+    :param maxsize: the most results kept; the least recently used go first
+    """
+
+    def __init__(self, maxsize: int = 8192) -> None:
+        self.maxsize = maxsize
+        self.hits = 0
+        self.misses = 0
+        self._data: OrderedDict[str, ExecResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> ExecResult | None:
+        """The stored result for ``key`` (marked ``cached=True``), or None."""
+        with self._lock:
+            res = self._data.get(key)
+            if res is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+        return dataclasses.replace(res, cached=True)
+
+    def put(self, key: str, result: ExecResult) -> None:
+        """Store ``result`` if it is cacheable (a completed job)."""
+        if not cacheable(result):
+            return
+        with self._lock:
+            self._data[key] = dataclasses.replace(result, cached=False)
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every result and reset the counters."""
+        with self._lock:
+            self._data.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+_DEFAULT_CACHE = ResultCache()
+
+
+def default_cache() -> ResultCache:
+    """The process-wide cache shared by all sandboxes."""
+    return _DEFAULT_CACHE
+
+
+def cacheable(result: ExecResult) -> bool:
+    """Whether a result comes from a job that ran to completion (so rerunning it would give the same)."""
+    return not result.timed_out and not result.reason and not result.cached
+
+
+def cache_key(
+    code: str,
+    files: dict[str, str] | None,
+    stdin: str,
+    timeout_s: float,
+    memory_mb: int,
+    salt: str = "",
+) -> str:
+    """The sha256 of everything that determines a job's result.
+
+    :param salt: what else the result depends on (the sandbox kind and settings)
+    """
+    payload = json.dumps(
+        [salt, code, sorted((files or {}).items()), stdin, float(timeout_s), int(memory_mb)],
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def cached_run(
+    cache: ResultCache,
+    salt: str,
+    run: Callable[..., ExecResult],
+    code: str,
+    files: dict[str, str] | None,
+    stdin: str,
+    timeout_s: float,
+    memory_mb: int,
+) -> ExecResult:
+    """Answer a job from ``cache`` or by calling ``run`` (and remember the result).
+
+    :param cache: where results are kept
+    :param salt: see :func:`cache_key`
+    :param run: the uncached ``Sandbox.run``
+    """
+    key = cache_key(code, files, stdin, timeout_s, memory_mb, salt)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    result = run(code, files=files, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb)
+    cache.put(key, result)
+    return result
+
+
+class CachedSandbox:
+    """Wraps any sandbox with the result cache.
+
+    :param inner: the sandbox that runs cache misses
+    :param cache: the cache (default: the process-wide one)
+    :param salt: distinguishes results of differently configured sandboxes (default: the inner's class)
+    """
+
+    def __init__(self, inner: Sandbox, cache: ResultCache | None = None, salt: str | None = None) -> None:
+        self.inner = inner
+        self.cache = cache if cache is not None else default_cache()
+        self.salt = salt if salt is not None else getattr(inner, "cache_salt", type(inner).__qualname__)
+
+    def run(
+        self,
+        code: str,
+        *,
+        files: dict[str, str] | None = None,
+        stdin: str = "",
+        timeout_s: float = 5.0,
+        memory_mb: int = 512,
+    ) -> ExecResult:
+        """Run ``code`` in the inner sandbox unless an identical job's result is cached."""
+        return cached_run(self.cache, self.salt, self.inner.run, code, files, stdin, timeout_s, memory_mb)
+
+    def close(self) -> None:
+        """Close the inner sandbox."""
+        self.inner.close()

@@ -1,0 +1,466 @@
+"""The pre-forked job server of :class:`harness_gym.sandbox.process.ProcessSandbox` (DESIGN §6).
+
+This file is run as a program (``python -I -c <this source> <config json>``), usually inside bubblewrap,
+so it imports only the standard library and nothing of ``harness_gym``. It preloads the configured modules
+once, then serves one JSON request per line on stdin and answers one JSON line on stdout. Per job it forks
+a child that drops privileges and limits itself, then ``exec``s the job's code: no new interpreter starts,
+which is what makes a job cost a few milliseconds.
+
+Request: ``{"code", "files", "stdin", "timeout_s", "memory_mb"}``.
+Response: ``{"stdout", "stderr", "exit_code", "timed_out", "duration_s", "reason"}`` or ``{"error"}``.
+
+Containment done here (namespaces and mounts are the launcher's job):
+
+- the child runs in its own session and process group, as uid/gid ``job_uid`` when the server is root
+  (so that ``RLIMIT_NPROC`` is enforced: the kernel exempts uid 0 from it);
+- rlimits: CPU (timeout + 1 s), address space (the server's own size + ``memory_mb``), open files,
+  processes, file size, no core dumps;
+- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job;
+- a scrubbed environment, stdin from a memfd, stdout/stderr to pipes, every other descriptor closed;
+- a wall-clock deadline after which the job's process group (and, as PID 1 of a PID namespace, every
+  other process in it) is SIGKILLed; output over ``max_output`` bytes on a stream kills the job too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import errno
+import io
+import json
+import linecache
+import os
+import resource
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+_CHUNK = 65536
+_DRAIN_S = 0.2
+_REAP_S = 2.0
+_STATUS_MEMORY = b"M"
+_JOB_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ")
+
+
+class _Config:
+    """Server settings, from the JSON given as the first argument."""
+
+    def __init__(self, raw: dict) -> None:
+        self.preload: list[str] = list(raw.get("preload", []))
+        self.work_root: str = raw.get("work_root") or tempfile.gettempdir()
+        self.job_uid: int = int(raw.get("job_uid", 65534))
+        self.job_gid: int = int(raw.get("job_gid", 65534))
+        self.max_output: int = int(raw.get("max_output", 65536))
+        self.nproc: int = int(raw.get("nproc", 64))
+        self.nofile: int = int(raw.get("nofile", 256))
+        self.fsize_mb: int = int(raw.get("fsize_mb", 64))
+        self.lock_tmp: bool = bool(raw.get("lock_tmp", False))
+        self.env: dict[str, str] = dict(raw.get("env", {}))
+        self.expose: list[str] = list(raw.get("expose", []))
+
+
+def _set_subreaper() -> None:
+    """Make orphaned job processes children of the server (already so when it is PID 1)."""
+    if os.getpid() == 1:
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except Exception:
+        pass
+
+
+def _libc_call(name: str, *args: object) -> None:
+    """Call a libc function that returns -1 and sets errno on failure."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(*args) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{name}{args!r}: {os.strerror(err)}")
+
+
+def blocked_ancestor(path: str) -> str | None:
+    """The top-most directory on the way to ``path`` that others cannot traverse (None if all can)."""
+    parts = path.strip("/").split("/")
+    for i in range(1, len(parts) + 1):
+        cand = "/" + "/".join(parts[:i])
+        if not os.stat(cand).st_mode & 0o001:
+            return cand
+    return None
+
+
+def expose_paths(paths: list[str], staging_root: str) -> None:
+    """Make ``paths`` readable to the job uid in a private mount namespace (root only).
+
+    Each top-most directory on the way that others cannot traverse (e.g. ``/root``, mode 700) is covered
+    with an empty tmpfs, which also hides the rest of it, and the paths are bind-mounted back read-only.
+
+    :param paths: directories (the Python installation) the job must be able to read
+    :param staging_root: a directory where the paths are held while their ancestors are covered
+    """
+    ms_rdonly, ms_nosuid, ms_nodev, ms_remount, ms_bind, ms_rec, ms_private = 1, 2, 4, 32, 4096, 16384, 1 << 18
+    todo = [(p, blocked_ancestor(p)) for p in paths]
+    todo = [(p, b) for p, b in todo if b is not None]
+    if not todo:
+        return
+    _libc_call("mount", None, b"/", None, ms_rec | ms_private, None)
+    staged = []
+    for i, (path, _) in enumerate(todo):
+        stage = os.path.join(staging_root, f"stage{i}")
+        os.mkdir(stage)
+        _libc_call("mount", path.encode(), stage.encode(), None, ms_bind | ms_rec, None)
+        staged.append(stage)
+    for blocked in sorted({b for _, b in todo}, key=len):
+        if not any(blocked.startswith(o + "/") for _, o in todo if o != blocked):
+            _libc_call("mount", b"tmpfs", blocked.encode(), b"tmpfs", ms_nosuid | ms_nodev, b"mode=755")
+    for (path, _), stage in zip(todo, staged):
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        _libc_call("mount", stage.encode(), path.encode(), None, ms_bind | ms_rec, None)
+        _libc_call("mount", None, path.encode(), None, ms_remount | ms_bind | ms_rdonly | ms_nosuid, None)
+        _libc_call("umount2", stage.encode(), 2)  # MNT_DETACH
+        os.rmdir(stage)
+
+
+def _own_children() -> list[int]:
+    """Pids of the server's direct children (orphans included when it is a subreaper)."""
+    pids: list[int] = []
+    me = os.getpid()
+    try:
+        tids = os.listdir(f"/proc/{me}/task")
+    except OSError:
+        return pids
+    for tid in tids:
+        try:
+            with open(f"/proc/{me}/task/{tid}/children") as fh:
+                pids.extend(int(p) for p in fh.read().split())
+        except OSError:
+            continue
+    return pids
+
+
+def _kill_everything(pgid: int) -> None:
+    """SIGKILL the job's process group and every other descendant, then reap them all."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+    deadline = time.monotonic() + _REAP_S
+    while True:
+        if os.getpid() == 1:
+            # PID 1 of its own namespace: kill(-1) reaches every other process in it, never the caller.
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+        else:
+            for pid in _own_children():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        try:
+            while True:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    break
+        except ChildProcessError:
+            return
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.001)
+
+
+def safe_join(root: str, name: str) -> str:
+    """The path of ``name`` inside ``root``; refuses absolute names and ``..``."""
+    norm = os.path.normpath(name)
+    if os.path.isabs(norm) or norm == ".." or norm.startswith(".." + os.sep) or norm in ("", "."):
+        raise ValueError(f"file name {name!r} is not a relative path inside the work dir")
+    return os.path.join(root, norm)
+
+
+def _job_child(cfg: _Config, req: dict, workdir: str, fds: dict[str, int], as_root: bool) -> None:
+    """Runs in the forked child: limit, isolate, then execute the code. Never returns."""
+    code = 1
+    try:
+        os.setsid()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.dup2(fds["stdin"], 0)
+        os.dup2(fds["out"], 1)
+        os.dup2(fds["err"], 2)
+        os.dup2(fds["status"], 3, inheritable=False)
+        os.closerange(4, 1 << 20)
+        timeout = float(req.get("timeout_s", 5.0))
+        cpu = int(timeout) + 2
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        with open("/proc/self/statm") as fh:
+            vm_now = int(fh.read().split()[0]) * resource.getpagesize()
+        mem = vm_now + int(req.get("memory_mb", 512)) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (cfg.nofile, cfg.nofile))
+        resource.setrlimit(resource.RLIMIT_NPROC, (cfg.nproc, cfg.nproc))
+        fsize = cfg.fsize_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if as_root:
+            os.setgroups([])
+            os.setgid(cfg.job_gid)
+            os.setuid(cfg.job_uid)
+        os.chdir(workdir)
+        for name, text in (req.get("files") or {}).items():
+            path = safe_join(workdir, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        env = {k: v for k, v in os.environ.items() if k in _JOB_ENV_KEEP}
+        env.update(cfg.env)
+        env.update(HOME=workdir, TMPDIR=workdir, PWD=workdir)
+        os.environ.clear()
+        os.environ.update(env)
+        tempfile.tempdir = None
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(
+            io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace"
+        )
+        sys.stderr = io.TextIOWrapper(
+            io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+        )
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        sys.argv = ["main.py"]
+        sys.dont_write_bytecode = True
+        sys.path.insert(0, workdir)
+        source = req.get("code", "")
+        linecache.cache["main.py"] = (len(source), None, source.splitlines(True), "main.py")
+        glb = {"__name__": "__main__", "__file__": os.path.join(workdir, "main.py"), "__builtins__": builtins}
+    except BaseException:
+        try:
+            os.write(2, ("sandbox setup failed:\n" + traceback.format_exc()).encode("utf-8", "replace"))
+        finally:
+            os._exit(70)
+    try:
+        try:
+            exec(compile(source, "main.py", "exec"), glb)
+            code = 0
+        finally:
+            try:
+                threading._shutdown()  # type: ignore[attr-defined]
+            except BaseException:
+                pass
+            atexit._run_exitfuncs()
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except BaseException as exc:
+        if isinstance(exc, MemoryError):
+            try:
+                os.write(3, _STATUS_MEMORY)
+            except OSError:
+                pass
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != "main.py":
+            tb = tb.tb_next
+        try:
+            traceback.print_exception(type(exc), exc, tb)
+        except BaseException:
+            pass
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    os._exit(code)
+
+
+def _exit_code(exc: SystemExit) -> int:
+    """The process exit code Python gives a ``SystemExit`` (printing a non-int argument to stderr)."""
+    arg = exc.code
+    if arg is None:
+        return 0
+    if isinstance(arg, int):
+        return arg & 0xFF
+    try:
+        print(arg, file=sys.stderr)
+    except BaseException:
+        pass
+    return 1
+
+
+def _run_job(cfg: _Config, req: dict, as_root: bool) -> dict:
+    """Fork, supervise and clean up one job; returns the response dict."""
+    workdir = tempfile.mkdtemp(prefix="job-", dir=cfg.work_root)
+    if as_root:
+        os.chown(workdir, cfg.job_uid, cfg.job_gid)
+    stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    data = str(req.get("stdin", "")).encode("utf-8")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(stdin_fd, view):]
+    os.lseek(stdin_fd, 0, os.SEEK_SET)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    st_r, st_w = os.pipe()
+    fds = {"stdin": stdin_fd, "out": out_w, "err": err_w, "status": st_w}
+    timeout = float(req.get("timeout_s", 5.0))
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _job_child(cfg, req, workdir, fds, as_root)
+    for fd in (stdin_fd, out_w, err_w, st_w):
+        os.close(fd)
+    try:
+        return _supervise(cfg, pid, start, timeout, out_r, err_r, st_r)
+    finally:
+        for fd in (out_r, err_r, st_r):
+            os.close(fd)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _supervise(cfg: _Config, pid: int, start: float, timeout: float, out_r: int, err_r: int, st_r: int) -> dict:
+    """Collect output until the job exits, times out or floods; kill its leftovers; build the response."""
+    bufs = {out_r: bytearray(), err_r: bytearray(), st_r: bytearray()}
+    open_fds = {out_r, err_r, st_r}
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    for fd in open_fds:
+        poller.register(fd, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    reason = ""
+    status = None
+    usage = None
+    deadline = start + timeout
+
+    def read_ready(wait_ms: int) -> bool:
+        """Poll once; returns True when the job process has exited."""
+        nonlocal reason
+        exited = False
+        for fd, _ in poller.poll(wait_ms):
+            if fd == pidfd:
+                exited = True
+                continue
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                poller.unregister(fd)
+                open_fds.discard(fd)
+                continue
+            buf = bufs[fd]
+            room = cfg.max_output - len(buf)
+            buf += chunk[: max(room, 0)]
+            if len(chunk) > room and fd != st_r and not reason:
+                reason = "output_limit"
+        return exited
+
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                reason = reason or "timeout"
+                break
+            exited = read_ready(max(1, int((deadline - now) * 1000) + 1))
+            if reason:
+                break
+            if exited:
+                break
+        if reason:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _, status, usage = os.wait4(pid, 0)
+        duration = time.monotonic() - start
+        _kill_everything(pid)
+        drain_end = time.monotonic() + _DRAIN_S
+        while open_fds and time.monotonic() < drain_end:
+            read_ready(int(_DRAIN_S * 1000))
+    finally:
+        os.close(pidfd)
+    exit_code = os.waitstatus_to_exitcode(status) if status is not None else -1
+    if not reason:
+        if bytes(bufs[st_r][:1]) == _STATUS_MEMORY:
+            reason = "memory"
+        elif exit_code == -signal.SIGXCPU or (exit_code == -signal.SIGKILL and _cpu_exhausted(usage, timeout)):
+            reason = "timeout"
+        elif exit_code < 0:
+            reason = "killed"
+    return {
+        "stdout": bufs[out_r].decode("utf-8", "replace"),
+        "stderr": bufs[err_r].decode("utf-8", "replace"),
+        "exit_code": exit_code,
+        "timed_out": reason == "timeout",
+        "duration_s": duration,
+        "reason": reason,
+    }
+
+
+def _cpu_exhausted(usage: resource.struct_rusage | None, timeout: float) -> bool:
+    """Whether the job used its whole CPU rlimit (past the soft limit the kernel sends SIGKILL).
+
+    :param usage: the job's rusage from ``wait4``
+    :param timeout: the job's wall-clock timeout, from which its CPU limit was set
+    """
+    if usage is None:
+        return False
+    return usage.ru_utime + usage.ru_stime >= int(timeout) + 1
+
+
+def _preload(names: list[str]) -> dict[str, str]:
+    """Import the configured modules once; returns the errors by module name."""
+    errors: dict[str, str] = {}
+    for name in names:
+        try:
+            __import__(name)
+        except BaseException as exc:  # a broken optional module must not stop the server
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    return errors
+
+
+def main() -> None:
+    """Serve jobs until stdin closes."""
+    cfg = _Config(json.loads(sys.argv[1]) if len(sys.argv) > 1 else {})
+    proto_in = os.fdopen(os.dup(0), "rb")
+    proto_out = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    as_root = os.geteuid() == 0
+    if cfg.lock_tmp:
+        os.chmod(cfg.work_root, 0o755)
+    _set_subreaper()
+    if cfg.expose:
+        expose_paths(cfg.expose, cfg.work_root)
+    errors = _preload(cfg.preload)
+
+    def send(obj: dict) -> None:
+        data = (json.dumps(obj) + "\n").encode("utf-8")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(proto_out, view):]
+
+    send({"ready": True, "pid": os.getpid(), "uid": os.geteuid(), "preload_errors": errors})
+    for line in proto_in:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            resp = _run_job(cfg, req, as_root)
+        except Exception as exc:
+            resp = {"error": f"{type(exc).__name__}: {exc}"}
+        try:
+            send(resp)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                return
+            raise
+
+
+if __name__ == "__main__":
+    main()
