@@ -39,7 +39,7 @@ def steps_per_second(env_id: str, actions: np.ndarray, passes: int) -> float:
 
 
 def cold_job_latency(jobs: int) -> list[float]:
-    sandbox = make_sandbox("process", cache=False) if True else None
+    sandbox = make_sandbox("process", cache=False)
     sandbox.run("pass")
     out = []
     for i in range(jobs):

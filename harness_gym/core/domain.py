@@ -26,6 +26,8 @@ class Domain(ABC):
     name: str = ""
     uses_sandbox: bool = False
     """True when tools, checker or grader execute code (the env then opens a sandbox)."""
+    sandbox_options: dict = {}
+    """Extra keyword arguments for the sandbox the env opens (e.g. ``{"preload": ("pandas",)}``)."""
     tool_needs_draft: bool = False
     """True when TOOL operates on the current draft (e.g. runs it), so TOOL without a draft is a no-op."""
     success_threshold: float = 1.0 - 1e-9

@@ -15,7 +15,7 @@ from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, features_table
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
-from harness_gym.sandbox import Sandbox, make_sandbox
+from harness_gym.sandbox import Sandbox, default_cache, make_sandbox
 from harness_gym.workers import Worker, WorkerProfile, make_worker
 
 PENDING = -1.0
@@ -41,7 +41,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     :param worker: ``"simulated"`` or a :class:`~harness_gym.workers.Worker` instance
     :param profile: worker profile (instance or JSON path); default the domain's shipped profile
     :param sandbox: ``"process"``, ``"docker"`` or a :class:`~harness_gym.sandbox.Sandbox`; only opened
-        when the domain runs code
+        when the domain runs code. A sandbox made from a name caches deterministic executions (same code,
+        inputs and limits) process-wide; ``info["exec_cached"]`` says when a step was served from the cache
     :param action_costs: override of the per-action budget cost
     :param render_mode: ``None`` or ``"ansi"``
     """
@@ -99,7 +100,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     def sandbox(self) -> Sandbox | None:
         """The sandbox, opened on first use; ``None`` for domains that run no code."""
         if self._sandbox is None and self.domain.uses_sandbox:
-            self._sandbox = make_sandbox(self._sandbox_spec)
+            spec = self._sandbox_spec
+            self._sandbox = (make_sandbox(spec, cache=True, **self.domain.sandbox_options) if isinstance(spec, str)
+                             else make_sandbox(spec))
         return self._sandbox
 
     @property
@@ -309,8 +312,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         st.draft_version = draft.version
         st.confidence = float(self.worker.confidence(ctx, draft))
 
-    def _cache_hits(self) -> int:
-        return int(getattr(self._sandbox, "cache_hits", 0))
+    @staticmethod
+    def _cache_hits() -> int:
+        return default_cache().hits
 
     def _grade(self) -> float:
         ctx = self._ctx
