@@ -25,11 +25,11 @@ from harness_gym.domains.tau_retail.rules import verify
 from harness_gym.domains.tau_retail.store import RetailDB
 from harness_gym.domains.tau_retail.tools import WRITE_TOOLS
 from harness_gym.paths import data_path
+from tests.shared_data import SHARED_DATA, shared_data_mark
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = Path(os.environ.get("HG_SHARED_DATA", ROOT.parent / "shared" / "data")) / "tau2-retail"
-needs_real = pytest.mark.skipif(not (REAL / "db.json").is_file(),
-                                reason=f"the public tau2 retail data is not at {REAL} (set HG_SHARED_DATA)")
+REAL = SHARED_DATA / "tau2-retail"
+needs_real = shared_data_mark("tau2-retail", "db.json")
 ALL_SPLITS = ("train", "val", "test", "ood")
 
 
