@@ -4,7 +4,6 @@ on the real τ² retail data, the candidate bank and the env."""
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -27,7 +26,6 @@ from harness_gym.domains.tau_retail.tools import WRITE_TOOLS
 from harness_gym.paths import data_path
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
-ROOT = Path(__file__).resolve().parents[1]
 REAL = SHARED_DATA / "tau2-retail"
 needs_real = shared_data_mark("tau2-retail", "db.json")
 ALL_SPLITS = ("train", "val", "test", "ood")
