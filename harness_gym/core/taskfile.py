@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from harness_gym.core.types import SPLITS, Candidate, Task, ToolCall
+from harness_gym.core.types import SPLITS, Candidate, Document, Task, ToolCall
 
 
 class TaskFileError(ValueError):
@@ -149,3 +149,9 @@ def parse_task(rec: dict[str, Any], *, path: str | Path, line: int | None = None
 
 task_from_record = parse_task
 """The same parser under the name some domain loaders import (two engineers wrote it at once)."""
+
+
+def read_documents(path: str | Path) -> list[Document]:
+    """A retrieval corpus: one ``{"doc_id", "title", "text"}`` object per line."""
+    return [Document(*(require(rec, f, str, path=path, line=line) for f in ("doc_id", "title", "text")))
+            for line, rec in read_jsonl(path)]

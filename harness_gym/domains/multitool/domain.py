@@ -1,0 +1,176 @@
+"""The multi-tool domain: answer a question with a chain of 2-5 tool calls (DESIGN §4).
+
+The draft is a tool plan plus its final value, ``{"plan": [{"tool": ..., "args": {...}}, ...], "answer": v}``.
+The checker re-executes the plan with the real tools (:func:`~harness_gym.domains.multitool.tools.run_plan`),
+validates every step's arguments and units and the final unit, and names the failing step. The hidden grader
+compares the answer with the gold value computed by running the task's reference plan.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from harness_gym.core.domain import Domain
+from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_json, read_jsonl, require
+from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
+from harness_gym.domains.multitool.tools import (
+    DATE,
+    TOOL_SPECS,
+    UNITS,
+    ToolError,
+    Value,
+    World,
+    answer_close,
+    execute,
+    format_unit,
+    parse_unit,
+    run_plan,
+)
+from harness_gym.paths import data_path
+from harness_gym.sandbox.base import Sandbox
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_draft(content: str) -> tuple[list[Any], Any] | str:
+    """``(plan, answer)`` of a draft, or a message saying why it cannot be read."""
+    try:
+        obj = json.loads(content)
+    except json.JSONDecodeError as exc:
+        return f"the draft is not valid JSON: {exc.msg} (column {exc.colno})"
+    if not isinstance(obj, dict) or "plan" not in obj or "answer" not in obj:
+        return 'the draft must be a JSON object with "plan" and "answer"'
+    return obj["plan"], obj["answer"]
+
+
+class MultiToolDomain(Domain):
+    """Tool-chain tasks over a dated rate table, unit conversions, calendar arithmetic and lookup tables.
+
+    :param data_dir: folder holding ``world.json``, ``corpus.jsonl`` and ``tasks.jsonl``
+    """
+
+    name = "multitool"
+    uses_sandbox = False
+    tool_needs_draft = False
+
+    def __init__(self, data_dir: str | Path) -> None:
+        super().__init__()
+        root = Path(data_dir)
+        self.world = self._load_world(root / "world.json")
+        self.tools = dict(TOOL_SPECS)
+        self.corpus = read_documents(root / "corpus.jsonl")
+        self._gold: dict[str, Value] = {}
+        path = root / "tasks.jsonl"
+        tasks = []
+        for line, rec in read_jsonl(path):
+            tid = require(rec, "task_id", str, path=path, line=line)
+            raw = require(rec, "payload", dict, path=path, line=line, task_id=tid)
+            unit = require(raw, "answer_unit", str, path=path, line=line, task_id=tid)
+            plan = require(raw, "reference_plan", list, path=path, line=line, task_id=tid)
+            run = run_plan(self.world, self.tools, plan)
+            if not run.ok:
+                raise TaskFileError(path, f"reference plan fails at step {run.failed_step}: {run.error}",
+                                    line=line, task_id=tid, field="payload.reference_plan")
+            try:
+                want = DATE if unit == "date" else parse_unit(unit)
+            except ToolError as exc:
+                raise TaskFileError(path, str(exc), line=line, task_id=tid, field="payload.answer_unit") from None
+            if run.result.unit != want:
+                raise TaskFileError(path, f"reference plan returns {format_unit(run.result.unit)}, not {unit}",
+                                    line=line, task_id=tid, field="payload.answer_unit")
+            task = parse_task(rec, path=path, line=line, payload={"answer_unit": want, "unit_name": unit})
+            self._gold[tid] = run.result
+            tasks.append(task)
+        self.add_tasks(tasks)
+
+    @staticmethod
+    def _load_world(path: Path) -> World:
+        raw = read_json(path)
+        if not isinstance(raw, dict):
+            raise TaskFileError(path, "expected a JSON object")
+        rates = require(raw, "rates", dict, path=path)
+        tables = require(raw, "tables", dict, path=path)
+        require(rates, "start", str, path=path)
+        per_usd = require(rates, "per_usd", dict, path=path)
+        lengths = {len(v) if isinstance(v, list) else -1 for v in per_usd.values()}
+        if len(lengths) != 1 or -1 in lengths:
+            raise TaskFileError(path, "every currency needs a list of daily rates of the same length",
+                                field="rates.per_usd")
+        for name, tab in tables.items():
+            for key in ("columns", "rows"):
+                if not isinstance(tab, dict) or not isinstance(tab.get(key), dict):
+                    raise TaskFileError(path, f"table {name!r} needs an object {key!r}", field=f"tables.{name}.{key}")
+        return World(rates, tables)
+
+    def gold(self, task: Task) -> Value:
+        """The value the reference plan computes (what the grader compares with)."""
+        return self._gold[task.task_id]
+
+    # ----- TOOL --------------------------------------------------------------------------------------
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+        try:
+            value = execute(self.world, call.name, call.args)
+        except ToolError as exc:
+            return ToolResult(ok=False, output="", error=f"{call.name}: {exc}")
+        return ToolResult(ok=True, output=value.render())
+
+    # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+        parsed = parse_draft(draft.content)
+        if isinstance(parsed, str):
+            return CheckResult(False, parsed, specificity=0.3)
+        plan, answer = parsed
+        run = run_plan(self.world, self.tools, plan)
+        if not run.ok:
+            return CheckResult(False, f"step {run.failed_step} failed: {run.error}", specificity=0.9)
+        result = run.result
+        want = task.payload["answer_unit"]
+        n = len(run.values)
+        if result.unit != want:
+            got = "a date" if result.unit == DATE else (f"a value in {format_unit(result.unit)}"
+                                                         if result.unit else "a plain number")
+            return CheckResult(False, f"the last step ({n}) returns {got}, but the task asks for "
+                                      f"{task.payload['unit_name']}", specificity=0.8)
+        if not answer_close(answer, result.as_json()):
+            return CheckResult(False, f"the answer {answer!r} does not match the plan's result "
+                                      f"{result.render()} (step {n})", specificity=0.9)
+        return CheckResult(True, f"the plan ran ({n} steps) and its result {result.render()} matches the answer",
+                           specificity=1.0)
+
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+        parsed = parse_draft(draft.content)
+        if isinstance(parsed, str):
+            return 0.0
+        return 1.0 if answer_close(parsed[1], self._gold[task.task_id].as_json()) else 0.0
+
+    # ----- evidence ----------------------------------------------------------------------------------
+    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+        """Tool calls: schema validity. Drafts: every step names a known tool, and every table, column, unit
+        and currency it mentions exists in the world (+1), or something does not (-1)."""
+        if call is not None or ctx.draft is None:
+            return super().knowledge(task, ctx, call)
+        parsed = parse_draft(ctx.draft.content)
+        if isinstance(parsed, str) or not isinstance(parsed[0], list):
+            return -1.0
+        return 1.0 if all(self._known(s) for s in parsed[0]) else -1.0
+
+    def _known(self, step: Any) -> bool:
+        if not isinstance(step, dict) or step.get("tool") not in self.tools or not isinstance(step.get("args"), dict):
+            return False
+        args = step["args"]
+        if step["tool"] == "lookup":
+            tab = self.world.tables.get(args.get("table"))
+            return tab is not None and args.get("field") in tab["columns"]
+        if step["tool"] == "convert_units":
+            return args.get("from_unit") in UNITS and args.get("to_unit") in UNITS
+        if step["tool"] == "exchange_rate":
+            return args.get("base") in self.world.per_usd and args.get("quote") in self.world.per_usd
+        return True
+
+
+@functools.lru_cache(maxsize=8)
+def load_multitool_domain(data_dir: str | None = None) -> MultiToolDomain:
+    """The domain loaded from ``data_dir`` (default ``envs_data/multitool``), cached per folder."""
+    return MultiToolDomain(data_dir if data_dir is not None else data_path("multitool"))

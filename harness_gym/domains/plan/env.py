@@ -1,0 +1,99 @@
+"""HarnessPlan-v0: the Harness MDP over the planning (scheduling) domain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness_gym.core.env import HarnessEnv, document_env
+from harness_gym.domains.plan.domain import load_plan_domain
+
+
+@document_env
+class HarnessPlanEnv(HarnessEnv):
+    """
+    ## Description
+
+    Planning: schedule 4-5 meetings into one-hour slots (two days, six slots a day) and rooms. Hard
+    constraints: every attendee free in the slot, room capacity, no person or room double-booked, precedence
+    ("M1 before M4"), deadlines ("M3 by Tue-11"); the ``ood`` split adds constraint types never seen in
+    train/val/test: equipment requirements, a per-person daily meeting limit and room preferences. Soft
+    constraints give a cost to minimise: unmet time preferences (morning, afternoon, a day) and idle slots
+    between one person's meetings on a day. Templates: a team's week, an interview loop with its debrief,
+    project reviews; ``ood``: a workshop series.
+
+    A draft is JSON: ``{"assignments": {meeting: {"slot": "Mon-09", "room": name}}}``.
+
+    - **Corpus** (RETRIEVE, BM25 over title and text): one policy page per constraint type, the soft costs,
+      the tools, the plan format and a strategy page.
+    - **Tools**: ``availability(person)`` (free slots), ``room_info(room)`` (capacity, equipment),
+      ``dry_run(assignments)`` (the hard-constraint verifier). Unknown people or rooms and malformed
+      arguments are tool errors.
+    - **Checker** (CHECK): the hard-constraint verifier; feedback names each violated constraint and the
+      meetings, people or rooms involved. It ignores preferences, so a valid but sub-optimal schedule passes
+      the checker and scores below 1: the domain's support ceiling.
+    - **Grader** (SUBMIT, hidden): 0 when any hard constraint is violated, else ``(1 + C*) / (1 + C)`` where
+      ``C`` is the schedule's soft cost and ``C*`` the optimum found by the project's exact branch-and-bound
+      solver. Success is quality >= 0.999 (an optimal schedule).
+
+    ## Action Space
+
+    ``Discrete(7)``:
+
+    | Num | Action   | In this domain |
+    |-----|----------|----------------|
+    | 0   | OBSERVE  | reveals the room directory, then the soft preferences, then the calendar's slots |
+    | 1   | RETRIEVE | the next-best unseen policy page for the task prompt (BM25) |
+    | 2   | TOOL     | the worker calls a tool, usually ``availability`` of a tightly booked attendee |
+    | 3   | DRAFT    | the worker writes a schedule |
+    | 4   | CHECK    | runs the hard-constraint verifier on the schedule |
+    | 5   | REVISE   | the worker repairs the schedule using the named violations |
+    | 6   | SUBMIT   | grades the schedule; the episode ends |
+
+    ## Observation Space
+
+    ``Box(low, high, (F,), float32)``, the harness-state features shared by every domain:
+
+    {observation_table}
+
+    ## Rewards
+
+    0 on every step except the last, where it is the grade of the submitted schedule in [0, 1], minus
+    ``step_cost`` per budget unit spent on every step (default 0).
+
+    ## Starting State
+
+    A task drawn uniformly from the split (or ``options["task_id"]``), no evidence, no draft, the full budget.
+
+    ## Episode End
+
+    - Termination: SUBMIT, or the budget runs out (the current schedule is graded as a forced submit; no
+      schedule scores 0).
+    - Truncation: none before the registered limit of 100 steps, which the budget always reaches first.
+
+    ## Arguments
+
+    ```python
+    import gymnasium as gym
+    env = gym.make("HarnessPlan-v0", data_dir=None, split="train", budget=30, step_cost=0.0,
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+    ```
+
+    ``data_dir`` is a folder with ``corpus.jsonl`` and ``tasks.jsonl`` (default: the shipped
+    ``envs_data/plan``, written by ``python -m harness_gym.domains.plan.generate``); the other keywords are
+    those of :class:`~harness_gym.core.env.HarnessEnv`. No sandbox is opened: the tools are pure Python.
+
+    ## Example
+
+    ```python
+    >>> import gymnasium as gym, harness_gym
+    >>> env = gym.make("HarnessPlan-v0", split="test")
+    >>> obs, info = env.reset(seed=0)
+    >>> for action in (0, 0, 1, 2, 2, 3, 4, 6):  # rooms, preferences, a page, two calendars, draft, check, submit
+    ...     obs, reward, terminated, truncated, info = env.step(action)
+    >>> terminated, 0.0 <= info["quality"] <= 1.0
+    (True, True)
+    ```
+    """
+
+    def __init__(self, data_dir: str | None = None, **kwargs: Any) -> None:
+        super().__init__(load_plan_domain(data_dir), **kwargs)

@@ -1,0 +1,37 @@
+"""Helpers for the malformed-task-file tests: copy a domain's shipped files, corrupt one line, check the error."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from harness_gym.core.taskfile import TaskFileError
+from harness_gym.paths import data_path
+
+
+def copy_data(domain: str, names: Sequence[str], dest: Path) -> Path:
+    """Copy ``envs_data/<domain>/<name>`` for every name into ``dest``."""
+    for name in names:
+        shutil.copy(data_path(domain, name), dest / name)
+    return dest
+
+
+def corrupt_line(path: Path, lineno: int, change: Callable[[dict[str, Any]], Any] | None) -> None:
+    """Apply ``change`` to the JSON record on ``lineno``; ``None`` cuts the line short (invalid JSON)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if change is None:
+        lines[lineno - 1] = lines[lineno - 1][:-7]
+    else:
+        rec = json.loads(lines[lineno - 1])
+        change(rec)
+        lines[lineno - 1] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def assert_names_location(err: TaskFileError, file: str, lineno: int, field: str | None) -> None:
+    """The message names the file, the line and the field (``None``: a JSON syntax error)."""
+    msg = str(err)
+    assert file in msg and f"line {lineno}" in msg, msg
+    assert (field is None and "invalid JSON" in msg) or f"field {field!r}" in msg, msg
