@@ -1,0 +1,417 @@
+"""The DB-Bench domain: AgentBench DB-Bench records as Harness MDP tasks on a real SQL engine.
+
+A task is one record: a question about one table (insert, update or delete rows, or answer a SELECT-like
+question). The draft is a MySQL statement, or, for real SELECT-like records whose stored reference SQL does
+not reproduce the label, the answer list itself (``"['Vienna']"``).
+
+- OBSERVE: the table's columns, its first rows, then what form the answer takes.
+- RETRIEVE: BM25 over short MySQL notes (:mod:`~harness_gym.domains.dbbench.mysql_notes`).
+- TOOL ``execute_sql(sql)``: a read-only query (SELECT / SHOW TABLES / DESCRIBE) on the episode's database,
+  answered as upstream answers (the Python repr of the rows, cut at 800 characters with ``[TRUNCATED]``).
+- CHECK: the draft is dry-run on the episode's database inside a transaction that is rolled back, and
+  validated: it parses and runs, is the statement kind the question asks for, touches the task's table,
+  changes rows (mutations) or returns a result of the right shape (one number for counting and aggregation,
+  at least one row otherwise). An answer-list draft is checked for shape and for its values appearing in
+  the table.
+- SUBMIT (grader): upstream scoring in Python (:mod:`~harness_gym.domains.dbbench.scoring`): the table hash
+  after the statement against ``answer_md5``, or the statement's result (or the answer list) against the
+  label.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from harness_gym.core.domain import Domain
+from harness_gym.core.retrieval import BM25Index
+from harness_gym.core.taskfile import TaskFileError
+from harness_gym.core.tools import ToolSpec
+from harness_gym.core.types import Candidate, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
+from harness_gym.domains.dbbench.engines import (
+    READ_KINDS,
+    DatabaseSession,
+    Engine,
+    SQLError,
+    SQLiteEngine,
+    fold_text,
+    make_engine,
+    parse_mysql,
+    rows_changed,
+    run_statement,
+    statement_kind,
+)
+from harness_gym.domains.dbbench.mutations import answer_mutants, sql_mutants
+from harness_gym.domains.dbbench.mysql_notes import MYSQL_NOTES, QUOTING_DOC, TYPE_DOCS
+from harness_gym.domains.dbbench.records import DBRecord, read_records
+from harness_gym.domains.dbbench.scoring import (
+    answers_match,
+    format_result,
+    normalize_answer,
+    rows_to_answer,
+    table_hash,
+)
+from harness_gym.paths import data_path
+from harness_gym.sandbox.base import Sandbox
+
+MAX_WRONG_CANDIDATES = 7
+HEAD_ROWS = 5
+
+KNOWN_MISMATCHES: dict[str, str] = {
+    "UPDATE football_stats SET Points = '16' WHERE Player = 'Johnson'":
+        "standard.jsonl: the table has one 'Johnson' row; its answer_md5 matches neither the table after this "
+        "UPDATE (SQLite and MariaDB agree on that hash) nor any single-row change of Points, so the upstream "
+        "record's hash was not made from this statement on this table.",
+}
+"""Upstream records whose reference statement does not reproduce their ``answer_md5``, keyed by the statement,
+with the reason. Such records have no correct draft and are left out of the task set."""
+
+_SINGLE_VALUE_TYPES = frozenset({"counting", "aggregation-SUM", "aggregation-AVG", "aggregation-MIN", "aggregation-MAX"})
+_NUMERIC_TYPES = frozenset({"counting", "aggregation-SUM"})
+"""Types whose answer is always a number (MIN / MAX / AVG of a text column may be text in upstream labels)."""
+_TOKEN = re.compile(r"\w+")
+
+EXECUTE_SQL = ToolSpec(
+    name="execute_sql",
+    description="Run one read-only MySQL query (SELECT, SHOW TABLES, DESCRIBE) on the task's database and return "
+                "its rows as a Python list of tuples (cut at 800 characters).",
+    parameters={"type": "object", "properties": {"sql": {"type": "string", "minLength": 1}},
+                "required": ["sql"], "additionalProperties": False},
+)
+
+
+@dataclass(frozen=True)
+class DBTaskPayload:
+    """What the checker and grader of a task need: its record and whether drafts are SQL or answer lists."""
+
+    record: DBRecord
+    mode: str
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _expected_kind(qtype: str) -> str:
+    return qtype.lower() if qtype in ("INSERT", "UPDATE", "DELETE") else "select"
+
+
+def _is_number(text: Any) -> bool:
+    try:
+        float(str(text))
+    except ValueError:
+        return False
+    return True
+
+
+def grade_content(session: DatabaseSession, payload: DBTaskPayload, content: str) -> float:
+    """Upstream score (0 or 1) of a draft: run it on a scratch copy of the table and compare."""
+    record = payload.record
+    if payload.mode == "answer":
+        return float(answers_match(content, record.label))
+    try:
+        result, rows = run_statement(session, content)
+    except SQLError:
+        return 0.0
+    if record.is_mutation:
+        return float(table_hash(rows) == record.answer_md5)
+    return float(answers_match(rows_to_answer(result.rows), record.label))
+
+
+def _tables_and_columns(sql: str) -> tuple[set[str], set[str]]:
+    tree = parse_mysql(sql)
+    tables = {t.name.lower() for t in tree.find_all(exp.Table)}
+    aliases = {a.alias.lower() for a in tree.find_all(exp.Alias)}
+    columns = {c.name.lower() for c in tree.find_all(exp.Column) if c.name} - aliases
+    if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Schema):
+        columns |= {i.name.lower() for i in tree.this.expressions if isinstance(i, exp.Identifier)}
+    return tables, columns
+
+
+def _where_column(sql: str) -> str | None:
+    try:
+        tree = parse_mysql(sql)
+    except SQLError:
+        return None
+    where = tree.args.get("where")
+    column = where.find(exp.Column) if where is not None else None
+    return column.name if column is not None else None
+
+
+def _difficulty(record: DBRecord, mode: str) -> float:
+    if mode == "answer":
+        return min(0.95, 0.55 + 0.1 * (len(record.label) - 1))
+    sql = record.sql or ""
+    try:
+        tree = parse_mysql(sql)
+    except SQLError:
+        return 0.5
+    where = tree.args.get("where")
+    n_conditions = len(list(where.find_all(exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.In))) if where else 0
+    value = 0.15 + 0.1 * n_conditions
+    value += 0.15 if tree.find(exp.AggFunc) is not None or tree.args.get("order") is not None else 0.0
+    value += 0.1 if not record.table.name.replace("_", "").isalnum() else 0.0
+    value += 0.1 if tree.find(exp.Add, exp.Cast) is not None else 0.0
+    return float(min(0.95, max(0.05, value)))
+
+
+def _answer_form(record: DBRecord, mode: str) -> str:
+    if record.is_mutation:
+        return (f"The question asks for one {record.qtype} statement on `{record.table.name}`; it is graded by "
+                "the hash of the whole table afterwards, so every value must be written exactly.")
+    if mode == "answer":
+        return "Answer with the list of answer values, e.g. ['value'] or ['3'] for a number."
+    if record.qtype in _SINGLE_VALUE_TYPES:
+        return f"The question ({record.qtype}) asks for one value: write one SELECT that returns it."
+    return f"The question ({record.qtype}) asks for values from the table: write one SELECT that returns exactly them."
+
+
+def _build_task(record: DBRecord, session: DatabaseSession) -> Task | str:
+    """The task of a record, or why the record has none."""
+    table = record.table
+    mode = "sql"
+    reference = record.sql
+    if record.is_mutation:
+        if not reference:
+            return "no reference statement (neither sql.query nor label[0])"
+    elif not reference or grade_content(session, DBTaskPayload(record, "sql"), reference) < 1.0:
+        mode, reference = "answer", str(list(record.label))
+    payload = DBTaskPayload(record, mode)
+    if grade_content(session, payload, reference) < 1.0:
+        return KNOWN_MISMATCHES.get(reference, "the reference statement does not reproduce answer_md5")
+    mutants = sql_mutants(reference, table) if mode == "sql" else answer_mutants(record.label, table)
+    candidates = [Candidate(content=reference, kind="reference", correct=True)]
+    n_wrong = 0
+    for kind, content in mutants:
+        correct = grade_content(session, payload, content) >= 1.0
+        if not correct:
+            if n_wrong >= MAX_WRONG_CANDIDATES:
+                continue
+            n_wrong += 1
+        candidates.append(Candidate(content=content, kind=kind, correct=correct))
+
+    qtable = _quote(table.name)
+    observations = (
+        f"Table {qtable} has {len(table.rows)} rows and the columns "
+        + ", ".join(_quote(c) for c in table.columns) + " (all TEXT).",
+        f"First rows of {qtable}: {format_result(table.rows[:HEAD_ROWS])}",
+        _answer_form(record, mode),
+    )
+    where_col = _where_column(reference) if mode == "sql" else None
+    evidence_sql = (f"SELECT DISTINCT {_quote(where_col)} FROM {qtable}" if where_col
+                    else f"SELECT * FROM {qtable}")
+    docs = {TYPE_DOCS.get(record.qtype, "mysql-select-where")}
+    if not table.name.replace("_", "").isalnum():
+        docs.add(QUOTING_DOC)
+    return Task(
+        task_id=record.record_id,
+        split=record.split,
+        family=record.qtype,
+        difficulty=_difficulty(record, mode),
+        prompt=f"{record.description}\n{record.add_description}".strip(),
+        candidates=tuple(candidates),
+        observations=observations,
+        required_observations=frozenset({0, 1}),
+        relevant_docs=frozenset(docs),
+        tool_calls=(ToolCall("execute_sql", {"sql": evidence_sql}),),
+        payload=payload,
+    )
+
+
+@dataclass(frozen=True)
+class DBBenchBank:
+    """Tasks, corpus and retrieval index built once per data file (shared by every env on that file)."""
+
+    source: str
+    tasks: tuple[Task, ...]
+    skipped: dict[str, str]
+    corpus: tuple[Document, ...]
+    index: BM25Index
+
+
+DEFAULT_DATA = ("dbbench", "generated.jsonl")
+
+
+@lru_cache(maxsize=8)
+def load_dbbench_bank(data_file: str | None = None) -> DBBenchBank:
+    """Read a DB-Bench JSONL file (default: the generated set) and build its tasks.
+
+    Candidates' ``correct`` flags come from grading each candidate on the SQLite engine.
+
+    :raises TaskFileError: for a malformed file or when no record yields a task
+    """
+    path = Path(data_file) if data_file else data_path(*DEFAULT_DATA)
+    records = read_records(path)
+    engine = SQLiteEngine()
+    tasks: list[Task] = []
+    skipped: dict[str, str] = {}
+    for record in records:
+        try:
+            session = engine.open(record.table)
+        except SQLError as exc:
+            raise TaskFileError(path, str(exc), line=record.line, task_id=record.record_id, field="table") from None
+        try:
+            built = _build_task(record, session)
+        finally:
+            session.close()
+        if isinstance(built, str):
+            skipped[record.record_id] = built
+        else:
+            tasks.append(built)
+    if not tasks:
+        raise TaskFileError(path, "no record yields a task: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())[:400])
+    corpus = tuple(Document(doc_id, title, text) for doc_id, title, text in MYSQL_NOTES)
+    return DBBenchBank(str(path), tuple(tasks), skipped, corpus, BM25Index(corpus))
+
+
+class DBBenchDomain(Domain):
+    """DB-Bench on one engine. Each env holds its own domain (and so its own database session); the tasks,
+    corpus and index are shared through :func:`load_dbbench_bank`.
+
+    :param bank: the loaded tasks
+    :param engine: the SQL engine drafts and tool queries run on
+    """
+
+    name = "dbbench"
+    uses_sandbox = False
+    tool_needs_draft = False
+
+    def __init__(self, bank: DBBenchBank, engine: Engine) -> None:
+        super().__init__()
+        self.add_tasks(bank.tasks)
+        self.corpus = list(bank.corpus)
+        self._index = bank.index
+        self.tools = {EXECUTE_SQL.name: EXECUTE_SQL}
+        self.bank = bank
+        self.engine = engine
+        self._session: DatabaseSession | None = None
+        self._session_task = ""
+
+    # ----- the episode's database ----------------------------------------------------------------------
+    def begin_episode(self, task: Task) -> None:
+        """Drop the previous episode's database and load a fresh one holding the task's table."""
+        self.close()
+        self._session = self.engine.open(task.payload.record.table)
+        self._session_task = task.task_id
+
+    def session(self, task: Task) -> DatabaseSession:
+        """The database of the current episode (opened for ``task`` if another task's is open)."""
+        if self._session is None or self._session_task != task.task_id:
+            self.begin_episode(task)
+        assert self._session is not None
+        return self._session
+
+    def close(self) -> None:
+        """Drop the current database (MySQL: the episode's schema). Idempotent."""
+        if self._session is not None:
+            self._session.close()
+        self._session, self._session_task = None, ""
+
+    # ----- TOOL ------------------------------------------------------------------------------------------
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+        sql = str(call.args["sql"])
+        try:
+            kind = statement_kind(sql)
+            if kind not in READ_KINDS:
+                return ToolResult(ok=False, output="", error=f"execute_sql runs read-only queries; a {kind.upper()} "
+                                  "belongs in the draft, which CHECK dry-runs and SUBMIT grades")
+            result, _ = run_statement(self.session(task), sql)
+        except SQLError as exc:
+            return ToolResult(ok=False, output="", error=str(exc), ran_code=True)
+        return ToolResult(ok=True, output=format_result(result.rows), ran_code=True)
+
+    # ----- CHECK -----------------------------------------------------------------------------------------
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+        payload: DBTaskPayload = task.payload
+        if payload.mode == "answer":
+            return self._check_answer(payload.record, draft.content)
+        record = payload.record
+        sql = draft.content
+        try:
+            kind = statement_kind(sql)
+            want = _expected_kind(record.qtype)
+            if kind != want:
+                return CheckResult(False, f"the question asks for {want.upper()}, the draft is {kind.upper()}", 0.9)
+            tables, _ = _tables_and_columns(sql)
+            if tables != {record.table.name.lower()}:
+                return CheckResult(False, f"the draft uses table(s) {sorted(tables)}; the task's table is "
+                                   f"{_quote(record.table.name)}", 0.9)
+            session = self.session(task)
+            result, after = run_statement(session, sql)
+        except SQLError as exc:
+            return CheckResult(False, f"SQL error: {exc}", 0.8)
+        if record.is_mutation:
+            changed = rows_changed(record.table.rows, after)
+            if changed == 0:
+                return CheckResult(False, f"dry run: the {kind.upper()} changed no rows (does its WHERE match "
+                                   "the intended row?)", 0.6)
+            return CheckResult(True, f"dry run ok: {changed} row(s) changed", 0.5)
+        problem = _shape_problem(record.qtype, result.rows)
+        if problem:
+            return CheckResult(False, f"dry run: {problem}; result {format_result(result.rows)[:200]}", 0.6)
+        return CheckResult(True, f"dry run ok: {format_result(result.rows)[:200]}", 0.5)
+
+    def _check_answer(self, record: DBRecord, content: str) -> CheckResult:
+        values = normalize_answer(content)
+        if not values or not content.strip() or content.strip() == "[]":
+            return CheckResult(False, "the answer is empty", 0.5)
+        problem = _shape_problem(record.qtype, [(v,) for v in values])
+        if problem:
+            return CheckResult(False, f"answer {values}: {problem}", 0.6)
+        cells = [fold_text(v) for row in record.table.rows for v in row]
+        tokens = {t for c in [*cells, fold_text(record.description)] for t in _TOKEN.findall(c)}
+        missing = [v for v in values if not _is_number(v) and not _in_table(fold_text(v), cells, tokens)]
+        if missing:
+            return CheckResult(False, f"value(s) {missing} appear neither in the table nor in the question", 0.6)
+        return CheckResult(True, "every value appears in the table or the question", 0.5)
+
+    # ----- SUBMIT ----------------------------------------------------------------------------------------
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+        return grade_content(self.session(task), task.payload, draft.content)
+
+    # ----- evidence --------------------------------------------------------------------------------------
+    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+        """Tool calls: schema validity. SQL drafts: +1 when every table and column they name exists, -1 when
+        one does not or the draft does not parse; answer drafts: 0 (nothing to verify)."""
+        if call is not None or ctx.draft is None:
+            return super().knowledge(task, ctx, call)
+        payload: DBTaskPayload = task.payload
+        if payload.mode == "answer":
+            return 0.0
+        table = payload.record.table
+        try:
+            tables, columns = _tables_and_columns(ctx.draft.content)
+        except SQLError:
+            return -1.0
+        known = {c.lower() for c in table.columns}
+        return 1.0 if tables <= {table.name.lower()} and columns <= known else -1.0
+
+
+def _shape_problem(qtype: str, rows: list[tuple[Any, ...]]) -> str:
+    """What is wrong with a result's shape for the question type ('' when nothing)."""
+    if not rows:
+        return "no rows"
+    if qtype in _SINGLE_VALUE_TYPES:
+        if len(rows) != 1 or len(rows[0]) != 1:
+            return f"a {qtype} question takes one value, got {len(rows)} row(s) of {len(rows[0])} column(s)"
+        if rows[0][0] is None:
+            return f"a {qtype} question takes one value, got NULL (no row matched)"
+        if qtype in _NUMERIC_TYPES and not _is_number(rows[0][0]):
+            return f"a {qtype} question takes a number, got {rows[0][0]!r}"
+    return ""
+
+
+def _in_table(value: str, cells: list[str], tokens: set[str]) -> bool:
+    """Whether a (folded) answer value is part of some cell or shares a word with the table or question."""
+    return any(value in c for c in cells) or any(t in tokens for t in _TOKEN.findall(value))
+
+
+def load_dbbench_domain(data_file: str | None = None, engine: str | Engine = "sqlite",
+                        dsn: str | None = None) -> DBBenchDomain:
+    """A DB-Bench domain on ``engine`` over the tasks of ``data_file`` (default: the generated set)."""
+    return DBBenchDomain(load_dbbench_bank(data_file), make_engine(engine, dsn))

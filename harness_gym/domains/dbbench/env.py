@@ -1,0 +1,148 @@
+"""HarnessDBBench-v0: AgentBench's DB-Bench as a Harness MDP on a real SQL engine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness_gym.core.env import HarnessEnv, document_env
+from harness_gym.domains.dbbench.domain import DBBenchDomain, load_dbbench_domain
+
+DSN_ENV_VAR = "HG_MYSQL_DSN"
+
+
+def _data_file(data_path: str | None, data_dir: str | None) -> str | None:
+    if data_path and data_dir:
+        raise ValueError("give data_path (a DB-Bench JSONL file) or data_dir (a folder with standard.jsonl), not both")
+    if data_dir:
+        folder = Path(data_dir)
+        for name in ("standard.jsonl", "dev.jsonl"):
+            if (folder / name).is_file():
+                return str(folder / name)
+        raise FileNotFoundError(f"{folder}: no standard.jsonl or dev.jsonl")
+    return data_path
+
+
+@document_env
+class HarnessDBBenchEnv(HarnessEnv):
+    """
+    ## Description
+
+    AgentBench's DB-Bench: each task is one record of a DB-Bench JSONL file (``standard.jsonl`` /
+    ``dev.jsonl``, or the shipped generated set): a question about one table that asks to insert, update or
+    delete rows, or to answer a counting, aggregation (SUM / AVG / MIN / MAX), comparison, ranking or other
+    lookup question. The table is loaded as upstream loads it (every column TEXT, every value ``str(value)``)
+    into a fresh database at every ``reset``: in-memory SQLite made MySQL-like (default), or a schema of its
+    own on a MySQL / MariaDB server (``engine="mysql"``), dropped when the next episode starts or the env
+    closes. Drafts run inside transactions that are rolled back, so the table stays as loaded.
+
+    A draft is one MySQL statement; for real SELECT-like records whose stored SQL does not reproduce the
+    label on the table, the draft is the answer list (``"['Vienna']"``).
+
+    - **Corpus** (RETRIEVE, BM25): 14 short MySQL notes (INSERT, UPDATE, DELETE, COUNT, aggregates,
+      comparisons, ORDER BY / LIMIT, quoting, NULL, ...).
+    - **Tool** ``execute_sql(sql)``: one read-only query (SELECT, SHOW TABLES, DESCRIBE) on the episode's
+      database, answered as upstream answers: the Python repr of the rows, cut at 800 characters with
+      ``[TRUNCATED]``. Writes are refused (they belong in the draft); SQL errors come back as tool errors.
+    - **Checker** (CHECK): a dry run of the draft in a rolled-back transaction, validated: it parses and
+      runs, is the statement kind the question asks for, touches only the task's table, changes at least
+      one row (INSERT / UPDATE / DELETE) or returns a result of the right shape (one value for counting and
+      aggregation, a number for counting and SUM, at least one row otherwise). Answer-list drafts are checked
+      for shape and for their values appearing in the table or the question. Feedback quotes the engine's
+      error or the result. A wrong constant, a dropped condition, the wrong column or aggregate, ``>`` for
+      ``>=`` or a mistyped value passes the dry run and fails the grader: the domain's support ceiling.
+    - **Grader** (SUBMIT, hidden), upstream's scoring computed in Python for every engine: mutations compare
+      the table hash (md5 of the sorted, comma-joined first five hex digits of each row's md5 of its
+      comma-joined non-NULL values, cut at 1024 bytes) with the record's ``answer_md5``; SELECT-like tasks
+      compare the result (or the answer list) with the label (quotes, ``%`` and thousands separators
+      stripped, numbers within 0.01, several values as sets). Quality is 0 or 1.
+
+    Splits: generated records are split by content hash, except the ``books`` tables, held out as ``ood``;
+    records of an external file by content hash (60% train, 20% val, 20% test), unless a record has a
+    ``split`` field.
+
+    ## Action Space
+
+    ``Discrete(7)``:
+
+    | Num | Action   | In this domain |
+    |-----|----------|----------------|
+    | 0   | OBSERVE  | reveals the table's columns, then its first five rows, then what form the answer takes |
+    | 1   | RETRIEVE | the next-best unseen MySQL note for the question (BM25) |
+    | 2   | TOOL     | the worker runs a read query, usually ``SELECT DISTINCT`` of the filtered column |
+    | 3   | DRAFT    | the worker writes a statement (or answer list) from the evidence gathered |
+    | 4   | CHECK    | dry run + validation of the draft on the episode's database |
+    | 5   | REVISE   | the worker fixes the draft using the checker's feedback |
+    | 6   | SUBMIT   | grades the draft as upstream does; the episode ends |
+
+    ## Observation Space
+
+    ``Box(low, high, (F,), float32)``, the harness-state features shared by every domain:
+
+    {observation_table}
+
+    ## Rewards
+
+    0 on every step except the last, where it is the upstream score of the submitted draft (0 or 1), minus
+    ``step_cost`` per budget unit spent on every step (default 0).
+
+    ## Starting State
+
+    A task drawn uniformly from the split (or ``options["task_id"]``), a freshly loaded database, no
+    evidence, no draft, the full budget.
+
+    ## Episode End
+
+    - Termination: SUBMIT, or the budget runs out (the current draft is graded as a forced submit; no draft
+      scores 0).
+    - Truncation: none before the registered limit of 100 steps, which the budget always reaches first.
+
+    ## Arguments
+
+    ```python
+    import gymnasium as gym
+    env = gym.make("HarnessDBBench-v0", data_path=None, data_dir=None, engine="sqlite", dsn=None,
+                   split="train", budget=30, step_cost=0.0, worker="simulated", profile=None,
+                   sandbox="process", action_costs=None, render_mode=None)
+    ```
+
+    ``data_path`` is a DB-Bench JSONL file (default: the shipped ``envs_data/dbbench/generated.jsonl``);
+    ``data_dir`` a folder holding ``standard.jsonl`` (or ``dev.jsonl``). ``engine`` is ``"sqlite"`` or
+    ``"mysql"``; ``dsn`` (``mysql://user:password@host:port/prefix``, default the ``HG_MYSQL_DSN`` environment
+    variable) says where the MySQL engine connects; episode schemas are named ``<prefix>_<hex>``
+    (``scripts/start_mariadb.sh`` starts a loopback MariaDB and prints such a DSN). Candidate drafts are
+    labelled by grading them on SQLite; both engines give the same scores on the generated set. The other
+    keywords are those of :class:`~harness_gym.core.env.HarnessEnv`.
+
+    ## Example
+
+    ```python
+    >>> import gymnasium as gym, harness_gym
+    >>> env = gym.make("HarnessDBBench-v0", split="test")
+    >>> obs, info = env.reset(seed=0)
+    >>> for action in (0, 0, 2, 3, 4, 6):  # columns, rows, a read query, draft, dry run, submit
+    ...     obs, reward, terminated, truncated, info = env.step(action)
+    >>> terminated, info["quality"] in (0.0, 1.0)
+    (True, True)
+    ```
+    """
+
+    domain: DBBenchDomain
+
+    def __init__(self, data_path: str | None = None, data_dir: str | None = None, engine: str = "sqlite",
+                 dsn: str | None = None, **kwargs: Any) -> None:
+        if engine == "mysql" and dsn is None:
+            dsn = os.environ.get(DSN_ENV_VAR)
+        super().__init__(load_dbbench_domain(_data_file(data_path, data_dir), engine, dsn), **kwargs)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        obs, info = super().reset(seed=seed, options=options)
+        self.domain.begin_episode(self.task)
+        return obs, info
+
+    def close(self) -> None:
+        self.domain.close()
+        super().close()

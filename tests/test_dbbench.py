@@ -1,0 +1,424 @@
+"""HarnessDBBench-v0: records loader, MySQL-like SQLite engine, MariaDB engine, upstream scoring, checker,
+candidates and the registered env, on the generated set and on AgentBench's ``standard.jsonl``.
+
+The real data is read from ``../shared/data/dbbench`` next to the repository (never copied into it); the
+MySQL tests need a server: run ``scripts/start_mariadb.sh`` and export the DSN it prints as ``HG_MYSQL_DSN``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.taskfile import TaskFileError
+from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
+from harness_gym.domains.dbbench.domain import KNOWN_MISMATCHES, DBBenchDomain, grade_content, load_dbbench_bank
+from harness_gym.domains.dbbench.engines import Engine, SQLError, SQLiteEngine, TableSpec, make_engine, run_statement
+from harness_gym.domains.dbbench.generate import generate
+from harness_gym.domains.dbbench.records import MUTATION_TYPES, content_split, read_records
+from harness_gym.domains.dbbench.scoring import (
+    RESULT_MAX_CHARS,
+    TRUNCATED_MARKER,
+    answers_match,
+    format_result,
+    rows_to_answer,
+    table_hash,
+)
+from harness_gym.paths import data_path
+
+REAL_FILE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "dbbench" / "standard.jsonl"
+DSN = os.environ.get("HG_MYSQL_DSN")
+
+needs_real = pytest.mark.skipif(not REAL_FILE.is_file(), reason=f"AgentBench DB-Bench data not found at {REAL_FILE}")
+needs_mysql = pytest.mark.skipif(not DSN, reason="HG_MYSQL_DSN is not set: run scripts/start_mariadb.sh and export "
+                                                 "HG_MYSQL_DSN=<the DSN it prints> to test the MySQL engine")
+ENGINES = ["sqlite", pytest.param("mysql", marks=needs_mysql)]
+
+
+def engine_named(name: str) -> Engine:
+    return make_engine(name, DSN)
+
+
+def draft(content: str) -> Draft:
+    return Draft(content=content, candidate=-1, version=1)
+
+
+@pytest.fixture(scope="module")
+def generated() -> DBBenchDomain:
+    return DBBenchDomain(load_dbbench_bank(None), SQLiteEngine())
+
+
+@pytest.fixture(scope="module")
+def real() -> DBBenchDomain:
+    if not REAL_FILE.is_file():
+        pytest.skip(f"AgentBench DB-Bench data not found at {REAL_FILE}")
+    return DBBenchDomain(load_dbbench_bank(str(REAL_FILE)), SQLiteEngine())
+
+
+def all_tasks(domain: DBBenchDomain):
+    return [t for s in SPLITS for t in domain.tasks(s)]
+
+
+# ----- loader ------------------------------------------------------------------------------------------------
+
+GOOD = {"description": "How many?", "label": ["1"], "type": ["counting"],
+        "table": {"table_name": "t", "table_info": {"columns": [{"name": "a", "type": "TEXT"}], "rows": [["x"]]}},
+        "sql": {"query": "SELECT COUNT(*) FROM t"}}
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda r: r.pop("description"), "description"),
+    (lambda r: r.update(type="counting"), "type"),
+    (lambda r: r["table"]["table_info"].update(rows=[["x", "y"]]), "table.table_info.rows[0]"),
+    (lambda r: r["table"]["table_info"].update(columns=[{"name": "a"}, {"name": "A"}], rows=[]), "table.table_info.columns"),
+    (lambda r: r.update(type=["UPDATE"]), "answer_md5"),
+    (lambda r: r.update(type=["UPDATE"], answer_md5="[('nothex',)]"), "answer_md5"),
+    (lambda r: r.update(label=[]), "label"),
+    (lambda r: r.update(split="holdout"), "split"),
+])
+def test_malformed_records_name_file_line_and_field(tmp_path, mutate, field):
+    rec = json.loads(json.dumps(GOOD))
+    mutate(rec)
+    path = _write(tmp_path, [json.dumps(GOOD), json.dumps(rec)])
+    with pytest.raises(TaskFileError) as err:
+        read_records(path)
+    assert err.value.line == 2 and err.value.field == field
+    assert str(path) in str(err.value) and "line 2" in str(err.value)
+
+
+def test_bad_json_names_the_line(tmp_path):
+    path = _write(tmp_path, [json.dumps(GOOD), "{not json"])
+    with pytest.raises(TaskFileError, match="line 2.*invalid JSON"):
+        read_records(path)
+
+
+def test_env_rejects_a_missing_file(tmp_path):
+    with pytest.raises(TaskFileError, match="file not found"):
+        gym.make("HarnessDBBench-v0", data_path=str(tmp_path / "none.jsonl"))
+
+
+def test_content_split_is_stable_and_explicit_splits_win():
+    rec = json.loads(json.dumps(GOOD))
+    assert content_split(rec) == content_split(json.loads(json.dumps(rec)))
+    splits = {content_split({**rec, "description": f"q{i}"}) for i in range(50)}
+    assert splits == {"train", "val", "test"}
+
+
+# ----- generated set -----------------------------------------------------------------------------------------
+
+def test_generated_set_covers_every_type_with_reference_sql():
+    path = data_path("dbbench", "generated.jsonl")
+    records = read_records(path)
+    assert len(records) >= 200
+    types = {r.qtype for r in records}
+    assert {"INSERT", "UPDATE", "DELETE", "counting", "comparison", "ranking", "other"} <= types
+    assert {t for t in types if t.startswith("aggregation-")} == {f"aggregation-{a}" for a in ("SUM", "AVG", "MIN", "MAX")}
+    assert all(r.sql for r in records)
+    assert all(r.split == "ood" for r in records if r.table.name in ("Library Catalogue", "book_list"))
+
+
+def test_generator_reproduces_the_shipped_file():
+    shipped = [json.loads(line) for line in data_path("dbbench", "generated.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert generate(0) == shipped
+
+
+def test_generated_splits(generated):
+    counts = generated.counts()
+    assert all(counts[s] > 0 for s in SPLITS), counts
+    assert not generated.bank.skipped
+
+
+def _candidate_stats(domain: DBBenchDomain) -> dict[str, int]:
+    stats = {"wrong_fail_check": 0, "wrong_pass_check": 0}
+    for task in all_tasks(domain):
+        ref = task.reference
+        assert domain.grade(task, draft(ref.content), None) == 1.0, task.task_id
+        result = domain.check(task, draft(ref.content), None)
+        assert result.passed, (task.task_id, result.feedback)
+        for cand in task.candidates:
+            quality = domain.grade(task, draft(cand.content), None)
+            assert (quality >= domain.success_threshold) == cand.correct, (task.task_id, cand)
+            if not cand.correct:
+                passed = domain.check(task, draft(cand.content), None).passed
+                stats["wrong_pass_check" if passed else "wrong_fail_check"] += 1
+    return stats
+
+
+def test_generated_references_candidates_and_checker(generated):
+    stats = _candidate_stats(generated)
+    assert stats["wrong_pass_check"] > 0 and stats["wrong_fail_check"] > 0, stats
+
+
+@needs_mysql
+def test_engines_give_the_same_scores_on_the_generated_set(generated):
+    """Every candidate of every generated task: the same grade and the same check verdict on both engines."""
+    mysql = DBBenchDomain(generated.bank, engine_named("mysql"))
+    try:
+        for task in all_tasks(generated):
+            for cand in task.candidates:
+                d = draft(cand.content)
+                assert generated.grade(task, d, None) == mysql.grade(task, d, None), (task.task_id, cand)
+                assert generated.check(task, d, None).passed == mysql.check(task, d, None).passed, (task.task_id, cand)
+    finally:
+        mysql.close()
+
+
+@needs_mysql
+def test_same_episodes_same_rewards_on_both_engines():
+    rewards = {}
+    for engine in ("sqlite", "mysql"):
+        env = gym.make("HarnessDBBench-v0", split="test", engine=engine, dsn=DSN)
+        got = []
+        for seed in range(12):
+            env.reset(seed=seed)
+            for action in (0, 0, 1, 2, 3, 4, 5, 4, 6):
+                _, reward, terminated, _, info = env.step(action)
+                if terminated:
+                    break
+            got.append((info["task_id"], reward))
+        env.close()
+        rewards[engine] = got
+    assert rewards["sqlite"] == rewards["mysql"]
+
+
+# ----- real data (AgentBench standard.jsonl) -------------------------------------------------------------------
+
+@needs_real
+@pytest.mark.parametrize("engine", ENGINES)
+def test_real_tables_load_and_mutations_reproduce_answer_md5(engine):
+    records = read_records(REAL_FILE)
+    assert len(records) == 300
+    eng = engine_named(engine)
+    mutations = [r for r in records if r.qtype in MUTATION_TYPES]
+    assert len(mutations) == 200
+    reproduced, untouched_matches, mismatches = 0, 0, []
+    for rec in records:
+        session = eng.open(rec.table)
+        try:
+            rows = session.table_rows()
+            assert len(rows) == len(rec.table.rows)
+            if rec.qtype not in MUTATION_TYPES:
+                continue
+            untouched_matches += table_hash(rows) == rec.answer_md5
+            try:
+                _, after = run_statement(session, rec.sql)
+            except SQLError as exc:
+                mismatches.append((rec.sql, str(exc)))
+                continue
+            if table_hash(after) == rec.answer_md5:
+                reproduced += 1
+            else:
+                mismatches.append((rec.sql, "hash differs"))
+        finally:
+            session.close()
+    assert reproduced >= 195, mismatches
+    assert {sql for sql, _ in mismatches} <= set(KNOWN_MISMATCHES), mismatches
+    assert untouched_matches == 0
+
+
+@needs_real
+def test_real_select_labels_score_against_themselves_and_not_a_perturbation():
+    records = [r for r in read_records(REAL_FILE) if r.qtype not in MUTATION_TYPES]
+    assert len(records) == 100
+    for rec in records:
+        assert answers_match(list(rec.label), list(rec.label)), rec.record_id
+        assert answers_match(str(list(rec.label)), list(rec.label)), rec.record_id
+        first = rec.label[0]
+        try:
+            perturbed = str(float(first.replace(",", "").rstrip("%")) + 1)
+        except ValueError:
+            perturbed = first + " (other)"
+        assert not answers_match([perturbed, *rec.label[1:]], list(rec.label)), rec.record_id
+
+
+@needs_real
+def test_real_references_candidates_and_checker(real):
+    assert set(real.bank.skipped.values()) <= set(KNOWN_MISMATCHES.values())
+    stats = _candidate_stats(real)
+    assert stats["wrong_pass_check"] > 0 and stats["wrong_fail_check"] > 0, stats
+    modes = {t.payload.mode for t in all_tasks(real)}
+    assert modes == {"sql", "answer"}
+
+
+# ----- the MySQL-like engine --------------------------------------------------------------------------------
+
+STAFF = TableSpec("Staff List", ("Name", "City", "Salary", "No."),
+                  (("Zoë Müller", "Zürich", "900", "1"), ("Ana", "Oslo", "12000", "2"),
+                   ("Bo", "oslo ", "4500", "3"), ("It's", "Lyon", "abc", "4")))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("sql, expected", [
+    ("SELECT `Name` FROM `Staff List` WHERE `City` = 'zurich'", [("Zoë Müller",)]),
+    ("SELECT COUNT(*) FROM `Staff List` WHERE `City` = 'OSLO'", [(2,)]),
+    ("SELECT `Name` FROM `Staff List` WHERE `Name` LIKE 'zoe%'", [("Zoë Müller",)]),
+    ("SELECT `Name` FROM `Staff List` WHERE `Salary` > 1000 ORDER BY `Name`", [("Ana",), ("Bo",)]),
+    ("SELECT `Name` FROM `Staff List` WHERE `Salary` > '5' ORDER BY `Name`", [("It's",), ("Zoë Müller",)]),
+    ("SELECT `Name` FROM `Staff List` ORDER BY `Salary` + 0 DESC LIMIT 1", [("Ana",)]),
+    ("SELECT MAX(`Salary`) FROM `Staff List`", [("abc",)]),
+    ("SELECT `City` FROM `Staff List` WHERE `Name` = 'It\\'s'", [("Lyon",)]),
+    ("SELECT `City` FROM `Staff List` WHERE `Name` = \"It's\"", [("Lyon",)]),
+    ("SELECT `Name` FROM `Staff List` WHERE `No.` IN (1, 2) ORDER BY `Name`", [("Ana",), ("Zoë Müller",)]),
+    ("SELECT 7 / 2", [(3.5,)]),
+    ("SHOW TABLES", [("Staff List",)]),
+])
+def test_mysql_semantics(engine, sql, expected):
+    session = engine_named(engine).open(STAFF)
+    try:
+        rows = session.execute(sql).rows
+    finally:
+        session.close()
+    assert answers_match(rows_to_answer(rows), rows_to_answer(expected)), rows
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("sql", [
+    'SELECT `Name` FROM "Staff List"',                 # double quotes make a string in MySQL
+    "SELECT Name FROM Staff List",                      # unquoted multi-word name
+    "SELECT `Name` FROM `Staff List` WHERE release = 1",  # reserved word as a name
+    "SELECT `Nme` FROM `Staff List`",
+    "DROP TABLE `Staff List`",
+    "SELECT 1; SELECT 2",
+    "",
+])
+def test_mysql_errors(engine, sql):
+    session = engine_named(engine).open(STAFF)
+    try:
+        with pytest.raises(SQLError):
+            session.execute(sql)
+        assert len(session.table_rows()) == len(STAFF.rows)
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_describe_and_rollback(engine):
+    session = engine_named(engine).open(STAFF)
+    try:
+        described = session.execute("DESCRIBE `Staff List`").rows
+        assert [r[0] for r in described] == list(STAFF.columns)
+        with session.scratch():
+            session.execute("DELETE FROM `Staff List` WHERE `City` = 'oslo'")
+            assert len(session.table_rows()) == 2
+        assert len(session.table_rows()) == 4
+    finally:
+        session.close()
+
+
+@needs_mysql
+def test_mysql_schema_is_dropped_on_close():
+    import pymysql
+
+    session = engine_named("mysql").open(STAFF)
+    schema = session.schema
+    session.close()
+    dsn = engine_named("mysql").dsn
+    conn = pymysql.connect(host=dsn.host, port=dsn.port, user=dsn.user, password=dsn.password)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW DATABASES LIKE %s", (schema,))
+            assert cur.fetchall() == ()
+    finally:
+        conn.close()
+
+
+def test_table_hash_matches_mysql_definition():
+    # md5(group_concat(substring(md5(concat_ws(',', cols)), 1, 5) ORDER BY ...)); NULLs skipped; empty -> NULL
+    assert table_hash([]) is None
+    import hashlib
+
+    parts = sorted(hashlib.md5(s.encode()).hexdigest()[:5] for s in ("a,b", "c"))
+    assert table_hash([("a", "b"), ("c", None)]) == hashlib.md5(",".join(parts).encode()).hexdigest()
+    many = [(str(i),) for i in range(400)]
+    joined = ",".join(sorted(hashlib.md5(str(i).encode()).hexdigest()[:5] for i in range(400)))[:1024]
+    assert table_hash(many) == hashlib.md5(joined.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("answer, label, match", [
+    ("[('1,234',)]", ["1234"], True),
+    (["12.004"], ["12.0"], True),
+    (["12.02"], ["12.0"], False),
+    (["'Vienna'"], ["Vienna"], True),
+    (["45%"], ["45"], True),
+    (["b", "a"], ["a", "b"], True),
+    (["a"], ["a", "b"], False),
+    ([None], ["none"], True),
+])
+def test_answer_comparison(answer, label, match):
+    assert answers_match(answer, label) is match
+
+
+# ----- tools, checker, env -------------------------------------------------------------------------------------
+
+def test_tool_errors_and_output(generated):
+    task = generated.tasks("test")[0]
+    ctx = Context(task=task)
+    table = f"`{task.payload.record.table.name}`"
+    for args in ({}, {"sql": ["SELECT 1"]}, {"sql": ""}, {"sql": "SELECT 1", "extra": 1}):
+        result = generated.run_tool(task, ToolCall("execute_sql", args), ctx, None)
+        assert not result.ok and result.error
+    assert not generated.run_tool(task, ToolCall("execute_sqls", {"sql": "SELECT 1"}), ctx, None).ok
+    write = generated.run_tool(task, ToolCall("execute_sql", {"sql": f"DELETE FROM {table}"}), ctx, None)
+    assert not write.ok and "read-only" in write.error
+    bad = generated.run_tool(task, ToolCall("execute_sql", {"sql": f"SELECT nope FROM {table}"}), ctx, None)
+    assert not bad.ok and "nope" in bad.error
+    full = generated.run_tool(task, ToolCall("execute_sql", {"sql": f"SELECT * FROM {table} AS a, {table} AS b"}), ctx, None)
+    assert full.ok and full.output.endswith(TRUNCATED_MARKER) and len(full.output) == RESULT_MAX_CHARS + len(TRUNCATED_MARKER)
+    for call in task.tool_calls:
+        assert generated.run_tool(task, call, ctx, None).ok
+    assert format_result([("a", 1)]) == "[('a', 1)]"
+
+
+def test_garbage_drafts_fail_cleanly(generated):
+    for task in generated.tasks("val")[:10]:
+        for content in ("", "SELEC x", "DROP TABLE t", "UPDATE nowhere SET a = 1", "['x']", "SELECT 1; SELECT 2"):
+            assert not generated.check(task, draft(content), None).passed
+            assert generated.grade(task, draft(content), None) == 0.0
+
+
+def test_knowledge_signal(generated):
+    task = next(t for t in generated.tasks("train") if t.payload.mode == "sql")
+    ctx = Context(task=task, draft=draft(task.reference.content))
+    assert generated.knowledge(task, ctx) == 1.0
+    ctx.draft = draft(f"SELECT `no such column` FROM `{task.payload.record.table.name}`")
+    assert generated.knowledge(task, ctx) == -1.0
+
+
+def test_grade_is_independent_of_the_episode_session(generated):
+    a, b = generated.tasks("train")[:2]
+    generated.begin_episode(a)
+    assert generated.grade(b, draft(b.reference.content), None) == 1.0
+    assert grade_content(SQLiteEngine().open(a.payload.record.table), a.payload, a.reference.content) == 1.0
+
+
+def test_env_smoke():
+    env = gym.make("HarnessDBBench-v0", split="train", budget=20)
+    for seed in range(5):
+        env.reset(seed=seed)
+        terminated = False
+        while not terminated:
+            _, _, terminated, truncated, info = env.step(env.action_space.sample())
+            assert not truncated
+        assert 0.0 <= info["quality"] <= 1.0
+    env.close()
+
+
+@needs_real
+def test_env_on_real_data():
+    env = gym.make("HarnessDBBench-v0", data_path=str(REAL_FILE), split="test")
+    env.reset(seed=3)
+    for action in (0, 0, 2, 3, 4, 6):
+        _, _, terminated, _, info = env.step(action)
+    assert terminated and info["quality"] in (0.0, 1.0)
+    env.close()
