@@ -30,11 +30,12 @@ from harness_gym.domains.dbbench.scoring import (
     table_hash,
 )
 from harness_gym.paths import data_path
+from tests.shared_data import SHARED_DATA, shared_data_mark
 
-REAL_FILE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "dbbench" / "standard.jsonl"
+REAL_FILE = SHARED_DATA / "dbbench" / "standard.jsonl"
 DSN = os.environ.get("HG_MYSQL_DSN")
 
-needs_real = pytest.mark.skipif(not REAL_FILE.is_file(), reason=f"AgentBench DB-Bench data not found at {REAL_FILE}")
+needs_real = shared_data_mark("dbbench", "standard.jsonl")
 needs_mysql = pytest.mark.skipif(not DSN, reason="HG_MYSQL_DSN is not set: run scripts/start_mariadb.sh and export "
                                                  "HG_MYSQL_DSN=<the DSN it prints> to test the MySQL engine")
 ENGINES = ["sqlite", pytest.param("mysql", marks=needs_mysql)]
