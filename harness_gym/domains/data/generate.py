@@ -1,0 +1,629 @@
+"""Seeded generator of the data-analysis task bank (``envs_data/data/``).
+
+Run ``python -m harness_gym.domains.data.generate [--out DIR]``. It writes
+
+- ``datasets/<name>.csv``: messy CSV exports (duplicate rows, messy identifiers, mixed units, sentinel
+  outliers, missing values), each with the clean ground truth it was made from kept only in memory;
+- ``datasets.jsonl``: one record per dataset (file, schema, split, injected faults, unit column of the measure);
+- ``corpus.jsonl``: the RETRIEVE corpus (pandas notes and one data dictionary per export format);
+- ``tasks.jsonl``: one record per question, with the reference pandas program, realistic wrong programs,
+  the answer specification the checker validates and the reference answer the grader compares with.
+
+Every program is executed here (in-process, on the CSV in a temporary directory): the reference answer is
+what the reference program prints, and it must equal the same analysis run on the clean ground truth, which
+proves the documented cleaning undoes every injected fault. A wrong program whose printed answer the grader
+accepts is equivalent on this dataset and is left out. ``tests/test_data_domain.py`` re-runs the programs
+through the sandbox and the real checker and grader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness_gym.domains.data.answers import AnswerSpec, parse_output, sanity, score
+from harness_gym.domains.data.pandas_notes import PANDAS_NOTES, TEMPLATE_DOCS
+
+SEED = 7301
+IN_DIST_DATASETS = 12
+"""Datasets per in-distribution schema: 7 train, 2 val, 3 test."""
+OOD_DATASETS = 6
+"""Datasets per out-of-distribution schema."""
+CLEANING_STEPS: tuple[str, ...] = ("dedupe", "ids", "units", "outliers", "missing")
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A kind of export: its columns, units, valid ranges and what an amount of a record is.
+
+    ``alt_factor`` converts the canonical unit into the alternative one (a price in cents is 100 times the
+    price in USD); ``mean_range`` is where the per-group typical values of the measure are drawn.
+    """
+
+    name: str
+    title: str
+    file_stem: str
+    row_id: str
+    date: str
+    entity: str
+    entity_label: str
+    group: str
+    group_values: tuple[str, ...]
+    measure: str
+    measure_label: str
+    measure_unit: str
+    measure_alias: str
+    measure_range: tuple[float, float]
+    mean_range: tuple[float, float]
+    unit_col: str
+    canon_code: str
+    alt_code: str
+    alt_factor: float
+    count: str
+    count_label: str
+    count_range: tuple[int, int]
+    count_typical: float
+    count_outliers: tuple[int, ...]
+    count_slope: float
+    amount_label: str
+    amount_unit: str
+    amount_high: float
+    """Plausible upper bound of the mean amount per record (the checker's range for totals)."""
+    templates: tuple[str, ...]
+
+
+IN_TEMPLATES = ("group_mean", "total", "distinct_count", "argmax_month", "corr")
+OOD_TEMPLATES = ("share_above", "pct_change", "weighted_mean")
+
+SCHEMAS: tuple[Schema, ...] = (
+    Schema("sales", "store orders export", "orders", "order_id", "order_date", "customer_id", "customers",
+           "category", ("Books", "Electronics", "Garden", "Grocery", "Toys", "Sports"),
+           "unit_price", "unit price", "USD", "price", (0.5, 500.0), (4.0, 120.0),
+           "price_unit", "USD", "cents", 100.0, "quantity", "quantity", (1, 50), 4.0, (0, -1, 999), -0.5,
+           "revenue", "USD", 1000.0, IN_TEMPLATES),
+    Schema("shipments", "warehouse shipment log", "shipments", "shipment_id", "ship_date", "client_id", "clients",
+           "warehouse", ("Northgate", "Southport", "Eastfield", "Westbrook", "Midland"),
+           "parcel_weight", "parcel weight", "kg", "weight", (0.05, 80.0), (0.5, 25.0),
+           "weight_unit", "kg", "g", 1000.0, "parcels", "parcels", (1, 40), 6.0, (0, 999, 9999), -0.4,
+           "shipped weight", "kg", 250.0, IN_TEMPLATES),
+    Schema("timesheets", "contractor timesheet export", "timesheets", "entry_id", "work_date", "employee_id",
+           "employees", "department", ("Assembly", "Logistics", "Maintenance", "Quality", "Support", "Design"),
+           "hourly_rate", "hourly rate", "USD/h", "rate", (8.0, 250.0), (15.0, 90.0),
+           "rate_unit", "USD", "cents", 100.0, "hours", "hours worked", (1, 16), 7.0, (0, 99, -8), 0.3,
+           "labour cost", "USD", 2500.0, IN_TEMPLATES),
+    Schema("meters", "utility meter readings", "meter_readings", "reading_id", "read_date", "meter_id", "meters",
+           "region", ("Riverside", "Hilltop", "Old Town", "Harbour", "Airport"),
+           "daily_use", "daily consumption", "kWh/day", "consumption", (0.5, 200.0), (5.0, 40.0),
+           "use_unit", "kWh", "Wh", 1000.0, "days", "billing days", (1, 31), 25.0, (0, -1, 99), 0.2,
+           "billed consumption", "kWh", 4000.0, OOD_TEMPLATES),
+    Schema("dosing", "ward medication dosing log", "dosing_log", "dose_id", "admin_date", "patient_id", "patients",
+           "ward", ("Cardiology", "Oncology", "Pediatrics", "Geriatrics", "Surgery"),
+           "dose", "dose per administration", "mg", "dose_mg", (1.0, 2000.0), (20.0, 600.0),
+           "dose_unit", "mg", "g", 0.001, "administrations", "administrations", (1, 8), 3.0, (0, 99, -1), -0.3,
+           "administered dose", "mg", 3000.0, OOD_TEMPLATES),
+)
+OOD_SCHEMAS = frozenset({"meters", "dosing"})
+
+PLACES: tuple[str, ...] = (
+    "Ashcombe", "Brindlemoor", "Calderwick", "Dunmerrow", "Elsworth", "Fennick", "Glenharrow", "Hollinsby",
+    "Ivyreach", "Kestlewood", "Larkspur", "Marrowdene", "Netherby", "Oakhollow", "Pellingham", "Quarrystone",
+    "Ravensmere", "Saltmarsh", "Thornbury", "Umberfield", "Valecross", "Wexholm", "Yarrowgate", "Zellbrook",
+    "Amberlow", "Bramblecote", "Cinderford", "Dovecrest", "Emberton", "Foxhallow", "Greywick", "Heathmoor",
+    "Ironbridge", "Juniperfell", "Kingsmarsh", "Lindenvale", "Millbrook", "Northwold", "Orchardleigh",
+    "Pinecombe", "Redcliffe", "Stonyhurst", "Tidewell", "Underhill", "Westmere", "Wolverley", "Yewbarrow",
+    "Copperdale", "Silverholt", "Goldthorpe",
+)
+
+
+@dataclass
+class Dataset:
+    """One generated export: the messy CSV text, its clean ground truth and what was injected."""
+
+    name: str
+    schema: Schema
+    place: str
+    split: str
+    csv: str
+    truth: pd.DataFrame
+    months: tuple[str, ...]
+    groups: tuple[str, ...]
+    faults: frozenset[str]
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.csv"
+
+
+# ----- datasets --------------------------------------------------------------------------------------------
+def _months(rng: np.random.Generator) -> list[pd.Period]:
+    start = pd.Period(year=int(rng.integers(2021, 2025)), month=int(rng.integers(1, 13)), freq="M")
+    return [start + i for i in range(int(rng.integers(6, 13)))]
+
+
+def make_dataset(schema: Schema, place: str, split: str, rng: np.random.Generator) -> Dataset:
+    """Draw a clean table, then inject the faults the schema's data dictionary documents."""
+    n = int(rng.integers(120, 261))
+    months = _months(rng)
+    groups = sorted(rng.choice(schema.group_values, size=int(rng.integers(3, 6)), replace=False).tolist())
+    lo_m, hi_m = schema.mean_range
+    group_mean = {g: float(np.exp(rng.uniform(np.log(lo_m), np.log(hi_m)))) for g in groups}
+    weights = rng.dirichlet(np.full(len(groups), 3.0))
+    n_entities = int(rng.integers(max(12, n // 8), n // 3))
+
+    g_col = rng.choice(groups, size=n, p=weights)
+    typical = np.array([group_mean[g] for g in g_col])
+    measure = np.clip(typical * rng.lognormal(0.0, 0.4, size=n), *schema.measure_range).round(2)
+    c_lo, c_hi = schema.count_range
+    count = schema.count_typical * (measure / typical) ** schema.count_slope * rng.lognormal(0.0, 0.35, size=n)
+    count = np.clip(np.rint(count), c_lo, c_hi).astype(int)
+    month_idx = rng.integers(0, len(months), size=n)
+    dates = [(months[m].start_time + pd.Timedelta(days=int(rng.integers(0, months[m].days_in_month))))
+             .strftime("%Y-%m-%d") for m in month_idx]
+    entity_num = rng.integers(1, n_entities + 1, size=n)
+    prefix = schema.entity[0].upper()
+    df = pd.DataFrame({
+        schema.date: dates,
+        schema.entity: [f"{prefix}{k:04d}" for k in entity_num],
+        schema.group: g_col,
+        schema.measure: measure,
+        schema.unit_col: schema.canon_code,
+        schema.count: count,
+    }).sort_values(schema.date, kind="stable").reset_index(drop=True)
+    df.insert(0, schema.row_id, [f"{schema.row_id[0].upper()}{10000 + i}" for i in range(n)])
+
+    faults = frozenset(f for f in CLEANING_STEPS if rng.random() < 0.8)
+    if "missing" in faults:
+        df[schema.entity] = df[schema.entity].astype(object)
+        df.loc[rng.random(n) < 0.02, schema.entity] = np.nan
+    messy = df.copy()
+    invalid = np.zeros(n, dtype=bool)
+    if "missing" in faults:
+        gone = rng.random(n) < rng.uniform(0.04, 0.10)
+        messy.loc[gone, schema.measure] = np.nan
+        invalid |= gone
+    if "outliers" in faults:
+        bad = rng.random(n) < rng.uniform(0.02, 0.05)
+        messy.loc[bad, schema.count] = rng.choice(schema.count_outliers, size=int(bad.sum()))
+        invalid |= bad
+    if "units" in faults:
+        # Mixed units cluster in time, as when one source system reported in another unit for a while.
+        month_of_row = np.array([months.index(pd.Period(d, freq="M")) for d in df[schema.date]])
+        first = int(rng.integers(0, len(months) - 1))
+        in_window = (month_of_row == first) | (month_of_row == first + 1)
+        alt = (rng.random(n) < np.where(in_window, 0.6, 0.03)) & messy[schema.measure].notna().to_numpy()
+        digits = max(0, 2 - round(math.log10(schema.alt_factor)))
+        messy.loc[alt, schema.measure] = (messy.loc[alt, schema.measure] * schema.alt_factor).round(digits)
+        messy.loc[alt, schema.unit_col] = schema.alt_code
+    if "ids" in faults:
+        col = messy.columns.get_loc(schema.entity)
+        pick = (rng.random(n) < rng.uniform(0.10, 0.20)) & df[schema.entity].notna().to_numpy()
+        styles = rng.integers(0, 3, size=n)
+        for i in np.flatnonzero(pick):
+            raw = messy.iat[i, col]
+            messy.iat[i, col] = (raw.lower(), f" {raw}", f"{raw.lower()} ")[styles[i]]
+    if "dedupe" in faults:
+        copies = rng.choice(n, size=max(1, int(n * rng.uniform(0.04, 0.10))), replace=False)
+        messy = pd.concat([messy, messy.iloc[copies]])
+        messy = messy.iloc[rng.permutation(len(messy))].sort_values(schema.date, kind="stable")
+
+    truth = df[~invalid].reset_index(drop=True)
+    name = f"{schema.file_stem}_{place.lower()}"
+    return Dataset(name=name, schema=schema, place=place, split=split, csv=messy.to_csv(index=False),
+                   truth=truth, months=tuple(str(m) for m in months),
+                   groups=tuple(groups), faults=faults)
+
+
+# ----- programs ------------------------------------------------------------------------------------------
+def _names(ds: Dataset, threshold: float) -> dict[str, Any]:
+    s = ds.schema
+    lo, hi = s.count_range
+    convert = f"/ {s.alt_factor:g}" if s.alt_factor >= 1 else f"* {1 / s.alt_factor:g}"
+    inverse = f"* {s.alt_factor:g}" if s.alt_factor >= 1 else f"/ {1 / s.alt_factor:g}"
+    return {"file": ds.file, "m": s.measure, "c": s.count, "g": s.group, "d": s.date, "e": s.entity, "u": s.unit_col,
+            "alt": s.alt_code, "lo": lo, "hi": hi, "convert": convert, "inverse": inverse, "x": f"{threshold:g}"}
+
+
+CLEANING_CODE: dict[str, str] = {
+    "dedupe": "df = df.drop_duplicates()",
+    "ids": 'df["{e}"] = df["{e}"].str.strip().str.upper()',
+    "units": 'alt = df["{u}"] == "{alt}"\ndf.loc[alt, "{m}"] = df.loc[alt, "{m}"] {convert}',
+    "outliers": 'df = df[df["{c}"].between({lo}, {hi})]',
+    "missing": 'df = df.dropna(subset=["{m}"])',
+}
+"""The documented cleaning, in the order the reference applies it."""
+
+_MONTHLY = ('df["{d}"] = pd.to_datetime(df["{d}"])\ndf["amount"] = df["{m}"] * df["{c}"]\n'
+            'monthly = df.groupby(df["{d}"].dt.to_period("M"))["amount"].{agg}()')
+
+ANALYSIS_CODE: dict[str, str] = {
+    "group_mean": 'answer = df.groupby("{g}")["{m}"].mean().round(2).to_dict()',
+    "total": 'answer = round(float((df["{m}"] * df["{c}"]).sum()), 2)',
+    "distinct_count": 'answer = int(df["{e}"].nunique())',
+    "argmax_month": _MONTHLY.replace("{agg}", "sum") + "\nanswer = str(monthly.idxmax())",
+    "corr": 'answer = round(float(df["{m}"].corr(df["{c}"])), 3)',
+    "share_above": 'amount = df["{m}"] * df["{c}"]\nanswer = round(float((amount > {x}).mean()), 4)',
+    "pct_change": _MONTHLY.replace("{agg}", "sum") + ".sort_index()\n"
+                  "answer = round(float((monthly.iloc[-1] - monthly.iloc[0]) / monthly.iloc[0] * 100), 2)",
+    "weighted_mean": 'answer = round(float((df["{m}"] * df["{c}"]).sum() / df["{c}"].sum()), 3)',
+}
+
+ANALYSIS_MUTANTS: dict[str, dict[str, str]] = {
+    "group_mean": {
+        "median_not_mean": 'answer = df.groupby("{g}")["{m}"].median().round(2).to_dict()',
+        "sum_not_mean": 'answer = df.groupby("{g}")["{m}"].sum().round(2).to_dict()',
+        "wrong_group_key": 'answer = df.groupby("{e}")["{m}"].mean().round(2).to_dict()',
+        "print_repr": 'answer = df.groupby("{g}")["{m}"].mean().round(2).to_dict()\nprint(answer)',
+    },
+    "total": {
+        "mean_not_sum": 'answer = round(float((df["{m}"] * df["{c}"]).mean()), 2)',
+        "measure_sum_only": 'answer = round(float(df["{m}"].sum()), 2)',
+        "product_of_sums": 'answer = round(float(df["{m}"].sum() * df["{c}"].sum()), 2)',
+    },
+    "distinct_count": {
+        "unique_counts_nan": 'answer = len(df["{e}"].unique())',
+        "rows_not_distinct": 'answer = int(df["{e}"].count())',
+    },
+    "argmax_month": {
+        "month_number": _MONTHLY.replace(".dt.to_period(\"M\")", ".dt.month").replace("{agg}", "sum")
+                        + "\nanswer = int(monthly.idxmax())",
+        "period_not_serialisable": _MONTHLY.replace("{agg}", "sum") + "\nanswer = monthly.idxmax()",
+        "most_rows_not_amount": _MONTHLY.replace("{agg}", "size") + "\nanswer = str(monthly.idxmax())",
+        "mean_not_total": _MONTHLY.replace("{agg}", "mean") + "\nanswer = str(monthly.idxmax())",
+        "measure_not_amount": _MONTHLY.replace('df["{m}"] * df["{c}"]', 'df["{m}"]').replace("{agg}", "sum")
+                              + "\nanswer = str(monthly.idxmax())",
+    },
+    "corr": {
+        "spearman_not_pearson": 'answer = round(float(df["{m}"].corr(df["{c}"], method="spearman")), 3)',
+        "corr_with_amount": 'answer = round(float((df["{m}"] * df["{c}"]).corr(df["{c}"])), 3)',
+    },
+    "share_above": {
+        "count_not_share": 'amount = df["{m}"] * df["{c}"]\nanswer = int((amount > {x}).sum())',
+        "measure_not_amount": 'answer = round(float((df["{m}"] > {x}).mean()), 4)',
+        "percent_not_fraction": 'amount = df["{m}"] * df["{c}"]\nanswer = round(float((amount > {x}).mean() * 100), 4)',
+    },
+    "pct_change": {
+        "fraction_not_percent": _MONTHLY.replace("{agg}", "sum") + ".sort_index()\n"
+                                "answer = round(float((monthly.iloc[-1] - monthly.iloc[0]) / monthly.iloc[0]), 2)",
+        "reversed_periods": _MONTHLY.replace("{agg}", "sum") + ".sort_index()\n"
+                            "answer = round(float((monthly.iloc[0] - monthly.iloc[-1]) / monthly.iloc[-1] * 100), 2)",
+        "month_number": _MONTHLY.replace(".dt.to_period(\"M\")", ".dt.month").replace("{agg}", "sum")
+                        + ".sort_index()\n"
+                        "answer = round(float((monthly.iloc[-1] - monthly.iloc[0]) / monthly.iloc[0] * 100), 2)",
+    },
+    "weighted_mean": {
+        "unweighted_mean": 'answer = round(float(df["{m}"].mean()), 3)',
+        "weights_swapped": 'answer = round(float((df["{m}"] * df["{c}"]).sum() / df["{m}"].sum()), 3)',
+    },
+}
+"""Realistic analysis mistakes per template (a wrong statistic, key, format or output)."""
+
+NAN_MUTANTS: dict[str, str] = {
+    "group_mean": 'answer = df.groupby("{g}")["{m}"].apply(lambda s: float(np.mean(s.to_numpy()))).round(2).to_dict()',
+    "total": 'answer = round(float(np.sum(df["{m}"].to_numpy() * df["{c}"].to_numpy())), 2)',
+    "corr": 'answer = round(float(np.corrcoef(df["{m}"].to_numpy(), df["{c}"].to_numpy())[0, 1]), 3)',
+    "weighted_mean": 'answer = round(float(np.average(df["{m}"], weights=df["{c}"])), 3)',
+}
+"""NumPy aggregations that do not skip NaN, written without dropping the missing values first."""
+
+
+def _cleaning_variants() -> dict[str, dict[str, str | None]]:
+    """Cleaning mistakes: a step left out or done wrongly (step -> replacement code, ``None`` drops it)."""
+    return {
+        "no_dedupe": {"dedupe": None},
+        "no_id_cleanup": {"ids": None},
+        "ids_case_only": {"ids": 'df["{e}"] = df["{e}"].str.upper()'},
+        "no_unit_fix": {"units": None},
+        "unit_fix_inverted": {"units": 'alt = df["{u}"] == "{alt}"\ndf.loc[alt, "{m}"] = df.loc[alt, "{m}"] {inverse}'},
+        "no_outlier_filter": {"outliers": None},
+        "iqr_outlier_filter": {"outliers": 'q1, q3 = df["{c}"].quantile([0.25, 0.75])\nfence = 1.5 * (q3 - q1)\n'
+                                           'df = df[df["{c}"].between(q1 - fence, q3 + fence)]'},
+        "fillna_zero": {"missing": 'df["{m}"] = df["{m}"].fillna(0)'},
+        "no_missing_drop": {"missing": None},
+        "no_cleaning": dict.fromkeys(CLEANING_STEPS),
+    }
+
+
+CLEANING_OF: dict[str, str] = {
+    "no_dedupe": "dedupe", "no_id_cleanup": "ids", "ids_case_only": "ids", "no_unit_fix": "units",
+    "unit_fix_inverted": "units", "no_outlier_filter": "outliers", "iqr_outlier_filter": "outliers",
+    "fillna_zero": "missing", "no_missing_drop": "missing",
+}
+"""Which documented cleaning step a cleaning mistake breaks (its effect on the answer sets the difficulty)."""
+
+
+def program(names: dict[str, Any], analysis: str, *, cleaning: dict[str, str | None] | None = None,
+            numpy: bool = False, output: bool = True, column_alias: str = "") -> str:
+    """Assemble a pandas program: load, clean, analyse, print the answer as JSON."""
+    head = "import json\n\n" + ("import numpy as np\n" if numpy else "") + "import pandas as pd\n"
+    parts = [head, 'df = pd.read_csv("{file}")']
+    overrides = cleaning or {}
+    for step in CLEANING_STEPS:
+        code = overrides[step] if step in overrides else CLEANING_CODE[step]
+        if code is not None:
+            parts.append(code)
+    parts.append(analysis)
+    if output and "print(" not in analysis:
+        parts.append("print(json.dumps(answer))")
+    text = "\n".join(parts).format(**names) + "\n"
+    if column_alias:
+        text = text.replace(f'"{names["m"]}"', f'"{column_alias}"')
+    return text
+
+
+def analysis_only(names: dict[str, Any], template: str) -> str:
+    """The reference analysis without cleaning (run on the clean ground truth)."""
+    return "\n".join(["import json\n\nimport pandas as pd\n", 'df = pd.read_csv("{file}")',
+                      ANALYSIS_CODE[template], "print(json.dumps(answer))"]).format(**names) + "\n"
+
+
+def mutants(names: dict[str, Any], template: str, alias: str) -> dict[str, str]:
+    """Every realistic wrong program for a question, by kind."""
+    ref_analysis = ANALYSIS_CODE[template]
+    out = {kind: program(names, ref_analysis, cleaning=variant) for kind, variant in _cleaning_variants().items()}
+    out.update({kind: program(names, code) for kind, code in ANALYSIS_MUTANTS[template].items()})
+    if template in NAN_MUTANTS:
+        out["numpy_nan_aggregate"] = program(names, NAN_MUTANTS[template], cleaning={"missing": None}, numpy=True)
+    out["hallucinated_column"] = program(names, ref_analysis, column_alias=alias)
+    return out
+
+
+# ----- execution -----------------------------------------------------------------------------------------
+def execute(code: str, workdir: Path) -> tuple[str, str]:
+    """Run trusted generated code in-process with ``workdir`` as cwd: ``(stdout, error)``."""
+    buf = io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        with contextlib.redirect_stdout(buf), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(code, "<candidate>", "exec"), {"__name__": "__main__"})
+        return buf.getvalue(), ""
+    except Exception as exc:  # the candidate's own failure is data here
+        return buf.getvalue(), f"{type(exc).__name__}: {exc}"
+    finally:
+        os.chdir(cwd)
+
+
+# ----- questions, observations, corpus -------------------------------------------------------------------
+TEMPLATE_BASE_DIFFICULTY: dict[str, float] = {
+    "distinct_count": 0.1, "group_mean": 0.15, "total": 0.15, "corr": 0.2, "argmax_month": 0.25,
+    "share_above": 0.2, "pct_change": 0.3, "weighted_mean": 0.2,
+}
+
+
+def _nice(x: float) -> float:
+    """``x`` rounded to two significant digits."""
+    return float(f"{x:.2g}")
+
+
+def question(ds: Dataset, template: str, n_rows: int) -> tuple[str, str, str, AnswerSpec, float]:
+    """The question, the definition it relies on, the output format, the answer spec and the threshold used."""
+    s = ds.schema
+    amount = f"The {s.amount_label} of a record is {s.measure} × {s.count}."
+    threshold = _nice(float(np.quantile(ds.truth[s.measure] * ds.truth[s.count], 0.7)))
+    measure = f"{s.measure_label} ({s.measure_unit})"
+    lo, hi = s.measure_range
+    table: dict[str, tuple[str, str, str, AnswerSpec]] = {
+        "group_mean": (f"What is the mean {measure} per {s.group}?", "",
+                       f"an object mapping each {s.group} to its mean rounded to 2 decimals",
+                       AnswerSpec("mapping", f"a mean {measure}", lo, hi, 2, keys=ds.groups)),
+        "total": (f"What is the total {s.amount_label} ({s.amount_unit})?", amount, "a number rounded to 2 decimals",
+                  AnswerSpec("number", f"a total {s.amount_label} ({s.amount_unit})", 0.0, n_rows * s.amount_high, 2)),
+        "distinct_count": (f"How many distinct {s.entity_label} appear in the cleaned data?", "",
+                           "an integer",
+                           AnswerSpec("integer", f"a number of distinct {s.entity_label}", 1.0, float(n_rows), 0)),
+        "argmax_month": (f"In which month was the total {s.amount_label} highest?", amount, 'a string "YYYY-MM"',
+                         AnswerSpec("label", "a month", 0.0, 0.0, 0, labels=ds.months)),
+        "corr": (f"What is the Pearson correlation between {s.measure} and {s.count} across records?", "",
+                 "a number rounded to 3 decimals", AnswerSpec("number", "a correlation coefficient", -1.0, 1.0, 3)),
+        "share_above": (f"What share of the records has a {s.amount_label} above {threshold:g} {s.amount_unit}?",
+                        amount, "a fraction between 0 and 1 rounded to 4 decimals",
+                        AnswerSpec("number", "a share of records", 0.0, 1.0, 4)),
+        "pct_change": (f"By how many percent did the monthly total {s.amount_label} change from the first month "
+                       f"covered to the last?", amount, "a number rounded to 2 decimals",
+                       AnswerSpec("number", "a percent change", -100.0, 1000.0, 2)),
+        "weighted_mean": (f"What is the mean {measure} weighted by {s.count_label} ({s.count})?", "",
+                          "a number rounded to 3 decimals",
+                          AnswerSpec("number", f"a weighted mean {measure}", lo, hi, 3)),
+    }
+    text, definition, fmt, spec = table[template]
+    return text, definition, fmt, spec, threshold
+
+
+def _conversion(s: Schema) -> str:
+    return f"1 {s.canon_code} = {s.alt_factor:g} {s.alt_code}"
+
+
+def observations(ds: Dataset, frame: pd.DataFrame) -> list[str]:
+    """What OBSERVE reveals, in order: the data head, the schema, the export README (units, ranges)."""
+    s = ds.schema
+    lines = ds.csv.splitlines()
+    head = f"First rows of {ds.file} ({len(frame)} rows, {frame.shape[1]} columns):\n" + "\n".join(lines[:7])
+    cols = ", ".join(f"{c} ({frame[c].dtype}, {int(frame[c].notna().sum())} non-null)" for c in frame.columns)
+    schema = f"Columns of {ds.file}: {cols}."
+    lo, hi = s.count_range
+    readme = (f"README of {ds.file}: {s.measure} is the {s.measure_label} in {s.measure_unit}, except rows whose "
+              f"{s.unit_col} is '{s.alt_code}', which were recorded in {s.alt_code} ({_conversion(s)}). "
+              f"{s.count}{'' if s.count_label == s.count else f' ({s.count_label})'} is valid from {lo} to {hi}; "
+              f"other values are entry errors. "
+              f"{s.date} covers {ds.months[0]} to {ds.months[-1]}. {s.group} takes the values "
+              f"{', '.join(ds.groups)}.")
+    return [head, schema, readme]
+
+
+def dictionary_doc(s: Schema) -> dict[str, str]:
+    """The data dictionary of an export format, with its cleaning rules (a RETRIEVE document shared by every
+    branch's export of that format; what is specific to one file is in its README, an observation)."""
+    lo, hi = s.count_range
+    sentinels = ", ".join(str(v) for v in s.count_outliers)
+    text = (
+        f"Every branch's {s.title} is a file {s.file_stem}_<branch>.csv. Columns: {s.row_id} (record id), "
+        f"{s.date} (ISO date), "
+        f"{s.entity} (id of one of the {s.entity_label}), {s.group}, {s.measure} ({s.measure_label}), "
+        f"{s.unit_col} (unit of {s.measure}: '{s.canon_code}' or '{s.alt_code}'), {s.count} ({s.count_label}). "
+        f"The {s.amount_label} of a record is {s.measure} × {s.count}. "
+        f"Cleaning rules, to apply before any analysis: (1) the export retries failed batches, so some records "
+        f"are written twice; drop exact duplicate rows. (2) {s.entity} is typed by hand; strip spaces and upper-case "
+        f"it. (3) rows whose {s.unit_col} is '{s.alt_code}' hold {s.measure} in {s.alt_code}; convert them to "
+        f"{s.canon_code} ({_conversion(s)}). (4) {s.count} outside {lo}..{hi} (sentinels such as {sentinels}) is "
+        f"an entry error; exclude those rows. (5) exclude rows without a {s.measure}. Rows without {s.entity} "
+        f"stay in; an unknown {s.entity} does not count as one of the {s.entity_label}.")
+    return {"doc_id": f"dict-{s.name}", "title": f"Data dictionary: {s.title} ({s.file_stem}_*.csv)", "text": text}
+
+
+def evidence(ds: Dataset, template: str, broken: set[str]) -> tuple[list[int], list[str], list[dict[str, Any]]]:
+    """Required observations, relevant documents and evidence tool calls, from the cleaning steps that matter."""
+    s = ds.schema
+    required = {1}
+    if broken & {"units", "outliers"}:
+        required.add(2)
+    if "ids" in broken or template in ("argmax_month", "pct_change"):
+        required.add(0)
+    docs = [TEMPLATE_DOCS[template]] + ([f"dict-{s.name}"] if broken else [])
+    by_step = {"units": ("profile_column", {"column": s.measure}), "outliers": ("profile_column", {"column": s.count}),
+               "dedupe": ("count_duplicates", {}), "ids": ("profile_column", {"column": s.entity}),
+               "missing": ("profile_column", {"column": s.measure})}
+    calls: list[dict[str, Any]] = []
+    for step in ("units", "outliers", "dedupe", "ids", "missing"):
+        name, args = by_step[step]
+        call = {"name": name, "args": args}
+        if step in broken and call not in calls:
+            calls.append(call)
+    return sorted(required), docs, calls[:2]
+
+
+# ----- tasks ---------------------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    """What running one program gave: the parsed answer, and whether it ran and parsed."""
+
+    value: Any
+    error: str
+
+
+def run_program(code: str, workdir: Path) -> Outcome:
+    stdout, error = execute(code, workdir)
+    if error:
+        return Outcome(None, error)
+    value, problem = parse_output(stdout)
+    return Outcome(value, problem)
+
+
+def make_tasks(ds: Dataset, workdir: Path, stats: dict[str, int]) -> list[dict[str, Any]]:
+    """All questions about one dataset, with programs executed and labelled by the grader."""
+    s = ds.schema
+    (workdir / ds.file).write_text(ds.csv)
+    frame = pd.read_csv(io.StringIO(ds.csv))
+    truth_dir = workdir / "truth"
+    truth_dir.mkdir(exist_ok=True)
+    ds.truth.to_csv(truth_dir / ds.file, index=False)
+    obs = observations(ds, frame)
+    tasks = []
+    for template in s.templates:
+        text, definition, fmt, spec, threshold = question(ds, template, len(frame))
+        names = _names(ds, threshold)
+        reference = program(names, ANALYSIS_CODE[template])
+        ref = run_program(reference, workdir)
+        if ref.error:
+            raise RuntimeError(f"{ds.name}/{template}: reference failed: {ref.error}")
+        verdict = sanity(spec, ref.value)
+        if not verdict.ok:
+            raise RuntimeError(f"{ds.name}/{template}: reference fails the checker: {verdict.feedback}")
+        truth = run_program(analysis_only(names, template), truth_dir)
+        if score(spec, truth.value, ref.value) < 1.0:
+            raise RuntimeError(f"{ds.name}/{template}: cleaning does not recover the truth: "
+                               f"{ref.value!r} vs {truth.value!r}")
+        candidates = [{"kind": "reference", "content": reference, "correct": True}]
+        broken: set[str] = set()
+        for kind, code in mutants(names, template, s.measure_alias).items():
+            out = run_program(code, workdir)
+            quality = 0.0 if out.error else score(spec, out.value, ref.value)
+            if quality >= 1.0:
+                continue  # equivalent to the reference on this dataset
+            broken.update({CLEANING_OF[kind]} if kind in CLEANING_OF else set())
+            candidates.append({"kind": kind, "content": code, "correct": False})
+            passes = not out.error and sanity(spec, out.value).ok
+            stats["wrong"] += 1
+            stats["wrong_pass_checker" if passes else "wrong_fail_checker"] += 1
+        required, docs, calls = evidence(ds, template, broken)
+        ood = s.name in OOD_SCHEMAS
+        difficulty = min(0.95, TEMPLATE_BASE_DIFFICULTY[template] + 0.1 * len(broken) + (0.1 if ood else 0.0))
+        prompt = (f"{ds.place} {s.title}, file {ds.file}. {text} {definition + ' ' if definition else ''}"
+                  f"Clean the data as its data dictionary prescribes "
+                  f"before answering. Write a pandas program that reads {ds.file} from the working directory and "
+                  f"prints the answer as JSON on its last line: {fmt}.")
+        tasks.append({
+            "task_id": f"data-{ds.name}-{template}", "split": ds.split, "family": template, "dataset": ds.name,
+            "difficulty": round(difficulty, 3), "prompt": prompt, "question": text, "observations": obs,
+            "required_observations": required, "relevant_docs": docs, "tool_calls": calls,
+            "answer_spec": spec.to_json(), "expected": ref.value, "candidates": candidates,
+        })
+        stats["tasks"] += 1
+    return tasks
+
+
+def datasets(seed: int = SEED) -> list[Dataset]:
+    """Every dataset of the bank, deterministically from ``seed``."""
+    places = list(np.random.default_rng(seed).permutation(PLACES))
+    out = []
+    for si, schema in enumerate(SCHEMAS):
+        ood = schema.name in OOD_SCHEMAS
+        for k in range(OOD_DATASETS if ood else IN_DIST_DATASETS):
+            split = "ood" if ood else ("train" if k < 7 else "val" if k < 9 else "test")
+            rng = np.random.default_rng([seed, si, k])
+            out.append(make_dataset(schema, str(places.pop()), split, rng))
+    return out
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def generate(out: Path, seed: int = SEED) -> dict[str, int]:
+    """Write the whole bank under ``out``; returns counts of tasks and wrong candidates."""
+    stats = dict.fromkeys(("tasks", "wrong", "wrong_pass_checker", "wrong_fail_checker"), 0)
+    all_sets = datasets(seed)
+    (out / "datasets").mkdir(parents=True, exist_ok=True)
+    tasks: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for ds in all_sets:
+            (out / "datasets" / ds.file).write_text(ds.csv, encoding="utf-8")
+            tasks.extend(make_tasks(ds, Path(tmp), stats))
+    _write_jsonl(out / "datasets.jsonl", [
+        {"name": ds.name, "file": f"datasets/{ds.file}", "schema": ds.schema.name, "split": ds.split,
+         "place": ds.place, "faults": sorted(ds.faults), "unit_columns": {ds.schema.measure: ds.schema.unit_col}}
+        for ds in all_sets])
+    notes = [{"doc_id": d, "title": t, "text": x} for d, t, x in PANDAS_NOTES]
+    _write_jsonl(out / "corpus.jsonl", notes + [dictionary_doc(s) for s in SCHEMAS])
+    _write_jsonl(out / "tasks.jsonl", tasks)
+    return stats
+
+
+def main(argv: list[str] | None = None) -> None:
+    from harness_gym.paths import data_root
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default envs_data/data)")
+    parser.add_argument("--seed", type=int, default=SEED)
+    args = parser.parse_args(argv)
+    out = args.out or data_root() / "data"
+    stats = generate(out, args.seed)
+    print(json.dumps(stats))
+
+
+if __name__ == "__main__":
+    main()
