@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Install, then run the whole test suite.
+# Install everything, start the services the tests use (MariaDB on loopback, a Docker engine with the
+# sandbox image), then run the whole test suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+HG_MYSQL_DSN="$(bash scripts/start_mariadb.sh | tail -n 1)"
+export HG_MYSQL_DSN
+bash scripts/start_docker.sh
+trap 'bash scripts/stop_docker.sh' EXIT
 python -m pytest -q tests "$@"
