@@ -1,0 +1,1 @@
+"""Python function and class tasks checked by visible tests and graded by hidden tests (``HarnessCode-v0``)."""

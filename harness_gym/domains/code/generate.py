@@ -1,0 +1,272 @@
+"""Write the HarnessCode-v0 task bank: ``python -m harness_gym.domains.code.generate [--out DIR]``.
+
+For every task of :mod:`~harness_gym.domains.code.bank` the generator
+
+1. runs the reference (in this process; it is trusted code) on the test expressions to get the expected
+   values, then runs it through the sandbox harness and requires it to pass every test;
+2. makes every single-site mutant of the reference (:mod:`~harness_gym.domains.code.mutation`) and runs each
+   through the grader's job in the sandbox; the visible tests are the first cases of that job, so one run
+   says whether the checker would pass the mutant and what quality the grader gives it;
+3. drops mutants that fail to load, hang or crash the job, and equivalent mutants (quality 1), keeps up to
+   :data:`MAX_SUPPORT` mutants that pass the checker but fail the grader (the support ceiling) and fills the
+   bank with mutants that fail the checker, up to :data:`BANK_SIZE` wrong candidates;
+4. rates difficulty, assigns splits (whole problems to train/val/test, whole families to ood) and writes
+   ``tasks.jsonl``, ``corpus.jsonl`` and ``summary.json`` (the mutant totals) to ``envs_data/code``.
+
+The output is deterministic: everything random is drawn from :class:`random.Random` seeded with ``--seed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness_gym.domains.code.bank import OOD_FAMILIES, TaskSpec, all_specs
+from harness_gym.domains.code.corpus import DOCS
+from harness_gym.domains.code.execution import (
+    JOB_TIMEOUT_S,
+    SOLUTION_FILE,
+    RunReport,
+    TestCase,
+    parse_tests,
+    tests_script,
+)
+from harness_gym.domains.code.mutation import Mutant, mutants
+from harness_gym.paths import data_path
+from harness_gym.sandbox import Sandbox, make_sandbox
+
+BANK_SIZE = 6
+"""Wrong candidates kept per task (fewer when a task has fewer viable mutants)."""
+MAX_SUPPORT = 3
+"""At most this many of them pass the checker (visible tests) but fail the grader."""
+SPLIT_SHARES = (("train", 0.60), ("val", 0.15), ("test", 0.25))
+_BRANCHING = (ast.If, ast.IfExp, ast.For, ast.While, ast.BoolOp, ast.Compare, ast.comprehension, ast.Try)
+
+
+@dataclass(frozen=True)
+class Tried:
+    """A mutant and what running it established."""
+
+    mutant: Mutant
+    verdict: str
+    """``"support"`` (passes visible, fails hidden), ``"visible_fail"``, ``"equivalent"``, ``"load_error"``,
+    ``"hang"`` or ``"crash"``."""
+    quality: float
+
+
+def expected_tests(reference: str, exprs: Sequence[str]) -> list[TestCase]:
+    """Run the reference on ``exprs`` in one namespace, in order, as the sandbox harness does."""
+    namespace: dict[str, Any] = {"__name__": "solution"}
+    exec(compile(reference, SOLUTION_FILE, "exec"), namespace)
+    tests: list[TestCase] = []
+    for expr in exprs:
+        try:
+            value = eval(expr, namespace)
+        except Exception as exc:  # the reference raising is the expected behaviour of this case
+            tests.append(TestCase(expr, raises=type(exc).__name__))
+            continue
+        text = repr(value)
+        back = ast.literal_eval(text)
+        if back != value or type(back) is not type(value):
+            raise ValueError(f"{expr}: expected value {text} is not a Python literal")
+        tests.append(TestCase(expr, expect=text))
+    return tests
+
+
+def run_tests(sandbox: Sandbox, script: str, source: str, n_tests: int) -> RunReport:
+    result = sandbox.run(script, files={SOLUTION_FILE: source}, timeout_s=JOB_TIMEOUT_S)
+    return parse_tests(result, n_tests)
+
+
+def classify(report: RunReport, n_visible: int) -> tuple[str, float]:
+    """The verdict of a mutant from its grader job (whose first ``n_visible`` cases are the visible tests)."""
+    if report.error_kind == "load":
+        return "load_error", 0.0
+    if report.error_kind == "timeout" or any(o.kind == "slow" for o in report.outcomes):
+        return "hang", 0.0
+    if report.error_kind:
+        return "crash", 0.0
+    quality = report.n_passed / len(report.outcomes)
+    if quality == 1.0:
+        return "equivalent", 1.0
+    if all(o.passed for o in report.outcomes[:n_visible]):
+        return "support", quality
+    return "visible_fail", quality
+
+
+def pick_diverse(pool: list[Tried], k: int, rng: random.Random) -> list[Tried]:
+    """Up to ``k`` items, cycling through operators so that no operator dominates the bank."""
+    by_op: dict[str, list[Tried]] = {}
+    for t in rng.sample(pool, len(pool)):
+        by_op.setdefault(t.mutant.operator, []).append(t)
+    ops = sorted(by_op)
+    rng.shuffle(ops)
+    out: list[Tried] = []
+    while len(out) < k and any(by_op.values()):
+        for op in ops:
+            if by_op[op] and len(out) < k:
+                out.append(by_op[op].pop())
+    return out
+
+
+def select_bank(tried: list[Tried], rng: random.Random) -> list[Tried]:
+    support = [t for t in tried if t.verdict == "support"]
+    failing = [t for t in tried if t.verdict == "visible_fail"]
+    chosen = pick_diverse(support, MAX_SUPPORT, rng)
+    chosen += pick_diverse(failing, BANK_SIZE - len(chosen), rng)
+    if len(chosen) < BANK_SIZE:
+        rest = [t for t in support if t not in chosen]
+        chosen += pick_diverse(rest, BANK_SIZE - len(chosen), rng)
+    return chosen
+
+
+def branching(source: str) -> int:
+    return sum(isinstance(n, _BRANCHING) for n in ast.walk(ast.parse(source)))
+
+
+def assign_splits(specs: list[TaskSpec], rng: random.Random) -> dict[str, str]:
+    """Problem id -> split: ood families whole, the other problems shuffled and cut by task share."""
+    sizes = Counter(s.problem for s in specs if s.family not in OOD_FAMILIES)
+    problems = sorted(sizes)
+    rng.shuffle(problems)
+    total = sum(sizes.values())
+    out = {s.problem: "ood" for s in specs if s.family in OOD_FAMILIES}
+    done, cut = 0, 0.0
+    shares = iter(SPLIT_SHARES)
+    split, share = next(shares)
+    for problem in problems:
+        while done >= (cut + share) * total - 1e-9 and split != SPLIT_SHARES[-1][0]:
+            cut += share
+            split, share = next(shares)
+        out[problem] = split
+        done += sizes[problem]
+    return out
+
+
+def _test_rows(tests: Sequence[TestCase]) -> list[dict[str, str]]:
+    return [{"call": t.expr, "raises": t.raises} if t.raises else {"call": t.expr, "expect": t.expect or ""}
+            for t in tests]
+
+
+def build_task(spec: TaskSpec, sandbox: Sandbox, rng: random.Random) -> tuple[dict[str, Any], list[Tried]]:
+    """One task record and every mutant tried for it."""
+    reference = ast.unparse(ast.parse(spec.reference)) + "\n"
+    visible = expected_tests(reference, spec.visible)
+    hidden = expected_tests(reference, spec.visible + spec.hidden)
+    check_script, grade_script = tests_script(visible), tests_script(hidden)
+    for script, tests in ((check_script, visible), (grade_script, hidden)):
+        report = run_tests(sandbox, script, reference, len(tests))
+        if report.error or report.n_passed != len(tests):
+            raise RuntimeError(f"{spec.task_id}: the reference fails its own tests: {report}")
+    tried = []
+    for mutant in mutants(reference):
+        verdict, quality = classify(run_tests(sandbox, grade_script, mutant.source, len(hidden)), len(visible))
+        tried.append(Tried(mutant, verdict, quality))
+    bank = select_bank(tried, rng)
+    if not bank:
+        raise RuntimeError(f"{spec.task_id}: no viable wrong candidate")
+    support_share = sum(t.verdict == "support" for t in tried) / max(
+        1, sum(t.verdict in ("support", "visible_fail") for t in tried))
+    example_value = visible[0].describe_expected()
+    record = {
+        "task_id": spec.task_id,
+        "family": spec.family,
+        "problem": spec.problem,
+        "split": "",
+        "difficulty": 0.0,
+        "function": spec.name,
+        "kind": spec.kind,
+        "prompt": spec.prompt,
+        "observations": list(spec.details) + [f"Example: {visible[0].expr} returns {example_value}."],
+        "required_observations": list(spec.required),
+        "relevant_docs": list(spec.docs),
+        "tool_calls": [{"name": "run_example", "args": {"call": spec.example}}],
+        "visible_tests": _test_rows(visible),
+        "hidden_tests": _test_rows(hidden),
+        "candidates": [{"content": reference, "kind": "reference", "correct": True, "checker_passed": True,
+                        "quality": 1.0}] + [
+            {"content": t.mutant.source, "kind": t.mutant.operator, "correct": False,
+             "checker_passed": t.verdict == "support", "quality": round(t.quality, 6),
+             "mutation": t.mutant.description} for t in bank],
+        "_branching": branching(reference),
+        "_support_share": support_share,
+    }
+    return record, tried
+
+
+def rate_difficulty(records: list[dict[str, Any]]) -> None:
+    """Difficulty in [0.1, 0.9]: half from how branchy the reference is (rank among all tasks), half from
+    the share of viable mutants that pass the visible tests (bugs the examples do not reveal)."""
+    ranks = sorted(r["_branching"] for r in records)
+    for r in records:
+        rank = ranks.index(r["_branching"]) / max(1, len(ranks) - 1)
+        r["difficulty"] = round(0.1 + 0.4 * rank + 0.4 * min(1.0, 2.0 * r.pop("_support_share")), 3)
+        del r["_branching"]
+
+
+def generate(out_dir: Path, seed: int = 0, sandbox: Sandbox | None = None, log: bool = True) -> dict[str, Any]:
+    """Build the bank and write it to ``out_dir``; return the summary."""
+    specs = all_specs()
+    own = sandbox is None
+    box = make_sandbox("process") if sandbox is None else sandbox
+    records: list[dict[str, Any]] = []
+    verdicts: Counter[str] = Counter()
+    kept: Counter[str] = Counter()
+    try:
+        for i, spec in enumerate(specs):
+            record, tried = build_task(spec, box, random.Random(f"{seed}:{spec.task_id}"))
+            records.append(record)
+            verdicts.update(t.verdict for t in tried)
+            kept.update("support" if c["checker_passed"] else "visible_fail"
+                        for c in record["candidates"] if not c["correct"])
+            if log:
+                print(f"[{i + 1}/{len(specs)}] {spec.task_id}: {len(tried)} mutants, "
+                      f"{len(record['candidates']) - 1} kept", flush=True)
+    finally:
+        if own:
+            box.close()
+    rate_difficulty(records)
+    splits = assign_splits(specs, random.Random(f"{seed}:splits"))
+    for r in records:
+        r["split"] = splits[r["problem"]]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / "tasks.jsonl").open("w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r, sort_keys=True) + "\n")
+    with (out_dir / "corpus.jsonl").open("w", encoding="utf-8") as fh:
+        for doc_id, title, text in DOCS:
+            fh.write(json.dumps({"doc_id": doc_id, "title": title, "text": text}, sort_keys=True) + "\n")
+    summary = {
+        "seed": seed,
+        "tasks": len(records),
+        "tasks_per_split": dict(sorted(Counter(r["split"] for r in records).items())),
+        "tasks_per_family": dict(sorted(Counter(r["family"] for r in records).items())),
+        "mutants_tried": sum(verdicts.values()),
+        "mutants_by_verdict": dict(sorted(verdicts.items())),
+        "candidates_kept": dict(sorted(kept.items())),
+        "documents": len(DOCS),
+    }
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return summary
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: envs_data/code)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of candidate selection and splits")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    args = parser.parse_args(argv)
+    out = args.out if args.out is not None else data_path("code")
+    summary = generate(out, seed=args.seed, log=not args.quiet)
+    print(json.dumps(summary, indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
