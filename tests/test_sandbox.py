@@ -1,7 +1,11 @@
-"""Containment tests of the process sandbox (DESIGN §6, issue 2).
+"""One containment suite for both sandboxes (DESIGN §6, issues 2 and 7).
 
-Every containment test checks that the job was contained and that the same sandbox then serves a normal
-job. Assertions that need namespaces are skipped, with the reason, when the sandbox had to run without them.
+Every test that takes the ``sandbox`` or ``backend`` fixture runs on the process and the docker backend.
+Every containment test checks that the job was contained, reported with a clear reason, and that the same
+sandbox then serves a normal job. Docker tests run against a real dockerd; they are skipped, with the
+reason, only when dockerd is unreachable and ``HG_REQUIRE_DOCKER`` is unset (CI sets it, so a missing
+docker fails there). Assertions that need namespaces are skipped, with the reason, when the process
+sandbox had to run without them. ``tests/conftest.py`` checks that no container outlives the session.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ import os
 import pickle
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -22,23 +28,61 @@ import pytest
 from harness_gym.core.types import ExecResult
 from harness_gym.sandbox import (
     CachedSandbox,
+    DockerSandbox,
+    DockerUnavailableError,
     ProcessSandbox,
     ResultCache,
     Sandbox,
     make_sandbox,
 )
+from harness_gym.sandbox import docker as docker_mod
 from harness_gym.sandbox import process as process_mod
+from harness_gym.sandbox.client import ServerSandbox
 
 SECRET = "hg-secret-" + uuid.uuid4().hex
 IS_ROOT = os.geteuid() == 0
+BACKENDS = ("process", "docker")
+
+
+def docker_missing() -> str:
+    """Why the docker backend cannot run here ("" when it can)."""
+    try:
+        DockerSandbox().close()  # checks the SDK, the CLI, dockerd and the image; starts no container
+    except DockerUnavailableError as exc:
+        return str(exc)
+    return ""
+
+
+def require_backend(name: str) -> str:
+    """Skip (or, with HG_REQUIRE_DOCKER set, fail) a docker test when docker is not usable."""
+    if name == "docker":
+        why = docker_missing()
+        if why and os.environ.get("HG_REQUIRE_DOCKER"):
+            pytest.fail(f"HG_REQUIRE_DOCKER is set but the docker backend cannot run: {why}")
+        if why:
+            pytest.skip(f"docker backend unavailable: {why}")
+    return name
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The name of a sandbox backend: "process" and "docker"."""
+    return require_backend(request.param)
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[ProcessSandbox]:
-    """One sandbox for the module, created after a secret was put into the test process's environment."""
+def docker_backend() -> str:
+    """For docker-only tests."""
+    return require_backend("docker")
+
+
+@pytest.fixture(scope="module")
+def sandbox(backend: str) -> Iterator[ServerSandbox]:
+    """One sandbox per backend for the module, made after a secret was put into the test process's environment."""
     os.environ["HG_SECRET"] = SECRET
     try:
-        sb = ProcessSandbox()
+        sb = make_sandbox(backend)
+        assert isinstance(sb, ServerSandbox)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             sb.start()
@@ -48,8 +92,8 @@ def sandbox() -> Iterator[ProcessSandbox]:
         os.environ.pop("HG_SECRET", None)
 
 
-def namespaced(sb: ProcessSandbox) -> bool:
-    return sb.active_isolation in ("bwrap", "unshare")
+def namespaced(sb: Sandbox) -> bool:
+    return isinstance(sb, DockerSandbox) or getattr(sb, "active_isolation", "") in ("bwrap", "unshare")
 
 
 def assert_serves(sb: Sandbox) -> None:
@@ -59,11 +103,12 @@ def assert_serves(sb: Sandbox) -> None:
     assert res.exit_code == 0 and res.ok, res
 
 
-def job_uid_processes(sb: ProcessSandbox) -> list[int]:
-    """Host pids owned by the sandbox's job uid (what jobs run as when the tests run as root)."""
+def job_uid_processes(sb: ServerSandbox) -> list[int]:
+    """Host pids owned by the sandbox's job uid, except a container's server (its PID 1)."""
+    server = sb.init_pid if isinstance(sb, DockerSandbox) else None
     pids = []
     for name in os.listdir("/proc"):
-        if name.isdigit():
+        if name.isdigit() and int(name) != server:
             try:
                 if os.stat(f"/proc/{name}").st_uid == sb.job_uid:
                     pids.append(int(name))
@@ -72,7 +117,7 @@ def job_uid_processes(sb: ProcessSandbox) -> list[int]:
     return pids
 
 
-def test_normal_job(sandbox: ProcessSandbox) -> None:
+def test_normal_job(sandbox: ServerSandbox) -> None:
     res = sandbox.run("import sys\nprint('out')\nprint('err', file=sys.stderr)")
     assert isinstance(res, ExecResult)
     assert (res.stdout, res.stderr, res.exit_code, res.timed_out, res.reason) == ("out\n", "err\n", 0, False, "")
@@ -80,20 +125,20 @@ def test_normal_job(sandbox: ProcessSandbox) -> None:
     assert isinstance(sandbox, Sandbox)
 
 
-def test_infinite_loop(sandbox: ProcessSandbox) -> None:
+def test_infinite_loop(sandbox: ServerSandbox) -> None:
     res = sandbox.run("while True:\n    pass", timeout_s=0.5)
     assert res.timed_out and res.reason == "timeout" and res.exit_code != 0
     assert_serves(sandbox)
 
 
-def test_sleep_past_timeout(sandbox: ProcessSandbox) -> None:
+def test_sleep_past_timeout(sandbox: ServerSandbox) -> None:
     res = sandbox.run("import time\nprint('before', flush=True)\ntime.sleep(60)\nprint('after')", timeout_s=0.3)
     assert res.timed_out and res.reason == "timeout"
     assert res.stdout == "before\n"
     assert_serves(sandbox)
 
 
-def test_cpu_burning_threads_time_out(sandbox: ProcessSandbox) -> None:
+def test_cpu_burning_threads_time_out(sandbox: ServerSandbox) -> None:
     code = (
         "import threading, time\n"
         "def spin():\n    while True:\n        pass\n"
@@ -110,23 +155,23 @@ def test_cpu_burning_threads_time_out(sandbox: ProcessSandbox) -> None:
     ["blocks = []\nwhile True:\n    blocks.append(bytearray(10**7))", "x = bytearray(10**12)"],
     ids=["grow", "huge"],
 )
-def test_memory_bomb(sandbox: ProcessSandbox, code: str) -> None:
+def test_memory_bomb(sandbox: ServerSandbox, code: str) -> None:
     res = sandbox.run(code, memory_mb=128, timeout_s=10)
     assert res.reason == "memory" and not res.timed_out
     assert res.exit_code != 0 and "MemoryError" in res.stderr
     assert_serves(sandbox)
 
 
-def test_fork_bomb(sandbox: ProcessSandbox) -> None:
+def test_fork_bomb(sandbox: ServerSandbox) -> None:
     code = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
     res = sandbox.run(code, timeout_s=1.0)
     assert res.timed_out and res.reason == "timeout"
     assert_serves(sandbox)
-    if IS_ROOT:
+    if IS_ROOT or isinstance(sandbox, DockerSandbox):
         assert job_uid_processes(sandbox) == []
 
 
-def test_process_limit_enforced(sandbox: ProcessSandbox) -> None:
+def test_process_limit_enforced(sandbox: ServerSandbox) -> None:
     code = (
         "import os, time\n"
         "n = 0\n"
@@ -144,11 +189,11 @@ def test_process_limit_enforced(sandbox: ProcessSandbox) -> None:
     assert int(res.stdout.split()[1]) <= sandbox.max_processes
     assert not res.timed_out
     assert_serves(sandbox)
-    if IS_ROOT:
+    if IS_ROOT or isinstance(sandbox, DockerSandbox):
         assert job_uid_processes(sandbox) == []
 
 
-def test_background_process_does_not_survive(sandbox: ProcessSandbox) -> None:
+def test_background_process_does_not_survive(sandbox: ServerSandbox) -> None:
     tag = uuid.uuid4().hex[:8]
     code = (
         "import subprocess, sys\n"
@@ -170,7 +215,7 @@ def test_background_process_does_not_survive(sandbox: ProcessSandbox) -> None:
     assert_serves(sandbox)
 
 
-def test_network_blocked(sandbox: ProcessSandbox) -> None:
+def test_network_blocked(sandbox: ServerSandbox) -> None:
     if not namespaced(sandbox):
         pytest.skip(f"no network namespace (isolation={sandbox.active_isolation!r})")
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -200,13 +245,14 @@ def test_network_blocked(sandbox: ProcessSandbox) -> None:
     assert_serves(sandbox)
 
 
-def test_write_outside_workdir(sandbox: ProcessSandbox, tmp_path: Path) -> None:
+def test_write_outside_workdir(sandbox: ServerSandbox, tmp_path: Path) -> None:
     name = "hg-escape-" + uuid.uuid4().hex
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)  # writable by anyone: only the mount namespace keeps the job out
-    targets = [f"/tmp/../etc/{name}", f"/work/main/{name}", f"/root/{name}", f"/{name}", f"/usr/{name}"]
-    if namespaced(sandbox):
+    targets = [f"/tmp/../etc/{name}", f"/work/main/{name}", f"/root/{name}", f"/{name}", f"/usr/{name}",
+               f"/proc/1/root/{name}"]  # fmt: skip
+    if hides_host_fs(sandbox):
         targets.append(str(shared / name))
     code = (
         f"for path in {targets!r}:\n"
@@ -221,19 +267,73 @@ def test_write_outside_workdir(sandbox: ProcessSandbox, tmp_path: Path) -> None:
     assert res.exit_code == 0, res
     for path in targets:
         assert not os.path.exists(path), f"the job created {path} on the host"
+    if hides_host_fs(sandbox):
+        assert res.stdout.count("refused") == len(targets), res
     assert_serves(sandbox)
 
 
-def test_host_files_not_visible(sandbox: ProcessSandbox) -> None:
-    if sandbox.active_isolation != "bwrap":
+def hides_host_fs(sb: Sandbox) -> bool:
+    """Whether jobs see none of the host's files (docker, or the process sandbox under bubblewrap)."""
+    return isinstance(sb, DockerSandbox) or getattr(sb, "active_isolation", "") == "bwrap"
+
+
+def test_host_files_not_visible(sandbox: ServerSandbox) -> None:
+    if not hides_host_fs(sandbox):
         pytest.skip(f"the host file system is only hidden under bubblewrap (isolation={sandbox.active_isolation!r})")
     here = str(Path(__file__).resolve())
-    res = sandbox.run(f"import os\nprint(os.path.exists({here!r}), os.path.exists('/etc/shadow'))")
-    assert res.stdout == "False False\n", res
+    code = (
+        "import os\n"
+        f"print(os.path.exists({here!r}))\n"
+        f"for path in ['/etc/shadow', '/proc/1/root' + {here!r}, '/proc/1/root/etc/shadow']:\n"
+        "    try:\n"
+        "        open(path).read()\n"
+        "        print('read', path)\n"
+        "    except OSError:\n"
+        "        print('refused')\n"
+    )
+    res = sandbox.run(code)
+    assert res.stdout == "False\nrefused\nrefused\nrefused\n", res
     assert_serves(sandbox)
 
 
-def test_parent_environment_secret_hidden(sandbox: ProcessSandbox) -> None:
+def test_no_escalation(sandbox: ServerSandbox) -> None:
+    """No capabilities, no_new_privs (setuid binaries give nothing), and no way at the server or the kernel."""
+    code = r"""
+import ctypes, os, shutil, signal, subprocess
+status = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines())
+print('privs', status['NoNewPrivs'].strip(), status['CapEff'].strip(), status['CapPrm'].strip(), os.geteuid() != 0)
+libc = ctypes.CDLL(None, use_errno=True)
+
+def ptrace_pid1():
+    if libc.ptrace(16, 1, 0, 0) != 0:  # PTRACE_ATTACH
+        raise OSError(ctypes.get_errno(), 'ptrace')
+
+def attempt(name, fn):
+    try:
+        fn()
+        print(name, 'ALLOWED')
+    except OSError:
+        print(name, 'refused')
+
+attempt('setuid', lambda: os.setuid(0))
+attempt('sysrq', lambda: open('/proc/sysrq-trigger', 'w').write('h'))
+attempt('pid1-mem', lambda: open('/proc/1/mem', 'rb').read(1))
+attempt('pid1-fd', lambda: os.listdir('/proc/1/fd'))
+attempt('ptrace', ptrace_pid1)
+attempt('kernel-param', lambda: open('/proc/sys/kernel/hostname', 'w').write('x'))
+su = shutil.which('su')
+if su and os.stat(su).st_mode & 0o4000:
+    out = subprocess.run([su, '-c', 'id -u', 'root'], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    print('su', 'ALLOWED' if out.stdout.strip() == '0' else 'refused')
+"""
+    res = sandbox.run(code)
+    assert res.exit_code == 0, res
+    assert res.stdout.startswith("privs 1 0000000000000000 0000000000000000 True\n"), res
+    assert "ALLOWED" not in res.stdout and res.stdout.count("refused") >= 6, res
+    assert_serves(sandbox)
+
+
+def test_parent_environment_secret_hidden(sandbox: ServerSandbox) -> None:
     assert os.environ.get("HG_SECRET") == SECRET
     code = (
         "import glob, os\n"
@@ -252,21 +352,21 @@ def test_parent_environment_secret_hidden(sandbox: ProcessSandbox) -> None:
     assert_serves(sandbox)
 
 
-def test_output_flood(sandbox: ProcessSandbox) -> None:
+def test_output_flood(sandbox: ServerSandbox) -> None:
     res = sandbox.run("import sys\nsys.stdout.write('x' * (100 * 1024 * 1024))", timeout_s=20)
     assert res.reason == "output_limit" and not res.timed_out
     assert len(res.stdout) == sandbox.max_output_bytes
     assert_serves(sandbox)
 
 
-def test_output_flood_in_small_writes(sandbox: ProcessSandbox) -> None:
+def test_output_flood_in_small_writes(sandbox: ServerSandbox) -> None:
     res = sandbox.run("import sys\nwhile True:\n    print('y' * 1000, file=sys.stderr)", timeout_s=20)
     assert res.reason == "output_limit" and not res.timed_out
     assert len(res.stderr) <= sandbox.max_output_bytes
     assert_serves(sandbox)
 
 
-def test_kill_parent_and_everything(sandbox: ProcessSandbox) -> None:
+def test_kill_parent_and_everything(sandbox: ServerSandbox) -> None:
     launcher = sandbox.server_pid
     code = (
         "import os, signal\n"
@@ -285,26 +385,37 @@ def test_kill_parent_and_everything(sandbox: ProcessSandbox) -> None:
     assert_serves(sandbox)
 
 
-def test_server_death_is_a_result_and_recovers() -> None:
-    with ProcessSandbox() as sb:
+def test_server_death_is_a_result_and_recovers(backend: str) -> None:
+    with make_sandbox(backend) as sb:
         sb.start()
         launcher = sb.server_pid
         assert launcher is not None
-        threading.Timer(0.3, os.kill, (launcher, signal.SIGKILL)).start()
+        threading.Timer(0.5, os.kill, (launcher, signal.SIGKILL)).start()
         res = sb.run("import time\ntime.sleep(20)", timeout_s=10)
         assert res.reason in ("sandbox_error", "killed") and res.exit_code != 0
         assert_serves(sb)
         assert sb.server_pid not in (None, launcher)
 
 
-def test_syntax_error_is_a_result(sandbox: ProcessSandbox) -> None:
+def test_recycled_every_n_jobs(backend: str) -> None:
+    with make_sandbox(backend, recycle_after=2) as sb:
+        assert_serves(sb)
+        first = sb.server_pid
+        assert first is not None
+        assert_serves(sb)
+        assert sb.server_pid is None, "the server must be stopped after recycle_after jobs"
+        assert_serves(sb)
+        assert sb.server_pid not in (None, first)
+
+
+def test_syntax_error_is_a_result(sandbox: ServerSandbox) -> None:
     res = sandbox.run("def f(:\n    pass")
     assert res.exit_code == 1 and res.reason == "" and not res.timed_out
     assert "SyntaxError" in res.stderr and 'File "main.py", line 1' in res.stderr
     assert_serves(sandbox)
 
 
-def test_import_error_is_a_result(sandbox: ProcessSandbox) -> None:
+def test_import_error_is_a_result(sandbox: ServerSandbox) -> None:
     res = sandbox.run("import numpy_does_not_exist_xyz")
     assert res.exit_code == 1 and res.reason == ""
     assert "ModuleNotFoundError" in res.stderr and "Traceback (most recent call last)" in res.stderr
@@ -312,7 +423,7 @@ def test_import_error_is_a_result(sandbox: ProcessSandbox) -> None:
     assert_serves(sandbox)
 
 
-def test_exception_and_exit_codes(sandbox: ProcessSandbox) -> None:
+def test_exception_and_exit_codes(sandbox: ServerSandbox) -> None:
     res = sandbox.run("x = 1\nraise ValueError('boom')")
     assert res.exit_code == 1 and "ValueError: boom" in res.stderr and "line 2" in res.stderr
     assert sandbox.run("import sys\nsys.exit(3)").exit_code == 3
@@ -321,13 +432,13 @@ def test_exception_and_exit_codes(sandbox: ProcessSandbox) -> None:
     assert sandbox.run("import os\nos._exit(0)").exit_code == 0
 
 
-def test_killed_by_signal(sandbox: ProcessSandbox) -> None:
+def test_killed_by_signal(sandbox: ServerSandbox) -> None:
     res = sandbox.run("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
     assert res.reason == "killed" and res.exit_code == -signal.SIGSEGV
     assert_serves(sandbox)
 
 
-def test_files_and_stdin(sandbox: ProcessSandbox) -> None:
+def test_files_and_stdin(sandbox: ServerSandbox) -> None:
     code = (
         "import os, sys\n"
         "import helper\n"
@@ -340,42 +451,42 @@ def test_files_and_stdin(sandbox: ProcessSandbox) -> None:
     assert res.stdout == "a!\nb\n"
 
 
-def test_bad_file_names_rejected(sandbox: ProcessSandbox) -> None:
+def test_bad_file_names_rejected(sandbox: ServerSandbox) -> None:
     for name in ("../escape.txt", "/etc/escape.txt", ""):
         with pytest.raises(ValueError):
             sandbox.run("pass", files={name: "x"})
     assert_serves(sandbox)
 
 
-def test_work_dir_is_private_and_fresh(sandbox: ProcessSandbox) -> None:
+def test_work_dir_is_private_and_fresh(sandbox: ServerSandbox) -> None:
     first = sandbox.run("import os\nopen('left.txt', 'w').write('x')\nprint(os.getcwd())")
     second = sandbox.run("import os\nprint(os.getcwd(), os.listdir('.'))")
     assert first.exit_code == 0 and second.exit_code == 0
     assert "left.txt" not in second.stdout
 
 
-def test_stdlib_and_site_packages_importable(sandbox: ProcessSandbox) -> None:
+def test_stdlib_and_site_packages_importable(sandbox: ServerSandbox) -> None:
     res = sandbox.run("import decimal, sqlite3, csv, fractions\nimport numpy\nprint(int(numpy.arange(4).sum()))")
     assert res.stdout == "6\n", res
 
 
-def test_non_daemon_thread_output_kept(sandbox: ProcessSandbox) -> None:
+def test_non_daemon_thread_output_kept(sandbox: ServerSandbox) -> None:
     code = "import threading, time\ndef f():\n    time.sleep(0.05)\n    print('late')\n"
     code += "threading.Thread(target=f).start()"
     assert sandbox.run(code).stdout == "late\n"
 
 
-def test_preload_and_missing_preload() -> None:
-    with ProcessSandbox(preload=("decimal", "no_such_module_xyz")) as sb:
+def test_preload_and_missing_preload(backend: str) -> None:
+    with make_sandbox(backend, preload=("decimal", "no_such_module_xyz")) as sb:
         with pytest.warns(RuntimeWarning, match="no_such_module_xyz"):
             res = sb.run("import sys\nprint('decimal' in sys.modules)")
         assert res.stdout == "True\n", res
         assert_serves(sb)
 
 
-def test_cache() -> None:
+def test_cache(backend: str) -> None:
     cache = ResultCache(maxsize=2)
-    with ProcessSandbox(cache=cache) as sb:
+    with make_sandbox(backend, cache=cache) as sb:
         first = sb.run("import random\nprint(random.random())")
         second = sb.run("import random\nprint(random.random())")
         assert not first.cached and second.cached and first.stdout == second.stdout
@@ -386,7 +497,7 @@ def test_cache() -> None:
         for i in range(3):
             sb.run(f"print({i})")
         assert len(cache) <= 2
-    inner = ProcessSandbox()
+    inner = make_sandbox(backend)
     wrapped = CachedSandbox(inner, cache=ResultCache())
     try:
         assert not wrapped.run("print(7)").cached
@@ -397,21 +508,22 @@ def test_cache() -> None:
     assert inner.server_pid is None
 
 
-def test_make_sandbox() -> None:
-    sb = make_sandbox("process", max_output_bytes=1024)
+def test_make_sandbox(backend: str) -> None:
+    sb = make_sandbox(backend, max_output_bytes=1024)
     try:
-        assert isinstance(sb, ProcessSandbox) and sb.max_output_bytes == 1024
+        assert isinstance(sb, {"process": ProcessSandbox, "docker": DockerSandbox}[backend])
+        assert sb.max_output_bytes == 1024
         assert make_sandbox(sb) is sb
+        res = sb.run("print('z' * 5000)")
+        assert res.reason == "output_limit" and len(res.stdout) == 1024
     finally:
         sb.close()
-    with pytest.raises(NotImplementedError):
-        make_sandbox("docker")
     with pytest.raises(ValueError):
         make_sandbox("nope")
 
 
-def test_pickle_and_close() -> None:
-    sb = ProcessSandbox()
+def test_pickle_and_close(backend: str) -> None:
+    sb = make_sandbox(backend)
     assert_serves(sb)
     clone = pickle.loads(pickle.dumps(sb))
     try:
@@ -460,3 +572,98 @@ def test_no_isolation_mode_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
         assert_serves(sb)
     finally:
         sb.close()
+
+
+# ----- docker only ----------------------------------------------------------------------------------------
+
+
+def test_docker_container_is_locked_down(docker_backend: str) -> None:
+    with DockerSandbox(container_memory_mb=1024, cpus=0.5, max_processes=32) as sb:
+        assert_serves(sb)
+        attrs = docker_mod.docker_client().api.inspect_container(sb.container_id)
+        host, config = attrs["HostConfig"], attrs["Config"]
+        assert config["User"] == f"{sb.job_uid}:{sb.job_uid}" and sb.job_uid != 0
+        assert host["ReadonlyRootfs"] and host["NetworkMode"] == "none" and host["IpcMode"] == "none"
+        assert host["CapDrop"] == ["ALL"] and not host["CapAdd"] and not host["Privileged"]
+        assert host["SecurityOpt"] == ["no-new-privileges"]
+        assert host["Memory"] == host["MemorySwap"] == 1024 * 1024 * 1024
+        assert host["NanoCpus"] == 500_000_000 and 32 < host["PidsLimit"] <= 64
+        assert set(host["Tmpfs"]) == {"/tmp"} and not host["Binds"]
+        assert config["Labels"][docker_mod.LABEL] == "1"
+        assert config["Labels"][docker_mod.OWNER_LABEL] == str(os.getpid())
+        res = sb.run("import os\nprint(os.getuid(), os.getpid(), os.getcwd().startswith('/tmp/'))")
+        assert res.stdout.split()[0] == str(sb.job_uid) and res.stdout.split()[2] == "True", res
+        assert sb.init_pid is not None and Path(f"/proc/{sb.init_pid}").exists()
+        container = sb.container_id
+    assert container not in docker_mod.list_containers()
+
+
+def test_docker_missing_image_is_a_clear_error(docker_backend: str) -> None:
+    with pytest.raises(DockerUnavailableError, match="build_image.sh"):
+        DockerSandbox(image="harness-gym-sandbox:no-such-tag")
+
+
+def test_docker_unreachable_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("docker")
+    if process_mod.shutil.which("docker") is None:
+        pytest.skip("the docker CLI is not installed")
+    monkeypatch.setattr(docker_mod, "_client_cache", [])
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    with pytest.raises(DockerUnavailableError, match="start_docker.sh"):
+        make_sandbox("docker")
+
+
+_OWNER_SCRIPT = (
+    "import os, sys, time\n"
+    "from harness_gym.sandbox import DockerSandbox\n"
+    "sb = DockerSandbox()\n"
+    "print(sb.run('print(1)').stdout.strip(), os.getpid(), flush=True)\n"
+    "if sys.argv[1] == 'hang':\n"
+    "    time.sleep(120)\n"
+)
+
+
+def owner_process(mode: str) -> tuple[subprocess.Popen, int]:
+    """A Python process that makes a DockerSandbox, runs a job, then exits or hangs; and its pid."""
+    proc = subprocess.Popen([sys.executable, "-c", _OWNER_SCRIPT, mode], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+    assert proc.stdout is not None
+    first, pid = proc.stdout.readline().split()
+    assert first == "1"
+    assert docker_mod.list_containers(int(pid)), "the owner's container should be running"
+    return proc, int(pid)
+
+
+def test_docker_container_removed_at_interpreter_exit(docker_backend: str) -> None:
+    proc, pid = owner_process("exit")
+    assert proc.wait(timeout=60) == 0
+    assert docker_mod.list_containers(pid) == []
+
+
+def test_docker_container_removed_when_owner_is_killed(docker_backend: str) -> None:
+    proc, pid = owner_process("hang")
+    proc.kill()
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 30
+    while docker_mod.list_containers(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert docker_mod.list_containers(pid) == []
+
+
+def test_code_env_same_qualities_under_both_backends(docker_backend: str) -> None:
+    gym = pytest.importorskip("gymnasium")
+    import harness_gym  # noqa: F401  (registers the envs)
+    from baselines.evaluate import run_episodes
+    from baselines.policies import make_policy
+
+    outcomes = {}
+    for name in BACKENDS:
+        env = gym.make("HarnessCode-v0", sandbox=name)
+        try:
+            records = run_episodes(env, make_policy("forced-check"), 6, split="test", seed=0)
+            assert type(env.unwrapped.sandbox).__name__ == {"process": "ProcessSandbox", "docker": "DockerSandbox"}[name]
+        finally:
+            env.close()
+        outcomes[name] = [(r["task_id"], r["quality"], r["success"]) for r in records]
+    assert outcomes["process"] == outcomes["docker"]
+    assert len({q for _, q, _ in outcomes["docker"]}) > 1, "a handful of episodes should not all grade alike"

@@ -273,6 +273,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             self._last_text = f"CHECK: {'pass' if result_c.passed else 'FAIL'}: {result_c.feedback[:200]}"
         else:  # SUBMIT
             submitted = True
+            self._last_text = "SUBMIT"
 
         st.budget_left -= self.action_costs[act]
         st.steps += 1
@@ -301,7 +302,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         if terminated:
             info.update(quality=quality, success=quality >= self.domain.success_threshold, hms=hms(patterns),
                         patterns=patterns)
-            self._last_text += f"{' (forced)' if forced else ''} SUBMIT -> quality {quality:.3f}"
+            self._last_text += (" | budget exhausted: forced SUBMIT" if forced else "") + f" -> quality {quality:.3f}"
             self._done = True
         return st.encode(), float(reward), terminated, False, info
 

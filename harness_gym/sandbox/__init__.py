@@ -1,6 +1,8 @@
 """Sandboxes: where tool, checker and grader code runs (DESIGN §6).
 
-``make_sandbox("process")`` gives the embedded :class:`ProcessSandbox`; ``"docker"`` is planned.
+``make_sandbox("process")`` gives the embedded :class:`ProcessSandbox`, ``make_sandbox("docker")`` the
+:class:`DockerSandbox` (needs dockerd and the image: ``scripts/start_docker.sh``). Both run the same job
+server (``server.py``) through the same client (``client.py``), so their results mean the same.
 """
 
 from __future__ import annotations
@@ -9,11 +11,14 @@ from typing import Any
 
 from harness_gym.sandbox.base import Sandbox
 from harness_gym.sandbox.cache import CachedSandbox, ResultCache, default_cache
+from harness_gym.sandbox.docker import DockerSandbox, DockerUnavailableError
 from harness_gym.sandbox.process import ISOLATIONS, ProcessSandbox
 
 __all__ = [
     "ISOLATIONS",
     "CachedSandbox",
+    "DockerSandbox",
+    "DockerUnavailableError",
     "ProcessSandbox",
     "ResultCache",
     "Sandbox",
@@ -29,6 +34,7 @@ def make_sandbox(name: str | Sandbox = "process", **kwargs: Any) -> Sandbox:
 
     :param name: ``"process"`` (default) or ``"docker"``, or a ready :class:`Sandbox`
     :param kwargs: constructor arguments of the sandbox (e.g. ``preload=("pandas",)``, ``cache=True``)
+    :raises DockerUnavailableError: for ``"docker"`` when dockerd cannot be reached or the image is not built
     """
     if not isinstance(name, str):
         if kwargs:
@@ -39,7 +45,5 @@ def make_sandbox(name: str | Sandbox = "process", **kwargs: Any) -> Sandbox:
     if name == "process":
         return ProcessSandbox(**kwargs)
     if name == "docker":
-        raise NotImplementedError(
-            "the docker sandbox is not implemented yet; use make_sandbox('process') (DESIGN §6)"
-        )
+        return DockerSandbox(**kwargs)
     raise ValueError(f"unknown sandbox {name!r}; choose one of {SANDBOX_NAMES}")

@@ -26,64 +26,37 @@ size, which includes the ``preload`` modules), processes, open files, file size,
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import select
 import shutil
 import site
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 import warnings
-import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness_gym.core.types import ExecResult
-from harness_gym.sandbox.cache import ResultCache, cached_run, default_cache
-from harness_gym.sandbox.server import blocked_ancestor, safe_join
+from harness_gym.sandbox.cache import ResultCache
+from harness_gym.sandbox.client import (
+    JOB_ENV,
+    ServerProcess,
+    ServerSandbox,
+    server_source,
+)
+from harness_gym.sandbox.server import blocked_ancestor
 
 ISOLATIONS: tuple[str, ...] = ("bwrap", "unshare", "none")
-_SERVER_SOURCE = Path(__file__).with_name("server.py")
-_START_TIMEOUT_S = 60.0
-_REPLY_GRACE_S = 10.0
 _TMP_SIZE = 256 * 1024 * 1024
 _ETC_FILES = (
     "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
     "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/hosts", "/etc/mime.types", "/etc/ssl/certs",
 )  # fmt: skip
-_JOB_ENV = {
-    "LANG": "C.UTF-8",
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "NUMEXPR_NUM_THREADS": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONIOENCODING": "utf-8",
-}
 
 _failed_isolations: set[str] = set()
 _warned_reduced = False
 _warn_lock = threading.Lock()
-
-
-_JOB_UID_BASE = 300000
-_JOB_UID_SPAN = 100000
-_uid_counter = 0
-
-
-def _next_job_uid() -> int:
-    """A uid for a new sandbox's jobs, distinct per sandbox and per client process (no passwd entry)."""
-    global _uid_counter
-    with _warn_lock:
-        _uid_counter += 1
-        return _JOB_UID_BASE + (os.getpid() * 97 + _uid_counter) % _JOB_UID_SPAN
-
-
-def _server_source() -> str:
-    return _SERVER_SOURCE.read_text(encoding="utf-8")
 
 
 def _python_paths() -> list[str]:
@@ -137,7 +110,7 @@ def _bwrap_command(server_argv: list[str], as_root: bool) -> list[str]:
 def _server_env() -> dict[str, str]:
     """The server's whole environment: nothing of the caller's (no secrets) but a PATH."""
     exe_dir = os.path.dirname(sys.executable)
-    return {"PATH": f"{exe_dir}:/usr/local/bin:/usr/bin:/bin", **_JOB_ENV}
+    return {"PATH": f"{exe_dir}:/usr/local/bin:/usr/bin:/bin", **JOB_ENV}
 
 
 def _user_process_count() -> int:
@@ -168,121 +141,7 @@ def _warn_reduced(why: str) -> None:
     )
 
 
-class _Server:
-    """A running server process and its protocol pipes."""
-
-    def __init__(self, argv: list[str], env: dict[str, str] | None, cwd: str | None, work_root: str | None) -> None:
-        self.owner_pid = os.getpid()
-        self.work_root = work_root
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            close_fds=True,
-            start_new_session=True,
-        )
-        self._buf = bytearray()
-        self.stderr_tail = b""
-        """The end of what the server wrote to its stderr (its own errors, never a job's output)."""
-        self.info: dict[str, Any] = {}
-
-    def handshake(self) -> str:
-        """Wait for the ready line; returns an error text ("" when ready)."""
-        try:
-            msg = self.read_line(_START_TIMEOUT_S)
-        except (EOFError, TimeoutError) as exc:
-            err = b""
-            if self.proc.poll() is not None and self.proc.stderr is not None:
-                err = self.proc.stderr.read()
-            self.stop()
-            return f"{exc or type(exc).__name__}: {err.decode('utf-8', 'replace').strip()}"
-        if not msg.get("ready"):
-            self.stop()
-            return f"unexpected server greeting {msg!r}"
-        self.info = msg
-        # The server's own stderr is only needed for start-up errors; keep it from filling up.
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
-        return ""
-
-    def _drain_stderr(self) -> None:
-        stream = self.proc.stderr
-        try:
-            while stream is not None:
-                chunk = stream.read1(65536)
-                if not chunk:
-                    break
-                self.stderr_tail = (self.stderr_tail + chunk)[-4096:]
-        except (OSError, ValueError):
-            pass
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None and os.getpid() == self.owner_pid
-
-    def request(self, req: dict[str, Any], wait_s: float) -> dict[str, Any]:
-        """Send one request and wait for its response (EOFError / TimeoutError / OSError on failure)."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps(req) + "\n").encode("utf-8"))
-        self.proc.stdin.flush()
-        return self.read_line(wait_s)
-
-    def read_line(self, wait_s: float) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + wait_s
-        while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("sandbox server did not answer in time")
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                raise EOFError("sandbox server exited")
-            self._buf += chunk
-        line, _, rest = bytes(self._buf).partition(b"\n")
-        self._buf = bytearray(rest)
-        return json.loads(line)
-
-    def stop(self) -> None:
-        _stop_server(self.proc, self.owner_pid, self.work_root)
-
-
-def _stop_server(proc: subprocess.Popen, owner_pid: int, work_root: str | None) -> None:
-    """Stop a server (only from the process that started it) and remove its host work root."""
-    if os.getpid() != owner_pid:
-        return
-    for stream in (proc.stdin, proc.stdout):
-        try:
-            if stream is not None:
-                stream.close()
-        except OSError:
-            pass
-    try:
-        proc.wait(timeout=1.0)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        try:
-            proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            pass
-    if proc.stderr is not None:
-        try:
-            proc.stderr.close()
-        except OSError:
-            pass
-    if work_root:
-        shutil.rmtree(work_root, ignore_errors=True)
-
-
-def _failure(reason: str, message: str, duration: float = 0.0) -> ExecResult:
-    return ExecResult(stdout="", stderr=message, exit_code=-1, timed_out=False, duration_s=duration, reason=reason)
-
-
-class ProcessSandbox:
+class ProcessSandbox(ServerSandbox):
     """Runs Python jobs in forked children of a pre-forked, namespaced server process.
 
     :param preload: modules the server imports once so that jobs importing them start fast
@@ -295,6 +154,7 @@ class ProcessSandbox:
         :class:`ResultCache`
     :param job_uid: uid and gid the jobs run as when the caller is root (default: one unused uid per
         sandbox, so that the per-uid process limit of one sandbox's jobs never starves another's)
+    :param recycle_after: restart the server after this many jobs (None: never)
     """
 
     def __init__(
@@ -305,21 +165,12 @@ class ProcessSandbox:
         max_processes: int = 64,
         cache: bool | ResultCache = False,
         job_uid: int | None = None,
+        recycle_after: int | None = None,
     ) -> None:
         if isolation not in ("auto",) + ISOLATIONS:
             raise ValueError(f"isolation must be 'auto' or one of {ISOLATIONS}, not {isolation!r}")
-        self.preload = tuple(preload)
+        super().__init__(tuple(preload), max_output_bytes, max_processes, cache, job_uid, recycle_after)
         self.isolation = isolation
-        self.max_output_bytes = int(max_output_bytes)
-        self.max_processes = int(max_processes)
-        self.cache: ResultCache | None = (
-            cache if isinstance(cache, ResultCache) else (default_cache() if cache else None)
-        )
-        self._server: _Server | None = None
-        self._finalizer: weakref.finalize | None = None
-        self._lock = threading.Lock()
-        self._auto_uid = job_uid is None
-        self.job_uid = _next_job_uid() if job_uid is None else int(job_uid)
         self.active_isolation = ""
         """The isolation the running (or last) server got: one of ``ISOLATIONS``, "" before the first job."""
 
@@ -329,97 +180,20 @@ class ProcessSandbox:
         return f"ProcessSandbox/{self.isolation}/{self.max_output_bytes}/{self.max_processes}"
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state.update(_server=None, _finalizer=None, _lock=None, active_isolation="")
+        state = super().__getstate__()
+        state["active_isolation"] = ""
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-        if self._auto_uid:
-            self.job_uid = _next_job_uid()
-
-    def __enter__(self) -> ProcessSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def run(
-        self,
-        code: str,
-        *,
-        files: dict[str, str] | None = None,
-        stdin: str = "",
-        timeout_s: float = 5.0,
-        memory_mb: int = 512,
-    ) -> ExecResult:
-        """Run ``code`` as ``__main__`` in a fresh private work dir holding ``files``.
-
-        :param code: Python source
-        :param files: relative path -> text, written into the work dir before the code runs
-        :param stdin: the job's standard input
-        :param timeout_s: wall-clock limit; the job and everything it started are killed after it
-        :param memory_mb: address-space limit on top of the server's own size
-        :return: the result; failures of the code or of the sandbox are results, never exceptions
-        :raises TypeError, ValueError: for arguments of the wrong type or file names outside the work dir
-        """
-        if not isinstance(code, str):
-            raise TypeError(f"code must be str, not {type(code).__name__}")
-        if files is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-            raise TypeError("files must map str paths to str contents")
-        for name in files or ():
-            safe_join("/", name)
-        if self.cache is not None:
-            return cached_run(self.cache, self.cache_salt, self._run, code, files, stdin, timeout_s, memory_mb)
-        return self._run(code, files=files, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb)
-
-    def _run(
-        self, code: str, *, files: dict[str, str] | None, stdin: str, timeout_s: float, memory_mb: int
-    ) -> ExecResult:
-        req = {"code": code, "files": files or {}, "stdin": stdin, "timeout_s": float(timeout_s),
-               "memory_mb": int(memory_mb)}  # fmt: skip
-        start = time.monotonic()
-        with self._lock:
-            server = self._ensure_server()
-            if isinstance(server, str):
-                return _failure("sandbox_error", f"sandbox server could not start: {server}")
-            try:
-                resp = server.request(req, float(timeout_s) + _REPLY_GRACE_S)
-            except (EOFError, OSError, TimeoutError, ValueError) as exc:
-                self._drop_server()
-                detail = server.stderr_tail.decode("utf-8", "replace").strip()
-                message = f"sandbox server failed: {exc}" + (f"\n{detail}" if detail else "")
-                return _failure("sandbox_error", message, time.monotonic() - start)
-        if "error" in resp:
-            return _failure("sandbox_error", str(resp["error"]), time.monotonic() - start)
-        return ExecResult(
-            stdout=resp["stdout"],
-            stderr=resp["stderr"],
-            exit_code=int(resp["exit_code"]),
-            timed_out=bool(resp["timed_out"]),
-            duration_s=float(resp["duration_s"]),
-            reason=str(resp["reason"]),
-        )
-
     def start(self) -> str:
-        """Start the server now (it otherwise starts on the first job); returns the isolation used."""
-        with self._lock:
-            server = self._ensure_server()
-        if isinstance(server, str):
-            raise RuntimeError(f"sandbox server could not start: {server}")
+        """Start the server now (it otherwise starts on the first job); returns the isolation used.
+
+        :raises RuntimeError: when no isolation mode starts
+        """
+        super().start()
         return self.active_isolation
 
-    @property
-    def server_pid(self) -> int | None:
-        """The host pid of the launcher process (bwrap, unshare or the server itself), if running."""
-        return self._server.proc.pid if self._server is not None and self._server.alive() else None
-
-    def _ensure_server(self) -> _Server | str:
-        """The live server, started if needed; an error text when no isolation mode starts."""
-        if self._server is not None and self._server.alive():
-            return self._server
-        self._drop_server()
+    def _start_server(self) -> ServerProcess | str:
+        """Launch the server in the best isolation mode that starts; an error text when none does."""
         modes = ISOLATIONS if self.isolation == "auto" else (self.isolation,)
         errors: list[str] = []
         for mode in modes:
@@ -444,10 +218,8 @@ class ProcessSandbox:
                 _warn_reduced(why)
             if server.info.get("preload_errors"):
                 failed = server.info["preload_errors"]
-                warnings.warn(f"ProcessSandbox could not preload {failed}", RuntimeWarning, stacklevel=3)
-            self._server = server
+                warnings.warn(f"ProcessSandbox could not preload {failed}", RuntimeWarning, stacklevel=4)
             self.active_isolation = mode
-            self._finalizer = weakref.finalize(self, _stop_server, server.proc, server.owner_pid, server.work_root)
             return server
         return "; ".join(errors) or "no isolation mode available"
 
@@ -463,7 +235,7 @@ class ProcessSandbox:
                 return "needs root"
         return ""
 
-    def _launch(self, mode: str) -> _Server:
+    def _launch(self, mode: str) -> ServerProcess:
         as_root = os.geteuid() == 0
         nproc = self.max_processes if as_root else self.max_processes + _user_process_count()
         config: dict[str, Any] = {
@@ -472,7 +244,7 @@ class ProcessSandbox:
             "nproc": nproc,
             "job_uid": self.job_uid,
             "job_gid": self.job_uid,
-            "env": _JOB_ENV,
+            "env": JOB_ENV,
         }
         work_root: str | None = None
         if mode == "bwrap":
@@ -483,26 +255,11 @@ class ProcessSandbox:
             config["work_root"] = work_root
         if mode == "unshare":
             config["expose"] = _python_paths()
-        argv = [sys.executable, "-I", "-c", _server_source(), json.dumps(config)]
+        argv = [sys.executable, "-I", "-c", server_source(), json.dumps(config)]
         if mode == "bwrap":
-            return _Server(_bwrap_command(argv, as_root), _server_env(), None, None)
+            return ServerProcess(_bwrap_command(argv, as_root), _server_env())
         if mode == "unshare":
             argv = ["unshare", "--pid", "--net", "--ipc", "--uts", "--mount", "--fork", "--kill-child",
                     "--mount-proc", "--"] + argv  # fmt: skip
-        return _Server(argv, _server_env(), work_root, work_root)
-
-    def _drop_server(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer()
-        elif self._server is not None:
-            self._server.stop()
-        self._server = None
-        self._finalizer = None
-
-    def close(self) -> None:
-        """Stop the server. Idempotent; the next job would start a new one."""
-        lock = self._lock
-        if lock is None:
-            return
-        with lock:
-            self._drop_server()
+        cleanup = functools.partial(shutil.rmtree, work_root, ignore_errors=True)
+        return ServerProcess(argv, _server_env(), work_root, cleanup)

@@ -12,7 +12,9 @@ Response: ``{"stdout", "stderr", "exit_code", "timed_out", "duration_s", "reason
 Containment done here (namespaces and mounts are the launcher's job):
 
 - the child runs in its own session and process group, as uid/gid ``job_uid`` when the server is root
-  (so that ``RLIMIT_NPROC`` is enforced: the kernel exempts uid 0 from it);
+  (so that ``RLIMIT_NPROC`` is enforced: the kernel exempts uid 0 from it), with ``no_new_privs`` (setuid
+  binaries give nothing); a server that is not root (in a container) makes itself non-dumpable, so that
+  jobs of the same uid can neither ptrace it nor open its ``/proc`` files;
 - rlimits: CPU (timeout + 1 s), address space (the server's own size + ``memory_mb``), open files,
   processes, file size, no core dumps;
 - a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job;
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import ctypes
 import errno
 import io
 import json
@@ -45,6 +48,9 @@ _DRAIN_S = 0.2
 _REAP_S = 2.0
 _STATUS_MEMORY = b"M"
 _JOB_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ")
+_PR_SET_DUMPABLE = 4
+_PR_SET_NO_NEW_PRIVS = 38
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class _Config:
@@ -69,20 +75,14 @@ def _set_subreaper() -> None:
     if os.getpid() == 1:
         return
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        _LIBC.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except Exception:
         pass
 
 
 def _libc_call(name: str, *args: object) -> None:
     """Call a libc function that returns -1 and sets errno on failure."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if getattr(libc, name)(*args) != 0:
+    if getattr(_LIBC, name)(*args) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{name}{args!r}: {os.strerror(err)}")
 
@@ -210,6 +210,7 @@ def _job_child(cfg: _Config, req: dict, workdir: str, fds: dict[str, int], as_ro
         fsize = cfg.fsize_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        _libc_call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         if as_root:
             os.setgroups([])
             os.setgid(cfg.job_gid)
@@ -431,7 +432,12 @@ def main() -> None:
     os.dup2(null, 1)
     os.close(null)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    # As PID 1 of a namespace the server only receives the signals it handles: handle none.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     as_root = os.geteuid() == 0
+    if not as_root:
+        # Jobs share the server's uid: keep them from ptracing it or opening its /proc files (its pipes).
+        _libc_call("prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
     if cfg.lock_tmp:
         os.chmod(cfg.work_root, 0o755)
     _set_subreaper()

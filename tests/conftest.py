@@ -1,0 +1,22 @@
+"""Session-wide checks shared by the test modules."""
+
+from __future__ import annotations
+
+import gc
+import os
+from typing import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leaked_sandbox_containers() -> Iterator[None]:
+    """After the session, no DockerSandbox container made by this process may remain (issue 7)."""
+    yield
+    from harness_gym.sandbox import docker as docker_mod
+
+    if not docker_mod._client_cache:  # no docker sandbox was made: nothing to check, no docker needed
+        return
+    gc.collect()  # sandboxes of envs that were never closed are removed by their finalizers
+    leaked = docker_mod.list_containers(os.getpid())
+    assert leaked == [], f"DockerSandbox containers leaked by this test session: {leaked}"
