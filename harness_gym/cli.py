@@ -167,6 +167,40 @@ def cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_collect(args: argparse.Namespace) -> int:
+    from baselines.policies import make_policy
+    from harness_gym.datasets import collect
+
+    refs = (make_policy("random"), make_policy("oracle")) if args.ref_episodes > 0 else None
+    dataset = collect(args.env_id, make_policy(args.policy), args.out, episodes=args.episodes, seed=args.seed,
+                      split=args.split, env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox),
+                      ref_policies=refs, ref_episodes=args.ref_episodes)
+    meta = dataset.storage.metadata
+    print(f"{dataset.id}: {dataset.total_episodes} episodes, {dataset.total_steps} steps, ref scores "
+          f"{meta.get('ref_min_score')} (random) .. {meta.get('ref_max_score')} (oracle), "
+          f"stored at {dataset.storage.data_path}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    if args.algo == "bc":
+        from baselines.bc import BCConfig as Config
+        from baselines.bc import train
+    else:
+        from baselines.awr import AWRConfig as Config  # type: ignore[assignment]
+        from baselines.awr import train  # type: ignore[assignment]
+    given = {k: v for k, v in vars(args).items() if v is not None}
+    options = {f: given[f] for f in Config.__dataclass_fields__ if f in given}
+    if "hidden_sizes" in options:
+        options["hidden_sizes"] = tuple(options["hidden_sizes"])
+    if args.algo == "bc" and ("beta" in given or "weight_max" in given):
+        raise SystemExit("--beta and --weight-max apply to awr only")
+    cfg = Config(dataset_id=args.dataset, **options)
+    policy = train(cfg)
+    print(f"wrote {cfg.out} ({policy.name}, trained on {cfg.dataset_id}, seed {cfg.seed})")
+    return 0
+
+
 def _add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
                    help="constructor argument for the env (repeatable), e.g. data_dir=PATH")
@@ -210,6 +244,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task-id", default=None)
     _add_env_options(p)
     p.set_defaults(func=cmd_play)
+
+    p = sub.add_parser("collect", help="collect a rollout buffer as a Minari dataset (resumable)")
+    p.add_argument("env_id")
+    p.add_argument("--policy", default="behaviour", help="controller that acts (default: behaviour)")
+    p.add_argument("--episodes", type=int, required=True)
+    p.add_argument("--out", required=True, metavar="DATASET_ID", help="Minari id, e.g. harness/code-behaviour-v0")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--split", default="train", choices=("train", "val", "test", "ood"))
+    p.add_argument("--ref-episodes", type=int, default=100,
+                   help="episodes of the random and oracle controllers for ref_min/max_score (0: none)")
+    _add_env_options(p)
+    p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("train", help="train an offline controller (bc | awr) on a Minari dataset")
+    p.add_argument("algo", choices=("bc", "awr"))
+    p.add_argument("--dataset", required=True, metavar="DATASET_ID")
+    p.add_argument("--out", required=True, metavar="FILE", help="model file to write (.pt)")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--learning-rate", type=float)
+    p.add_argument("--hidden-sizes", type=int, nargs="+")
+    p.add_argument("--beta", type=float, help="awr: temperature of exp(A / beta) ('inf': behaviour cloning)")
+    p.add_argument("--weight-max", type=float, help="awr: clip of the advantage weights")
+    p.add_argument("--eval-episodes", type=int, help="episodes of the final evaluation on --eval-split")
+    p.add_argument("--eval-split", choices=("train", "val", "test", "ood"))
+    p.add_argument("--log-dir", help="TensorBoard folder (default: runs)")
+    p.set_defaults(func=cmd_train)
     return parser
 
 

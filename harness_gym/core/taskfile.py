@@ -147,11 +147,14 @@ def parse_task(rec: dict[str, Any], *, path: str | Path, line: int | None = None
                 tool_calls=tuple(calls), payload=payload)
 
 
-task_from_record = parse_task
-"""The same parser under the name some domain loaders import (two engineers wrote it at once)."""
-
-
 def read_documents(path: str | Path) -> list[Document]:
-    """A retrieval corpus: one ``{"doc_id", "title", "text"}`` object per line."""
-    return [Document(*(require(rec, f, str, path=path, line=line) for f in ("doc_id", "title", "text")))
-            for line, rec in read_jsonl(path)]
+    """A retrieval corpus: one ``{"doc_id", "title", "text"}`` object per line; ids must be unique."""
+    docs: list[Document] = []
+    seen: set[str] = set()
+    for line, rec in read_jsonl(path):
+        doc = Document(*(require(rec, f, str, path=path, line=line) for f in ("doc_id", "title", "text")))
+        if doc.doc_id in seen:
+            raise TaskFileError(path, f"duplicate document id {doc.doc_id!r}", line=line, field="doc_id")
+        seen.add(doc.doc_id)
+        docs.append(doc)
+    return docs

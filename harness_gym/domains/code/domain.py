@@ -22,14 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.domain import Domain
-from harness_gym.core.taskfile import TaskFileError, read_jsonl, require
+from harness_gym.core.taskfile import TaskFileError, read_documents, read_jsonl, require
 from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import (
     SPLITS,
     Candidate,
     CheckResult,
     Context,
-    Document,
     Draft,
     Task,
     ToolCall,
@@ -157,20 +156,6 @@ def _tool_calls(where: _Where, rec: dict[str, Any]) -> tuple[ToolCall, ...]:
                  for i, row in enumerate(rows))
 
 
-def read_corpus(path: Path) -> list[Document]:
-    """The documents of ``corpus.jsonl``; ids must be unique."""
-    docs: list[Document] = []
-    seen: set[str] = set()
-    for line, rec in read_jsonl(path):
-        where = _Where(path, line)
-        doc = Document(*(where.get(rec, k, str) for k in ("doc_id", "title", "text")))
-        if doc.doc_id in seen:
-            raise where.error(f"duplicate document id {doc.doc_id!r}", "doc_id")
-        seen.add(doc.doc_id)
-        docs.append(doc)
-    return docs
-
-
 def read_task(path: Path, line: int, rec: dict[str, Any], doc_ids: set[str]) -> Task:
     """One task of ``tasks.jsonl``, validated; errors name the file, line, task id and field."""
     where = _Where(path, line)
@@ -219,7 +204,7 @@ class CodeDomain(Domain):
     def __init__(self, data_dir: str | Path | None = None) -> None:
         super().__init__()
         root = Path(data_dir) if data_dir is not None else data_path("code")
-        self.corpus = read_corpus(root / "corpus.jsonl")
+        self.corpus = read_documents(root / "corpus.jsonl")
         doc_ids = {d.doc_id for d in self.corpus}
         path = root / "tasks.jsonl"
         self.add_tasks([read_task(path, line, rec, doc_ids) for line, rec in read_jsonl(path)])

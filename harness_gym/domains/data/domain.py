@@ -22,9 +22,9 @@ from typing import Any
 import pandas as pd
 
 from harness_gym.core.domain import Domain
-from harness_gym.core.taskfile import TaskFileError, parse_task, read_jsonl, require
+from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.tools import ToolSpec, validate_call
-from harness_gym.core.types import CheckResult, Context, Document, Draft, ExecResult, Task, ToolCall, ToolResult
+from harness_gym.core.types import CheckResult, Context, Draft, ExecResult, Task, ToolCall, ToolResult
 from harness_gym.domains.data.answers import ANSWER_KINDS, AnswerSpec, parse_output, sanity, score
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
@@ -108,7 +108,7 @@ class DataDomain(Domain):
         super().__init__()
         root = Path(data_dir)
         self.tables = self._load_tables(root)
-        self.corpus = self._load_corpus(root / "corpus.jsonl")
+        self.corpus = read_documents(root / "corpus.jsonl")
         self.tools = dict(TOOL_SPECS)
         self._tool_results: dict[tuple[str, str], ToolResult] = {}
         self._knowledge: dict[tuple[str, str], float] = {}
@@ -148,14 +148,6 @@ class DataDomain(Domain):
                 raise TaskFileError(csv_path, f"unreadable CSV: {exc}") from None
             tables[name] = Table(name, Path(rel).name, text, frame, {str(k): str(v) for k, v in units.items()})
         return tables
-
-    @staticmethod
-    def _load_corpus(path: Path) -> list[Document]:
-        docs = []
-        for line, rec in read_jsonl(path):
-            get = functools.partial(require, rec, path=path, line=line)
-            docs.append(Document(get("doc_id", str), get("title", str), get("text", str)))
-        return docs
 
     def query(self, task: Task) -> str:
         """The question and the file name; the prompt's instructions are the same in every task."""
