@@ -103,6 +103,7 @@ class HarnessDataEnv(HarnessEnv):
     ...     obs, reward, terminated, truncated, info = env.step(action)
     >>> terminated, 0.0 <= info["quality"] <= 1.0
     (True, True)
+
     ```
     """
 

@@ -127,6 +127,7 @@ class HarnessDBBenchEnv(HarnessEnv):
     ...     obs, reward, terminated, truncated, info = env.step(action)
     >>> terminated, info["quality"] in (0.0, 1.0)
     (True, True)
+
     ```
     """
 

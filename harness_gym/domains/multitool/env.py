@@ -97,6 +97,7 @@ class HarnessMultiToolEnv(HarnessEnv):
     ...     obs, reward, terminated, truncated, info = env.step(action)
     >>> terminated, info["quality"] in (0.0, 1.0)
     (True, True)
+
     ```
     """
 

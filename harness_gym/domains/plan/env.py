@@ -92,6 +92,7 @@ class HarnessPlanEnv(HarnessEnv):
     ...     obs, reward, terminated, truncated, info = env.step(action)
     >>> terminated, 0.0 <= info["quality"] <= 1.0
     (True, True)
+
     ```
     """
 

@@ -116,6 +116,7 @@ class HarnessTauRetailEnv(HarnessEnv):
     ...     obs, reward, terminated, truncated, info = env.step(action)
     >>> terminated, info["quality"] in (0.0, 1.0)
     (True, True)
+
     ```
     """
 
