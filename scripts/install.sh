@@ -14,5 +14,4 @@ else
   command -v bwrap >/dev/null || echo "note: bubblewrap is not installed; the process sandbox runs with reduced isolation" >&2
 fi
 
-python -m pip install -q --upgrade pip >/dev/null
 python -m pip install -q -c constraints.txt -e ".[test]"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import gymnasium as gym
@@ -14,7 +15,7 @@ from harness_gym.core.domain import Domain
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, features_table
-from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
+from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task
 from harness_gym.sandbox import Sandbox, default_cache, make_sandbox
 from harness_gym.workers import Worker, WorkerProfile, make_worker
 
@@ -25,6 +26,21 @@ sentinel is used instead. At the end a pattern that does not apply is NaN.)"""
 MAX_BUDGET = 100
 """Upper bound on ``budget``; the registered ``max_episode_steps`` equals it, so the budget always ends an
 episode before the time limit can."""
+
+
+@dataclass
+class _StepOutcome:
+    """What a handled action produced, beyond the state counters it updates."""
+
+    env_signal: float = 0.0
+    knowledge: float = 0.0
+    repeated_failed_tool: bool = False
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+_HANDLERS: dict[Action, str] = {Action.OBSERVE: "_observe", Action.RETRIEVE: "_retrieve", Action.TOOL: "_tool",
+                                Action.DRAFT: "_draft", Action.CHECK: "_check", Action.REVISE: "_revise",
+                                Action.SUBMIT: "_submit"}
 
 
 def _pending_patterns() -> dict[str, float]:
@@ -94,6 +110,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._trace: list[StepRecord] = []
         self._last_text = ""
         self._done = False
+        self._tool_version = -1
 
     # ----- helpers -----------------------------------------------------------------------------------
     @property
@@ -192,7 +209,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             raise RuntimeError("episode is over; call reset()")
         assert self.action_space.contains(action), f"invalid action {action!r}"
         act = Action(int(action))
-        ctx, st, task = self._ctx, self._state, self.task
+        ctx, st = self._ctx, self._state
         assert ctx is not None and st is not None
 
         valid = bool(self.action_masks()[act])
@@ -200,93 +217,27 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         last_check_before = st.last_check
         any_evidence = st.n_observations + st.n_retrieved + (st.n_tool_calls - st.n_tool_errors) > 0
         conf_before = st.confidence
-        env_signal, knowledge = 0.0, 0.0
         hits_before = self._cache_hits()
-        record: dict[str, Any] = {}
-        repeated_failed_tool = False
-        submitted = False
-
+        outcome = _StepOutcome()
         if not valid:
             st.n_invalid += 1
             self._last_text = f"{act.name}: not applicable (no-op)"
-        elif act == Action.OBSERVE:
-            got = self.domain.observe(task, ctx)
-            assert got is not None
-            idx, text = got
-            ctx.observed.append(idx)
-            st.n_observations += 1
-            st.observations_exhausted = len(ctx.observed) >= len(task.observations)
-            self._last_text = f"OBSERVE: {text}"
-        elif act == Action.RETRIEVE:
-            got = self.domain.retrieve(task, ctx)
-            assert got is not None
-            doc, looks_relevant = got
-            ctx.retrieved.append(doc.doc_id)
-            st.n_retrieved += 1
-            st.n_relevant_looking += int(looks_relevant)
-            self._last_text = f"RETRIEVE: [{doc.doc_id}] {doc.title}"
-        elif act == Action.TOOL:
-            call = self.worker.propose_tool_call(ctx)
-            if ctx.tool_history:
-                prev_call, prev_res = ctx.tool_history[-1]
-                repeated_failed_tool = (not prev_res.ok and st.last_action == Action.TOOL
-                                        and prev_call.key() == call.key())
-            result: ToolResult = self.domain.run_tool(task, call, ctx, self.sandbox)
-            ctx.tool_history.append((call, result))
-            self._tool_version = ctx.draft.version if ctx.draft is not None else -1
-            st.n_tool_calls += 1
-            st.last_tool = 1 if result.ok else -1
-            if result.ok:
-                st.consecutive_errors = 0
-                env_signal = 0.05 if result.ran_code else 0.0
-            else:
-                st.n_tool_errors += 1
-                st.consecutive_errors += 1
-                env_signal = -0.1
-            knowledge = self.domain.knowledge(task, ctx, call)
-            record.update(tool_key=call.key(), tool_ok=result.ok)
-            self._last_text = f"TOOL {call.name}({dict(call.args)}) -> " + (
-                result.output[:200] if result.ok else f"ERROR {result.error[:200]}")
-        elif act in (Action.DRAFT, Action.REVISE):
-            if act == Action.DRAFT:
-                new = self.worker.draft(ctx)
-            else:
-                assert ctx.draft is not None
-                feedback = self._revise_feedback()
-                assert feedback is not None
-                new = self.worker.revise(ctx, ctx.draft, feedback)
-                st.n_revisions += 1
-            self._set_draft(new)
-            knowledge = self.domain.knowledge(task, ctx)
-            self._last_text = f"{act.name}: version {new.version}"
-        elif act == Action.CHECK:
-            assert ctx.draft is not None
-            result_c = self.domain.check(task, ctx.draft, self.sandbox)
-            if result_c is None:
-                result_c = self.worker.self_check(ctx, ctx.draft)
-            record.update(check_passed=result_c.passed, redundant_check=checked_before)
-            ctx.last_check = result_c
-            ctx.checked_version = ctx.draft.version
-            st.checked_version = ctx.draft.version
-            st.last_check = 1 if result_c.passed else -1
-            st.n_checks += 1
-            self._last_text = f"CHECK: {'pass' if result_c.passed else 'FAIL'}: {result_c.feedback[:200]}"
-        else:  # SUBMIT
-            submitted = True
-            self._last_text = "SUBMIT"
+        else:
+            getattr(self, _HANDLERS[act])(outcome, checked_before)
 
         st.budget_left -= self.action_costs[act]
         st.steps += 1
+        submitted = valid and act == Action.SUBMIT
         forced = not submitted and st.budget_left <= 0
         evidence = {
-            "env": env_signal,
-            "consistency": consistency(act, valid=valid, has_draft=ctx.draft is not None or act == Action.DRAFT,
-                                       checked_current=checked_before, last_check=last_check_before,
-                                       any_evidence=any_evidence, repeated_failed_tool=repeated_failed_tool),
-            "knowledge": knowledge,
+            "env": outcome.env_signal,
+            "consistency": consistency(act, valid=valid, checked_current=checked_before,
+                                       last_check=last_check_before, any_evidence=any_evidence,
+                                       repeated_failed_tool=outcome.repeated_failed_tool),
+            "knowledge": outcome.knowledge,
             "self": st.confidence - conf_before,
         }
-        self._trace.append(StepRecord(action=act, valid=valid, draft_version=st.draft_version, **record))
+        self._trace.append(StepRecord(action=act, valid=valid, draft_version=st.draft_version, **outcome.record))
         st.last_action = int(act)
 
         reward = -self.step_cost * self.action_costs[act]
@@ -306,12 +257,87 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             self._done = True
         return st.encode(), float(reward), terminated, False, info
 
-    def _set_draft(self, draft: Draft) -> None:
-        ctx, st = self._ctx, self._state
-        assert ctx is not None and st is not None
+    # ----- action handlers: each runs a valid action and records what the step produced -------------------
+    def _observe(self, out: "_StepOutcome", checked_before: bool) -> None:
+        ctx, st = self.context, self._state
+        got = self.domain.observe(ctx.task, ctx)
+        assert got is not None and st is not None
+        idx, text = got
+        ctx.observed.append(idx)
+        st.n_observations += 1
+        st.observations_exhausted = len(ctx.observed) >= len(ctx.task.observations)
+        self._last_text = f"OBSERVE: {text}"
+
+    def _retrieve(self, out: "_StepOutcome", checked_before: bool) -> None:
+        ctx, st = self.context, self._state
+        got = self.domain.retrieve(ctx.task, ctx)
+        assert got is not None and st is not None
+        doc, looks_relevant = got
+        ctx.retrieved.append(doc.doc_id)
+        st.n_retrieved += 1
+        st.n_relevant_looking += int(looks_relevant)
+        self._last_text = f"RETRIEVE: [{doc.doc_id}] {doc.title}"
+
+    def _tool(self, out: "_StepOutcome", checked_before: bool) -> None:
+        ctx, st = self.context, self._state
+        assert st is not None
+        call = self.worker.propose_tool_call(ctx)
+        if ctx.tool_history:
+            prev_call, prev_res = ctx.tool_history[-1]
+            out.repeated_failed_tool = (not prev_res.ok and st.last_action == Action.TOOL
+                                        and prev_call.key() == call.key())
+        result = self.domain.run_tool(ctx.task, call, ctx, self.sandbox)
+        ctx.tool_history.append((call, result))
+        self._tool_version = ctx.draft.version if ctx.draft is not None else -1
+        st.n_tool_calls += 1
+        st.last_tool = 1 if result.ok else -1
+        if result.ok:
+            st.consecutive_errors = 0
+            out.env_signal = 0.05 if result.ran_code else 0.0
+        else:
+            st.n_tool_errors += 1
+            st.consecutive_errors += 1
+            out.env_signal = -0.1
+        out.knowledge = self.domain.knowledge(ctx.task, ctx, call)
+        out.record.update(tool_key=call.key(), tool_ok=result.ok)
+        self._last_text = f"TOOL {call.name}({dict(call.args)}) -> " + (
+            result.output[:200] if result.ok else f"ERROR {result.error[:200]}")
+
+    def _draft(self, out: "_StepOutcome", checked_before: bool) -> None:
+        self._set_draft(self.worker.draft(self.context), out, "DRAFT")
+
+    def _revise(self, out: "_StepOutcome", checked_before: bool) -> None:
+        ctx, st = self.context, self._state
+        feedback = self._revise_feedback()
+        assert ctx.draft is not None and feedback is not None and st is not None
+        st.n_revisions += 1
+        self._set_draft(self.worker.revise(ctx, ctx.draft, feedback), out, "REVISE")
+
+    def _set_draft(self, draft: Draft, out: "_StepOutcome", label: str) -> None:
+        ctx, st = self.context, self._state
+        assert st is not None
         ctx.draft = draft
         st.draft_version = draft.version
         st.confidence = float(self.worker.confidence(ctx, draft))
+        out.knowledge = self.domain.knowledge(ctx.task, ctx)
+        self._last_text = f"{label}: version {draft.version}"
+
+    def _check(self, out: "_StepOutcome", checked_before: bool) -> None:
+        ctx, st = self.context, self._state
+        assert ctx.draft is not None and st is not None
+        result = self.domain.check(ctx.task, ctx.draft, self.sandbox)
+        if result is None:
+            result = self.worker.self_check(ctx, ctx.draft)
+        out.record.update(check_passed=result.passed, redundant_check=checked_before)
+        ctx.last_check = result
+        ctx.checked_version = ctx.draft.version
+        st.checked_version = ctx.draft.version
+        st.last_check = 1 if result.passed else -1
+        st.n_checks += 1
+        self._last_text = f"CHECK: {'pass' if result.passed else 'FAIL'}: {result.feedback[:200]}"
+
+    def _submit(self, out: "_StepOutcome", checked_before: bool) -> None:
+        self._last_text = "SUBMIT"
 
     @staticmethod
     def _cache_hits() -> int:

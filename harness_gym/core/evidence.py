@@ -19,12 +19,11 @@ from harness_gym.core.actions import Action
 EVIDENCE_SOURCES: tuple[str, ...] = ("env", "consistency", "knowledge", "self")
 
 
-def consistency(action: Action, *, valid: bool, has_draft: bool, checked_current: bool, last_check: int,
-                any_evidence: bool, repeated_failed_tool: bool) -> float:
+def consistency(action: Action, *, valid: bool, checked_current: bool, last_check: int, any_evidence: bool,
+                repeated_failed_tool: bool) -> float:
     """Rule-based process consistency of taking ``action`` in the state before the step.
 
     :param valid: whether the action was applicable
-    :param has_draft: a draft existed before the step
     :param checked_current: the current draft version had been checked before the step
     :param last_check: result of the most recent check (+1 pass, -1 fail, 0 none)
     :param any_evidence: some OBSERVE/RETRIEVE/TOOL succeeded before the step
