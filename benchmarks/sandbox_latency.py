@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from harness_gym.sandbox import DockerSandbox, ProcessSandbox
 from harness_gym.sandbox.client import ServerSandbox

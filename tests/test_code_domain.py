@@ -10,7 +10,6 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-import harness_gym
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
 from harness_gym.domains.code.bank import OOD_FAMILIES, all_specs

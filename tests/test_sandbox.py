@@ -20,8 +20,8 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -18,8 +18,7 @@ from harness_gym.domains.tau_retail import generate
 from harness_gym.domains.tau_retail.candidates import Perturber
 from harness_gym.domains.tau_retail.data import TAU2_FAILING_GOLD_WRITES, load_dataset
 from harness_gym.domains.tau_retail.domain import TauRetailDomain, load_tau_retail_domain
-from harness_gym.domains.tau_retail.plan import (call_once, compose_reply, encode_draft, missing_outputs, replay,
-                                                 reward)
+from harness_gym.domains.tau_retail.plan import call_once, compose_reply, encode_draft, missing_outputs, replay, reward
 from harness_gym.domains.tau_retail.rules import verify
 from harness_gym.domains.tau_retail.store import RetailDB
 from harness_gym.domains.tau_retail.tools import WRITE_TOOLS

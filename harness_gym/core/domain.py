@@ -7,7 +7,7 @@ the env asks it to serve OBSERVE, RETRIEVE, TOOL, CHECK and SUBMIT on the curren
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from collections.abc import Sequence
 
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.tools import ToolSpec, validate_call

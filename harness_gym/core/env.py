@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -258,7 +259,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         return st.encode(), float(reward), terminated, False, info
 
     # ----- action handlers: each runs a valid action and records what the step produced -------------------
-    def _observe(self, out: "_StepOutcome", checked_before: bool) -> None:
+    def _observe(self, out: _StepOutcome, checked_before: bool) -> None:
         ctx, st = self.context, self._state
         got = self.domain.observe(ctx.task, ctx)
         assert got is not None and st is not None
@@ -268,7 +269,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         st.observations_exhausted = len(ctx.observed) >= len(ctx.task.observations)
         self._last_text = f"OBSERVE: {text}"
 
-    def _retrieve(self, out: "_StepOutcome", checked_before: bool) -> None:
+    def _retrieve(self, out: _StepOutcome, checked_before: bool) -> None:
         ctx, st = self.context, self._state
         got = self.domain.retrieve(ctx.task, ctx)
         assert got is not None and st is not None
@@ -278,7 +279,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         st.n_relevant_looking += int(looks_relevant)
         self._last_text = f"RETRIEVE: [{doc.doc_id}] {doc.title}"
 
-    def _tool(self, out: "_StepOutcome", checked_before: bool) -> None:
+    def _tool(self, out: _StepOutcome, checked_before: bool) -> None:
         ctx, st = self.context, self._state
         assert st is not None
         call = self.worker.propose_tool_call(ctx)
@@ -303,17 +304,17 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._last_text = f"TOOL {call.name}({dict(call.args)}) -> " + (
             result.output[:200] if result.ok else f"ERROR {result.error[:200]}")
 
-    def _draft(self, out: "_StepOutcome", checked_before: bool) -> None:
+    def _draft(self, out: _StepOutcome, checked_before: bool) -> None:
         self._set_draft(self.worker.draft(self.context), out, "DRAFT")
 
-    def _revise(self, out: "_StepOutcome", checked_before: bool) -> None:
+    def _revise(self, out: _StepOutcome, checked_before: bool) -> None:
         ctx, st = self.context, self._state
         feedback = self._revise_feedback()
         assert ctx.draft is not None and feedback is not None and st is not None
         st.n_revisions += 1
         self._set_draft(self.worker.revise(ctx, ctx.draft, feedback), out, "REVISE")
 
-    def _set_draft(self, draft: Draft, out: "_StepOutcome", label: str) -> None:
+    def _set_draft(self, draft: Draft, out: _StepOutcome, label: str) -> None:
         ctx, st = self.context, self._state
         assert st is not None
         ctx.draft = draft
@@ -322,7 +323,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         out.knowledge = self.domain.knowledge(ctx.task, ctx)
         self._last_text = f"{label}: version {draft.version}"
 
-    def _check(self, out: "_StepOutcome", checked_before: bool) -> None:
+    def _check(self, out: _StepOutcome, checked_before: bool) -> None:
         ctx, st = self.context, self._state
         assert ctx.draft is not None and st is not None
         result = self.domain.check(ctx.task, ctx.draft, self.sandbox)
@@ -336,7 +337,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         st.n_checks += 1
         self._last_text = f"CHECK: {'pass' if result.passed else 'FAIL'}: {result.feedback[:200]}"
 
-    def _submit(self, out: "_StepOutcome", checked_before: bool) -> None:
+    def _submit(self, out: _StepOutcome, checked_before: bool) -> None:
         self._last_text = "SUBMIT"
 
     @staticmethod

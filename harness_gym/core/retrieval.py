@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 from harness_gym.core.types import Document
 

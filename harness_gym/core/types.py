@@ -5,8 +5,9 @@ Everything here is a plain frozen dataclass so that it can be hashed, compared i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 SPLITS: tuple[str, ...] = ("train", "val", "test", "ood")
 

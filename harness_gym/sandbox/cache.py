@@ -14,7 +14,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 from harness_gym.core.types import ExecResult
 from harness_gym.sandbox.base import Sandbox

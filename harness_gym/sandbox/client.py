@@ -15,8 +15,9 @@ import subprocess
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from harness_gym.core.types import ExecResult
 from harness_gym.sandbox.cache import ResultCache, cached_run, default_cache

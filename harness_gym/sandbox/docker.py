@@ -31,8 +31,9 @@ import os
 import shutil
 import threading
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from harness_gym.sandbox.cache import ResultCache
 from harness_gym.sandbox.client import (

@@ -35,8 +35,9 @@ import sys
 import tempfile
 import threading
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from harness_gym.sandbox.cache import ResultCache
 from harness_gym.sandbox.client import (

@@ -49,7 +49,7 @@ class WorkerProfile:
     selfcheck_fpr: float = 0.4
 
     @classmethod
-    def load(cls, path: str | Path) -> "WorkerProfile":
+    def load(cls, path: str | Path) -> WorkerProfile:
         """Read a profile JSON file; unknown or mistyped parameters raise a :class:`TaskFileError`."""
         raw = read_json(path)
         if not isinstance(raw, dict):
@@ -69,7 +69,7 @@ class WorkerProfile:
         return profile
 
     @classmethod
-    def for_domain(cls, domain: str) -> "WorkerProfile":
+    def for_domain(cls, domain: str) -> WorkerProfile:
         """The profile shipped in ``envs_data/profiles/<domain>.json``."""
         return cls.load(data_path("profiles", f"{domain}.json"))
 

@@ -13,9 +13,10 @@ A record draft is JSON: ``{"entity": ..., "values": {field: value}, "citations":
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import jsonschema
 
@@ -41,7 +42,7 @@ class Source:
     statements: Mapping[str, Any]
 
     @classmethod
-    def from_json(cls, rec: dict[str, Any], *, path: str | Path, line: int | None = None) -> "Source":
+    def from_json(cls, rec: dict[str, Any], *, path: str | Path, line: int | None = None) -> Source:
         doc_id = require(rec, "doc_id", str, path=path, line=line)
         get = {"path": path, "line": line, "task_id": doc_id}
         return cls(doc_id=doc_id, entity=require(rec, "entity", str, **get),
@@ -66,7 +67,7 @@ class RecordSpec:
     gold: Mapping[str, Any]
 
     @classmethod
-    def from_json(cls, rec: dict[str, Any], *, path: str | Path, line: int | None = None) -> "RecordSpec":
+    def from_json(cls, rec: dict[str, Any], *, path: str | Path, line: int | None = None) -> RecordSpec:
         task_id = require(rec, "task_id", str, path=path, line=line)
         get = {"path": path, "line": line, "task_id": task_id}
         fields = []

@@ -21,8 +21,9 @@ import datetime as dt
 import math
 import re
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from harness_gym.core.tools import ToolSpec, validate_call
 from harness_gym.core.types import ToolCall

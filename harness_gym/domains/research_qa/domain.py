@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +34,11 @@ TOOLS: tuple[ToolSpec, ...] = (
                  "properties": {"entity": {"type": "string", "minLength": 1},
                                 "relation": {"type": "string", "pattern": "^[a-z_]+$"}}}),
 )
-STOPWORDS = frozenset("a an the of in on at to for by is was were who what which where when whose did does do "
-                      "that this with and or its it as from has have".split())
+STOPWORDS = frozenset(["a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "is", "was", "were", "who", "what", "which", "where", "when", "whose", "did", "does", "do", "that", "this", "with", "and", "or", "its", "it", "as", "from", "has", "have"])
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _content_tokens(text: str) -> frozenset[str]:
     return frozenset(tokenize(text)) - STOPWORDS
 

@@ -7,7 +7,8 @@ writes the reply for it and grades the result for real, so a candidate's ``corre
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import RetailSnapshot

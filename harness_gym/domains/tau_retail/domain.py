@@ -12,8 +12,16 @@ from harness_gym.core.tools import validate_call
 from harness_gym.core.types import Candidate, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.tau_retail.candidates import Perturber
 from harness_gym.domains.tau_retail.data import RawTask, RetailDataset, load_dataset
-from harness_gym.domains.tau_retail.plan import (DraftFormatError, RetailTaskData, call_once, compose_reply,
-                                                 encode_draft, parse_draft, replay, reward)
+from harness_gym.domains.tau_retail.plan import (
+    DraftFormatError,
+    RetailTaskData,
+    call_once,
+    compose_reply,
+    encode_draft,
+    parse_draft,
+    replay,
+    reward,
+)
 from harness_gym.domains.tau_retail.rules import verify
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, TOOL_SPECS, WRITE_TOOLS

@@ -15,8 +15,9 @@ import argparse
 import itertools
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.plan import call_once

@@ -9,9 +9,10 @@ benchmark, where the agent sees the error and the database stays as it was).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any
 
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import ToolCall

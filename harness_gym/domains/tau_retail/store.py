@@ -10,7 +10,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 TABLES: tuple[str, ...] = ("users", "orders", "products")
 

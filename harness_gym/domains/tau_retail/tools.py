@@ -21,7 +21,8 @@ import ast
 import json
 import operator
 import unicodedata
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from harness_gym.core.tools import ToolSpec
 from harness_gym.domains.tau_retail.store import Record, RetailDB
