@@ -7,7 +7,8 @@ harness would; the oracle reads hidden state and is an upper reference, not a ba
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -135,13 +136,20 @@ class OraclePolicy:
         return int(Action.DRAFT)
 
 
-POLICY_NAMES: tuple[str, ...] = ("random", "static", "forced-check", "oracle")
+def _behaviour_policy() -> Policy:
+    from baselines.behaviour import BehaviourPolicy  # imported late: it builds on StaticPolicy above
+
+    return BehaviourPolicy()
+
+
+POLICY_NAMES: tuple[str, ...] = ("random", "static", "forced-check", "oracle", "behaviour")
 
 _FACTORIES: dict[str, Callable[[], Any]] = {
     "random": RandomPolicy,
     "static": StaticPolicy,
     "forced-check": lambda: StaticPolicy(check=True),
     "oracle": OraclePolicy,
+    "behaviour": _behaviour_policy,
 }
 
 

@@ -1,0 +1,61 @@
+"""Behaviour cloning of a harness controller from a Minari rollout buffer.
+
+Maximises the masked log-likelihood of the logged actions, ``-E[log pi(a|s)]``: the imitation baseline the
+paper compares AWR against. Run ``harness-gym train bc --dataset ID --out FILE`` or
+``python -m baselines.bc --dataset ID --out FILE`` (the same options).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from baselines.learned import MLP, LearnedPolicy, finish, fit_policy, start_run
+from harness_gym.datasets import Transitions
+
+
+@dataclass
+class BCConfig:
+    dataset_id: str = "harness/code-behaviour-v0"
+    """the Minari dataset to learn from"""
+    out: str = "models/bc.pt"
+    """where the model file is written"""
+    seed: int = 0
+    """seed of random, numpy and torch (initialisation and minibatch order)"""
+    epochs: int = 30
+    """passes over the dataset"""
+    batch_size: int = 256
+    """transitions per gradient step"""
+    learning_rate: float = 1e-3
+    """Adam learning rate"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """widths of the policy MLP's hidden layers"""
+    eval_episodes: int = 50
+    """episodes of the final evaluation logged under eval/ (0: none)"""
+    eval_split: str = "val"
+    """task split of that evaluation"""
+    log_dir: str = "runs"
+    """TensorBoard log folder"""
+    torch_threads: int = 1
+    """CPU threads torch may use"""
+
+
+def train(cfg: BCConfig, data: Transitions | None = None) -> LearnedPolicy:
+    """Train a BC controller, save it to ``cfg.out`` and return it.
+
+    :param cfg: the configuration
+    :param data: the transitions to learn from (default: all of ``cfg.dataset_id``)
+    """
+    data, writer, t = start_run(cfg, "bc", data)
+
+    net = MLP(t["obs"].shape[1], t["masks"].shape[1], cfg.hidden_sizes)
+    step = fit_policy(net, t, None, epochs=cfg.epochs, batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
+                      seed=cfg.seed, writer=writer)
+    return finish(cfg, "bc", net, data, writer, step)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from harness_gym.cli import main
+
+    sys.exit(main(["train", "bc", *sys.argv[1:]]))

@@ -1,0 +1,278 @@
+"""Offline comparison per env (issue 6): static, BC, forced-CHECK and AWR on the test split, plus the
+support-ceiling ablation.
+
+For every env id and every seed s (seed = buffer + training): collect a rollout buffer of the ``behaviour``
+controller (``harness/<env>-behaviour-seed<s>-v0``, train split), train BC and AWR on it, train AWR again on the
+same buffer minus every episode with a *successful revise* (below), and evaluate static, forced-check, BC, AWR
+and the ablated AWR on the same test-split episodes (reset seeds from ``baselines.evaluate.episode_seed(s, i)``).
+
+Outputs under ``--out``: ``cells/<env>/<policy>-seed<s>.json`` (one per evaluated cell, with per-episode
+records: the run resumes by skipping finished cells, models and datasets), ``summary.csv`` / ``summary.json``
+(per env and policy: Q mean with a 95% bootstrap CI, Q IQM with its CI, success rate, HMS, every pattern
+rate), ``per_seed.csv`` and ``ablation.csv``. Pooled statistics resample seeds, then episodes within each
+seed (a two-level bootstrap), so the CIs include training variance across seeds.
+
+**Successful revise** (the ablation's filter): a valid REVISE taken while the current draft's last CHECK
+failed, whose resulting draft then either passed its next CHECK, or was submitted without another CHECK in
+an episode that ended in success. It is computed from the logged observations (``last_check_result`` after
+each CHECK), ``infos/invalid_action`` and ``infos/success``; a draft's quality is hidden until SUBMIT, so
+"the quality rose" cannot be observed per revision and is not used. A passed check is not necessarily a
+correct draft (wrong drafts that pass the checker are the support ceiling), so this removes every logged
+instance of check -> fail -> revise -> "fixed" as the controller can see it.
+
+Example (minutes per env on 2 cores)::
+
+    python benchmarks/offline_compare.py HarnessCode-v0 --out results/offline --seeds 5 --episodes 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.actions import Action
+from harness_gym.core.maturity import PATTERNS
+
+POLICIES = ("static", "forced-check", "bc", "awr", "awr-ablation")
+
+
+def dataset_id(env_id: str, seed: int) -> str:
+    slug = env_id.removeprefix("Harness").removesuffix("-v0").lower()
+    return f"harness/{slug}-behaviour-seed{seed}-v0"
+
+
+def has_successful_revise(actions: np.ndarray, observations: np.ndarray, invalid: np.ndarray, success: bool,
+                          check_feature: int) -> bool:
+    """Whether the episode holds a successful revise (module docstring). ``invalid`` and the observations
+    have one entry more than ``actions`` (index t + 1 describes the outcome of action t)."""
+    failed, revised = False, False
+    for t, a in enumerate(actions):
+        if invalid[t + 1]:
+            continue
+        if a == Action.DRAFT:
+            failed, revised = False, False
+        elif a == Action.CHECK:
+            passed = observations[t + 1, check_feature] > 0
+            if passed and revised:
+                return True
+            failed, revised = not passed, False
+        elif a == Action.REVISE and failed:
+            revised = True
+    return revised and bool(success)
+
+
+def ablation_episodes(dsid: str) -> tuple[list[int], int]:
+    """Indices of the episodes kept by the ablation, and how many were removed."""
+    import minari
+
+    from harness_gym.datasets import dataset_settings, read_columns
+
+    ds = minari.load_dataset(dsid)
+    check_feature = dataset_settings(ds)["feature_names"].index("last_check_result")
+    cols = read_columns(ds, ("actions", "observations", "infos/invalid_action", "infos/success"))
+    keep = [int(i) for i, ep in zip(ds.episode_indices, cols) if not has_successful_revise(
+        ep["actions"], ep["observations"], ep["infos/invalid_action"], ep["infos/success"][-1], check_feature)]
+    return keep, len(cols) - len(keep)
+
+
+def two_level_bootstrap(per_seed: list[np.ndarray], stat: Callable[[np.ndarray], float], *, n_boot: int = 2000,
+                        seed: int = 0) -> tuple[float, float]:
+    """95% CI of ``stat`` over the pooled episodes, resampling seeds and then episodes within each seed."""
+    rng = np.random.default_rng(seed)
+    stats = np.empty(n_boot)
+    for b in range(n_boot):
+        picked = rng.integers(len(per_seed), size=len(per_seed))
+        stats[b] = stat(np.concatenate([per_seed[k][rng.integers(len(per_seed[k]), size=len(per_seed[k]))]
+                                        for k in picked]))
+    return float(np.quantile(stats, 0.025)), float(np.quantile(stats, 0.975))
+
+
+def run_cell(path: Path, env_id: str, policy: Any, name: str, *, episodes: int, seed: int,
+             extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Evaluate one (env, policy, seed) cell on the test split, or read it back if it is already done."""
+    from baselines.evaluate import run_episodes, summarise
+
+    if path.exists():
+        return json.loads(path.read_text())
+    env = gym.make(env_id)
+    try:
+        start = time.perf_counter()
+        records = run_episodes(env, policy, episodes, split="test", seed=seed)
+        summary = summarise(records, env_id=env_id, policy=name, split="test",
+                            seconds=time.perf_counter() - start, seed=seed)
+    finally:
+        env.close()
+    cell = {"summary": summary, "seed": seed, "records": records, **(extra or {})}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(cell))
+    os.replace(tmp, path)
+    return cell
+
+
+def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+    """Every cell of one env: {policy: [cell per seed]}."""
+    from baselines.awr import AWRConfig
+    from baselines.awr import train as train_awr
+    from baselines.bc import BCConfig
+    from baselines.bc import train as train_bc
+    from baselines.behaviour import BehaviourPolicy
+    from baselines.learned import load_policy
+    from baselines.policies import make_policy
+    from harness_gym.datasets import collect, load_transitions
+
+    cells: dict[str, list[dict[str, Any]]] = {p: [] for p in POLICIES}
+    out = Path(args.out)
+    for seed in range(args.seeds):
+        dsid = dataset_id(env_id, seed)
+        t0 = time.perf_counter()
+        collect(env_id, BehaviourPolicy(), dsid, episodes=args.episodes, seed=seed, progress=not args.quiet,
+                ref_policies=(make_policy("random"), make_policy("oracle")), ref_episodes=args.ref_episodes)
+        collect_s = time.perf_counter() - t0
+        cell_dir = out / "cells" / env_id
+        model_dir = out / "models" / env_id
+        data = None
+        for name in POLICIES:
+            path = cell_dir / f"{name}-seed{seed}.json"
+            if path.exists():
+                cells[name].append(json.loads(path.read_text()))
+                continue
+            extra: dict[str, Any] = {"dataset_id": dsid, "collect_seconds": collect_s}
+            if name in ("static", "forced-check"):
+                policy = make_policy(name)
+            else:
+                model = model_dir / f"{name}-seed{seed}.pt"
+                if not model.exists():
+                    data = data if data is not None else load_transitions(dsid)
+                    common = {"dataset_id": dsid, "out": str(model), "seed": seed, "epochs": args.epochs,
+                              "eval_episodes": 0, "log_dir": str(out / "runs")}
+                    t0 = time.perf_counter()
+                    if name == "bc":
+                        train_bc(BCConfig(**common), data)
+                    elif name == "awr":
+                        train_awr(AWRConfig(**common, beta=args.beta), data)
+                    else:
+                        keep, removed = ablation_episodes(dsid)
+                        extra.update(removed_episodes=removed, kept_episodes=len(keep))
+                        train_awr(AWRConfig(**common, beta=args.beta), data.subset(keep))
+                    extra["train_seconds"] = time.perf_counter() - t0
+                policy = load_policy(model)
+                policy.name = name
+            cells[name].append(run_cell(path, env_id, policy, name, episodes=args.eval_episodes, seed=seed,
+                                        extra=extra))
+    return cells
+
+
+def pooled(env_id: str, name: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Statistics of one (env, policy) over all seeds."""
+    from baselines.evaluate import iqm
+
+    per_seed = [np.array([r["quality"] for r in c["records"]], dtype=float) for c in cells]
+    q = np.concatenate(per_seed)
+    records = [r for c in cells for r in c["records"]]
+    patterns = {}
+    for p in PATTERNS:
+        vals = np.array([r["patterns"][p] for r in records], dtype=float)
+        vals = vals[~np.isnan(vals)]
+        patterns[p] = float(vals.mean()) if len(vals) else math.nan
+    hms = np.array([r["hms"] for r in records], dtype=float)
+    row = {"env_id": env_id, "policy": name, "seeds": len(cells), "episodes": len(q),
+           "quality_mean": float(q.mean()), "quality_ci95": two_level_bootstrap(per_seed, np.mean),
+           "quality_iqm": iqm(q), "quality_iqm_ci95": two_level_bootstrap(per_seed, iqm),
+           "quality_per_seed": [float(s.mean()) for s in per_seed],
+           "success_rate": float(np.mean([r["success"] for r in records])),
+           "hms_mean": float(np.nanmean(hms)) if np.any(~np.isnan(hms)) else math.nan, "patterns": patterns}
+    if name == "awr-ablation":
+        row["removed_episodes_per_seed"] = [c.get("removed_episodes") for c in cells]
+    return row
+
+
+def write_outputs(out: Path, rows: list[dict[str, Any]], all_cells: dict[str, dict[str, list[dict]]]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(rows, indent=1))
+    head = ["env_id", "policy", "seeds", "episodes", "quality_mean", "quality_ci_lo", "quality_ci_hi",
+            "quality_iqm", "quality_iqm_ci_lo", "quality_iqm_ci_hi", "success_rate", "hms_mean", *PATTERNS]
+    with open(out / "summary.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(head)
+        for r in rows:
+            w.writerow([r["env_id"], r["policy"], r["seeds"], r["episodes"], r["quality_mean"], *r["quality_ci95"],
+                        r["quality_iqm"], *r["quality_iqm_ci95"], r["success_rate"], r["hms_mean"],
+                        *(r["patterns"][p] for p in PATTERNS)])
+    with open(out / "per_seed.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["env_id", "policy", "seed", "quality_mean", "success_rate", "hms_mean", *PATTERNS,
+                    "train_seconds", "removed_episodes"])
+        for env_id, cells in all_cells.items():
+            for name, per in cells.items():
+                for c in per:
+                    s = c["summary"]
+                    w.writerow([env_id, name, c["seed"], s["quality_mean"], s["success_rate"], s["hms_mean"],
+                                *(s["patterns"][p] for p in PATTERNS), c.get("train_seconds"),
+                                c.get("removed_episodes")])
+    with open(out / "ablation.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["env_id", "policy", "check_before_submit", "quality_mean", "quality_ci_lo", "quality_ci_hi",
+                    "removed_episodes_per_seed"])
+        for r in rows:
+            if r["policy"] in ("awr", "awr-ablation"):
+                w.writerow([r["env_id"], r["policy"], r["patterns"]["check_before_submit"], r["quality_mean"],
+                            *r["quality_ci95"], r.get("removed_episodes_per_seed", "")])
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="offline comparison, test split (pooled over seeds; 95% two-level bootstrap CIs)")
+    for col in ("env", "policy", "Q [95% CI]", "IQM", "success", "HMS", "check_before_submit"):
+        table.add_column(col)
+    for r in rows:
+        lo, hi = r["quality_ci95"]
+        table.add_row(r["env_id"], r["policy"], f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]",
+                      f"{r['quality_iqm']:.3f}", f"{r['success_rate']:.3f}", f"{r['hms_mean']:.3f}",
+                      f"{r['patterns']['check_before_submit']:.3f}")
+    Console().print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from baselines.awr import AWRConfig
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("env_ids", nargs="+")
+    parser.add_argument("--out", required=True, help="output folder (rerun with the same folder to resume)")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--episodes", type=int, default=2000, help="episodes per rollout buffer")
+    parser.add_argument("--eval-episodes", type=int, default=200, help="test-split episodes per cell")
+    parser.add_argument("--epochs", type=int, default=30,
+                        help="training epochs of BC and AWR (V(s): AWRConfig.value_epochs)")
+    parser.add_argument("--beta", type=float, default=AWRConfig.beta, help="AWR temperature (default: AWRConfig's)")
+    parser.add_argument("--ref-episodes", type=int, default=100)
+    parser.add_argument("--datasets-path", default=None,
+                        help="Minari datasets root (default: OUT/minari; MINARI_DATASETS_PATH is set to it)")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ["MINARI_DATASETS_PATH"] = str(Path(args.datasets_path or Path(args.out) / "minari").resolve())
+
+    rows, all_cells = [], {}
+    for env_id in args.env_ids:
+        all_cells[env_id] = run_env(env_id, args)
+        rows += [pooled(env_id, name, cells) for name, cells in all_cells[env_id].items()]
+        write_outputs(Path(args.out), rows, all_cells)
+    print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,390 @@
+"""Offline rollout buffers <-> Minari datasets (DESIGN §2; issue 6).
+
+:func:`collect` plays a controller for N episodes and writes a Minari dataset with
+``minari.create_dataset_from_buffers`` (Minari's ``DataCollector`` is not used: it needs jax). What is stored:
+
+- ``observations`` (T+1, F) float32, ``actions`` (T,) int64, ``rewards``, ``terminations``, ``truncations``;
+- ``infos``: every key of the env's ``info`` at reset and at each step (T+1 entries), plus ``action_mask``,
+  the boolean mask of applicable actions for the observation with the same index. Minari's HDF5 storage keeps
+  nested dicts (``patterns``, ``evidence``) as groups and strings as UTF-8; it reads strings back as bytes,
+  which :func:`episode_infos` decodes. Every step must have the same info keys (Minari stacks them).
+- metadata: the env spec, ``algorithm_name`` (the controller's name), ``ref_min_score`` / ``ref_max_score``
+  (mean episode return of the reference controllers, normally ``random`` and ``oracle``) and a
+  ``harness_gym`` entry with the collection settings and the feature names.
+
+Resuming: while collecting, each finished episode is written atomically to
+``<datasets root>/.harness_gym_work/<dataset id>/ep<index>-seed<seed>.npz`` (the root is Minari's:
+``$MINARI_DATASETS_PATH`` or ``~/.minari/datasets``; hidden folders are invisible to Minari). A rerun with the
+same settings skips the episodes found there, so an interruption loses at most the episode in flight and never
+duplicates one. When all episodes exist the Minari dataset is built from them and the work folder removed.
+
+This module is part of the env library and does not import ``baselines``: controllers are passed in.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import gymnasium as gym
+import minari
+import numpy as np
+from minari.data_collector.episode_buffer import EpisodeBuffer
+from minari.dataset.minari_dataset import parse_dataset_id
+from minari.storage.datasets_root_dir import get_dataset_path
+from tqdm import tqdm
+
+from harness_gym.core.env import HarnessEnv
+
+WORK_DIR = ".harness_gym_work"
+MASK_KEY = "action_mask"
+
+
+class Controller(Protocol):
+    """What :func:`collect` needs of a controller (``baselines.policies.Policy`` has this shape)."""
+
+    name: str
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None: ...
+
+    def act(self, obs: np.ndarray, env: gym.Env) -> int: ...
+
+
+def episode_reset_seed(seed: int, index: int) -> int:
+    """The reset (and controller) seed of episode ``index`` of a collection run with seed ``seed``."""
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
+
+
+def work_dir(dataset_id: str) -> Path:
+    """Where :func:`collect` keeps the finished episodes of an unfinished dataset."""
+    return get_dataset_path() / WORK_DIR / dataset_id
+
+
+# ----- one episode ----------------------------------------------------------------------------------------
+def _columns(steps: Sequence[Mapping[str, Any]], where: str) -> dict[str, Any]:
+    """Per-step info dicts to Minari's layout: one stacked column per key (nested dicts stay nested)."""
+    keys = steps[0].keys()
+    for i, step in enumerate(steps):
+        if step.keys() != keys:
+            raise ValueError(f"{where}: info keys differ at step {i}: {sorted(step.keys() ^ keys)}; "
+                             "Minari needs the same keys at every step")
+    out: dict[str, Any] = {}
+    for key in keys:
+        values = [step[key] for step in steps]
+        if isinstance(values[0], Mapping):
+            out[key] = _columns(values, f"{where}.{key}")
+        elif isinstance(values[0], str):
+            out[key] = [str(v) for v in values]
+        else:
+            out[key] = np.asarray(values)
+    return out
+
+
+def rollout(env: gym.Env, policy: Controller, *, index: int, seed: int, split: str) -> EpisodeBuffer:
+    """Play one episode and return it as a Minari ``EpisodeBuffer`` (with the action mask in the infos)."""
+    henv = env.unwrapped
+    if not isinstance(henv, HarnessEnv):
+        raise TypeError(f"expected a harness_gym env, got {type(henv).__name__}")
+    obs, info = env.reset(seed=seed, options={"split": split})
+    policy.reset(env, seed=seed)
+    observations, infos = [obs], [{**info, MASK_KEY: henv.action_masks()}]
+    actions, rewards, terminations, truncations = [], [], [], []
+    while True:
+        action = policy.act(obs, env)
+        obs, reward, terminated, truncated, info = env.step(action)
+        observations.append(obs)
+        infos.append({**info, MASK_KEY: henv.action_masks()})
+        actions.append(action)
+        rewards.append(reward)
+        terminations.append(terminated)
+        truncations.append(truncated)
+        if terminated or truncated:
+            break
+    return EpisodeBuffer(
+        id=index, seed=seed, options={"split": split},
+        observations=np.stack(observations).astype(np.float32), actions=np.asarray(actions, dtype=np.int64),
+        rewards=list(np.asarray(rewards, dtype=np.float64)), terminations=list(np.asarray(terminations, bool)),
+        truncations=list(np.asarray(truncations, bool)), infos=_columns(infos, f"episode {index}"))
+
+
+# ----- the per-episode checkpoint -------------------------------------------------------------------------
+_EP_FILE = re.compile(r"ep(\d+)-seed(\d+)\.npz")
+
+
+def _flatten(d: Mapping[str, Any], prefix: str) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for key, value in d.items():
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{prefix}{key}/"))
+        else:
+            out[f"{prefix}{key}"] = np.asarray(value)
+    return out
+
+
+def _save_episode(folder: Path, ep: EpisodeBuffer) -> None:
+    arrays = {"observations": ep.observations, "actions": ep.actions, "rewards": np.asarray(ep.rewards),
+              "terminations": np.asarray(ep.terminations), "truncations": np.asarray(ep.truncations),
+              **_flatten(ep.infos, "infos/")}
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    final = folder / f"ep{ep.id:06d}-seed{ep.seed}.npz"
+    tmp = final.with_suffix(".tmp")
+    tmp.write_bytes(buf.getvalue())
+    os.replace(tmp, final)  # atomic: an interruption leaves either the whole episode or nothing
+
+
+def _load_episode(path: Path, index: int, seed: int, split: str) -> EpisodeBuffer:
+    infos: dict[str, Any] = {}
+    with np.load(path, allow_pickle=False) as z:
+        data = {k: z[k] for k in z.files}
+    for key, value in data.items():
+        if not key.startswith("infos/"):
+            continue
+        *parents, leaf = key.split("/")[1:]
+        node = infos
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value.tolist() if value.dtype.kind == "U" else value
+    return EpisodeBuffer(id=index, seed=seed, options={"split": split}, observations=data["observations"],
+                         actions=data["actions"], rewards=list(data["rewards"]),
+                         terminations=list(data["terminations"]), truncations=list(data["truncations"]),
+                         infos=infos)
+
+
+def _finished(folder: Path, seed: int) -> dict[int, Path]:
+    """Episodes already in the checkpoint folder, by index; a file with an unexpected seed is an error."""
+    done: dict[int, Path] = {}
+    for path in folder.glob("ep*.npz"):
+        m = _EP_FILE.fullmatch(path.name)
+        if m is None:
+            continue
+        index, file_seed = int(m.group(1)), int(m.group(2))
+        if file_seed != episode_reset_seed(seed, index):
+            raise ValueError(f"{path}: episode {index} was collected with reset seed {file_seed}, expected "
+                             f"{episode_reset_seed(seed, index)}; this work folder belongs to another run")
+        done[index] = path
+    return done
+
+
+# ----- collection -----------------------------------------------------------------------------------------
+def mean_return(env: gym.Env, policy: Controller, *, episodes: int, seed: int, split: str) -> float:
+    """Mean undiscounted episode return of ``policy`` over ``episodes`` episodes (reference scores)."""
+    total = 0.0
+    for i in range(episodes):
+        total += float(np.sum(rollout(env, policy, index=i, seed=episode_reset_seed(seed, i), split=split).rewards))
+    return total / episodes
+
+
+def _check_settings(path: Path, settings: dict[str, Any]) -> None:
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved != settings:
+            raise ValueError(f"{path}: this dataset id is being collected with other settings ({saved}); "
+                             f"requested {settings}. Use another dataset id or delete the folder.")
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(settings, indent=1))
+
+
+def collect(env_id: str, policy: Controller, dataset_id: str, *, episodes: int, seed: int = 0,
+            split: str = "train", env_kwargs: Mapping[str, Any] | None = None,
+            ref_policies: tuple[Controller, Controller] | None = None, ref_episodes: int = 100,
+            progress: bool = True) -> minari.MinariDataset:
+    """Collect ``episodes`` episodes of ``policy`` on ``env_id`` into the Minari dataset ``dataset_id``.
+
+    Resumable: rerunning after an interruption continues where it stopped. If the dataset already exists with
+    the same settings it is returned as it is.
+
+    :param env_id: a registered env id
+    :param policy: the controller (e.g. ``baselines.policies.make_policy("behaviour")``)
+    :param dataset_id: Minari id, ``namespace/name-vN`` (e.g. ``harness/code-behaviour-v0``)
+    :param episodes: number of episodes
+    :param seed: episode ``i`` is reset with :func:`episode_reset_seed` ``(seed, i)``
+    :param split: the task split episodes are drawn from
+    :param env_kwargs: constructor keywords for ``gym.make``
+    :param ref_policies: (min, max) reference controllers for ``ref_min_score`` / ``ref_max_score``
+    :param ref_episodes: episodes per reference controller
+    :param progress: show a tqdm progress bar
+    """
+    parse_dataset_id(dataset_id)  # fail early on a malformed id
+    env_kwargs = dict(env_kwargs or {})
+    settings = {"env_id": env_id, "policy": policy.name, "episodes": episodes, "seed": seed, "split": split,
+                "env_kwargs": env_kwargs, "ref_policies": [p.name for p in ref_policies or ()],
+                "ref_episodes": ref_episodes if ref_policies else 0}
+    if (get_dataset_path(dataset_id) / "data").exists():
+        dataset = minari.load_dataset(dataset_id)
+        saved = dataset.storage.metadata.get("harness_gym", {}).get("settings")
+        if saved != json.loads(json.dumps(settings)):
+            raise ValueError(f"dataset {dataset_id} exists with other settings ({saved}); requested {settings}")
+        return dataset
+
+    folder = work_dir(dataset_id)
+    _check_settings(folder / "settings.json", settings)
+    env = gym.make(env_id, **env_kwargs)
+    try:
+        done = _finished(folder, seed)
+        todo = [i for i in range(episodes) if i not in done]
+        for i in tqdm(todo, disable=not progress, desc=f"collect {dataset_id}", initial=episodes - len(todo),
+                      total=episodes):
+            _save_episode(folder, rollout(env, policy, index=i, seed=episode_reset_seed(seed, i), split=split))
+
+        refs_file = folder / "ref_scores.json"
+        if ref_policies and not refs_file.exists():
+            refs_file.write_text(json.dumps([
+                mean_return(env, p, episodes=ref_episodes, seed=seed, split=split) for p in ref_policies]))
+        ref_min, ref_max = json.loads(refs_file.read_text()) if ref_policies else (None, None)
+
+        done = _finished(folder, seed)
+        buffers = [_load_episode(done[i], i, episode_reset_seed(seed, i), split) for i in range(episodes)]
+        henv = env.unwrapped
+        assert isinstance(henv, HarnessEnv)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*(author_email|code_permalink).*", category=UserWarning)
+            dataset = minari.create_dataset_from_buffers(
+                dataset_id=dataset_id, buffer=buffers, env=env, eval_env=env.spec, algorithm_name=policy.name,
+                author="harness_gym", author_email=None, code_permalink=None,
+                ref_min_score=ref_min, ref_max_score=ref_max, num_episodes_average_score=ref_episodes,
+                description=f"{episodes} episodes of the '{policy.name}' controller on {env_id} "
+                            f"({split} split, seed {seed}); infos include the per-step action mask",
+                data_format="hdf5", requirements=["harness_gym"])
+    finally:
+        env.close()
+    dataset.storage.update_metadata({"harness_gym": {
+        "settings": settings, "feature_names": list(henv.feature_names), "budget": henv.budget,
+        "success_threshold": henv.domain.success_threshold}})
+    shutil.rmtree(folder)
+    return dataset
+
+
+# ----- reading back ---------------------------------------------------------------------------------------
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return [v.decode("utf-8") if isinstance(v, bytes) else v for v in value]
+    return value
+
+
+def episode_infos(infos: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """An episode's stacked infos (as Minari returns them) back to one plain dict per step (strings decoded,
+    numpy scalars as Python scalars, the action mask as a bool array)."""
+    columns = _decode(dict(infos))
+
+    def at(col: Mapping[str, Any], t: int) -> dict[str, Any]:
+        row: dict[str, Any] = {}
+        for key, value in col.items():
+            if isinstance(value, Mapping):
+                row[key] = at(value, t)
+            elif isinstance(value, np.ndarray) and value.ndim > 1:
+                row[key] = value[t]
+            else:
+                v = value[t]
+                row[key] = v.item() if isinstance(v, np.generic) else v
+        return row
+
+    n = len(columns[MASK_KEY])
+    return [at(columns, t) for t in range(n)]
+
+
+@dataclass
+class Transitions:
+    """The (s, a) pairs of a dataset, flattened over episodes, with what offline learners need."""
+
+    observations: np.ndarray
+    """(N, F) float32 observations"""
+    actions: np.ndarray
+    """(N,) int64 actions"""
+    action_masks: np.ndarray
+    """(N, A) bool: the actions that were applicable in each state"""
+    returns: np.ndarray
+    """(N,) float32 Monte-Carlo return-to-go (undiscounted: the reward is the terminal quality)"""
+    episode: np.ndarray
+    """(N,) int64 index of the episode each step belongs to"""
+    env_id: str
+    env_kwargs: dict[str, Any]
+    feature_names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def subset(self, keep_episodes: Sequence[int]) -> Transitions:
+        """The transitions of the listed episodes only."""
+        keep = np.isin(self.episode, np.asarray(keep_episodes))
+        return Transitions(self.observations[keep], self.actions[keep], self.action_masks[keep],
+                           self.returns[keep], self.episode[keep], self.env_id, self.env_kwargs,
+                           self.feature_names)
+
+
+def dataset_settings(dataset: minari.MinariDataset) -> dict[str, Any]:
+    """The ``harness_gym`` metadata :func:`collect` wrote (env id, env kwargs, feature names, ...)."""
+    meta = dataset.storage.metadata.get("harness_gym")
+    if meta is None:
+        raise ValueError(f"dataset {dataset.id} was not written by harness_gym.datasets.collect")
+    return meta
+
+
+def read_columns(dataset: str | minari.MinariDataset, columns: Sequence[str]) -> list[dict[str, np.ndarray]]:
+    """Per episode, the listed arrays (``"observations"``, ``"actions"``, ``"rewards"``, ``"infos/success"``, ...)
+    read straight from the HDF5 file Minari wrote. Minari's own reader decodes every info key of every
+    episode, several times slower than reading the few arrays a learner needs."""
+    ds = minari.load_dataset(dataset) if isinstance(dataset, str) else dataset
+    if ds.storage.metadata.get("data_format") != "hdf5":
+        raise ValueError(f"dataset {ds.id}: expected Minari's hdf5 format, "
+                         f"got {ds.storage.metadata.get('data_format')}")
+    import h5py
+
+    out = []
+    with h5py.File(Path(ds.storage.data_path) / "main_data.hdf5", "r") as f:
+        for i in ds.episode_indices:
+            group = f[f"episode_{i}"]
+            out.append({c: group[c][()] for c in columns})
+    return out
+
+
+def load_transitions(dataset: str | minari.MinariDataset) -> Transitions:
+    """Load a dataset written by :func:`collect` as flat :class:`Transitions`."""
+    ds = minari.load_dataset(dataset) if isinstance(dataset, str) else dataset
+    meta = dataset_settings(ds)
+    obs, acts, masks, rets, eps = [], [], [], [], []
+    for i, ep in zip(ds.episode_indices, read_columns(ds, ("observations", "actions", "rewards", f"infos/{MASK_KEY}"))):
+        obs.append(ep["observations"][:-1])
+        acts.append(ep["actions"])
+        masks.append(ep[f"infos/{MASK_KEY}"][:-1])
+        rets.append(np.cumsum(ep["rewards"][::-1])[::-1])
+        eps.append(np.full(len(ep["actions"]), i))
+    return Transitions(np.concatenate(obs).astype(np.float32), np.concatenate(acts).astype(np.int64),
+                       np.concatenate(masks).astype(bool), np.concatenate(rets).astype(np.float32),
+                       np.concatenate(eps).astype(np.int64), meta["settings"]["env_id"],
+                       meta["settings"]["env_kwargs"], tuple(meta["feature_names"]))
+
+
+def export_npz(dataset: str | minari.MinariDataset, path: str | Path) -> Path:
+    """Write the dataset as flat arrays (``observations``, ``actions``, ``rewards``, ``terminals``,
+    ``timeouts``, ``action_masks``, ``episode``) for tools that cannot import harness_gym or Minari
+    (e.g. d3rlpy in its own venv)."""
+    ds = minari.load_dataset(dataset) if isinstance(dataset, str) else dataset
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in
+                                         ("observations", "actions", "rewards", "terminals", "timeouts",
+                                          "action_masks", "episode")}
+    names = ("observations", "actions", "rewards", "terminations", "truncations", f"infos/{MASK_KEY}")
+    for i, ep in zip(ds.episode_indices, read_columns(ds, names)):
+        cols["observations"].append(ep["observations"][:-1])
+        cols["actions"].append(ep["actions"])
+        cols["rewards"].append(ep["rewards"])
+        cols["terminals"].append(ep["terminations"])
+        cols["timeouts"].append(ep["truncations"])
+        cols["action_masks"].append(ep[f"infos/{MASK_KEY}"][:-1])
+        cols["episode"].append(np.full(len(ep["actions"]), i))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **{k: np.concatenate(v) for k, v in cols.items()},
+                        feature_names=np.asarray(dataset_settings(ds)["feature_names"]))
+    return path

@@ -1,0 +1,199 @@
+"""Offline buffers (Minari), BC and AWR (issue 6), on the toy domain registered as ``HarnessToy-v0``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import gymnasium as gym
+import minari
+import numpy as np
+import pytest
+import torch
+
+from baselines.awr import AWRConfig, advantage_weights
+from baselines.awr import train as train_awr
+from baselines.bc import BCConfig
+from baselines.bc import train as train_bc
+from baselines.policies import make_policy
+from harness_gym import datasets
+from harness_gym.cli import main
+from harness_gym.core.actions import Action
+
+TOY_ID = "HarnessToy-v0"
+if TOY_ID not in gym.registry:
+    gym.register(id=TOY_ID, entry_point="tests.toy_domain:make_toy_env", max_episode_steps=100)
+
+
+def same(a, b) -> bool:
+    """Equality where NaN equals NaN and numpy arrays compare elementwise."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return type(a) is type(b) and a == b
+
+
+@pytest.fixture(scope="module")
+def minari_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("minari")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MINARI_DATASETS_PATH", str(root))
+    yield root
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def toy_dataset(minari_root):
+    return datasets.collect(TOY_ID, make_policy("behaviour"), "harness/toy-behaviour-v0", episodes=150, seed=7,
+                            ref_policies=(make_policy("random"), make_policy("oracle")), ref_episodes=10,
+                            progress=False)
+
+
+def test_weights_are_clipped():
+    adv = torch.tensor([-1.0, 0.0, 0.2, 0.5, 10.0])
+    w = advantage_weights(adv, beta=0.1, weight_max=20.0)
+    assert torch.allclose(w[:3], torch.exp(adv[:3] / 0.1))
+    assert torch.all(w[3:] == 20.0)
+    assert torch.all(advantage_weights(adv, beta=math.inf, weight_max=20.0) == 1.0)
+
+
+def test_round_trip_through_minari(toy_dataset):
+    """What Minari gives back equals what the env produced, replayed independently with the same seeds."""
+    ds = minari.load_dataset("harness/toy-behaviour-v0")
+    meta = ds.storage.metadata
+    assert ds.total_episodes == 150 and meta["algorithm_name"] == "behaviour"
+    assert meta["ref_min_score"] < meta["ref_max_score"] == 1.0
+    env = gym.make(TOY_ID)
+    policy = make_policy("behaviour")
+    for ep in list(ds.iterate_episodes())[:20]:
+        seed = datasets.episode_reset_seed(7, ep.id)
+        obs, info = env.reset(seed=seed, options={"split": "train"})
+        policy.reset(env, seed=seed)
+        observations, actions, rewards = [obs], [], []
+        infos = [{**info, "action_mask": env.unwrapped.action_masks()}]
+        done = False
+        while not done:
+            a = policy.act(obs, env)
+            obs, r, term, trunc, info = env.step(a)
+            done = term or trunc
+            observations.append(obs)
+            actions.append(a)
+            rewards.append(r)
+            infos.append({**info, "action_mask": env.unwrapped.action_masks()})
+        assert np.array_equal(ep.observations, np.stack(observations))
+        assert np.array_equal(ep.actions, actions)
+        assert np.array_equal(ep.rewards, rewards)
+        assert ep.terminations[-1] and not ep.terminations[:-1].any()
+        loaded = datasets.episode_infos(ep.infos)
+        assert len(loaded) == len(infos)
+        for t, (got, want) in enumerate(zip(loaded, infos)):
+            assert same(got, want), (ep.id, t, got, want)
+    env.close()
+
+
+def test_collect_resumes_without_losing_or_duplicating(minari_root):
+    class Interrupting:
+        """The behaviour policy, interrupted (Ctrl-C) at the start of its 5th episode."""
+
+        name = "behaviour"
+
+        def __init__(self) -> None:
+            self.inner, self.episodes = make_policy("behaviour"), 0
+
+        def reset(self, env, seed=None):
+            self.episodes += 1
+            if self.episodes == 5:
+                raise KeyboardInterrupt
+            self.inner.reset(env, seed)
+
+        def act(self, obs, env):
+            return self.inner.act(obs, env)
+
+    with pytest.raises(KeyboardInterrupt):
+        datasets.collect(TOY_ID, Interrupting(), "harness/toy-resume-v0", episodes=12, seed=3, progress=False)
+    saved = sorted(p.name for p in datasets.work_dir("harness/toy-resume-v0").glob("*.npz"))
+    assert len(saved) == 4 and not list(datasets.work_dir("harness/toy-resume-v0").glob("*.tmp"))
+    resumed = datasets.collect(TOY_ID, make_policy("behaviour"), "harness/toy-resume-v0", episodes=12, seed=3,
+                               progress=False)
+    straight = datasets.collect(TOY_ID, make_policy("behaviour"), "harness/toy-straight-v0", episodes=12, seed=3,
+                                progress=False)
+    assert not datasets.work_dir("harness/toy-resume-v0").exists()
+    assert resumed.total_episodes == straight.total_episodes == 12
+    assert resumed.total_steps == straight.total_steps
+    for a, b in zip(resumed.iterate_episodes(), straight.iterate_episodes()):
+        assert a.id == b.id
+        assert np.array_equal(a.observations, b.observations) and np.array_equal(a.actions, b.actions)
+    with pytest.raises(ValueError, match="other settings"):
+        datasets.collect(TOY_ID, make_policy("behaviour"), "harness/toy-resume-v0", episodes=12, seed=4,
+                         progress=False)
+
+
+def test_awr_with_infinite_beta_is_bc(toy_dataset, tmp_path):
+    data = datasets.load_transitions(toy_dataset)
+    common = {"dataset_id": toy_dataset.id, "seed": 1, "epochs": 3, "eval_episodes": 0,
+              "log_dir": str(tmp_path / "runs")}
+    bc = train_bc(BCConfig(out=str(tmp_path / "bc.pt"), **common), data)
+    awr = train_awr(AWRConfig(out=str(tmp_path / "awr.pt"), beta=math.inf, **common), data)
+    for p, q in zip(bc.net.parameters(), awr.net.parameters()):
+        assert torch.equal(p, q)
+    obs = torch.as_tensor(data.observations)
+    assert torch.equal(bc.net(obs).argmax(-1), awr.net(obs).argmax(-1))
+
+
+def test_train_and_eval_a_model_file(toy_dataset, tmp_path, capsys):
+    model = tmp_path / "awr.pt"
+    assert main(["train", "awr", "--dataset", toy_dataset.id, "--out", str(model), "--epochs", "2",
+                 "--eval-episodes", "3", "--log-dir", str(tmp_path / "runs")]) == 0
+    assert model.exists() and list((tmp_path / "runs").glob(f"{TOY_ID}__awr__0__*"))
+    capsys.readouterr()
+    assert main(["eval", TOY_ID, "--policy", str(model), "--episodes", "5", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["episodes"] == 5 and 0.0 <= result["quality_mean"] <= 1.0 and result["invalid_action_rate"] == 0
+
+
+def test_behaviour_policy_is_seeded():
+    env = gym.make(TOY_ID)
+
+    def actions(seed):
+        policy = make_policy("behaviour")
+        obs, _ = env.reset(seed=seed)
+        policy.reset(env, seed=seed)
+        out, done = [], False
+        while not done:
+            out.append(policy.act(obs, env))
+            obs, _, term, trunc, _ = env.step(out[-1])
+            done = term or trunc
+        return out
+
+    assert actions(11) == actions(11)
+    assert len({tuple(actions(s)) for s in range(30)}) > 3
+    env.close()
+
+
+def test_ablation_filter_definition():
+    spec = importlib.util.spec_from_file_location(
+        "offline_compare", Path(__file__).parents[1] / "benchmarks" / "offline_compare.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    D, C, R, S = Action.DRAFT, Action.CHECK, Action.REVISE, Action.SUBMIT
+
+    def run(actions, check_results, success=False):
+        obs = np.zeros((len(actions) + 1, 1))
+        results = iter(check_results)
+        for t, a in enumerate(actions):
+            if a == C:
+                obs[t + 1, 0] = next(results)
+        return mod.has_successful_revise(np.array(actions), obs, np.zeros(len(actions) + 1, bool), success, 0)
+
+    assert run([D, C, R, C, S], [-1, 1])                   # fail -> revise -> next check passes
+    assert not run([D, C, R, C, S], [-1, -1])              # the revision failed its next check
+    assert run([D, C, R, S], [-1], success=True)           # revised and submitted unchecked, episode succeeded
+    assert not run([D, C, R, S], [-1], success=False)
+    assert not run([D, C, S], [1], success=True)           # no revise at all
+    assert not run([D, R, C, S], [1], success=True)        # a revise without a failed check before it
+    assert not run([D, C, D, R, C, S], [-1, 1])            # a new draft resets: the revise is not after a failure
