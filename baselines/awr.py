@@ -1,9 +1,18 @@
 """Advantage-Weighted Regression (offline) of a harness controller from a Minari rollout buffer.
 
 Peng et al., 2019, https://arxiv.org/abs/1910.00177, in the form the harness paper uses: the reward is the
-terminal task quality only, the value baseline V(s) is fitted to the buffer's Monte-Carlo returns, the
-advantage is A = G - V(s), and the policy minimises ``-E[min(exp(A / beta), weight_max) * log pi(a|s)]``.
-With ``beta = inf`` every weight is 1 and the loss is behaviour cloning's (:mod:`baselines.bc`).
+terminal task quality only, the value baseline V(s) is fitted to the buffer's Monte-Carlo returns, and the
+policy minimises ``-E[min(exp(A / beta), weight_max) * log pi(a|s)]``. With ``beta = inf`` every weight is 1
+and the loss is behaviour cloning's (:mod:`baselines.bc`).
+
+Two advantage estimators, both fitted to the same Monte-Carlo returns:
+
+- ``advantage="mc"`` (Peng et al.'s): the sample advantage A = G - V(s) of each logged transition;
+- ``advantage="q"`` (as in AWAC / CRR): A = Q(s, a) - V(s), with Q(s, a) regressed on G as well. Where the
+  outcome after an action is a coin flip (pass/fail quality), exp(A / beta) of a *sample* advantage averages
+  to about the ratio of success probabilities of two actions, however small beta is; the fitted Q averages
+  the outcome first, so exp((Q(s, a) - V(s)) / beta) grows exponentially in the difference of expected
+  qualities.
 
 Run ``harness-gym train awr --dataset ID --out FILE [--beta B]`` or ``python -m baselines.awr ...``.
 """
@@ -34,6 +43,8 @@ class AWRConfig(BCConfig):
     """passes over the dataset when fitting V(s) to the Monte-Carlo returns"""
     value_learning_rate: float = 1e-3
     """Adam learning rate of the value"""
+    advantage: str = "mc"
+    """advantage estimator: "mc" (G - V(s)) or "q" (Q(s, a) - V(s), Q fitted to the same returns)"""
 
 
 def advantage_weights(advantages: torch.Tensor, beta: float, weight_max: float) -> torch.Tensor:
@@ -54,13 +65,22 @@ def train(cfg: AWRConfig, data: Transitions | None = None) -> LearnedPolicy:
     policy_net = MLP(obs_dim, n_actions, cfg.hidden_sizes)
     value_net = MLP(obs_dim, 1, cfg.hidden_sizes)
 
-    # 1. value baseline: regress V(s) on the Monte-Carlo return G
-    value_opt = torch.optim.Adam(value_net.parameters(), lr=cfg.value_learning_rate)
+    if cfg.advantage not in ("mc", "q"):
+        raise ValueError(f"advantage must be 'mc' or 'q', got {cfg.advantage!r}")
+    q_net = MLP(obs_dim, n_actions, cfg.hidden_sizes) if cfg.advantage == "q" else None
+
+    # 1. value baseline V(s) (and, for "q", Q(s, a) of the logged action), regressed on the return G
+    params = list(value_net.parameters()) + (list(q_net.parameters()) if q_net is not None else [])
+    value_opt = torch.optim.Adam(params, lr=cfg.value_learning_rate)
     value_rng = np.random.default_rng(cfg.seed + 1)
     step = 0
-    for epoch in range(cfg.value_epochs):
+    for _ in range(cfg.value_epochs):
         for idx in minibatches(value_rng, n, cfg.batch_size):
-            value_loss = torch.nn.functional.mse_loss(value_net(t["obs"][idx]).squeeze(-1), t["returns"][idx])
+            obs, ret = t["obs"][idx], t["returns"][idx]
+            value_loss = torch.nn.functional.mse_loss(value_net(obs).squeeze(-1), ret)
+            if q_net is not None:
+                q_taken = q_net(obs).gather(1, t["actions"][idx].unsqueeze(1)).squeeze(1)
+                value_loss = value_loss + torch.nn.functional.mse_loss(q_taken, ret)
             value_opt.zero_grad()
             value_loss.backward()
             value_opt.step()
@@ -69,7 +89,11 @@ def train(cfg: AWRConfig, data: Transitions | None = None) -> LearnedPolicy:
 
     # 2. advantages and their clipped exponential weights (fixed from here on)
     with torch.no_grad():
-        advantages = t["returns"] - value_net(t["obs"]).squeeze(-1)
+        baseline = value_net(t["obs"]).squeeze(-1)
+        if q_net is None:
+            advantages = t["returns"] - baseline
+        else:
+            advantages = q_net(t["obs"]).gather(1, t["actions"].unsqueeze(1)).squeeze(1) - baseline
     weights = advantage_weights(advantages, cfg.beta, cfg.weight_max)
     writer.add_scalar("charts/advantage_std", advantages.std().item(), step)
     writer.add_scalar("charts/weight_mean", weights.mean().item(), step)

@@ -1,5 +1,5 @@
 """Offline comparison per env (issue 6): static, BC, forced-CHECK and AWR on the test split, plus the
-support-ceiling ablation.
+support-ceiling ablation, for AWR with the sample advantage (``awr``) and with the fitted advantage (``awr-q``).
 
 For every env id and every seed s (seed = buffer + training): collect a rollout buffer of the ``behaviour``
 controller (``harness/<env>-behaviour-seed<s>-v0``, train split), train BC and AWR on it, train AWR again on the
@@ -44,7 +44,11 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.actions import Action
 from harness_gym.core.maturity import PATTERNS
 
-POLICIES = ("static", "forced-check", "bc", "awr", "awr-ablation")
+POLICIES = ("static", "forced-check", "bc", "awr", "awr-ablation", "awr-q", "awr-q-ablation")
+"""``awr`` uses the sample advantage G - V(s) (the configuration fixed before any run); ``awr-q`` the fitted
+advantage Q(s, a) - V(s) (see :mod:`baselines.awr`), added after the ``awr`` results, for the mechanism the
+notes explain. Everything else (buffers, beta, weight clip, epochs) is the same for both."""
+ADVANTAGE = {"awr": "mc", "awr-ablation": "mc", "awr-q": "q", "awr-q-ablation": "q"}
 
 
 def dataset_id(env_id: str, seed: int) -> str:
@@ -160,12 +164,12 @@ def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, A
                     t0 = time.perf_counter()
                     if name == "bc":
                         train_bc(BCConfig(**common), data)
-                    elif name == "awr":
-                        train_awr(AWRConfig(**common, beta=args.beta), data)
-                    else:
+                    elif name.endswith("-ablation"):
                         keep, removed = ablation_episodes(dsid)
                         extra.update(removed_episodes=removed, kept_episodes=len(keep))
-                        train_awr(AWRConfig(**common, beta=args.beta), data.subset(keep))
+                        train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name]), data.subset(keep))
+                    else:
+                        train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name]), data)
                     extra["train_seconds"] = time.perf_counter() - t0
                 policy = load_policy(model)
                 policy.name = name
@@ -193,7 +197,7 @@ def pooled(env_id: str, name: str, cells: list[dict[str, Any]]) -> dict[str, Any
            "quality_per_seed": [float(s.mean()) for s in per_seed],
            "success_rate": float(np.mean([r["success"] for r in records])),
            "hms_mean": float(np.nanmean(hms)) if np.any(~np.isnan(hms)) else math.nan, "patterns": patterns}
-    if name == "awr-ablation":
+    if name.endswith("-ablation"):
         row["removed_episodes_per_seed"] = [c.get("removed_episodes") for c in cells]
     return row
 
@@ -226,7 +230,7 @@ def write_outputs(out: Path, rows: list[dict[str, Any]], all_cells: dict[str, di
         w.writerow(["env_id", "policy", "check_before_submit", "quality_mean", "quality_ci_lo", "quality_ci_hi",
                     "removed_episodes_per_seed"])
         for r in rows:
-            if r["policy"] in ("awr", "awr-ablation"):
+            if r["policy"] in ADVANTAGE:
                 w.writerow([r["env_id"], r["policy"], r["patterns"]["check_before_submit"], r["quality_mean"],
                             *r["quality_ci95"], r.get("removed_episodes_per_seed", "")])
 

@@ -194,8 +194,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     options = {f: given[f] for f in Config.__dataclass_fields__ if f in given}
     if "hidden_sizes" in options:
         options["hidden_sizes"] = tuple(options["hidden_sizes"])
-    if args.algo == "bc" and ("beta" in given or "weight_max" in given):
-        raise SystemExit("--beta and --weight-max apply to awr only")
+    if args.algo == "bc" and given.keys() & {"beta", "weight_max", "advantage"}:
+        raise SystemExit("--beta, --weight-max and --advantage apply to awr only")
     cfg = Config(dataset_id=args.dataset, **options)
     policy = train(cfg)
     print(f"wrote {cfg.out} ({policy.name}, trained on {cfg.dataset_id}, seed {cfg.seed})")
@@ -269,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hidden-sizes", type=int, nargs="+")
     p.add_argument("--beta", type=float, help="awr: temperature of exp(A / beta) ('inf': behaviour cloning)")
     p.add_argument("--weight-max", type=float, help="awr: clip of the advantage weights")
+    p.add_argument("--advantage", choices=("mc", "q"), help="awr: advantage estimator, G - V(s) or Q(s, a) - V(s)")
     p.add_argument("--eval-episodes", type=int, help="episodes of the final evaluation on --eval-split")
     p.add_argument("--eval-split", choices=("train", "val", "test", "ood"))
     p.add_argument("--log-dir", help="TensorBoard folder (default: runs)")

@@ -197,3 +197,26 @@ def test_ablation_filter_definition():
     assert not run([D, C, S], [1], success=True)           # no revise at all
     assert not run([D, R, C, S], [1], success=True)        # a revise without a failed check before it
     assert not run([D, C, D, R, C, S], [-1, 1])            # a new draft resets: the revise is not after a failure
+
+
+def test_fitted_advantage_prefers_the_better_action_where_sample_advantages_cannot(tmp_path):
+    """One state, two logged actions: action 0 taken 1/3 of the time succeeds 80% of the time, action 1 taken
+    2/3 of the time succeeds 50%. With binary returns the clipped sample weights only scale each action by about
+    its success rate (0.8 * 1/3 < 0.5 * 2/3), so the sample-advantage AWR keeps the behaviour's favourite; the
+    fitted advantage Q(s, a) - V(s) weights action 0 by exp(0.2 / 0.1) and action 1 by exp(-0.1 / 0.1)."""
+    from harness_gym.core.state import FEATURE_NAMES
+    from harness_gym.datasets import Transitions
+
+    counts = {(0, 1.0): 80, (0, 0.0): 20, (1, 1.0): 100, (1, 0.0): 100}
+    actions = np.concatenate([np.full(n, a, dtype=np.int64) for (a, _), n in counts.items()])
+    returns = np.concatenate([np.full(n, g, dtype=np.float32) for (_, g), n in counts.items()])
+    n = len(actions)
+    data = Transitions(np.zeros((n, len(FEATURE_NAMES)), dtype=np.float32), actions,
+                       np.ones((n, 7), dtype=bool), returns, np.arange(n), TOY_ID, {}, FEATURE_NAMES)
+    chosen = {}
+    for adv in ("mc", "q"):
+        cfg = AWRConfig(dataset_id="synthetic", out=str(tmp_path / f"{adv}.pt"), seed=0, epochs=20,
+                        value_epochs=60, eval_episodes=0, log_dir=str(tmp_path / "runs"), advantage=adv)
+        policy = train_awr(cfg, data)
+        chosen[adv] = int(policy.net(torch.zeros(1, len(FEATURE_NAMES))).argmax())
+    assert chosen == {"mc": 1, "q": 0}
