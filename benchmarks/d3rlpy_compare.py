@@ -15,7 +15,7 @@ by the default ``all`` command:
    trained network (the BC policy's logits, CQL's Q-values) is written as a ``harness_gym.learned`` model file:
    d3rlpy's encoder + head is the same Linear-ReLU stack as :class:`baselines.learned.MLP`, so the weights
    map one to one and ``harness-gym eval --policy FILE`` runs it (masked argmax; for CQL, over Q-values).
-3. ``evaluate`` (main env): our BC and AWR are trained on the same dataset; all four are evaluated on the
+3. ``evaluate`` (main env): our BC and AWR (sample and fitted advantage) are trained on the same dataset; all four are evaluated on the
    test split (same episodes for each) and printed with their training times.
 
 Deviations from d3rlpy's defaults, and why: CQL's learning rate 1e-3 (the default 6.25e-5 is tuned for Atari
@@ -124,7 +124,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     common = {"dataset_id": args.dataset, "seed": args.seed, "epochs": args.epochs, "eval_episodes": 0,
               "log_dir": str(out / "runs")}
     for name, train, cfg in (("bc", train_bc, BCConfig(out=str(out / "bc.pt"), **common)),
-                             ("awr", train_awr, AWRConfig(out=str(out / "awr.pt"), **common))):
+                             ("awr", train_awr, AWRConfig(out=str(out / "awr.pt"), **common)),
+                             ("awr-q", train_awr, AWRConfig(out=str(out / "awr-q.pt"), advantage="q", **common))):
         start = time.perf_counter()
         train(cfg, data)
         times[name] = time.perf_counter() - start
@@ -133,7 +134,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     for col in ("learner", "quality [95% CI]", "check_before_submit", "train seconds"):
         table.add_column(col)
     rows = []
-    for name in ("bc", "awr", "d3rlpy-discrete-bc", "d3rlpy-discrete-cql"):
+    for name in ("bc", "awr", "awr-q", "d3rlpy-discrete-bc", "d3rlpy-discrete-cql"):
         policy = load_policy(out / f"{name}.pt")
         policy.name = name
         r = evaluate(args.env_id, policy, episodes=args.episodes, split="test", seed=args.seed)
