@@ -116,9 +116,8 @@ class OraclePolicy:
         mask = henv.action_masks()
         costs = henv.action_costs
         left = budget_units_left(obs, henv)
-        if task.required_observations and mask[Action.OBSERVE]:
-            if not task.required_observations.issubset(ctx.observed):
-                return int(Action.OBSERVE)
+        if mask[Action.OBSERVE] and not task.required_observations.issubset(ctx.observed):
+            return int(Action.OBSERVE)
         if (task.relevant_docs and mask[Action.RETRIEVE] and self._retrievals < len(task.relevant_docs) + 3
                 and not task.relevant_docs.issubset(ctx.retrieved)):
             self._retrievals += 1
