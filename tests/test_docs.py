@@ -22,7 +22,7 @@ def test_env_docstring_has_every_section_and_the_feature_table(env_id):
     doc = getattr(importlib.import_module(module_name), class_name).__doc__
     for section in SECTIONS:
         assert section in doc, f"{env_id}: docstring lacks {section}"
-    assert "{observation_table}" not in doc
+    assert "{observation_table}" not in doc and "{episode_end}" not in doc
     for i, name in enumerate(FEATURE_NAMES):
         assert f"| {i} | {name} |" in doc
     assert f'gym.make("{env_id}"' in doc

@@ -366,8 +366,15 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         super().close()
 
 
+EPISODE_END = """- Termination: SUBMIT, or the budget runs out (the current draft is graded as a forced submit,
+      ``info["forced_submit"]`` is True; without a draft the quality is 0).
+    - Truncation: none before the registered limit of 100 steps, which the budget always reaches first."""
+
+
 def document_env(cls: type) -> type:
-    """Fill the ``{observation_table}`` placeholder of an env class docstring from :data:`FEATURES`."""
-    if cls.__doc__ and "{observation_table}" in cls.__doc__:
-        cls.__doc__ = cls.__doc__.replace("{observation_table}", features_table())
+    """Fill the shared parts of an env class docstring: ``{observation_table}`` (from :data:`FEATURES`) and
+    ``{episode_end}`` (the same for every Harness MDP)."""
+    if cls.__doc__:
+        cls.__doc__ = cls.__doc__.replace("{observation_table}", features_table()).replace("{episode_end}",
+                                                                                          EPISODE_END)
     return cls

@@ -66,9 +66,7 @@ class HarnessCodeEnv(HarnessEnv):
 
     ## Episode End
 
-    - Termination: SUBMIT, or the budget runs out (the current draft is graded as a forced submit; no draft
-      scores 0).
-    - Truncation: none before the registered limit of 100 steps, which the budget always reaches first.
+    {episode_end}
 
     ## Arguments
 

@@ -65,9 +65,7 @@ class HarnessKnowledgeEnv(HarnessEnv):
 
     ## Episode End
 
-    - Termination: SUBMIT, or the budget runs out (the current record is graded as a forced submit; no record
-      scores 0).
-    - Truncation: none before the registered limit of 100 steps, which the budget always reaches first.
+    {episode_end}
 
     ## Arguments
 

@@ -70,9 +70,7 @@ class HarnessMultiToolEnv(HarnessEnv):
 
     ## Episode End
 
-    - Termination: SUBMIT, or the budget runs out (the current draft is graded as a forced submit; no draft
-      scores 0).
-    - Truncation: none before the registered limit of 100 steps, which the budget always reaches first.
+    {episode_end}
 
     ## Arguments
 

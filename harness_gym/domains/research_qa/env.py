@@ -67,9 +67,7 @@ class HarnessResearchQAEnv(HarnessEnv):
 
     ## Episode End
 
-    - Termination: SUBMIT, or the budget runs out (the current answer is graded as a forced submit; no answer
-      scores 0).
-    - Truncation: none before the registered limit of 100 steps, which the budget always reaches first.
+    {episode_end}
 
     ## Arguments
 
