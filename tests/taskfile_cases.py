@@ -6,10 +6,21 @@ import json
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import pytest
 
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.paths import data_path
+
+
+class RawEdit(NamedTuple):
+    """A change to a line's text rather than to its JSON record (e.g. to break the JSON in a particular way)."""
+
+    edit: Callable[[str], str]
+
+
+Change = Callable[[dict[str, Any]], Any] | RawEdit | None
 
 
 def copy_data(domain: str, names: Sequence[str], dest: Path) -> Path:
@@ -19,11 +30,14 @@ def copy_data(domain: str, names: Sequence[str], dest: Path) -> Path:
     return dest
 
 
-def corrupt_line(path: Path, lineno: int, change: Callable[[dict[str, Any]], Any] | None) -> None:
-    """Apply ``change`` to the JSON record on ``lineno``; ``None`` cuts the line short (invalid JSON)."""
+def corrupt_line(path: Path, lineno: int, change: Change) -> None:
+    """Apply ``change`` to line ``lineno``: a function edits its JSON record, a :class:`RawEdit` its text,
+    and ``None`` cuts the line short (invalid JSON)."""
     lines = path.read_text(encoding="utf-8").splitlines()
     if change is None:
         lines[lineno - 1] = lines[lineno - 1][:-7]
+    elif isinstance(change, RawEdit):
+        lines[lineno - 1] = change.edit(lines[lineno - 1])
     else:
         rec = json.loads(lines[lineno - 1])
         change(rec)
@@ -36,3 +50,14 @@ def assert_names_location(err: TaskFileError, file: str, lineno: int, field: str
     msg = str(err)
     assert file in msg and f"line {lineno}" in msg, msg
     assert (field is None and "invalid JSON" in msg) or f"field {field!r}" in msg, msg
+
+
+def assert_rejects_corrupt_line(load: Callable[[Path], object], domain: str, names: Sequence[str], dest: Path,
+                                file: str, lineno: int, change: Change, field: str | None) -> None:
+    """Copy the domain's files into ``dest``, corrupt ``file`` at ``lineno``: ``load(dest)`` must raise a
+    :class:`TaskFileError` that names the file, the line and the field."""
+    root = copy_data(domain, names, dest)
+    corrupt_line(root / file, lineno, change)
+    with pytest.raises(TaskFileError) as err:
+        load(root)
+    assert_names_location(err.value, file, lineno, field)

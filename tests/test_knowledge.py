@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
-import gymnasium as gym
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
 from harness_gym.domains.knowledge.domain import KnowledgeDomain, load_knowledge_domain
 from harness_gym.domains.knowledge.generate import write
 from harness_gym.paths import data_path
+from tests.domain_cases import assert_env_runs_episodes
+from tests.taskfile_cases import RawEdit, assert_rejects_corrupt_line
+
+FILES = ("sources.jsonl", "tasks.jsonl")
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_splits_and_counts(domain):
 
 def test_generator_reproduces_the_shipped_data(tmp_path):
     write(tmp_path)
-    for name in ("sources.jsonl", "tasks.jsonl"):
+    for name in FILES:
         assert (tmp_path / name).read_bytes() == data_path("knowledge", name).read_bytes(), name
 
 
@@ -116,49 +116,17 @@ def test_knowledge_signal_on_drafts(domain):
     assert domain.knowledge(task, ctx) == 1.0
 
 
-def _copy_data(tmp_path: Path) -> Path:
-    for name in ("sources.jsonl", "tasks.jsonl"):
-        shutil.copy(data_path("knowledge", name), tmp_path / name)
-    return tmp_path
-
-
-def _rewrite_line(path: Path, lineno: int, edit) -> None:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    lines[lineno - 1] = edit(lines[lineno - 1])
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def _edit_record(change):
-    def edit(line: str) -> str:
-        rec = json.loads(line)
-        change(rec)
-        return json.dumps(rec)
-    return edit
-
-
 @pytest.mark.parametrize("file,change,field", [
-    ("tasks.jsonl", lambda line: line[:-5], None),
-    ("tasks.jsonl", _edit_record(lambda r: r.pop("gold")), "gold"),
-    ("tasks.jsonl", _edit_record(lambda r: r.update(difficulty="hard")), "difficulty"),
-    ("tasks.jsonl", _edit_record(lambda r: r["candidates"][1].pop("correct")), "candidates[1].correct"),
-    ("tasks.jsonl", _edit_record(lambda r: r["fields"][0].update(type="date")), "fields[0].type"),
-    ("sources.jsonl", _edit_record(lambda r: r.update(authoritative="yes")), "authoritative"),
+    ("tasks.jsonl", RawEdit(lambda line: line[:-5]), None),
+    ("tasks.jsonl", lambda r: r.pop("gold"), "gold"),
+    ("tasks.jsonl", lambda r: r.update(difficulty="hard"), "difficulty"),
+    ("tasks.jsonl", lambda r: r["candidates"][1].pop("correct"), "candidates[1].correct"),
+    ("tasks.jsonl", lambda r: r["fields"][0].update(type="date"), "fields[0].type"),
+    ("sources.jsonl", lambda r: r.update(authoritative="yes"), "authoritative"),
 ])
 def test_malformed_files_name_file_line_and_field(tmp_path, file, change, field):
-    root = _copy_data(tmp_path)
-    _rewrite_line(root / file, 3, change)
-    with pytest.raises(TaskFileError) as err:
-        KnowledgeDomain(root)
-    msg = str(err.value)
-    assert file in msg and "line 3" in msg
-    assert (field is None and "invalid JSON" in msg) or f"field {field!r}" in msg
+    assert_rejects_corrupt_line(KnowledgeDomain, "knowledge", FILES, tmp_path, file, 3, change, field)
 
 
 def test_registered_env_runs_episodes():
-    env = gym.make("HarnessKnowledge-v0", split="test")
-    for seed in range(3):
-        obs, info = env.reset(seed=seed)
-        for action in (0, 0, 1, 1, 2, 3, 4, 6):
-            obs, reward, terminated, truncated, info = env.step(action)
-        assert terminated and not truncated and 0.0 <= info["quality"] <= 1.0 and reward == info["quality"]
-    env.close()
+    assert_env_runs_episodes("HarnessKnowledge-v0", "test", (0, 0, 1, 1, 2, 3, 4, 6))

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 
-import gymnasium as gym
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
 from harness_gym.domains.multitool.domain import MultiToolDomain, load_multitool_domain
 from harness_gym.domains.multitool.generate import generate
 from harness_gym.domains.multitool.tools import TOOL_SPECS, ToolError, Value, calculate, convert, parse_unit, run_plan
 from harness_gym.paths import data_path
-from tests.taskfile_cases import assert_names_location, copy_data, corrupt_line
+from tests.domain_cases import assert_env_runs_episodes
+from tests.taskfile_cases import assert_rejects_corrupt_line
 
 FILES = ("world.json", "corpus.jsonl", "tasks.jsonl")
 
@@ -174,19 +173,9 @@ def test_knowledge_signal_on_drafts(domain):
     ("corpus.jsonl", lambda r: r.pop("text"), "text"),
 ])
 def test_malformed_files_name_file_line_and_field(tmp_path, file, change, field):
-    root = copy_data("multitool", FILES, tmp_path)
-    corrupt_line(root / file, 3, change)
-    with pytest.raises(TaskFileError) as err:
-        MultiToolDomain(root)
-    assert_names_location(err.value, file, 3, field)
+    assert_rejects_corrupt_line(MultiToolDomain, "multitool", FILES, tmp_path, file, 3, change, field)
 
 
 def test_registered_env_runs_episodes():
-    env = gym.make("HarnessMultiTool-v0", split="test")
-    assert env.unwrapped.sandbox is None
-    for seed in range(3):
-        obs, info = env.reset(seed=seed)
-        for action in (0, 1, 1, 2, 2, 3, 4, 6):
-            obs, reward, terminated, truncated, info = env.step(action)
-        assert terminated and not truncated and info["quality"] in (0.0, 1.0) and reward == info["quality"]
-    env.close()
+    infos = assert_env_runs_episodes("HarnessMultiTool-v0", "test", (0, 1, 1, 2, 2, 3, 4, 6))
+    assert all(info["quality"] in (0.0, 1.0) for info in infos)

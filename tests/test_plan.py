@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
 from harness_gym.domains.plan.domain import PlanDomain, load_plan_domain
 from harness_gym.domains.plan.generate import generate
 from harness_gym.paths import data_path
-from tests.taskfile_cases import assert_names_location, copy_data, corrupt_line
+from tests.domain_cases import assert_env_runs_episodes
+from tests.taskfile_cases import assert_rejects_corrupt_line
 
 FILES = ("corpus.jsonl", "tasks.jsonl")
 
@@ -160,19 +159,8 @@ def test_knowledge_signal_on_drafts(domain):
     ("corpus.jsonl", lambda r: r.update(title=None), "title"),
 ])
 def test_malformed_files_name_file_line_and_field(tmp_path, file, change, field):
-    root = copy_data("plan", FILES, tmp_path)
-    corrupt_line(root / file, 3, change)
-    with pytest.raises(TaskFileError) as err:
-        PlanDomain(root)
-    assert_names_location(err.value, file, 3, field)
+    assert_rejects_corrupt_line(PlanDomain, "plan", FILES, tmp_path, file, 3, change, field)
 
 
 def test_registered_env_runs_episodes():
-    env = gym.make("HarnessPlan-v0", split="ood")
-    assert env.unwrapped.sandbox is None
-    for seed in range(3):
-        obs, info = env.reset(seed=seed)
-        for action in (0, 0, 1, 2, 2, 3, 4, 6):
-            obs, reward, terminated, truncated, info = env.step(action)
-        assert terminated and not truncated and 0.0 <= info["quality"] <= 1.0 and reward == info["quality"]
-    env.close()
+    assert_env_runs_episodes("HarnessPlan-v0", "ood", (0, 0, 1, 2, 2, 3, 4, 6))

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
-
-import gymnasium as gym
 import numpy as np
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
 from harness_gym.domains.research_qa.domain import ResearchQADomain, load_research_qa_domain
 from harness_gym.domains.research_qa.generate import IN_DISTRIBUTION, OUT_OF_DISTRIBUTION, write
 from harness_gym.domains.research_qa.grading import answer_quality, token_f1
 from harness_gym.paths import data_path
 from harness_gym.workers import SimulatedWorker, WorkerProfile
+from tests.domain_cases import assert_env_runs_episodes
+from tests.taskfile_cases import RawEdit, assert_rejects_corrupt_line
+
+FILES = ("articles.jsonl", "tasks.jsonl")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +45,7 @@ def test_splits_counts_and_ood_relations(domain):
 
 def test_generator_reproduces_the_shipped_data(tmp_path):
     write(tmp_path)
-    for name in ("articles.jsonl", "tasks.jsonl"):
+    for name in FILES:
         assert (tmp_path / name).read_bytes() == data_path("research_qa", name).read_bytes(), name
 
 
@@ -138,47 +136,18 @@ def test_knowledge_signal_on_drafts(domain):
     assert domain.knowledge(task, ctx) == -1.0
 
 
-def _copy_data(tmp_path: Path) -> Path:
-    for name in ("articles.jsonl", "tasks.jsonl"):
-        shutil.copy(data_path("research_qa", name), tmp_path / name)
-    return tmp_path
-
-
-def _edit_record(change):
-    def edit(line: str) -> str:
-        rec = json.loads(line)
-        change(rec)
-        return json.dumps(rec)
-    return edit
-
-
 @pytest.mark.parametrize("file,change,field", [
-    ("tasks.jsonl", lambda line: "{" + line, None),
-    ("tasks.jsonl", _edit_record(lambda r: r.pop("answer")), "answer"),
-    ("tasks.jsonl", _edit_record(lambda r: r.update(prompt=7)), "prompt"),
-    ("tasks.jsonl", _edit_record(lambda r: r["tool_calls"][0].update(args="x")), "tool_calls[0].args"),
-    ("tasks.jsonl", _edit_record(lambda r: r.update(required_observations=[5])), "required_observations"),
-    ("articles.jsonl", _edit_record(lambda r: r.pop("relations")), "relations"),
+    ("tasks.jsonl", RawEdit(lambda line: "{" + line), None),
+    ("tasks.jsonl", lambda r: r.pop("answer"), "answer"),
+    ("tasks.jsonl", lambda r: r.update(prompt=7), "prompt"),
+    ("tasks.jsonl", lambda r: r["tool_calls"][0].update(args="x"), "tool_calls[0].args"),
+    ("tasks.jsonl", lambda r: r.update(required_observations=[5]), "required_observations"),
+    ("articles.jsonl", lambda r: r.pop("relations"), "relations"),
 ])
 def test_malformed_files_name_file_line_and_field(tmp_path, file, change, field):
-    root = _copy_data(tmp_path)
-    path = root / file
-    lines = path.read_text(encoding="utf-8").splitlines()
-    lines[1] = change(lines[1])
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(TaskFileError) as err:
-        ResearchQADomain(root)
-    msg = str(err.value)
-    assert file in msg and "line 2" in msg
-    assert (field is None and "invalid JSON" in msg) or f"field {field!r}" in msg
+    assert_rejects_corrupt_line(ResearchQADomain, "research_qa", FILES, tmp_path, file, 2, change, field)
 
 
 def test_registered_env_runs_episodes():
-    env = gym.make("HarnessResearchQA-v0", split="ood")
-    for seed in range(3):
-        obs, info = env.reset(seed=seed)
-        for action in (0, 1, 1, 2, 2, 3, 4, 6):
-            obs, reward, terminated, truncated, info = env.step(action)
-        assert terminated and not truncated and 0.0 <= info["quality"] <= 1.0 and reward == info["quality"]
-        assert info["split"] == "ood"
-    env.close()
+    infos = assert_env_runs_episodes("HarnessResearchQA-v0", "ood", (0, 1, 1, 2, 2, 3, 4, 6))
+    assert all(info["split"] == "ood" for info in infos)

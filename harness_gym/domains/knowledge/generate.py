@@ -11,7 +11,6 @@ Run ``python -m harness_gym.domains.knowledge.generate [--out DIR] [--seed N]``;
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,8 +21,8 @@ import numpy as np
 
 from harness_gym.core.taskfile import write_jsonl
 from harness_gym.domains.fictional_world import NameForge, World
+from harness_gym.domains.generation import generator_main
 from harness_gym.domains.knowledge.rules import KnowledgeRules, RecordSpec, Source
-from harness_gym.paths import data_path
 
 SEED = 20240611
 N_IN_DISTRIBUTION = 176
@@ -308,13 +307,8 @@ def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default envs_data/knowledge)")
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args()
-    out = args.out or data_path("knowledge")
-    n_src, n_tasks = write(out, args.seed)
-    print(f"wrote {n_tasks} tasks and {n_src} sources to {out}")
+    generator_main(__doc__, "knowledge", write, SEED,
+                   lambda counts, out: f"wrote {counts[1]} tasks and {counts[0]} sources to {out}")
 
 
 if __name__ == "__main__":

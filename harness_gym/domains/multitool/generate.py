@@ -13,7 +13,6 @@ reference plan's value agrees with its label (a rate that did not move between t
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import itertools
 import json
@@ -26,15 +25,14 @@ from typing import Any
 import numpy as np
 
 from harness_gym.core.taskfile import write_jsonl
+from harness_gym.domains.generation import family_splits, generator_main
 from harness_gym.domains.multitool.tools import TOOL_SPECS, UNITS, World, answer_close, format_unit, run_plan
-from harness_gym.paths import data_path
 
 START = dt.date(2024, 1, 1)
 DAYS = 182
 CURRENCIES = {"USD": 1.0, "EUR": 0.92, "GBP": 0.79, "JPY": 148.0, "CHF": 0.88, "CAD": 1.35}
-IN_DIST_PER_FAMILY = 32
 OOD_PER_FAMILY = 20
-SPLIT_SHARES = (("train", 19), ("val", 6), ("test", 7))
+SPLIT_SHARES = (("train", 19), ("val", 6), ("test", 7))  # tasks per in-distribution family, by split
 
 Plan = list[dict[str, Any]]
 
@@ -483,20 +481,16 @@ def generate(out: Path, seed: int = 0) -> dict[str, int]:
     world = World(world_raw["rates"], world_raw["tables"])
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for families, per_family, shares in ((IN_DIST, IN_DIST_PER_FAMILY, SPLIT_SHARES),
-                                         (OOD, OOD_PER_FAMILY, (("ood", OOD_PER_FAMILY),))):
-        for make in families:
-            splits = [s for s, n in shares for _ in range(n)]
-            rng.shuffle(splits)
-            made = 0
-            while made < per_family:
-                spec = make(rng, world)
-                if spec.prompt in seen:
-                    continue
-                seen.add(spec.prompt)
-                tid = f"mt-{spec.family}-{made:03d}"
-                records.append(build_task(spec, tid, splits[made], rng, world, world_raw))
-                made += 1
+    for make, splits in family_splits(rng, IN_DIST, SPLIT_SHARES, OOD, OOD_PER_FAMILY):
+        made = 0
+        while made < len(splits):
+            spec = make(rng, world)
+            if spec.prompt in seen:
+                continue
+            seen.add(spec.prompt)
+            tid = f"mt-{spec.family}-{made:03d}"
+            records.append(build_task(spec, tid, splits[made], rng, world, world_raw))
+            made += 1
     write_jsonl(out / "corpus.jsonl", make_corpus(world_raw))
     write_jsonl(out / "tasks.jsonl", records)
     (out / "world.json").write_text(json.dumps(world_raw, indent=1) + "\n", encoding="utf-8")
@@ -504,11 +498,7 @@ def generate(out: Path, seed: int = 0) -> dict[str, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default envs_data/multitool)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    print(generate(args.out or data_path("multitool"), args.seed))
+    generator_main(__doc__, "multitool", generate)
 
 
 if __name__ == "__main__":

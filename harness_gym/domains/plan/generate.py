@@ -14,7 +14,6 @@ constraint, each labelled by the real verifier and cost.
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -24,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from harness_gym.core.taskfile import write_jsonl
+from harness_gym.domains.generation import family_splits, generator_main
 from harness_gym.domains.plan.model import Assignment, Instance, slot_name
-from harness_gym.paths import data_path
 
 NAMES = ("Ana", "Ben", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lea", "Milo", "Nia",
          "Omar", "Pia", "Rosa", "Sami", "Tao", "Uma")
@@ -35,9 +34,8 @@ TITLES = ("design review", "budget sync", "roadmap", "retro", "hiring sync", "cu
 EQUIPMENT = ("projector", "video")
 DAYS = ("Mon", "Tue")
 HOURS = (9, 10, 11, 14, 15, 16)
-IN_DIST_PER_FAMILY = 54
 OOD_PER_FAMILY = 36
-SPLIT_SHARES = (("train", 32), ("val", 10), ("test", 12))
+SPLIT_SHARES = (("train", 32), ("val", 10), ("test", 12))  # tasks per in-distribution family, by split
 
 Spec = dict[str, Any]
 
@@ -284,28 +282,20 @@ def generate(out: Path, seed: int = 0, limit: int | None = None) -> dict[str, in
     """
     rng = np.random.default_rng(seed)
     records: list[dict[str, Any]] = []
-    for families, per_family, shares in ((IN_DIST, IN_DIST_PER_FAMILY, SPLIT_SHARES),
-                                         (OOD, OOD_PER_FAMILY, (("ood", OOD_PER_FAMILY),))):
-        for make in families:
-            splits = [s for s, n in shares for _ in range(n)]
-            rng.shuffle(splits)
-            made = 0
-            while made < per_family and (limit is None or len(records) < limit):
-                rec = build_task(make(rng), make.__name__, f"plan-{make.__name__}-{made:03d}", splits[made], rng)
-                if rec is not None:
-                    records.append(rec)
-                    made += 1
+    for make, splits in family_splits(rng, IN_DIST, SPLIT_SHARES, OOD, OOD_PER_FAMILY):
+        made = 0
+        while made < len(splits) and (limit is None or len(records) < limit):
+            rec = build_task(make(rng), make.__name__, f"plan-{make.__name__}-{made:03d}", splits[made], rng)
+            if rec is not None:
+                records.append(rec)
+                made += 1
     write_jsonl(out / "corpus.jsonl", make_corpus())
     write_jsonl(out / "tasks.jsonl", records)
     return dict(Counter(rec["split"] for rec in records))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default envs_data/plan)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    print(generate(args.out or data_path("plan"), args.seed))
+    generator_main(__doc__, "plan", generate)
 
 
 if __name__ == "__main__":

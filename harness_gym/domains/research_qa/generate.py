@@ -12,7 +12,6 @@ Run ``python -m harness_gym.domains.research_qa.generate [--out DIR] [--seed N]`
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,8 @@ import numpy as np
 
 from harness_gym.core.taskfile import write_jsonl
 from harness_gym.domains.fictional_world import ATTRIBUTES, RELATIONS, Entity, World, normalize_answer
+from harness_gym.domains.generation import generator_main
 from harness_gym.domains.research_qa.grading import answer_quality
-from harness_gym.paths import data_path
 
 SEED = 7130
 SPLIT_SIZES = {"train": 100, "val": 30, "test": 44}
@@ -237,13 +236,8 @@ def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default envs_data/research_qa)")
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args()
-    out = args.out or data_path("research_qa")
-    n_articles, n_tasks = write(out, args.seed)
-    print(f"wrote {n_tasks} tasks and {n_articles} articles to {out}")
+    generator_main(__doc__, "research_qa", write, SEED,
+                   lambda counts, out: f"wrote {counts[1]} tasks and {counts[0]} articles to {out}")
 
 
 if __name__ == "__main__":

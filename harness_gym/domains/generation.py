@@ -1,0 +1,46 @@
+"""Pieces shared by the task-bank generators: the split of each template family's tasks, and the command line
+(``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from harness_gym.paths import data_path
+
+F = TypeVar("F")
+
+
+def family_splits(rng: np.random.Generator, in_dist: Sequence[F], shares: Sequence[tuple[str, int]],
+                  ood: Sequence[F], n_ood: int) -> Iterator[tuple[F, list[str]]]:
+    """Yield every template family with the split of each of its tasks, shuffled.
+
+    An in-distribution family makes ``count`` tasks of each ``(split, count)`` in ``shares``, an ``ood`` family
+    ``n_ood`` tasks of split ``"ood"``. Each list is shuffled with ``rng`` when its family is reached, so the
+    draws the caller makes for one family's tasks come before the next family's shuffle.
+    """
+    for families, family_shares in ((in_dist, shares), (ood, (("ood", n_ood),))):
+        for make in families:
+            splits = [s for s, n in family_shares for _ in range(n)]
+            rng.shuffle(splits)
+            yield make, splits
+
+
+def generator_main(doc: str, domain: str, generate: Callable[[Path, int], Any], seed: int = 0,
+                   report: Callable[[Any, Path], object] = lambda result, out: result) -> None:
+    """Parse ``[--out DIR] [--seed N]``, run ``generate(out, seed)`` and print ``report(result, out)``.
+
+    :param doc: the generator module's docstring; its first line describes the command
+    :param domain: the output folder when ``--out`` is not given is ``envs_data/<domain>``
+    :param seed: the default ``--seed``
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None, help=f"output folder (default envs_data/{domain})")
+    parser.add_argument("--seed", type=int, default=seed)
+    args = parser.parse_args()
+    out = args.out or data_path(domain)
+    print(report(generate(out, args.seed), out))
