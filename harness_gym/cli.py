@@ -202,6 +202,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from baselines.reproduce import reproduce
+
+    reproduce(Path(args.out), quick=args.quick, env_ids=args.env or None, tau_data=args.tau_data,
+              dbbench_data=args.dbbench_data)
+    return 0
+
+
 def _add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
                    help="constructor argument for the env (repeatable), e.g. data_dir=PATH")
@@ -274,6 +284,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-split", choices=("train", "val", "test", "ood"))
     p.add_argument("--log-dir", help="TensorBoard folder (default: runs)")
     p.set_defaults(func=cmd_train)
+    p = sub.add_parser("reproduce", help="the paper tables (Markdown, CSV) and figures (PNG)")
+    p.add_argument("--out", required=True, help="output folder; rerun with the same folder to resume")
+    p.add_argument("--quick", action="store_true", help="small sizes: checks the pipeline, not the paper numbers")
+    p.add_argument("--env", action="append", default=[], help="repeatable; default every registered env")
+    p.add_argument("--tau-data", default=None, help="also evaluate the reference harnesses on this τ-bench data")
+    p.add_argument("--dbbench-data", default=None, help="also evaluate them on this DB-Bench JSONL file")
+    p.set_defaults(func=cmd_reproduce)
     return parser
 
 

@@ -22,7 +22,7 @@ instance of check -> fail -> revise -> "fixed" as the controller can see it.
 
 Example (minutes per env on 2 cores)::
 
-    python benchmarks/offline_compare.py HarnessCode-v0 --out results/offline --seeds 5 --episodes 2000
+    python -m baselines.offline_compare HarnessCode-v0 --out results/offline --seeds 5 --episodes 2000
 """
 
 from __future__ import annotations
@@ -274,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         all_cells[env_id] = run_env(env_id, args)
         rows += [pooled(env_id, name, cells) for name, cells in all_cells[env_id].items()]
         write_outputs(Path(args.out), rows, all_cells)
-    print_table(rows)
+    if not args.quiet:
+        print_table(rows)
     return 0
 
 

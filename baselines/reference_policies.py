@@ -1,6 +1,6 @@
 """Static, forced-CHECK and oracle harnesses on every registered env (and on the public data where given).
 
-    python benchmarks/reference_policies.py --out results/reference_policies [--episodes 300]
+    python -m baselines.reference_policies --out results/reference_policies [--episodes 300]
         [--tau-data ../shared/data/tau2-retail] [--dbbench-data ../shared/data/dbbench/standard.jsonl]
 
 Writes ``reference_policies.json`` (one DESIGN §9 object per row) and ``reference_policies.md`` (a table with
@@ -27,7 +27,7 @@ POLICIES = ("static", "forced-check", "oracle")
 def runs(args: argparse.Namespace) -> list[tuple[str, str, dict[str, Any], int]]:
     """(label, env id, env kwargs, episodes) for every row of the table."""
     out = []
-    for env_id in harness_gym.ENV_IDS:
+    for env_id in args.env_ids or harness_gym.ENV_IDS:
         episodes = args.code_episodes if env_id == "HarnessCode-v0" else args.episodes
         out.append((env_id, env_id, {}, episodes))
     if args.tau_data:
@@ -43,7 +43,8 @@ def fmt(value: float) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run (or resume) the table; returns its rows."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("results/reference_policies"))
     ap.add_argument("--episodes", type=int, default=300)
@@ -52,12 +53,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tau-data", default=None)
     ap.add_argument("--dbbench-data", default=None)
-    args = ap.parse_args()
+    ap.add_argument("--env", action="append", dest="env_ids", default=None,
+                    help="repeatable; default every registered env id")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "reference_policies.json"
     done: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
     cells = [(label, env_id, kw, n, pol) for label, env_id, kw, n in runs(args) for pol in POLICIES]
-    for label, env_id, kwargs, episodes, policy in tqdm(cells, desc="reference policies"):
+    for label, env_id, kwargs, episodes, policy in tqdm(cells, desc="reference policies", disable=args.quiet):
         key = f"{label}|{policy}|{args.split}|{episodes}|{args.seed}"
         if key in done:
             continue
@@ -73,7 +77,9 @@ def main() -> None:
                      f"[{lo:.3f}, {hi:.3f}] | {row['success_rate']:.3f} | {fmt(row['hms_mean'])} | "
                      f"{fmt(row['patterns']['check_before_submit'])} | {row['mean_steps']:.1f} |")
     (args.out / "reference_policies.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    if not args.quiet:
+        print("\n".join(lines))
+    return list(done.values())
 
 
 if __name__ == "__main__":
