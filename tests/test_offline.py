@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import gymnasium as gym
 import minari
@@ -176,10 +174,8 @@ def test_behaviour_policy_is_seeded():
 
 
 def test_ablation_filter_definition():
-    spec = importlib.util.spec_from_file_location(
-        "offline_compare", Path(__file__).parents[1] / "benchmarks" / "offline_compare.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from baselines import offline_compare as mod
+
     D, C, R, S = Action.DRAFT, Action.CHECK, Action.REVISE, Action.SUBMIT
 
     def run(actions, check_results, success=False):
