@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 
 import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.types import Draft
 
 
 def assert_env_runs_episodes(env_id: str, split: str, actions: Sequence[int], seeds: int = 3) -> list[dict[str, Any]]:
@@ -27,3 +28,8 @@ def assert_env_runs_episodes(env_id: str, split: str, actions: Sequence[int], se
         infos.append(info)
     env.close()
     return infos
+
+
+def draft(content: str, candidate: int = -1) -> Draft:
+    """A first-version draft holding ``content`` (``candidate`` -1: not taken from the task's bank)."""
+    return Draft(content=content, candidate=candidate, version=1)

@@ -11,13 +11,14 @@ import gymnasium as gym
 import pytest
 
 from harness_gym.core.taskfile import TaskFileError
-from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
+from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.code.bank import OOD_FAMILIES, all_specs
 from harness_gym.domains.code.domain import CodeDomain, load_code_domain
 from harness_gym.domains.code.generate import build_task
 from harness_gym.domains.code.mutation import OPERATORS, mutants
 from harness_gym.paths import data_path
 from harness_gym.sandbox import make_sandbox
+from tests.domain_cases import draft
 
 
 @pytest.fixture(scope="module")
@@ -39,18 +40,12 @@ def records() -> dict[str, dict]:
     return {rec["task_id"]: rec for rec in map(json.loads, lines)}
 
 
-def all_tasks(domain: CodeDomain):
-    return [t for s in SPLITS for t in domain.tasks(s)]
-
-
-def draft(content: str) -> Draft:
-    return Draft(content=content, candidate=-1, version=1)
 
 
 def test_counts_families_and_splits(domain, records):
     counts = domain.counts()
     assert sum(counts.values()) >= 150 and all(counts[s] > 0 for s in SPLITS)
-    families = {t.family for t in all_tasks(domain)}
+    families = {t.family for t in domain.all_tasks()}
     assert len(families) >= 8
     assert {t.family for t in domain.tasks("ood")} == set(OOD_FAMILIES)
     assert not set(OOD_FAMILIES) & {t.family for s in ("train", "val", "test") for t in domain.tasks(s)}
@@ -58,13 +53,13 @@ def test_counts_families_and_splits(domain, records):
     for rec in records.values():
         split_of_problem.setdefault(rec["problem"], set()).add(rec["split"])
     assert all(len(s) == 1 for s in split_of_problem.values()), "variants of one problem share a split"
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         assert 3 <= len(task.candidates) <= 7 and task.required_observations and task.relevant_docs
         assert len(task.payload.visible) in (2, 3) and 7 <= len(task.payload.hidden) <= 13
 
 
 def test_reference_passes_checker_and_grades_one(domain, sandbox):
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         ref = draft(task.reference.content)
         result = domain.check(task, ref, sandbox)
         assert result.passed, (task.task_id, result.feedback)
@@ -75,7 +70,7 @@ def test_wrong_candidates_fail_the_grader_and_some_pass_the_checker(domain, sand
     """Every third task (a deterministic sample: all candidates would take ~1 min on a loaded 2-core box);
     the generation-time statistics of the whole bank must agree with what running the code shows here."""
     support = visible_fail = 0
-    for task in all_tasks(domain)[::3]:
+    for task in domain.all_tasks()[::3]:
         stored = records[task.task_id]["candidates"]
         for cand, stats in zip(task.candidates, stored):
             if cand.correct:

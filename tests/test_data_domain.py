@@ -40,14 +40,11 @@ def sandbox():
     sb.close()
 
 
-def all_tasks(domain: DataDomain) -> list[Task]:
-    return [t for split in SPLITS for t in domain.tasks(split)]
-
 
 def sample(domain: DataDomain) -> list[Task]:
     """The first task of every (schema, template) pair, in file order."""
     seen: dict[tuple[str, str], Task] = {}
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         seen.setdefault((task.payload.dataset.rsplit("_", 1)[0], task.family), task)
     return list(seen.values())
 
@@ -67,7 +64,7 @@ def test_counts_and_splits(domain: DataDomain) -> None:
     ood_sets = {t.payload.dataset.rsplit("_", 1)[0] for t in domain.tasks("ood")}
     train_sets = {t.payload.dataset.rsplit("_", 1)[0] for t in domain.tasks("train")}
     assert not ood_sets & train_sets, "ood schemas must be unseen in train"
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         assert task.relevant_docs <= {d.doc_id for d in domain.corpus}
         assert sum(c.correct for c in task.candidates) == 1 and len(task.candidates) >= 3
 
@@ -80,14 +77,14 @@ def test_generator_is_deterministic(domain: DataDomain) -> None:
 
 
 def test_relevant_documents_rank_near_the_top(domain: DataDomain) -> None:
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         order = [domain.corpus[i].doc_id for i, _ in domain.index.ranking(domain.query(task))]
         assert max(order.index(d) for d in task.relevant_docs) < 5, task.task_id
 
 
 # ----- checker and grader --------------------------------------------------------------------------------
 def test_every_reference_passes_checker_and_grader(domain: DataDomain, sandbox) -> None:
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         ref = draft(task, 0)
         assert task.candidates[0].correct
         check = domain.check(task, ref, sandbox)
@@ -118,7 +115,7 @@ def test_candidate_labels_agree_with_grader_on_sample(domain: DataDomain, sandbo
 
 @pytest.mark.skipif(not SLOW, reason="runs ~1900 programs; set HARNESS_GYM_SLOW=1")
 def test_every_candidate_label(domain: DataDomain, sandbox) -> None:
-    _labels_agree(domain, sandbox, all_tasks(domain))
+    _labels_agree(domain, sandbox, domain.all_tasks())
 
 
 def test_checker_feedback_names_the_fault(domain: DataDomain, sandbox, monkeypatch) -> None:

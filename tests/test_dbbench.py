@@ -16,7 +16,7 @@ import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.taskfile import TaskFileError
-from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
+from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.dbbench.domain import KNOWN_MISMATCHES, DBBenchDomain, grade_content, load_dbbench_bank
 from harness_gym.domains.dbbench.engines import Engine, SQLError, SQLiteEngine, TableSpec, make_engine, run_statement
 from harness_gym.domains.dbbench.generate import generate
@@ -30,6 +30,7 @@ from harness_gym.domains.dbbench.scoring import (
     table_hash,
 )
 from harness_gym.paths import data_path
+from tests.domain_cases import draft
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 REAL_FILE = SHARED_DATA / "dbbench" / "standard.jsonl"
@@ -45,9 +46,6 @@ def engine_named(name: str) -> Engine:
     return make_engine(name, DSN)
 
 
-def draft(content: str) -> Draft:
-    return Draft(content=content, candidate=-1, version=1)
-
 
 @pytest.fixture(scope="module")
 def generated() -> DBBenchDomain:
@@ -60,9 +58,6 @@ def real() -> DBBenchDomain:
         pytest.skip(f"AgentBench DB-Bench data not found at {REAL_FILE}")
     return DBBenchDomain(load_dbbench_bank(str(REAL_FILE)), SQLiteEngine())
 
-
-def all_tasks(domain: DBBenchDomain):
-    return [t for s in SPLITS for t in domain.tasks(s)]
 
 
 # ----- loader ------------------------------------------------------------------------------------------------
@@ -142,7 +137,7 @@ def test_generated_splits(generated):
 
 def _candidate_stats(domain: DBBenchDomain) -> dict[str, int]:
     stats = {"wrong_fail_check": 0, "wrong_pass_check": 0}
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         ref = task.reference
         assert domain.grade(task, draft(ref.content), None) == 1.0, task.task_id
         result = domain.check(task, draft(ref.content), None)
@@ -166,7 +161,7 @@ def test_engines_give_the_same_scores_on_the_generated_set(generated):
     """Every candidate of every generated task: the same grade and the same check verdict on both engines."""
     mysql = DBBenchDomain(generated.bank, engine_named("mysql"))
     try:
-        for task in all_tasks(generated):
+        for task in generated.all_tasks():
             for cand in task.candidates:
                 d = draft(cand.content)
                 assert generated.grade(task, d, None) == mysql.grade(task, d, None), (task.task_id, cand)
@@ -248,7 +243,7 @@ def test_real_references_candidates_and_checker(real):
     assert set(real.bank.skipped.values()) <= set(KNOWN_MISMATCHES.values())
     stats = _candidate_stats(real)
     assert stats["wrong_pass_check"] > 0 and stats["wrong_fail_check"] > 0, stats
-    modes = {t.payload.mode for t in all_tasks(real)}
+    modes = {t.payload.mode for t in real.all_tasks()}
     assert modes == {"sql", "answer"}
 
 

@@ -7,11 +7,11 @@ import json
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
+from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.knowledge.domain import KnowledgeDomain, load_knowledge_domain
 from harness_gym.domains.knowledge.generate import write
 from harness_gym.paths import data_path
-from tests.domain_cases import assert_env_runs_episodes
+from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.taskfile_cases import RawEdit, assert_rejects_corrupt_line
 
 FILES = ("sources.jsonl", "tasks.jsonl")
@@ -22,12 +22,6 @@ def domain() -> KnowledgeDomain:
     return load_knowledge_domain()
 
 
-def all_tasks(domain: KnowledgeDomain):
-    return [t for s in SPLITS for t in domain.tasks(s)]
-
-
-def draft(content: str) -> Draft:
-    return Draft(content=content, candidate=-1, version=1)
 
 
 def test_splits_and_counts(domain):
@@ -44,7 +38,7 @@ def test_generator_reproduces_the_shipped_data(tmp_path):
 
 
 def test_reference_passes_checker_and_grades_one(domain):
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         ref = draft(task.reference.content)
         assert domain.grade(task, ref, None) == 1.0, task.task_id
         result = domain.check(task, ref, None)
@@ -53,7 +47,7 @@ def test_reference_passes_checker_and_grades_one(domain):
 
 def test_correct_flags_agree_with_grader_and_support_ceiling_exists(domain):
     passes_but_wrong, fails = 0, 0
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         for cand in task.candidates:
             quality = domain.grade(task, draft(cand.content), None)
             assert (quality >= domain.success_threshold) == cand.correct, (task.task_id, cand.kind, quality)

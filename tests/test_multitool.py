@@ -7,12 +7,12 @@ import json
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
+from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.multitool.domain import MultiToolDomain, load_multitool_domain
 from harness_gym.domains.multitool.generate import generate
 from harness_gym.domains.multitool.tools import TOOL_SPECS, ToolError, Value, calculate, convert, parse_unit, run_plan
 from harness_gym.paths import data_path
-from tests.domain_cases import assert_env_runs_episodes
+from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.taskfile_cases import assert_rejects_corrupt_line
 
 FILES = ("world.json", "corpus.jsonl", "tasks.jsonl")
@@ -23,16 +23,10 @@ def domain() -> MultiToolDomain:
     return load_multitool_domain()
 
 
-def all_tasks(domain: MultiToolDomain):
-    return [t for s in SPLITS for t in domain.tasks(s)]
-
-
-def draft(content: str) -> Draft:
-    return Draft(content=content, candidate=-1, version=1)
 
 
 def candidate(domain: MultiToolDomain, kind: str):
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         for cand in task.candidates:
             if cand.kind == kind:
                 return task, cand
@@ -54,7 +48,7 @@ def test_generator_reproduces_the_shipped_data(tmp_path):
 
 
 def test_reference_passes_checker_and_grades_one(domain):
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         ref = draft(task.reference.content)
         assert domain.grade(task, ref, None) == 1.0, task.task_id
         result = domain.check(task, ref, None)
@@ -64,7 +58,7 @@ def test_reference_passes_checker_and_grades_one(domain):
 
 def test_correct_flags_agree_with_grader_and_support_ceiling_exists(domain):
     passes_but_wrong, fails = 0, 0
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         for cand in task.candidates:
             quality = domain.grade(task, draft(cand.content), None)
             assert (quality >= domain.success_threshold) == cand.correct, (task.task_id, cand.kind)
@@ -109,7 +103,7 @@ def test_calculator_unit_algebra_and_safety():
 def test_tools_validate_arguments_and_report_real_errors(domain):
     task = domain.tasks("train")[0]
     ctx = Context(task=task)
-    for other in all_tasks(domain):
+    for other in domain.all_tasks():
         for call in other.tool_calls:
             assert domain.run_tool(other, call, ctx, None).ok, call
     bad = [

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
+from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.plan.domain import PlanDomain, load_plan_domain
 from harness_gym.domains.plan.generate import generate
 from harness_gym.paths import data_path
-from tests.domain_cases import assert_env_runs_episodes
+from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.taskfile_cases import assert_rejects_corrupt_line
 
 FILES = ("corpus.jsonl", "tasks.jsonl")
@@ -23,12 +23,6 @@ def domain() -> PlanDomain:
     return load_plan_domain()
 
 
-def all_tasks(domain: PlanDomain):
-    return [t for s in SPLITS for t in domain.tasks(s)]
-
-
-def draft(content: str) -> Draft:
-    return Draft(content=content, candidate=-1, version=1)
 
 
 def test_splits_counts_and_unseen_ood_constraints(domain):
@@ -50,7 +44,7 @@ def test_generator_reproduces_the_shipped_data(tmp_path):
 
 
 def test_stored_optimum_matches_the_solver_and_exhaustive_search(domain):
-    tasks = all_tasks(domain)
+    tasks = domain.all_tasks()
     for task in tasks[::12]:  # a deterministic sample across templates: solving all takes ~10 s
         inst = domain.instance(task)
         cost, plan = inst.solve()
@@ -66,7 +60,7 @@ def test_stored_optimum_matches_the_solver_and_exhaustive_search(domain):
 
 
 def test_reference_passes_checker_and_grades_one(domain):
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         ref = draft(task.reference.content)
         assert domain.grade(task, ref, None) == 1.0, task.task_id
         assert domain.check(task, ref, None).passed, task.task_id
@@ -74,7 +68,7 @@ def test_reference_passes_checker_and_grades_one(domain):
 
 def test_correct_flags_agree_with_grader_and_support_ceiling_exists(domain):
     ceiling, violating = 0, 0
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         for cand in task.candidates:
             quality = domain.grade(task, draft(cand.content), None)
             assert (quality >= domain.success_threshold) == cand.correct, (task.task_id, cand.kind, quality)
@@ -90,7 +84,7 @@ def test_correct_flags_agree_with_grader_and_support_ceiling_exists(domain):
 
 def test_checker_names_the_violated_constraint(domain):
     kinds = set()
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         for cand in task.candidates:
             if cand.kind.startswith("violates_"):
                 kind = cand.kind.removeprefix("violates_")
@@ -141,7 +135,7 @@ def test_tools_validate_arguments_and_report_real_errors(domain):
 
 
 def test_knowledge_signal_on_drafts(domain):
-    task = next(t for t in all_tasks(domain) if any(c.kind == "violates_availability" for c in t.candidates))
+    task = next(t for t in domain.all_tasks() if any(c.kind == "violates_availability" for c in t.candidates))
     ctx = Context(task=task, draft=draft(task.reference.content))
     assert domain.knowledge(task, ctx) == 1.0
     ctx.draft = draft(next(c.content for c in task.candidates if c.kind == "violates_availability"))

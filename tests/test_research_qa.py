@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.core.types import SPLITS, Context, Draft, ToolCall
+from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.research_qa.domain import ResearchQADomain, load_research_qa_domain
 from harness_gym.domains.research_qa.generate import IN_DISTRIBUTION, OUT_OF_DISTRIBUTION, write
 from harness_gym.domains.research_qa.grading import answer_quality, token_f1
 from harness_gym.paths import data_path
 from harness_gym.workers import SimulatedWorker, WorkerProfile
-from tests.domain_cases import assert_env_runs_episodes
+from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.taskfile_cases import RawEdit, assert_rejects_corrupt_line
 
 FILES = ("articles.jsonl", "tasks.jsonl")
@@ -23,12 +23,6 @@ def domain() -> ResearchQADomain:
     return load_research_qa_domain()
 
 
-def all_tasks(domain: ResearchQADomain):
-    return [t for s in SPLITS for t in domain.tasks(s)]
-
-
-def draft(content: str, candidate: int = -1) -> Draft:
-    return Draft(content=content, candidate=candidate, version=1)
 
 
 def test_splits_counts_and_ood_relations(domain):
@@ -40,7 +34,7 @@ def test_splits_counts_and_ood_relations(domain):
     ood_names = {t.name for t in OUT_OF_DISTRIBUTION}
     assert {t.family for t in domain.tasks("ood")} <= ood_names
     assert not ood_names & {t.family for s in ("train", "val", "test") for t in domain.tasks(s)}
-    assert {len(t.relevant_docs) for t in all_tasks(domain)} == {2, 3}
+    assert {len(t.relevant_docs) for t in domain.all_tasks()} == {2, 3}
 
 
 def test_generator_reproduces_the_shipped_data(tmp_path):
@@ -58,7 +52,7 @@ def test_grader_scores_em_and_f1():
 
 def test_correct_flags_agree_with_grader(domain):
     kinds = set()
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         assert domain.grade(task, draft(task.reference.content), None) == 1.0
         for cand in task.candidates:
             quality = domain.grade(task, draft(cand.content), None)
@@ -66,7 +60,7 @@ def test_correct_flags_agree_with_grader(domain):
             kinds.add(cand.kind)
         assert sum(c.correct for c in task.candidates) == 1
     assert {"wrong_hop", "sibling", "partial", "wrong_relation"} <= kinds
-    partial = [domain.grade(t, draft(c.content), None) for t in all_tasks(domain) for c in t.candidates
+    partial = [domain.grade(t, draft(c.content), None) for t in domain.all_tasks() for c in t.candidates
                if c.kind == "partial"]
     assert all(0.0 < q < 1.0 for q in partial)
 
@@ -91,7 +85,7 @@ def test_no_structured_checker_and_self_check_has_low_specificity(domain):
 def test_multi_hop_retrieval_reaches_the_chain(domain):
     """The hop-expanded BM25 query finds every article of the chain within a few retrievals for most tasks."""
     reached = 0
-    tasks = all_tasks(domain)
+    tasks = domain.all_tasks()
     for task in tasks:
         ctx = Context(task=task)
         for _ in range(len(task.relevant_docs) + 3):

@@ -27,11 +27,7 @@ from tests.shared_data import SHARED_DATA, shared_data_mark
 
 REAL = SHARED_DATA / "tau2-retail"
 needs_real = shared_data_mark("tau2-retail", "db.json")
-ALL_SPLITS = ("train", "val", "test", "ood")
 
-
-def all_tasks(domain: TauRetailDomain) -> list:
-    return [t for s in ALL_SPLITS for t in domain.tasks(s)]
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +137,7 @@ def test_both_layouts_load_the_same_tickets(tmp_path):
     assert v1.task("test-0").family == "exchange" and v1.task("val-0").family == "info"
     assert sum(tau2.counts().values()) == 4 and tau2.counts()["test"] == 2
     for domain in (v1, tau2):
-        for task in all_tasks(domain):
+        for task in domain.all_tasks():
             assert domain.grade(task, Draft(task.reference.content, 0, 1), None) == 1.0
             assert verify(task.payload, task.reference.content).passed
 
@@ -299,7 +295,7 @@ def test_real_splits(real):
 @needs_real
 def test_replaying_gold_actions_earns_reward_one_on_every_real_task(real):
     failing = set()
-    for task in all_tasks(real):
+    for task in real.all_tasks():
         data = task.payload
         assert reward(data, encode_draft(data.actions, compose_reply(data.actions, data.outputs))) == 1.0, task.task_id
         db = RetailDB(data.snapshot)
@@ -310,16 +306,16 @@ def test_replaying_gold_actions_earns_reward_one_on_every_real_task(real):
 
 @needs_real
 def test_empty_plan_earns_reward_one_only_without_write_actions(real):
-    earns = {t.task_id for t in all_tasks(real)
+    earns = {t.task_id for t in real.all_tasks()
              if reward(t.payload, encode_draft([], compose_reply([], t.payload.outputs))) == 1.0}
-    without_writes = {t.task_id for t in all_tasks(real) if not any(a.name in WRITE_TOOLS for a in t.payload.actions)}
+    without_writes = {t.task_id for t in real.all_tasks() if not any(a.name in WRITE_TOOLS for a in t.payload.actions)}
     assert without_writes and earns == without_writes | {"105"}  # 105: its only write fails (see the known list)
 
 
 @needs_real
 def test_each_perturbation_earns_zero_where_it_changes_the_db(real):
     changed_by_kind: Counter[str] = Counter()
-    for task in all_tasks(real):
+    for task in real.all_tasks():
         data = task.payload
         for kind, plan in Perturber(data.snapshot, data.user_id, data.gold_plan, seed=1).all():
             changed = replay(data.snapshot, plan).state_hash() != data.gold_hash
@@ -341,7 +337,7 @@ def test_outputs_are_compared_like_the_benchmark():
 
 def _bank_stats(domain: TauRetailDomain) -> Counter[str]:
     stats: Counter[str] = Counter()
-    for task in all_tasks(domain):
+    for task in domain.all_tasks():
         for cand in task.candidates:
             quality = domain.grade(task, Draft(cand.content, 0, 1), None)
             assert cand.correct == (quality == 1.0), (task.task_id, cand.kind)

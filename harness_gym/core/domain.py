@@ -58,6 +58,10 @@ class Domain(ABC):
             raise ValueError(f"{self.name}: unknown split {split!r}; expected one of {SPLITS}")
         return self._tasks[split]
 
+    def all_tasks(self) -> list[Task]:
+        """Every task, split by split in the order of :data:`SPLITS`."""
+        return [t for s in SPLITS for t in self._tasks[s]]
+
     def task(self, task_id: str) -> Task:
         try:
             return self._by_id[task_id]
