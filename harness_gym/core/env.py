@@ -275,6 +275,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         assert got is not None and st is not None
         doc, looks_relevant = got
         ctx.retrieved.append(doc.doc_id)
+        ctx.documents.append(doc)
         st.n_retrieved += 1
         st.n_relevant_looking += int(looks_relevant)
         self._last_text = f"RETRIEVE: [{doc.doc_id}] {doc.title}"

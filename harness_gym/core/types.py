@@ -136,6 +136,8 @@ class Context:
     task: Task
     observed: list[int] = field(default_factory=list)
     retrieved: list[str] = field(default_factory=list)
+    documents: list[Document] = field(default_factory=list)
+    """The retrieved documents themselves, in retrieval order (``retrieved`` holds their ids)."""
     tool_history: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
     draft: Draft | None = None
     last_check: CheckResult | None = None
