@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from harness_gym.core.types import ExecResult
+from harness_gym.sandbox.base import ExecResult
 from harness_gym.sandbox import (
     CachedSandbox,
     DockerSandbox,
