@@ -176,8 +176,8 @@ class Domain(ABC):
 
     # ----- evidence ----------------------------------------------------------------------------------
     def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
-        """The ``knowledge`` evidence signal (docs/harness_mdp.md, "Info"): +1 when the step's content is consistent with the
-        domain's knowledge base, -1 when it contradicts it, 0 when there is nothing to verify.
+        """The ``knowledge`` evidence signal (docs/harness_mdp.md, "Info"): +1 when the step's content is
+        consistent with the domain's knowledge base, -1 when it contradicts it, 0 when there is nothing to verify.
 
         The default verifies tool calls (known tool, schema-valid arguments); domains extend it to drafts.
         """

@@ -1,10 +1,10 @@
-"""Execution-result cache for sandboxes (DESIGN §6).
+"""Execution-result cache for sandboxes (docs/harness_mdp.md, "Sandboxes").
 
 A job whose code, files, stdin and limits are identical gives the same result when the code is
 deterministic, so its result can be reused. The cache is an in-process LRU shared by every sandbox of
 the process (bounded, thread-safe). Only results of jobs that ran to completion (``reason == ""``, no
 timeout, no kill) are stored; code that reads the clock or a random source is cached too, which is why
-caching is opt-in. Cached results come back with ``cached=True``; the env reports it in ``info``.
+caching is opt-in. Cached results come back with ``cached=True``; the env reports it in ``info["exec_cached"]``.
 """
 
 from __future__ import annotations
