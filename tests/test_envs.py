@@ -73,8 +73,8 @@ def test_sb3_check_env_without_warnings(env_id):
 
 
 def without_cache_flag(info: dict) -> dict:
-    """``exec_cached`` reports the process-wide execution cache, so it depends on what ran earlier in the
-    process; it is the one info field outside the determinism contract."""
+    """``exec_cached`` says whether a job was a hit in the process-wide execution cache, which depends on what
+    ran earlier in the process; it is the one info field outside the determinism contract."""
     return {k: v for k, v in info.items() if k != "exec_cached"}
 
 
