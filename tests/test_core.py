@@ -12,7 +12,7 @@ from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hm
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW
 from harness_gym.core.types import Document
-from tests.toy_domain import make_toy_env
+from examples.toy_domain.env import HarnessToyEnv as make_toy_env
 
 F = {n: i for i, n in enumerate(FEATURE_NAMES)}
 

@@ -158,3 +158,21 @@ def test_sb3_ppo_learns_a_few_thousand_steps():
     action, _ = model.predict(obs, deterministic=True)
     assert e.action_space.contains(int(action))
     e.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_envs_share_the_loaded_domain_and_episodes_leave_it_unchanged(env_id):
+    """Two envs on the same data hold one domain object; running episodes on both rebinds none of its
+    attributes (a domain keeps no per-episode state: docs/harness_mdp.md, "Domains")."""
+    e1, e2 = gym.make(env_id), gym.make(env_id)
+    domain = e1.unwrapped.domain
+    assert e2.unwrapped.domain is domain
+    before = {name: id(value) for name, value in vars(domain).items()}
+    for seed, env in ((0, e1), (1, e2), (2, e1)):
+        env.reset(seed=seed)
+        for action in (0, 1, 2, 3, 4, 5, 4, 6):
+            if env.step(action)[2]:
+                break
+    assert {name: id(value) for name, value in vars(domain).items()} == before
+    e1.close()
+    e2.close()
