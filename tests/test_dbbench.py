@@ -405,7 +405,7 @@ def test_episode_resource_is_a_database_of_its_own(generated):
     assert generated.grade(a, draft(a.reference.content), None, resource=session) == 1.0
     assert grade_content(session, a.payload, a.reference.content) == 1.0
     generated.end_episode(a, session)
-    with pytest.raises(Exception):
+    with pytest.raises(SQLError):
         session.execute("SELECT 1")
 
 
@@ -456,7 +456,7 @@ def test_two_envs_share_one_domain_and_interleave_without_interfering():
     assert traces == alone
     assert engine.opened == 2, "each episode opens its database once, whatever the other env does"
     first.close()
-    with pytest.raises(Exception):
+    with pytest.raises(SQLError):
         resources[0].execute("SELECT 1")  # closing an env drops its episode's database ...
     second.reset(seed=0, options={"task_id": ids[1]})  # ... and leaves the shared domain usable
     assert engine.opened == 3 and not second.step(2)[4]["invalid_action"]

@@ -103,6 +103,7 @@ class Domain(ABC):
         :param task: the task the episode was on
         :param resource: what :meth:`begin_episode` returned for it (possibly ``None``)
         """
+        return None
 
     # ----- OBSERVE -----------------------------------------------------------------------------------
     def observe(self, task: Task, ctx: Context) -> tuple[int, str] | None:
