@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
+from examples.toy_domain.env import HarnessToyEnv as make_toy_env
 from harness_gym.core.actions import DEFAULT_ACTION_COST, Action
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW
 from harness_gym.core.types import Document
-from tests.toy_domain import make_toy_env
 
 F = {n: i for i, n in enumerate(FEATURE_NAMES)}
 

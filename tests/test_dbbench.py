@@ -160,14 +160,18 @@ def test_generated_references_candidates_and_checker(generated):
 def test_engines_give_the_same_scores_on_the_generated_set(generated):
     """Every candidate of every generated task: the same grade and the same check verdict on both engines."""
     mysql = DBBenchDomain(generated.bank, engine_named("mysql"))
-    try:
-        for task in generated.all_tasks():
+    for task in generated.all_tasks():
+        lite, my = generated.begin_episode(task), mysql.begin_episode(task)
+        try:
             for cand in task.candidates:
                 d = draft(cand.content)
-                assert generated.grade(task, d, None) == mysql.grade(task, d, None), (task.task_id, cand)
-                assert generated.check(task, d, None).passed == mysql.check(task, d, None).passed, (task.task_id, cand)
-    finally:
-        mysql.close()
+                assert (generated.grade(task, d, None, resource=lite)
+                        == mysql.grade(task, d, None, resource=my)), (task.task_id, cand)
+                assert (generated.check(task, d, None, resource=lite).passed
+                        == mysql.check(task, d, None, resource=my).passed), (task.task_id, cand)
+        finally:
+            generated.end_episode(task, lite)
+            mysql.end_episode(task, my)
 
 
 @needs_mysql
@@ -391,23 +395,72 @@ def test_knowledge_signal(generated):
     assert generated.knowledge(task, ctx) == -1.0
 
 
-def test_grade_is_independent_of_the_episode_session(generated):
+def test_episode_resource_is_a_database_of_its_own(generated):
+    """The domain keeps no session: each episode's database is the resource begin_episode returns, and a hook
+    called without one opens a database for that call."""
     a, b = generated.tasks("train")[:2]
-    generated.begin_episode(a)
+    session = generated.begin_episode(a)
+    assert vars(generated).keys() == {"_tasks", "corpus", "tools", "_index", "_by_id", "bank", "engine"}
     assert generated.grade(b, draft(b.reference.content), None) == 1.0
-    assert grade_content(SQLiteEngine().open(a.payload.record.table), a.payload, a.reference.content) == 1.0
+    assert generated.grade(a, draft(a.reference.content), None, resource=session) == 1.0
+    assert grade_content(session, a.payload, a.reference.content) == 1.0
+    generated.end_episode(a, session)
+    with pytest.raises(SQLError):
+        session.execute("SELECT 1")
 
 
-def test_env_smoke():
-    env = gym.make("HarnessDBBench-v0", split="train", budget=20)
-    for seed in range(5):
-        env.reset(seed=seed)
-        terminated = False
-        while not terminated:
-            _, _, terminated, truncated, info = env.step(env.action_space.sample())
-            assert not truncated
-        assert 0.0 <= info["quality"] <= 1.0
-    env.close()
+class _CountingEngine(SQLiteEngine):
+    """SQLite that counts the databases it opens."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+
+    def open(self, table: TableSpec):
+        self.opened += 1
+        return super().open(table)
+
+
+def _episode_trace(env: gym.Env, task_id: str, actions: tuple[int, ...]) -> list:
+    trace = [env.reset(seed=0, options={"task_id": task_id})[0].tolist()]
+    for action in actions:
+        obs, reward, terminated, _, info = env.step(action)
+        trace.append((obs.tolist(), reward, info["evidence"], info["quality"]))
+        if terminated:
+            break
+    return trace
+
+
+def test_two_envs_share_one_domain_and_interleave_without_interfering():
+    """Two envs on the same loaded domain, stepped alternately on tasks of different tables, give exactly the
+    episodes each gives alone, and each episode runs on one database of its own, opened once at reset."""
+    engine = _CountingEngine()
+    first, second = gym.make("HarnessDBBench-v0", engine=engine), gym.make("HarnessDBBench-v0", engine=engine)
+    domain = first.unwrapped.domain
+    assert second.unwrapped.domain is domain
+    tasks = {t.payload.record.table.name: t.task_id for t in domain.tasks("train") if t.payload.mode == "sql"}
+    ids = list(tasks.values())[:2]
+    actions = (0, 0, 2, 3, 4, 5, 4, 2, 6)
+    alone = [_episode_trace(gym.make("HarnessDBBench-v0"), task_id, actions) for task_id in ids]
+
+    traces = [[env.reset(seed=0, options={"task_id": t})[0].tolist()] for env, t in zip((first, second), ids)]
+    resources = [first.unwrapped._resource, second.unwrapped._resource]
+    running = [True, True]
+    for action in actions:
+        for i, env in enumerate((first, second)):
+            if running[i]:
+                obs, reward, terminated, _, info = env.step(action)
+                traces[i].append((obs.tolist(), reward, info["evidence"], info["quality"]))
+                running[i] = not terminated
+                if running[i]:
+                    assert env.unwrapped._resource is resources[i]
+    assert traces == alone
+    assert engine.opened == 2, "each episode opens its database once, whatever the other env does"
+    first.close()
+    with pytest.raises(SQLError):
+        resources[0].execute("SELECT 1")  # closing an env drops its episode's database ...
+    second.reset(seed=0, options={"task_id": ids[1]})  # ... and leaves the shared domain usable
+    assert engine.opened == 3 and not second.step(2)[4]["invalid_action"]
+    second.close()
 
 
 @needs_real

@@ -73,8 +73,8 @@ def test_sb3_check_env_without_warnings(env_id):
 
 
 def without_cache_flag(info: dict) -> dict:
-    """``exec_cached`` reports the process-wide execution cache, so it depends on what ran earlier in the
-    process; it is the one info field outside the determinism contract."""
+    """``exec_cached`` says whether a job was a hit in the process-wide execution cache, which depends on what
+    ran earlier in the process; it is the one info field outside the determinism contract."""
     return {k: v for k, v in info.items() if k != "exec_cached"}
 
 
@@ -158,3 +158,27 @@ def test_sb3_ppo_learns_a_few_thousand_steps():
     action, _ = model.predict(obs, deterministic=True)
     assert e.action_space.contains(int(action))
     e.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_envs_share_the_loaded_domain_and_episodes_leave_it_unchanged(env_id):
+    """Two envs on the same data hold one domain object; running episodes on both rebinds none of its
+    attributes once its lazy tables are built (a domain keeps no per-episode state: docs/harness_mdp.md,
+    "Domains")."""
+    e1, e2 = gym.make(env_id), gym.make(env_id)
+    domain = e1.unwrapped.domain
+    assert e2.unwrapped.domain is domain
+
+    def episode(env: gym.Env, seed: int) -> None:
+        env.reset(seed=seed)
+        for action in (0, 1, 2, 3, 4, 5, 4, 6):
+            if env.step(action)[2]:
+                break
+
+    episode(e1, 0)  # builds what the domain builds on first use (the BM25 index)
+    before = {name: id(value) for name, value in vars(domain).items()}
+    for seed, env in ((1, e2), (2, e1), (3, e2)):
+        episode(env, seed)
+    assert {name: id(value) for name, value in vars(domain).items()} == before
+    e1.close()
+    e2.close()

@@ -1,4 +1,4 @@
-"""Offline buffers (Minari), BC and AWR (issue 6), on the toy domain registered as ``HarnessToy-v0``."""
+"""Offline buffers (Minari), BC and AWR, on the toy domain registered as ``HarnessToy-v0``."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from harness_gym.core.actions import Action
 
 TOY_ID = "HarnessToy-v0"
 if TOY_ID not in gym.registry:
-    gym.register(id=TOY_ID, entry_point="tests.toy_domain:make_toy_env", max_episode_steps=100)
+    gym.register(id=TOY_ID, entry_point="examples.toy_domain.env:HarnessToyEnv", max_episode_steps=100)
 
 
 def same(a, b) -> bool:

@@ -25,11 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from harness_gym.core.types import ExecResult
 from harness_gym.sandbox import (
     CachedSandbox,
     DockerSandbox,
     DockerUnavailableError,
+    ExecRecorder,
+    ExecResult,
     ProcessSandbox,
     ResultCache,
     Sandbox,
@@ -667,3 +668,53 @@ def test_code_env_same_qualities_under_both_backends(docker_backend: str) -> Non
         outcomes[name] = [(r["task_id"], r["quality"], r["success"]) for r in records]
     assert outcomes["process"] == outcomes["docker"]
     assert len({q for _, q, _ in outcomes["docker"]}) > 1, "a handful of episodes should not all grade alike"
+
+
+class _ScriptedSandbox:
+    """Answers every job with the next of a fixed list of results."""
+
+    def __init__(self, results: list[ExecResult]) -> None:
+        self.results = list(results)
+        self.closed = False
+
+    def run(self, code: str, **kwargs: object) -> ExecResult:
+        return self.results.pop(0)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_exec_recorder_notes_cached_results_per_step() -> None:
+    fresh = ExecResult("", "", 0, False, 0.01)
+    hit = ExecResult("", "", 0, False, 0.0, cached=True)
+    recorder = ExecRecorder(_ScriptedSandbox([fresh, hit, fresh, fresh]))
+    recorder.start()
+    assert recorder.run("a") is not None and not recorder.served_from_cache
+    recorder.run("b")
+    recorder.run("c")
+    assert recorder.served_from_cache, "one cached job makes the step cached"
+    recorder.start()
+    recorder.run("d")
+    assert not recorder.served_from_cache
+    recorder.close()
+    assert recorder.inner.closed
+
+
+def test_exec_cached_comes_from_the_env_s_own_jobs() -> None:
+    """A repeated CHECK of the same draft is served from the cache; a step of another env that runs no job
+    meanwhile reports no cached job, and neither does the first env's next job-free step."""
+    gym = pytest.importorskip("gymnasium")
+    import harness_gym  # noqa: F401  (registers the envs)
+
+    env, other = gym.make("HarnessCode-v0"), gym.make("HarnessCode-v0")
+    try:
+        env.reset(seed=0)
+        other.reset(seed=0)
+        env.step(3)  # DRAFT
+        env.step(4)  # CHECK: runs the visible tests (possibly a hit already)
+        assert env.step(4)[4]["exec_cached"]  # the same job again
+        assert not other.step(0)[4]["exec_cached"]  # OBSERVE runs nothing
+        assert not env.step(1)[4]["exec_cached"]  # RETRIEVE runs nothing
+    finally:
+        env.close()
+        other.close()

@@ -1,6 +1,6 @@
 """The seven harness actions of the Harness MDP and what each costs from the episode budget.
 
-Action ids are part of the public API (DESIGN §3) and never change.
+Action ids are part of the public API (docs/harness_mdp.md, "Actions and costs") and never change.
 """
 
 from __future__ import annotations

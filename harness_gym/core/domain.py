@@ -1,13 +1,15 @@
-"""The Domain contract: what a task family supplies to the Harness MDP (DESIGN §4).
+"""The Domain contract: what a task family supplies to the Harness MDP (docs/harness_mdp.md, "Domains").
 
 A domain is data + tools + checker + grader. It knows nothing about the controller or the worker model:
-the env asks it to serve OBSERVE, RETRIEVE, TOOL, CHECK and SUBMIT on the current context.
+the env asks it to serve OBSERVE, RETRIEVE, TOOL, CHECK and SUBMIT on the current context. A new domain:
+docs/extending.md.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import Any
 
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.tools import ToolSpec, validate_call
@@ -21,6 +23,20 @@ class Domain(ABC):
     Subclasses set ``name`` and fill ``self._tasks`` (split -> tasks), ``self.corpus`` and ``self.tools`` in
     ``__init__``, then implement :meth:`call_tool`, :meth:`check` (or leave it returning ``None`` to make
     CHECK the worker's self-check) and :meth:`grade`.
+
+    **Sharing.** A loaded domain is shared by every env built on the same data: the loaders
+    (``load_*_domain``) are cached per data folder, so the envs of a vector env, or two ``gym.make`` calls,
+    hold the same object. A domain therefore keeps no per-episode state: everything about an episode lives
+    with the env (the :class:`~harness_gym.core.types.Context`, the state counters, the sandbox and the
+    episode resource below). Read-only data and memo tables of pure functions of a task are fine.
+
+    **Episode resource.** A domain that needs something live for one episode (e.g. a database loaded with the
+    task's table) returns it from :meth:`begin_episode`; the env calls it at every ``reset``, keeps what it
+    returns, passes it as the keyword argument ``resource=`` to :meth:`call_tool` (through :meth:`run_tool`),
+    :meth:`check` and :meth:`grade` during that episode, and hands it to :meth:`end_episode` when the next
+    episode starts or the env closes. A domain whose :meth:`begin_episode` returns ``None`` (the default)
+    never receives the keyword; one that returns a resource accepts ``resource`` in those three hooks and
+    works without it too (opening a short-lived one), so the hooks can be called outside an env.
     """
 
     name: str = ""
@@ -71,6 +87,24 @@ class Domain(ABC):
     def counts(self) -> dict[str, int]:
         return {s: len(t) for s, t in self._tasks.items()}
 
+    # ----- episode lifecycle -------------------------------------------------------------------------
+    def begin_episode(self, task: Task) -> Any:
+        """Open what the episode on ``task`` needs live (the default: nothing, ``None``). Called by the env at
+        every ``reset``, after the task is drawn; the result belongs to that env's episode only.
+
+        :param task: the episode's task
+        """
+        return None
+
+    def end_episode(self, task: Task, resource: Any) -> None:
+        """Release the resource :meth:`begin_episode` returned (the default: nothing to do). Called by the env
+        when the next episode starts or the env closes, exactly once per :meth:`begin_episode`.
+
+        :param task: the task the episode was on
+        :param resource: what :meth:`begin_episode` returned for it (possibly ``None``)
+        """
+        return None
+
     # ----- OBSERVE -----------------------------------------------------------------------------------
     def observe(self, task: Task, ctx: Context) -> tuple[int, str] | None:
         """Reveal the next unseen piece of the task's environment state, or ``None`` when all are seen."""
@@ -109,12 +143,23 @@ class Domain(ABC):
         return None
 
     # ----- TOOL --------------------------------------------------------------------------------------
-    def run_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
-        """Validate the call against the tool's JSON schema, then run it. Errors come back as results."""
+    def run_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None, *,
+                 resource: Any = None) -> ToolResult:
+        """Validate the call against the tool's JSON schema, then run it. Errors come back as results.
+
+        :param task: the episode's task
+        :param call: the worker's proposed call
+        :param ctx: the episode's context
+        :param sandbox: where code runs (``None`` for domains that run none)
+        :param resource: the episode resource from :meth:`begin_episode`; passed on to :meth:`call_tool`
+            only when it is not ``None``
+        """
         problem = validate_call(self.tools, call)
         if problem:
             return ToolResult(ok=False, output="", error=problem)
-        return self.call_tool(task, call, ctx, sandbox)
+        if resource is None:
+            return self.call_tool(task, call, ctx, sandbox)
+        return self.call_tool(task, call, ctx, sandbox, resource=resource)
 
     @abstractmethod
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
@@ -132,8 +177,8 @@ class Domain(ABC):
 
     # ----- evidence ----------------------------------------------------------------------------------
     def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
-        """The ``knowledge`` evidence signal (DESIGN §8): +1 when the step's content is consistent with the
-        domain's knowledge base, -1 when it contradicts it, 0 when there is nothing to verify.
+        """The ``knowledge`` evidence signal (docs/harness_mdp.md, "Info"): +1 when the step's content is
+        consistent with the domain's knowledge base, -1 when it contradicts it, 0 when there is nothing to verify.
 
         The default verifies tool calls (known tool, schema-valid arguments); domains extend it to drafts.
         """

@@ -1,4 +1,4 @@
-"""HarnessEnv: the finite-horizon Harness MDP over a Domain, a Worker and a Sandbox (DESIGN §3)."""
+"""HarnessEnv: the finite-horizon Harness MDP over a Domain, a Worker and a Sandbox (docs/harness_mdp.md)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, features_table
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task
-from harness_gym.sandbox import Sandbox, default_cache, make_sandbox
+from harness_gym.sandbox import ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Worker, WorkerProfile, make_worker
 
 PENDING = -1.0
-"""Value of ``quality``, ``hms`` and every pattern in ``info`` before the episode ends. (DESIGN §3 asked for
-NaN; Gymnasium's ``check_env`` compares step infos with ``data_equivalence``, where NaN != NaN, so a
-sentinel is used instead. At the end a pattern that does not apply is NaN.)"""
+"""Value of ``quality``, ``hms`` and every pattern in ``info`` before the episode ends (not NaN: Gymnasium's
+``check_env`` compares step infos with ``data_equivalence``, where NaN != NaN; see docs/harness_mdp.md, "Info").
+At the end a pattern that does not apply is NaN."""
 MAX_BUDGET = 100
 """Upper bound on ``budget``; the registered ``max_episode_steps`` equals it, so the budget always ends an
 episode before the time limit can."""
@@ -51,6 +51,10 @@ def _pending_patterns() -> dict[str, float]:
 class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     """The Harness MDP shared by every domain; each registered env is a thin subclass naming its domain.
 
+    The env owns everything that lives for one episode: the task, the :class:`Context`, the state counters and
+    the domain's episode resource (:meth:`Domain.begin_episode` at ``reset``, :meth:`Domain.end_episode` at
+    the next ``reset`` or ``close``). The domain itself may be shared with other envs (see :class:`Domain`).
+
     :param domain: the task family (data, tools, checker, grader)
     :param split: which tasks ``reset`` draws from unless ``options["split"]`` says otherwise
     :param budget: budget units per episode (each action costs at least 1, see :data:`DEFAULT_ACTION_COST`)
@@ -59,7 +63,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     :param profile: worker profile (instance or JSON path); default the domain's shipped profile
     :param sandbox: ``"process"``, ``"docker"`` or a :class:`~harness_gym.sandbox.Sandbox`; only opened
         when the domain runs code. A sandbox made from a name caches deterministic executions (same code,
-        inputs and limits) process-wide; ``info["exec_cached"]`` says when a step was served from the cache
+        inputs and limits) process-wide; ``info["exec_cached"]`` says when a job of the step was served from
+        the cache (read from this env's own results, :attr:`~harness_gym.sandbox.ExecResult.cached`)
     :param action_costs: override of the per-action budget cost
     :param render_mode: ``None`` or ``"ansi"``
     """
@@ -99,7 +104,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self.render_mode = render_mode
         self.worker: Worker = make_worker(worker, domain.name, profile)
         self._sandbox_spec = sandbox
-        self._sandbox: Sandbox | None = None
+        self._sandbox: ExecRecorder | None = None
 
         self.action_space = spaces.Discrete(N_ACTIONS)
         self.observation_space = spaces.Box(LOW, HIGH, dtype=np.float32)
@@ -112,16 +117,36 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._last_text = ""
         self._done = False
         self._tool_version = -1
+        self._resource: Any = None
+        self._resource_task: Task | None = None
 
     # ----- helpers -----------------------------------------------------------------------------------
     @property
     def sandbox(self) -> Sandbox | None:
         """The sandbox, opened on first use; ``None`` for domains that run no code."""
+        recorder = self._recorder
+        return recorder.inner if recorder is not None else None
+
+    @property
+    def _recorder(self) -> ExecRecorder | None:
+        """The sandbox as the domain's hooks get it: wrapped to note which results came from the cache."""
         if self._sandbox is None and self.domain.uses_sandbox:
             spec = self._sandbox_spec
-            self._sandbox = (make_sandbox(spec, cache=True, **self.domain.sandbox_options) if isinstance(spec, str)
-                             else make_sandbox(spec))
+            inner = (make_sandbox(spec, cache=True, **self.domain.sandbox_options) if isinstance(spec, str)
+                     else make_sandbox(spec))
+            self._sandbox = ExecRecorder(inner)
         return self._sandbox
+
+    def _hook_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of the domain's tool / check / grade hooks: the episode resource, if any."""
+        return {} if self._resource is None else {"resource": self._resource}
+
+    def _end_episode(self) -> None:
+        """Hand the episode resource back to the domain (idempotent)."""
+        if self._resource_task is not None:
+            resource, task = self._resource, self._resource_task
+            self._resource, self._resource_task = None, None
+            self.domain.end_episode(task, resource)
 
     @property
     def context(self) -> Context:
@@ -194,10 +219,12 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     # ----- Gymnasium API -----------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
+        self._end_episode()
         self._task = self._pick_task(options)
+        self._resource = self.domain.begin_episode(self._task)
+        self._resource_task = self._task
         self._ctx = Context(task=self._task)
-        self._state = HarnessState(budget=self.budget, budget_left=self.budget,
-                                   observations_exhausted=not self._task.observations)
+        self._state = HarnessState(ctx=self._ctx, budget=self.budget, budget_left=self.budget)
         self._trace = []
         self._tool_version = -1
         self._done = False
@@ -218,7 +245,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         last_check_before = st.last_check
         any_evidence = st.n_observations + st.n_retrieved + (st.n_tool_calls - st.n_tool_errors) > 0
         conf_before = st.confidence
-        hits_before = self._cache_hits()
+        if self._sandbox is not None:
+            self._sandbox.start()
         outcome = _StepOutcome()
         if not valid:
             st.n_invalid += 1
@@ -250,7 +278,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             patterns = episode_patterns(self._trace, ctx.draft.version if ctx.draft else 0,
                                         ctx.draft is not None and ctx.checked_version == ctx.draft.version)
         info = self._info(act, invalid=not valid, forced=forced, evidence=evidence,
-                          cached=self._cache_hits() > hits_before)
+                          cached=self._sandbox is not None and self._sandbox.served_from_cache)
         if terminated:
             info.update(quality=quality, success=quality >= self.domain.success_threshold, hms=hms(patterns),
                         patterns=patterns)
@@ -260,13 +288,11 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     # ----- action handlers: each runs a valid action and records what the step produced -------------------
     def _observe(self, out: _StepOutcome, checked_before: bool) -> None:
-        ctx, st = self.context, self._state
+        ctx = self.context
         got = self.domain.observe(ctx.task, ctx)
-        assert got is not None and st is not None
+        assert got is not None
         idx, text = got
         ctx.observed.append(idx)
-        st.n_observations += 1
-        st.observations_exhausted = len(ctx.observed) >= len(ctx.task.observations)
         self._last_text = f"OBSERVE: {text}"
 
     def _retrieve(self, out: _StepOutcome, checked_before: bool) -> None:
@@ -276,7 +302,6 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         doc, looks_relevant = got
         ctx.retrieved.append(doc.doc_id)
         ctx.documents.append(doc)
-        st.n_retrieved += 1
         st.n_relevant_looking += int(looks_relevant)
         self._last_text = f"RETRIEVE: [{doc.doc_id}] {doc.title}"
 
@@ -288,17 +313,12 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             prev_call, prev_res = ctx.tool_history[-1]
             out.repeated_failed_tool = (not prev_res.ok and st.last_action == Action.TOOL
                                         and prev_call.key() == call.key())
-        result = self.domain.run_tool(ctx.task, call, ctx, self.sandbox)
+        result = self.domain.run_tool(ctx.task, call, ctx, self._recorder, resource=self._resource)
         ctx.tool_history.append((call, result))
         self._tool_version = ctx.draft.version if ctx.draft is not None else -1
-        st.n_tool_calls += 1
-        st.last_tool = 1 if result.ok else -1
         if result.ok:
-            st.consecutive_errors = 0
             out.env_signal = 0.05 if result.ran_code else 0.0
         else:
-            st.n_tool_errors += 1
-            st.consecutive_errors += 1
             out.env_signal = -0.1
         out.knowledge = self.domain.knowledge(ctx.task, ctx, call)
         out.record.update(tool_key=call.key(), tool_ok=result.ok)
@@ -319,7 +339,6 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         ctx, st = self.context, self._state
         assert st is not None
         ctx.draft = draft
-        st.draft_version = draft.version
         st.confidence = float(self.worker.confidence(ctx, draft))
         out.knowledge = self.domain.knowledge(ctx.task, ctx)
         self._last_text = f"{label}: version {draft.version}"
@@ -327,30 +346,24 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     def _check(self, out: _StepOutcome, checked_before: bool) -> None:
         ctx, st = self.context, self._state
         assert ctx.draft is not None and st is not None
-        result = self.domain.check(ctx.task, ctx.draft, self.sandbox)
+        result = self.domain.check(ctx.task, ctx.draft, self._recorder, **self._hook_kwargs())
         if result is None:
             result = self.worker.self_check(ctx, ctx.draft)
         out.record.update(check_passed=result.passed, redundant_check=checked_before)
         ctx.last_check = result
         ctx.checked_version = ctx.draft.version
-        st.checked_version = ctx.draft.version
-        st.last_check = 1 if result.passed else -1
         st.n_checks += 1
         self._last_text = f"CHECK: {'pass' if result.passed else 'FAIL'}: {result.feedback[:200]}"
 
     def _submit(self, out: _StepOutcome, checked_before: bool) -> None:
         self._last_text = "SUBMIT"
 
-    @staticmethod
-    def _cache_hits() -> int:
-        return default_cache().hits
-
     def _grade(self) -> float:
         ctx = self._ctx
         assert ctx is not None
         if ctx.draft is None:
             return 0.0
-        quality = float(self.domain.grade(self.task, ctx.draft, self.sandbox))
+        quality = float(self.domain.grade(self.task, ctx.draft, self._recorder, **self._hook_kwargs()))
         if math.isnan(quality) or not 0.0 <= quality <= 1.0:
             raise RuntimeError(f"{self.domain.name}: grader returned {quality} for task {self.task.task_id}")
         return quality
@@ -361,6 +374,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         return None
 
     def close(self) -> None:
+        """End the open episode (the domain releases its resource) and close a sandbox this env opened.
+        The domain is not closed: other envs may share it."""
+        self._end_episode()
         if self._sandbox is not None and isinstance(self._sandbox_spec, str):
             self._sandbox.close()
         self._sandbox = None

@@ -1,4 +1,4 @@
-"""Per-step evidence signals for ECPO (DESIGN §8).
+"""Per-step evidence signals for ECPO (docs/harness_mdp.md, "Info").
 
 Every step the env reports four raw signals in ``info["evidence"]``:
 

@@ -1,4 +1,4 @@
-"""Process patterns and the Harness Maturity Score (DESIGN §7).
+"""Process patterns and the Harness Maturity Score (docs/harness_mdp.md, "Process patterns and HMS").
 
 HMS is a diagnostic reported beside task quality. It is computed from the episode's trace at the end and is
 never used as a training reward.

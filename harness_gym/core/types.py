@@ -1,4 +1,4 @@
-"""Value types shared by the MDP, the domains, the workers and the sandboxes (DESIGN §3-§6).
+"""Value types shared by the MDP, the domains and the workers (see docs/harness_mdp.md).
 
 Everything here is a plain frozen dataclass so that it can be hashed, compared in tests and logged.
 """
@@ -10,27 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SPLITS: tuple[str, ...] = ("train", "val", "test", "ood")
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    """Outcome of one sandboxed job.
-
-    ``reason`` is empty for a job that ran to completion (whatever its exit code) and otherwise names
-    why it was stopped: ``"timeout"``, ``"memory"``, ``"output_limit"``, ``"killed"``, ``"sandbox_error"``.
-    """
-
-    stdout: str
-    stderr: str
-    exit_code: int
-    timed_out: bool
-    duration_s: float
-    reason: str = ""
-    cached: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.reason
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Sandboxes: where tool, checker and grader code runs (DESIGN §6).
+"""Sandboxes: where tool, checker and grader code runs (a new backend: docs/extending.md).
 
 ``make_sandbox("process")`` gives the embedded :class:`ProcessSandbox`, ``make_sandbox("docker")`` the
 :class:`DockerSandbox` (needs dockerd and the image: ``scripts/start_docker.sh``). Both run the same job
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_gym.sandbox.base import Sandbox
-from harness_gym.sandbox.cache import CachedSandbox, ResultCache, default_cache
+from harness_gym.sandbox.base import ExecResult, Sandbox
+from harness_gym.sandbox.cache import CachedSandbox, ExecRecorder, ResultCache, default_cache
 from harness_gym.sandbox.docker import DockerSandbox, DockerUnavailableError
 from harness_gym.sandbox.process import ISOLATIONS, ProcessSandbox
 
@@ -19,6 +19,8 @@ __all__ = [
     "CachedSandbox",
     "DockerSandbox",
     "DockerUnavailableError",
+    "ExecRecorder",
+    "ExecResult",
     "ProcessSandbox",
     "ResultCache",
     "Sandbox",

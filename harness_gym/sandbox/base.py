@@ -1,10 +1,34 @@
-"""The Sandbox protocol (DESIGN §6): where tool, checker and grader code runs."""
+"""The Sandbox protocol and its result type: where tool, checker and grader code runs (docs/extending.md,
+"A new sandbox backend")."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from harness_gym.core.types import ExecResult
+
+@dataclass(frozen=True)
+class ExecResult:
+    """Outcome of one sandboxed job.
+
+    ``reason`` is empty for a job that ran to completion (whatever its exit code) and otherwise names
+    why it was stopped: ``"timeout"``, ``"memory"``, ``"output_limit"``, ``"killed"``, ``"sandbox_error"``.
+    ``cached`` is True when the result was served from a :class:`~harness_gym.sandbox.cache.ResultCache`
+    instead of being run; the env reports it per step as ``info["exec_cached"]``.
+    """
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    timed_out: bool
+    duration_s: float
+    reason: str = ""
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True for a job that ran to completion with exit code 0."""
+        return self.exit_code == 0 and not self.timed_out and not self.reason
 
 
 @runtime_checkable

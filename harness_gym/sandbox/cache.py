@@ -1,10 +1,10 @@
-"""Execution-result cache for sandboxes (DESIGN §6).
+"""Execution-result cache for sandboxes (docs/harness_mdp.md, "Sandboxes").
 
 A job whose code, files, stdin and limits are identical gives the same result when the code is
 deterministic, so its result can be reused. The cache is an in-process LRU shared by every sandbox of
 the process (bounded, thread-safe). Only results of jobs that ran to completion (``reason == ""``, no
 timeout, no kill) are stored; code that reads the clock or a random source is cached too, which is why
-caching is opt-in. Cached results come back with ``cached=True``; the env reports it in ``info``.
+caching is opt-in. Cached results come back with ``cached=True``; the env reports it in ``info["exec_cached"]``.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from harness_gym.core.types import ExecResult
-from harness_gym.sandbox.base import Sandbox
+from harness_gym.sandbox.base import ExecResult, Sandbox
 
 
 class ResultCache:
@@ -145,6 +144,43 @@ class CachedSandbox:
     ) -> ExecResult:
         """Run ``code`` in the inner sandbox unless an identical job's result is cached."""
         return cached_run(self.cache, self.salt, self.inner.run, code, files, stdin, timeout_s, memory_mb)
+
+    def close(self) -> None:
+        """Close the inner sandbox."""
+        self.inner.close()
+
+
+class ExecRecorder:
+    """Passes jobs to a sandbox and remembers whether any result since :meth:`start` came from a cache.
+
+    The env wraps the sandbox it hands to a domain in one recorder per env, so ``info["exec_cached"]`` is read
+    from the results of that env's own jobs (:attr:`ExecResult.cached`), whatever other envs run meanwhile.
+
+    :param inner: the sandbox that runs the jobs (cached or not)
+    """
+
+    def __init__(self, inner: Sandbox) -> None:
+        self.inner = inner
+        self.served_from_cache = False
+        """True when a job run since the last :meth:`start` was answered from a cache."""
+
+    def start(self) -> None:
+        """Begin a new step: forget what earlier jobs returned."""
+        self.served_from_cache = False
+
+    def run(
+        self,
+        code: str,
+        *,
+        files: dict[str, str] | None = None,
+        stdin: str = "",
+        timeout_s: float = 5.0,
+        memory_mb: int = 512,
+    ) -> ExecResult:
+        """Run ``code`` in the inner sandbox and note whether its result was cached."""
+        result = self.inner.run(code, files=files, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb)
+        self.served_from_cache = self.served_from_cache or result.cached
+        return result
 
     def close(self) -> None:
         """Close the inner sandbox."""

@@ -1,4 +1,4 @@
-"""DockerSandbox: jobs in a long-lived, locked-down container (DESIGN §6).
+"""DockerSandbox: jobs in a long-lived, locked-down container (docs/harness_mdp.md, "Sandboxes").
 
 The container runs the same job server as :class:`~harness_gym.sandbox.ProcessSandbox` (``server.py``, with
 the image's ``/usr/bin/python3``) as its PID 1, attached over ``docker start --attach --interactive``; the

@@ -1,4 +1,4 @@
-"""ProcessSandbox: the embedded default sandbox (DESIGN §6).
+"""ProcessSandbox: the embedded default sandbox (docs/harness_mdp.md, "Sandboxes").
 
 One long-lived server process (``server.py``) is started lazily per sandbox and forks a child per job,
 so a job costs a fork rather than an interpreter start. The server is launched, best first:

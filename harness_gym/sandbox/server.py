@@ -1,4 +1,5 @@
-"""The pre-forked job server of :class:`harness_gym.sandbox.process.ProcessSandbox` (DESIGN §6).
+"""The pre-forked job server of :class:`harness_gym.sandbox.process.ProcessSandbox`
+(docs/harness_mdp.md, "Sandboxes").
 
 This file is run as a program (``python -I -c <this source> <config json>``), usually inside bubblewrap,
 so it imports only the standard library and nothing of ``harness_gym``. It preloads the configured modules

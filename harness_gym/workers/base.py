@@ -1,4 +1,12 @@
-"""The Worker protocol (DESIGN §5): the frozen LLM that does the work while the controller decides what."""
+"""The Worker protocol: the frozen LLM that does the work while the controller decides what
+(docs/harness_mdp.md, "Workers"; a new worker: docs/extending.md).
+
+The env calls a worker only while an episode runs, always with the episode's :class:`Context`. A worker reads
+the context and never changes it (the env owns it: the observation is computed from it), and never raises
+for what a model does: a malformed, empty or off-topic output is a result the env scores (a failed tool call,
+a wrong draft, a failed self-check), not an exception. Exceptions are for the worker's own faults (a missing
+API key, a server that cannot be reached after its retries).
+"""
 
 from __future__ import annotations
 
@@ -11,16 +19,63 @@ from harness_gym.core.types import CheckResult, Context, Draft, ToolCall
 
 @runtime_checkable
 class Worker(Protocol):
-    """What the env asks of a worker. ``reset`` hands it the env's random generator at every episode."""
+    """What the env asks of a worker; see the module docstring for what every method must not do."""
 
-    def reset(self, rng: np.random.Generator) -> None: ...
+    def reset(self, rng: np.random.Generator) -> None:
+        """Start an episode. Called at every ``env.reset``, before any other method of that episode.
 
-    def draft(self, ctx: Context) -> Draft: ...
+        :param rng: the env's ``np_random``; a worker draws all of its randomness from it (sampling seeds
+            included), so that an episode is a function of the reset seed. It keeps no state of the previous
+            episode that changes what it does next.
+        """
+        ...
 
-    def revise(self, ctx: Context, draft: Draft, feedback: CheckResult) -> Draft: ...
+    def draft(self, ctx: Context) -> Draft:
+        """Write a fresh draft from the task and the evidence in ``ctx`` (DRAFT).
 
-    def propose_tool_call(self, ctx: Context) -> ToolCall: ...
+        :param ctx: the episode's context (task prompt, revealed observations, retrieved documents, tool
+            history, the current draft if any)
+        :returns: the new draft, with ``version`` one more than ``ctx.draft``'s (1 for the first) and
+            ``candidate`` the index of the task's candidate it reproduces, or -1 for free-form content.
+            An unusable model output is still a draft (its content is what the model wrote).
+        """
+        ...
 
-    def self_check(self, ctx: Context, draft: Draft) -> CheckResult: ...
+    def revise(self, ctx: Context, draft: Draft, feedback: CheckResult) -> Draft:
+        """Rewrite ``draft`` using ``feedback`` (REVISE).
 
-    def confidence(self, ctx: Context, draft: Draft) -> float: ...
+        :param ctx: the episode's context
+        :param draft: the current draft (``ctx.draft``)
+        :param feedback: the check result on that draft, or its last tool error, that the revision acts on
+        :returns: the revised draft, ``version`` one more than ``draft``'s; it may keep the content unchanged
+        """
+        ...
+
+    def propose_tool_call(self, ctx: Context) -> ToolCall:
+        """Choose the next tool call (TOOL). The env validates and runs it; the worker does not.
+
+        :param ctx: the episode's context
+        :returns: a call; an unknown tool name or malformed arguments are allowed and come back to the worker
+            as a tool error in ``ctx.tool_history``
+        """
+        ...
+
+    def self_check(self, ctx: Context, draft: Draft) -> CheckResult:
+        """Judge ``draft`` without a domain verifier (CHECK in a domain whose checker returns ``None``).
+
+        :param ctx: the episode's context
+        :param draft: the current draft
+        :returns: pass or fail with the worker's feedback; ``specificity`` says how precisely the feedback
+            names a fault (a bare "may be wrong" is near 0)
+        """
+        ...
+
+    def confidence(self, ctx: Context, draft: Draft) -> float:
+        """The worker's stated confidence in ``draft``, after every DRAFT and REVISE (feature
+        ``worker_confidence`` and the ``self`` evidence signal).
+
+        :param ctx: the episode's context
+        :param draft: the draft just written
+        :returns: a probability in [0, 1]; a worker that cannot tell returns a constant, never NaN
+        """
+        ...

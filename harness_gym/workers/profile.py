@@ -1,4 +1,5 @@
-"""WorkerProfile: the parameters of the simulated frozen LLM for one domain (DESIGN §5).
+"""WorkerProfile: the parameters of the simulated frozen LLM for one domain
+(docs/harness_mdp.md, "Workers").
 
 Profiles live as JSON in ``envs_data/profiles/<domain>.json``: ``{"domain": ..., "params": {...},
 "rationale": {param: why}}``. Every parameter has a rationale saying which real-model behaviour it stands for.

@@ -1,4 +1,5 @@
-"""SimulatedWorker: a seeded stochastic model of a frozen LLM that writes real content (DESIGN §5).
+"""SimulatedWorker: a seeded stochastic model of a frozen LLM that writes real content
+(docs/harness_mdp.md, "Workers").
 
 Every draft is one of the task's candidates (the reference or a realistic wrong output). What the worker
 writes depends on the evidence the harness has gathered, the task's difficulty and the check feedback, as

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness_gym.core.types import ExecResult
+from harness_gym.sandbox.base import ExecResult
 
 MARKER = "@@harness_gym.code.result@@"
 TEST_CPU_LIMIT_S = 0.25

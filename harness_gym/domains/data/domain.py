@@ -24,10 +24,10 @@ import pandas as pd
 from harness_gym.core.domain import Domain
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.tools import ToolSpec, validate_call
-from harness_gym.core.types import CheckResult, Context, Draft, ExecResult, Task, ToolCall, ToolResult
+from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.data.answers import ANSWER_KINDS, AnswerSpec, parse_output, sanity, score
 from harness_gym.paths import data_path
-from harness_gym.sandbox.base import Sandbox
+from harness_gym.sandbox.base import ExecResult, Sandbox
 
 TIMEOUT_S = 10.0
 """Wall-clock limit of one program run (the programs take well under a second)."""

@@ -21,6 +21,8 @@ not reproduce the label, the answer list itself (``"['Vienna']"``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -270,8 +272,10 @@ def load_dbbench_bank(data_file: str | None = None) -> DBBenchBank:
 
 
 class DBBenchDomain(Domain):
-    """DB-Bench on one engine. Each env holds its own domain (and so its own database session); the tasks,
-    corpus and index are shared through :func:`load_dbbench_bank`.
+    """DB-Bench on one engine. The domain holds no database: each episode's database is the episode resource
+    (:meth:`begin_episode` opens it, the env passes it to the tool, checker and grader as ``resource=``,
+    :meth:`end_episode` drops it), so one domain serves any number of envs. Called without a resource (outside
+    an env), the tool, checker and grader open a database for the call and drop it afterwards.
 
     :param bank: the loaded tasks
     :param engine: the SQL engine drafts and tool queries run on
@@ -289,44 +293,54 @@ class DBBenchDomain(Domain):
         self.tools = {EXECUTE_SQL.name: EXECUTE_SQL}
         self.bank = bank
         self.engine = engine
-        self._session: DatabaseSession | None = None
-        self._session_task = ""
 
     # ----- the episode's database ----------------------------------------------------------------------
-    def begin_episode(self, task: Task) -> None:
-        """Drop the previous episode's database and load a fresh one holding the task's table."""
-        self.close()
-        self._session = self.engine.open(task.payload.record.table)
-        self._session_task = task.task_id
+    def begin_episode(self, task: Task) -> DatabaseSession:
+        """A fresh database holding the task's table (MySQL: a schema of its own), for one episode.
 
-    def session(self, task: Task) -> DatabaseSession:
-        """The database of the current episode (opened for ``task`` if another task's is open)."""
-        if self._session is None or self._session_task != task.task_id:
-            self.begin_episode(task)
-        assert self._session is not None
-        return self._session
+        :param task: the episode's task
+        """
+        return self.engine.open(task.payload.record.table)
 
-    def close(self) -> None:
-        """Drop the current database (MySQL: the episode's schema). Idempotent."""
-        if self._session is not None:
-            self._session.close()
-        self._session, self._session_task = None, ""
+    def end_episode(self, task: Task, resource: DatabaseSession | None) -> None:
+        """Drop the episode's database.
+
+        :param task: the task the episode was on
+        :param resource: the session :meth:`begin_episode` opened
+        """
+        if resource is not None:
+            resource.close()
+
+    @contextmanager
+    def _session(self, task: Task, resource: DatabaseSession | None) -> Iterator[DatabaseSession]:
+        """The episode's database, or one opened for this call only when there is no episode."""
+        if resource is not None:
+            yield resource
+            return
+        session = self.begin_episode(task)
+        try:
+            yield session
+        finally:
+            session.close()
 
     # ----- TOOL ------------------------------------------------------------------------------------------
-    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None, *,
+                  resource: DatabaseSession | None = None) -> ToolResult:
         sql = str(call.args["sql"])
         try:
             kind = statement_kind(sql)
             if kind not in READ_KINDS:
                 return ToolResult(ok=False, output="", error=f"execute_sql runs read-only queries; a {kind.upper()} "
                                   "belongs in the draft, which CHECK dry-runs and SUBMIT grades")
-            result, _ = run_statement(self.session(task), sql)
+            with self._session(task, resource) as session:
+                result, _ = run_statement(session, sql)
         except SQLError as exc:
             return ToolResult(ok=False, output="", error=str(exc), ran_code=True)
         return ToolResult(ok=True, output=format_result(result.rows), ran_code=True)
 
     # ----- CHECK -----------------------------------------------------------------------------------------
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *,
+              resource: DatabaseSession | None = None) -> CheckResult:
         payload: DBTaskPayload = task.payload
         if payload.mode == "answer":
             return self._check_answer(payload.record, draft.content)
@@ -341,8 +355,8 @@ class DBBenchDomain(Domain):
             if tables != {record.table.name.lower()}:
                 return CheckResult(False, f"the draft uses table(s) {sorted(tables)}; the task's table is "
                                    f"{_quote(record.table.name)}", 0.9)
-            session = self.session(task)
-            result, after = run_statement(session, sql)
+            with self._session(task, resource) as session:
+                result, after = run_statement(session, sql)
         except SQLError as exc:
             return CheckResult(False, f"SQL error: {exc}", 0.8)
         if record.is_mutation:
@@ -371,8 +385,10 @@ class DBBenchDomain(Domain):
         return CheckResult(True, "every value appears in the table or the question", 0.5)
 
     # ----- SUBMIT ----------------------------------------------------------------------------------------
-    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
-        return grade_content(self.session(task), task.payload, draft.content)
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *,
+              resource: DatabaseSession | None = None) -> float:
+        with self._session(task, resource) as session:
+            return grade_content(session, task.payload, draft.content)
 
     # ----- evidence --------------------------------------------------------------------------------------
     def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
@@ -411,7 +427,9 @@ def _in_table(value: str, cells: list[str], tokens: set[str]) -> bool:
     return any(value in c for c in cells) or any(t in tokens for t in _TOKEN.findall(value))
 
 
+@lru_cache(maxsize=8)
 def load_dbbench_domain(data_file: str | None = None, engine: str | Engine = "sqlite",
                         dsn: str | None = None) -> DBBenchDomain:
-    """A DB-Bench domain on ``engine`` over the tasks of ``data_file`` (default: the generated set)."""
+    """A DB-Bench domain on ``engine`` over the tasks of ``data_file`` (default: the generated set), cached per
+    (file, engine, DSN): envs on the same data share one domain, each episode with a database of its own."""
     return DBBenchDomain(load_dbbench_bank(data_file), make_engine(engine, dsn))

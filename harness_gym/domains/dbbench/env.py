@@ -6,8 +6,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from harness_gym.core.env import HarnessEnv, document_env
 from harness_gym.domains.dbbench.domain import DBBenchDomain, load_dbbench_domain
 
@@ -136,12 +134,3 @@ class HarnessDBBenchEnv(HarnessEnv):
         if engine == "mysql" and dsn is None:
             dsn = os.environ.get(DSN_ENV_VAR)
         super().__init__(load_dbbench_domain(_data_file(data_path, data_dir), engine, dsn), **kwargs)
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        obs, info = super().reset(seed=seed, options=options)
-        self.domain.begin_episode(self.task)
-        return obs, info
-
-    def close(self) -> None:
-        self.domain.close()
-        super().close()
