@@ -131,10 +131,10 @@ def test_run_example_tool(domain, sandbox):
 
 def test_knowledge_evidence_on_drafts(domain):
     task = domain.task("code-math-gcd")
-    assert domain.knowledge(task, Context(task=task, draft=draft(task.reference.content))) == 1.0
-    assert domain.knowledge(task, Context(task=task, draft=draft("def gcd(a, b:\n"))) == -1.0
-    assert domain.knowledge(task, Context(task=task, draft=draft("def lcm(a, b):\n    return 0\n"))) == -1.0
-    assert domain.knowledge(task, Context(task=task), ToolCall("run_example", {})) == -1.0
+    assert domain.knowledge_signal(task, Context(task=task, draft=draft(task.reference.content))) == 1.0
+    assert domain.knowledge_signal(task, Context(task=task, draft=draft("def gcd(a, b:\n"))) == -1.0
+    assert domain.knowledge_signal(task, Context(task=task, draft=draft("def lcm(a, b):\n    return 0\n"))) == -1.0
+    assert domain.knowledge_signal(task, Context(task=task), ToolCall("run_example", {})) == -1.0
 
 
 def test_mutation_operators():

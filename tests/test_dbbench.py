@@ -386,9 +386,9 @@ def test_garbage_drafts_fail_cleanly(generated):
 def test_knowledge_signal(generated):
     task = next(t for t in generated.tasks("train") if t.payload.mode == "sql")
     ctx = Context(task=task, draft=draft(task.reference.content))
-    assert generated.knowledge(task, ctx) == 1.0
+    assert generated.knowledge_signal(task, ctx) == 1.0
     ctx.draft = draft(f"SELECT `no such column` FROM `{task.payload.record.table.name}`")
-    assert generated.knowledge(task, ctx) == -1.0
+    assert generated.knowledge_signal(task, ctx) == -1.0
 
 
 def test_grade_is_independent_of_the_episode_session(generated):

@@ -127,7 +127,7 @@ def test_tools_validate_arguments_and_report_real_errors(domain):
         res = domain.run_tool(task, call, ctx, None)
         assert not res.ok and res.error, call
         schema_error = "invalid" in res.error or "unknown tool" in res.error
-        assert domain.knowledge(task, ctx, call) == (-1.0 if schema_error else 1.0)
+        assert domain.knowledge_signal(task, ctx, call) == (-1.0 if schema_error else 1.0)
     rate = ToolCall("exchange_rate", {"base": "GBP", "quote": "EUR", "date": "2024-03-01"})
     ok = domain.run_tool(task, rate, ctx, None)
     assert ok.ok and ok.output.endswith("EUR/GBP")
@@ -151,9 +151,9 @@ def test_plan_execution_checks_referenced_units(domain):
 def test_knowledge_signal_on_drafts(domain):
     task, cand = candidate(domain, "bad_unit_name")
     ctx = Context(task=task, draft=draft(task.reference.content))
-    assert domain.knowledge(task, ctx) == 1.0
+    assert domain.knowledge_signal(task, ctx) == 1.0
     ctx.draft = draft(cand.content)
-    assert domain.knowledge(task, ctx) == -1.0
+    assert domain.knowledge_signal(task, ctx) == -1.0
 
 
 @pytest.mark.parametrize("file,change,field", [

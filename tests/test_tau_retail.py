@@ -371,10 +371,10 @@ def test_synthetic_store_is_what_the_generator_writes(tmp_path):
 def test_knowledge_signal_on_drafts(tiny):
     task = tiny.task("test-0")
     ctx = Context(task=task, draft=Draft(task.reference.content, 0, 1))
-    assert tiny.knowledge(task, ctx) == 1.0
+    assert tiny.knowledge_signal(task, ctx) == 1.0
     bogus = encode_draft([ToolCall("cancel_pending_order", {"order_id": "#W999", "reason": "no longer needed"})], "x")
     ctx.draft = Draft(bogus, -1, 2)
-    assert tiny.knowledge(task, ctx) == -1.0
+    assert tiny.knowledge_signal(task, ctx) == -1.0
 
 
 # ----- env and CLI ----------------------------------------------------------------------------------

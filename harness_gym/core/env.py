@@ -300,7 +300,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             st.n_tool_errors += 1
             st.consecutive_errors += 1
             out.env_signal = -0.1
-        out.knowledge = self.domain.knowledge(ctx.task, ctx, call)
+        out.knowledge = self.domain.knowledge_signal(ctx.task, ctx, call)
         out.record.update(tool_key=call.key(), tool_ok=result.ok)
         self._last_text = f"TOOL {call.name}({dict(call.args)}) -> " + (
             result.output[:200] if result.ok else f"ERROR {result.error[:200]}")
@@ -321,7 +321,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         ctx.draft = draft
         st.draft_version = draft.version
         st.confidence = float(self.worker.confidence(ctx, draft))
-        out.knowledge = self.domain.knowledge(ctx.task, ctx)
+        out.knowledge = self.domain.knowledge_signal(ctx.task, ctx)
         self._last_text = f"{label}: version {draft.version}"
 
     def _check(self, out: _StepOutcome, checked_before: bool) -> None:

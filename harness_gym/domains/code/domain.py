@@ -261,10 +261,10 @@ class CodeDomain(Domain):
             return 0.0
         return report.n_passed / len(payload.hidden)
 
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: schema-valid or not; drafts: +1 when the draft parses and defines the spec's name."""
         if call is not None or ctx.draft is None:
-            return super().knowledge(task, ctx, call)
+            return super().knowledge_signal(task, ctx, call)
         return 1.0 if defines(ctx.draft.content, task.payload.function) else -1.0
 
 

@@ -214,7 +214,7 @@ class DataDomain(Domain):
         return score(task.payload.spec, value, task.payload.expected)
 
     # ----- evidence ----------------------------------------------------------------------------------
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: +1 for a valid call on existing columns, -1 otherwise. Drafts: -1 when the program
         reads a column the dataset does not have (and does not create), +1 when every column it names exists."""
         columns = self.table(task).frame.columns

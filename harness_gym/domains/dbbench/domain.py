@@ -375,11 +375,11 @@ class DBBenchDomain(Domain):
         return grade_content(self.session(task), task.payload, draft.content)
 
     # ----- evidence --------------------------------------------------------------------------------------
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: schema validity. SQL drafts: +1 when every table and column they name exists, -1 when
         one does not or the draft does not parse; answer drafts: 0 (nothing to verify)."""
         if call is not None or ctx.draft is None:
-            return super().knowledge(task, ctx, call)
+            return super().knowledge_signal(task, ctx, call)
         payload: DBTaskPayload = task.payload
         if payload.mode == "answer":
             return 0.0

@@ -103,11 +103,11 @@ class KnowledgeDomain(Domain):
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
         return self.rules.grade(task.payload, draft.content)
 
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: schema validity. Drafts: +1 when every field cites a source the harness has actually
         seen (retrieved, looked up or listed in a field history) that states the value, -1 otherwise."""
         if call is not None:
-            return super().knowledge(task, ctx, call)
+            return super().knowledge_signal(task, ctx, call)
         if ctx.draft is None:
             return 0.0
         rec = parse_record(ctx.draft.content)

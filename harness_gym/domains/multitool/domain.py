@@ -146,11 +146,11 @@ class MultiToolDomain(Domain):
         return 1.0 if answer_close(parsed[1], self._gold[task.task_id].as_json()) else 0.0
 
     # ----- evidence ----------------------------------------------------------------------------------
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: schema validity. Drafts: every step names a known tool, and every table, column, unit
         and currency it mentions exists in the world (+1), or something does not (-1)."""
         if call is not None or ctx.draft is None:
-            return super().knowledge(task, ctx, call)
+            return super().knowledge_signal(task, ctx, call)
         parsed = parse_draft(ctx.draft.content)
         if isinstance(parsed, str) or not isinstance(parsed[0], list):
             return -1.0

@@ -155,11 +155,11 @@ class PlanDomain(Domain):
         return inst.quality(plan, self._optimum[task.task_id])
 
     # ----- evidence ----------------------------------------------------------------------------------
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: schema validity. Drafts: +1 when every meeting, slot and room it names exists and
         every attendee is free in the chosen slot (the calendars are the knowledge base), -1 otherwise."""
         if call is not None or ctx.draft is None:
-            return super().knowledge(task, ctx, call)
+            return super().knowledge_signal(task, ctx, call)
         plan = parse_draft(ctx.draft.content)
         if isinstance(plan, str):
             return -1.0

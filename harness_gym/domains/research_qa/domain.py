@@ -141,11 +141,11 @@ class ResearchQADomain(Domain):
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
         return answer_quality(draft.content, task.payload)
 
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: schema validity. Drafts: +1 when the answer occurs in a retrieved article or a tool
         result, -1 when the harness has gathered text and the answer occurs in none of it, 0 otherwise."""
         if call is not None:
-            return super().knowledge(task, ctx, call)
+            return super().knowledge_signal(task, ctx, call)
         if ctx.draft is None:
             return 0.0
         texts = [self._normalized[d] for d in ctx.retrieved]

@@ -191,11 +191,11 @@ class TauRetailDomain(Domain):
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
         return reward(task.payload, draft.content)
 
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: a read tool with valid arguments (+1), else -1. Drafts: every plan call is a known tool
         with valid arguments whose order, user, item and payment-method ids exist in the store (+1), else -1."""
         if call is not None:
-            return super().knowledge(task, ctx, call) if call.name in EVIDENCE_TOOLS else -1.0
+            return super().knowledge_signal(task, ctx, call) if call.name in EVIDENCE_TOOLS else -1.0
         if ctx.draft is None:
             return 0.0
         try:
