@@ -10,9 +10,10 @@ from harness_gym.core.domain import Domain
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import Candidate, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
+from harness_gym.domains.sources import read_markdown_documents, source_path
 from harness_gym.domains.tau_retail.candidates import Perturber
-from harness_gym.domains.tau_retail.data import RawTask, RetailDataset, load_dataset
 from harness_gym.domains.tau_retail.checker import verify
+from harness_gym.domains.tau_retail.data import RawTask, RetailDataset, load_dataset
 from harness_gym.domains.tau_retail.drafts import (
     DraftFormatError,
     RetailTaskData,
@@ -24,7 +25,6 @@ from harness_gym.domains.tau_retail.drafts import (
 from harness_gym.domains.tau_retail.grader import reward
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, TOOL_SPECS, WRITE_TOOLS, call_once
-from harness_gym.domains.sources import read_markdown_documents, source_path
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
 
