@@ -9,7 +9,7 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.research_qa.domain import ResearchQADomain, load_research_qa_domain
 from harness_gym.domains.research_qa.generate import IN_DISTRIBUTION, OUT_OF_DISTRIBUTION, write
-from harness_gym.domains.research_qa.grading import answer_quality, token_f1
+from harness_gym.domains.research_qa.grader import answer_quality, token_f1
 from harness_gym.paths import data_path
 from harness_gym.workers import SimulatedWorker, WorkerProfile
 from tests.domain_cases import assert_env_runs_episodes, draft
