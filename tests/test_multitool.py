@@ -8,9 +8,10 @@ import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.types import SPLITS, Context, ToolCall
+from harness_gym.domains.multitool.checker import run_plan
 from harness_gym.domains.multitool.domain import MultiToolDomain, load_multitool_domain
 from harness_gym.domains.multitool.generate import generate
-from harness_gym.domains.multitool.tools import TOOL_SPECS, ToolError, Value, calculate, convert, parse_unit, run_plan
+from harness_gym.domains.multitool.tools import TOOL_SPECS, ToolError, Value, calculate, convert, parse_unit
 from harness_gym.paths import data_path
 from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.taskfile_cases import assert_rejects_corrupt_line
