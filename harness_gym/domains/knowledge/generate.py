@@ -26,9 +26,9 @@ from harness_gym.domains.knowledge.grader import grade_record
 from harness_gym.domains.knowledge.records import RecordSpec, Source, SourceIndex
 
 SEED = 20240611
-N_IN_DISTRIBUTION = 176
 N_OOD = 40
 SPLIT_SIZES = {"train": 100, "val": 32, "test": 44}
+"""In-distribution tasks per split (company and person records, alternating)."""
 
 
 @dataclass(frozen=True)
