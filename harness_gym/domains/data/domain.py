@@ -1,4 +1,4 @@
-"""The data-analysis domain: answer a question about a messy CSV export with a pandas program (DESIGN §4).
+"""The data-analysis domain: answer a question about a messy CSV export with a pandas program.
 
 A draft is a Python program that reads the task's CSV file from its working directory, cleans it (duplicate
 rows, hand-typed identifiers, mixed units, sentinel outliers, missing values), analyses it and prints the

@@ -1,4 +1,4 @@
-"""The multi-tool domain: answer a question with a chain of 2-5 tool calls (DESIGN §4).
+"""The multi-tool domain: answer a question with a chain of 2-5 tool calls.
 
 The draft is a tool plan plus its final value, ``{"plan": [{"tool": ..., "args": {...}}, ...], "answer": v}``.
 The checker re-executes the plan with the real tools (:func:`~harness_gym.domains.multitool.checker.run_plan`),

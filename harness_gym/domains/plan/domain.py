@@ -1,4 +1,4 @@
-"""The planning domain: schedule meetings into slots and rooms under hard and soft constraints (DESIGN §4).
+"""The planning domain: schedule meetings into slots and rooms under hard and soft constraints.
 
 The draft is a schedule ``{"assignments": {meeting: {"slot": "Mon-09", "room": name}}}``. The checker
 (:mod:`.checker`) is the hard-constraint verifier
