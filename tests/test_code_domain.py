@@ -12,10 +12,10 @@ import pytest
 
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, ToolCall
-from harness_gym.domains.code.bank import OOD_FAMILIES, all_specs
 from harness_gym.domains.code.domain import CodeDomain, load_code_domain
 from harness_gym.domains.code.generate import build_task
 from harness_gym.domains.code.mutation import OPERATORS, mutants
+from harness_gym.domains.code.problems import OOD_FAMILIES, all_specs
 from harness_gym.paths import data_path
 from harness_gym.sandbox import make_sandbox
 from tests.domain_cases import draft
@@ -131,10 +131,10 @@ def test_run_example_tool(domain, sandbox):
 
 def test_knowledge_evidence_on_drafts(domain):
     task = domain.task("code-math-gcd")
-    assert domain.knowledge(task, Context(task=task, draft=draft(task.reference.content))) == 1.0
-    assert domain.knowledge(task, Context(task=task, draft=draft("def gcd(a, b:\n"))) == -1.0
-    assert domain.knowledge(task, Context(task=task, draft=draft("def lcm(a, b):\n    return 0\n"))) == -1.0
-    assert domain.knowledge(task, Context(task=task), ToolCall("run_example", {})) == -1.0
+    assert domain.knowledge_signal(task, Context(task=task, draft=draft(task.reference.content))) == 1.0
+    assert domain.knowledge_signal(task, Context(task=task, draft=draft("def gcd(a, b:\n"))) == -1.0
+    assert domain.knowledge_signal(task, Context(task=task, draft=draft("def lcm(a, b):\n    return 0\n"))) == -1.0
+    assert domain.knowledge_signal(task, Context(task=task), ToolCall("run_example", {})) == -1.0
 
 
 def test_mutation_operators():
@@ -187,7 +187,7 @@ def _edit_first_task(folder: Path, edit) -> None:
     (lambda r: r["candidates"][1].update(content=7), "'candidates[1].content'"),
     (lambda r: r["hidden_tests"][0].pop("expect", None) or r["hidden_tests"][0].pop("raises"), "'hidden_tests[0]'"),
     (lambda r: r.update(relevant_docs=["no-such-doc"]), "'relevant_docs'"),
-    (lambda r: r.update(required_observations=[99]), "'required_observations[0]'"),
+    (lambda r: r.update(required_observations=[99]), "'required_observations'"),
     (lambda r: r.update(split="holdout"), "'split'"),
 ])
 def test_malformed_task_files_name_file_line_and_field(tmp_path, edit, field):

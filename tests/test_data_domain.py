@@ -167,20 +167,20 @@ def test_tools_compute_real_statistics_and_reject_bad_arguments(domain: DataDoma
     for why, call in bad.items():
         res = domain.run_tool(task, call, ctx, None)
         assert not res.ok and res.error, why
-        assert domain.knowledge(task, ctx, call) == -1.0, why
+        assert domain.knowledge_signal(task, ctx, call) == -1.0, why
     assert "no column" in domain.run_tool(task, bad["unknown column"], ctx, None).error
     for call in task.tool_calls:
         assert domain.run_tool(task, call, ctx, None).ok
-        assert domain.knowledge(task, ctx, call) == 1.0
+        assert domain.knowledge_signal(task, ctx, call) == 1.0
 
 
 def test_knowledge_flags_hallucinated_columns(domain: DataDomain) -> None:
     task = domain.tasks("train")[0]
     kinds = {c.kind: i for i, c in enumerate(task.candidates)}
     ctx = Context(task=task, draft=draft(task, 0))
-    assert domain.knowledge(task, ctx) == 1.0
+    assert domain.knowledge_signal(task, ctx) == 1.0
     ctx.draft = draft(task, kinds["hallucinated_column"])
-    assert domain.knowledge(task, ctx) == -1.0
+    assert domain.knowledge_signal(task, ctx) == -1.0
 
 
 # ----- loader errors -------------------------------------------------------------------------------------

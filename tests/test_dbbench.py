@@ -20,8 +20,7 @@ from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.dbbench.domain import KNOWN_MISMATCHES, DBBenchDomain, grade_content, load_dbbench_bank
 from harness_gym.domains.dbbench.engines import Engine, SQLError, SQLiteEngine, TableSpec, make_engine, run_statement
 from harness_gym.domains.dbbench.generate import generate
-from harness_gym.domains.dbbench.records import MUTATION_TYPES, content_split, read_records
-from harness_gym.domains.dbbench.scoring import (
+from harness_gym.domains.dbbench.grader import (
     RESULT_MAX_CHARS,
     TRUNCATED_MARKER,
     answers_match,
@@ -29,6 +28,7 @@ from harness_gym.domains.dbbench.scoring import (
     rows_to_answer,
     table_hash,
 )
+from harness_gym.domains.dbbench.records import MUTATION_TYPES, content_split, read_records
 from harness_gym.paths import data_path
 from tests.domain_cases import draft
 from tests.shared_data import SHARED_DATA, shared_data_mark
@@ -390,9 +390,9 @@ def test_garbage_drafts_fail_cleanly(generated):
 def test_knowledge_signal(generated):
     task = next(t for t in generated.tasks("train") if t.payload.mode == "sql")
     ctx = Context(task=task, draft=draft(task.reference.content))
-    assert generated.knowledge(task, ctx) == 1.0
+    assert generated.knowledge_signal(task, ctx) == 1.0
     ctx.draft = draft(f"SELECT `no such column` FROM `{task.payload.record.table.name}`")
-    assert generated.knowledge(task, ctx) == -1.0
+    assert generated.knowledge_signal(task, ctx) == -1.0
 
 
 def test_episode_resource_is_a_database_of_its_own(generated):

@@ -105,9 +105,9 @@ def test_tools_validate_arguments_and_report_real_errors(domain):
 def test_knowledge_signal_on_drafts(domain):
     task = domain.tasks("train")[1]
     ctx = Context(task=task, draft=draft(task.reference.content))
-    assert domain.knowledge(task, ctx) == -1.0
+    assert domain.knowledge_signal(task, ctx) == -1.0
     ctx.retrieved.extend(sorted(task.relevant_docs))
-    assert domain.knowledge(task, ctx) == 1.0
+    assert domain.knowledge_signal(task, ctx) == 1.0
 
 
 @pytest.mark.parametrize("file,change,field", [

@@ -8,9 +8,10 @@ import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.types import SPLITS, Context, ToolCall
+from harness_gym.domains.multitool.checker import run_plan
 from harness_gym.domains.multitool.domain import MultiToolDomain, load_multitool_domain
 from harness_gym.domains.multitool.generate import generate
-from harness_gym.domains.multitool.tools import TOOL_SPECS, ToolError, Value, calculate, convert, parse_unit, run_plan
+from harness_gym.domains.multitool.tools import TOOL_SPECS, ToolError, Value, calculate, convert, parse_unit
 from harness_gym.paths import data_path
 from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.taskfile_cases import assert_rejects_corrupt_line
@@ -127,7 +128,7 @@ def test_tools_validate_arguments_and_report_real_errors(domain):
         res = domain.run_tool(task, call, ctx, None)
         assert not res.ok and res.error, call
         schema_error = "invalid" in res.error or "unknown tool" in res.error
-        assert domain.knowledge(task, ctx, call) == (-1.0 if schema_error else 1.0)
+        assert domain.knowledge_signal(task, ctx, call) == (-1.0 if schema_error else 1.0)
     rate = ToolCall("exchange_rate", {"base": "GBP", "quote": "EUR", "date": "2024-03-01"})
     ok = domain.run_tool(task, rate, ctx, None)
     assert ok.ok and ok.output.endswith("EUR/GBP")
@@ -151,9 +152,9 @@ def test_plan_execution_checks_referenced_units(domain):
 def test_knowledge_signal_on_drafts(domain):
     task, cand = candidate(domain, "bad_unit_name")
     ctx = Context(task=task, draft=draft(task.reference.content))
-    assert domain.knowledge(task, ctx) == 1.0
+    assert domain.knowledge_signal(task, ctx) == 1.0
     ctx.draft = draft(cand.content)
-    assert domain.knowledge(task, ctx) == -1.0
+    assert domain.knowledge_signal(task, ctx) == -1.0
 
 
 @pytest.mark.parametrize("file,change,field", [

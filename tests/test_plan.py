@@ -137,9 +137,9 @@ def test_tools_validate_arguments_and_report_real_errors(domain):
 def test_knowledge_signal_on_drafts(domain):
     task = next(t for t in domain.all_tasks() if any(c.kind == "violates_availability" for c in t.candidates))
     ctx = Context(task=task, draft=draft(task.reference.content))
-    assert domain.knowledge(task, ctx) == 1.0
+    assert domain.knowledge_signal(task, ctx) == 1.0
     ctx.draft = draft(next(c.content for c in task.candidates if c.kind == "violates_availability"))
-    assert domain.knowledge(task, ctx) == -1.0
+    assert domain.knowledge_signal(task, ctx) == -1.0
 
 
 @pytest.mark.parametrize("file,change,field", [

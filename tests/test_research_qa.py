@@ -9,7 +9,7 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.research_qa.domain import ResearchQADomain, load_research_qa_domain
 from harness_gym.domains.research_qa.generate import IN_DISTRIBUTION, OUT_OF_DISTRIBUTION, write
-from harness_gym.domains.research_qa.grading import answer_quality, token_f1
+from harness_gym.domains.research_qa.grader import answer_quality, token_f1
 from harness_gym.paths import data_path
 from harness_gym.workers import SimulatedWorker, WorkerProfile
 from tests.domain_cases import assert_env_runs_episodes, draft
@@ -123,11 +123,11 @@ def test_tools_validate_arguments_and_report_real_errors(domain):
 def test_knowledge_signal_on_drafts(domain):
     task = domain.tasks("train")[0]
     ctx = Context(task=task, draft=draft(task.reference.content))
-    assert domain.knowledge(task, ctx) == 0.0
+    assert domain.knowledge_signal(task, ctx) == 0.0
     ctx.retrieved.extend(sorted(task.relevant_docs))
-    assert domain.knowledge(task, ctx) == 1.0
+    assert domain.knowledge_signal(task, ctx) == 1.0
     ctx.draft = draft("Nowhere Atall")
-    assert domain.knowledge(task, ctx) == -1.0
+    assert domain.knowledge_signal(task, ctx) == -1.0
 
 
 @pytest.mark.parametrize("file,change,field", [

@@ -16,12 +16,13 @@ from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import Context, Draft, ToolCall
 from harness_gym.domains.tau_retail import generate
 from harness_gym.domains.tau_retail.candidates import Perturber
+from harness_gym.domains.tau_retail.checker import verify
 from harness_gym.domains.tau_retail.data import TAU2_FAILING_GOLD_WRITES, load_dataset
 from harness_gym.domains.tau_retail.domain import TauRetailDomain, load_tau_retail_domain
-from harness_gym.domains.tau_retail.plan import call_once, compose_reply, encode_draft, missing_outputs, replay, reward
-from harness_gym.domains.tau_retail.rules import verify
+from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft, replay
+from harness_gym.domains.tau_retail.grader import missing_outputs, reward
 from harness_gym.domains.tau_retail.store import RetailDB
-from harness_gym.domains.tau_retail.tools import WRITE_TOOLS
+from harness_gym.domains.tau_retail.tools import WRITE_TOOLS, call_once
 from harness_gym.paths import data_path
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
@@ -371,10 +372,10 @@ def test_synthetic_store_is_what_the_generator_writes(tmp_path):
 def test_knowledge_signal_on_drafts(tiny):
     task = tiny.task("test-0")
     ctx = Context(task=task, draft=Draft(task.reference.content, 0, 1))
-    assert tiny.knowledge(task, ctx) == 1.0
+    assert tiny.knowledge_signal(task, ctx) == 1.0
     bogus = encode_draft([ToolCall("cancel_pending_order", {"order_id": "#W999", "reason": "no longer needed"})], "x")
     ctx.draft = Draft(bogus, -1, 2)
-    assert tiny.knowledge(task, ctx) == -1.0
+    assert tiny.knowledge_signal(task, ctx) == -1.0
 
 
 # ----- env and CLI ----------------------------------------------------------------------------------

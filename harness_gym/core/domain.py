@@ -176,9 +176,9 @@ class Domain(ABC):
         """The hidden grader: task quality in [0, 1] of the draft's content."""
 
     # ----- evidence ----------------------------------------------------------------------------------
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
-        """The ``knowledge`` evidence signal (docs/harness_mdp.md, "Info"): +1 when the step's content is
-        consistent with the domain's knowledge base, -1 when it contradicts it, 0 when there is nothing to verify.
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+        """The ``knowledge`` evidence signal (docs/harness_mdp.md, "Info"): +1 when the step's content is consistent with the
+        domain's knowledge base, -1 when it contradicts it, 0 when there is nothing to verify.
 
         The default verifies tool calls (known tool, schema-valid arguments); domains extend it to drafts.
         """

@@ -320,7 +320,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             out.env_signal = 0.05 if result.ran_code else 0.0
         else:
             out.env_signal = -0.1
-        out.knowledge = self.domain.knowledge(ctx.task, ctx, call)
+        out.knowledge = self.domain.knowledge_signal(ctx.task, ctx, call)
         out.record.update(tool_key=call.key(), tool_ok=result.ok)
         self._last_text = f"TOOL {call.name}({dict(call.args)}) -> " + (
             result.output[:200] if result.ok else f"ERROR {result.error[:200]}")
@@ -340,7 +340,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         assert st is not None
         ctx.draft = draft
         st.confidence = float(self.worker.confidence(ctx, draft))
-        out.knowledge = self.domain.knowledge(ctx.task, ctx)
+        out.knowledge = self.domain.knowledge_signal(ctx.task, ctx)
         self._last_text = f"{label}: version {draft.version}"
 
     def _check(self, out: _StepOutcome, checked_before: bool) -> None:

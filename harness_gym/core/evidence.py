@@ -6,7 +6,7 @@ Every step the env reports four raw signals in ``info["evidence"]``:
   raised one, the task quality Q on the final step, 0 otherwise;
 - ``consistency``: a rule-based score in [0, 1] of how well the step fits the process so far (for example,
   revising after a failed check is consistent, submitting a draft whose check failed is not);
-- ``knowledge``: +1 / -1 / 0 from the domain's knowledge base (:meth:`Domain.knowledge`);
+- ``knowledge``: +1 / -1 / 0 from the domain's knowledge base (:meth:`Domain.knowledge_signal`);
 - ``self``: the change in the worker's confidence caused by the step.
 
 They are evidence, not reward: the env's reward stays the terminal quality.

@@ -1,6 +1,6 @@
 """Write the HarnessCode-v0 task bank: ``python -m harness_gym.domains.code.generate [--out DIR]``.
 
-For every task of :mod:`~harness_gym.domains.code.bank` the generator
+For every task of :mod:`~harness_gym.domains.code.problems` the generator
 
 1. runs the reference (in this process; it is trusted code) on the test expressions to get the expected
    values, then runs it through the sandbox harness and requires it to pass every test;
@@ -28,17 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness_gym.domains.code.bank import OOD_FAMILIES, TaskSpec, all_specs
-from harness_gym.domains.code.corpus import DOCS
-from harness_gym.domains.code.execution import (
-    JOB_TIMEOUT_S,
-    SOLUTION_FILE,
-    RunReport,
-    TestCase,
-    parse_tests,
-    tests_script,
-)
+from harness_gym.core.taskfile import read_documents
 from harness_gym.domains.code.mutation import Mutant, mutants
+from harness_gym.domains.code.problems import OOD_FAMILIES, TaskSpec, all_specs
+from harness_gym.domains.code.sandbox_jobs import SOLUTION_FILE, RunReport, TestCase, run_tests, tests_script
+from harness_gym.domains.sources import source_path
 from harness_gym.paths import data_path
 from harness_gym.sandbox import Sandbox, make_sandbox
 
@@ -47,6 +41,9 @@ BANK_SIZE = 6
 MAX_SUPPORT = 3
 """At most this many of them pass the checker (visible tests) but fail the grader."""
 SPLIT_SHARES = (("train", 0.60), ("val", 0.15), ("test", 0.25))
+CORPUS_FILE = source_path("code", "corpus.jsonl")
+"""The documentation notes RETRIEVE ranks (standard-library functions, idioms and algorithms the tasks use,
+plus unrelated library notes as distractors), written to ``corpus.jsonl`` of the task bank."""
 _BRANCHING = (ast.If, ast.IfExp, ast.For, ast.While, ast.BoolOp, ast.Compare, ast.comprehension, ast.Try)
 
 
@@ -78,11 +75,6 @@ def expected_tests(reference: str, exprs: Sequence[str]) -> list[TestCase]:
             raise ValueError(f"{expr}: expected value {text} is not a Python literal")
         tests.append(TestCase(expr, expect=text))
     return tests
-
-
-def run_tests(sandbox: Sandbox, script: str, source: str, n_tests: int) -> RunReport:
-    result = sandbox.run(script, files={SOLUTION_FILE: source}, timeout_s=JOB_TIMEOUT_S)
-    return parse_tests(result, n_tests)
 
 
 def classify(report: RunReport, n_visible: int) -> tuple[str, float]:
@@ -240,9 +232,10 @@ def generate(out_dir: Path, seed: int = 0, sandbox: Sandbox | None = None, log: 
     with (out_dir / "tasks.jsonl").open("w", encoding="utf-8") as fh:
         for r in records:
             fh.write(json.dumps(r, sort_keys=True) + "\n")
+    docs = read_documents(CORPUS_FILE)
     with (out_dir / "corpus.jsonl").open("w", encoding="utf-8") as fh:
-        for doc_id, title, text in DOCS:
-            fh.write(json.dumps({"doc_id": doc_id, "title": title, "text": text}, sort_keys=True) + "\n")
+        for doc in docs:
+            fh.write(json.dumps({"doc_id": doc.doc_id, "title": doc.title, "text": doc.text}, sort_keys=True) + "\n")
     summary = {
         "seed": seed,
         "tasks": len(records),
@@ -251,7 +244,7 @@ def generate(out_dir: Path, seed: int = 0, sandbox: Sandbox | None = None, log: 
         "mutants_tried": sum(verdicts.values()),
         "mutants_by_verdict": dict(sorted(verdicts.items())),
         "candidates_kept": dict(sorted(kept.items())),
-        "documents": len(DOCS),
+        "documents": len(docs),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return summary

@@ -1,11 +1,11 @@
-"""The data-analysis domain: answer a question about a messy CSV export with a pandas program (DESIGN §4).
+"""The data-analysis domain: answer a question about a messy CSV export with a pandas program.
 
 A draft is a Python program that reads the task's CSV file from its working directory, cleans it (duplicate
 rows, hand-typed identifiers, mixed units, sentinel outliers, missing values), analyses it and prints the
 answer as JSON on its last line. The checker runs the program in the sandbox and validates the answer's type,
-shape and plausibility (:func:`~harness_gym.domains.data.answers.sanity`); the hidden grader runs it and
+shape and plausibility (:func:`~harness_gym.domains.data.checker.sanity`); the hidden grader runs it and
 compares the answer with the reference program's within tolerance
-(:func:`~harness_gym.domains.data.answers.score`). The tools compute real statistics in-process on a pandas
+(:func:`~harness_gym.domains.data.grader.score`). The tools compute real statistics in-process on a pandas
 copy of the dataset loaded at construction.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import io
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,48 +22,19 @@ import pandas as pd
 
 from harness_gym.core.domain import Domain
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
-from harness_gym.core.tools import ToolSpec, validate_call
+from harness_gym.core.tools import validate_call
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
-from harness_gym.domains.data.answers import ANSWER_KINDS, AnswerSpec, parse_output, sanity, score
+from harness_gym.domains.data.answers import ANSWER_KINDS, AnswerSpec
+from harness_gym.domains.data.checker import TIMEOUT_S, check_run, sanity
+from harness_gym.domains.data.grader import grade_run
+from harness_gym.domains.data.tools import TOOLS, Table, run_tool
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import ExecResult, Sandbox
 
-TIMEOUT_S = 10.0
-"""Wall-clock limit of one program run (the programs take well under a second)."""
 MEMORY_MB = 768
-
-_COLUMN = {"type": "string", "minLength": 1, "description": "a column name of the task's CSV file"}
-TOOL_SPECS: dict[str, ToolSpec] = {
-    "profile_column": ToolSpec(
-        "profile_column",
-        "Statistics of one column of the task's dataset: dtype, nulls, distinct values; for numbers the "
-        "quartiles, values outside the 1.5 IQR fences and the spread per unit code; for text the most common "
-        "values and how many differ only by spaces or case.",
-        {"type": "object", "properties": {"column": _COLUMN}, "required": ["column"], "additionalProperties": False}),
-    "value_counts": ToolSpec(
-        "value_counts", "The most frequent values of a column (missing values included), with their counts.",
-        {"type": "object", "properties": {"column": _COLUMN, "top": {"type": "integer", "minimum": 1, "maximum": 50}},
-         "required": ["column"], "additionalProperties": False}),
-    "count_duplicates": ToolSpec(
-        "count_duplicates",
-        "How many rows repeat an earlier row, comparing all columns or only the given ones.",
-        {"type": "object", "properties": {"columns": {"type": "array", "items": _COLUMN, "minItems": 1}},
-         "additionalProperties": False}),
-}
 
 _REFERENCED = re.compile(r'(?:\[\s*|groupby\(\s*|subset=\[\s*)"([^"]+)"')
 _ASSIGNED = re.compile(r'df\[\s*"([^"]+)"\s*\]\s*=(?!=)')
-
-
-@dataclass(frozen=True)
-class Table:
-    """A dataset: its CSV text (written into the sandbox work dir) and a pandas copy for the tools."""
-
-    name: str
-    file: str
-    csv: str
-    frame: pd.DataFrame
-    unit_columns: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -109,7 +79,7 @@ class DataDomain(Domain):
         root = Path(data_dir)
         self.tables = self._load_tables(root)
         self.corpus = read_documents(root / "corpus.jsonl")
-        self.tools = dict(TOOL_SPECS)
+        self.tools = TOOLS.specs
         self._tool_results: dict[tuple[str, str], ToolResult] = {}
         self._knowledge: dict[tuple[str, str], float] = {}
         path = root / "tasks.jsonl"
@@ -162,25 +132,8 @@ class DataDomain(Domain):
         key = (table.name, call.key())
         result = self._tool_results.get(key)
         if result is None:
-            result = self._tool_results[key] = self._run_tool(table, call)
+            result = self._tool_results[key] = run_tool(table, call)
         return result
-
-    def _run_tool(self, table: Table, call: ToolCall) -> ToolResult:
-        frame = table.frame
-        wanted = list(call.args.get("columns", [])) if call.name == "count_duplicates" else [call.args["column"]]
-        unknown = [c for c in wanted if c not in frame.columns]
-        if unknown:
-            return ToolResult(ok=False, output="", error=f"{table.file} has no column {unknown[0]!r}; columns: "
-                                                         f"{', '.join(frame.columns)}")
-        if call.name == "profile_column":
-            return ToolResult(ok=True, output=profile(frame, call.args["column"], table.unit_columns))
-        if call.name == "value_counts":
-            counts = frame[call.args["column"]].value_counts(dropna=False).head(int(call.args.get("top", 10)))
-            return ToolResult(ok=True, output="; ".join(f"{v!r}: {n}" for v, n in counts.items()))
-        cols = call.args.get("columns")
-        n = int(frame.duplicated(subset=cols).sum())
-        over = f"columns {', '.join(cols)}" if cols else "all columns"
-        return ToolResult(ok=True, output=f"{n} of {len(frame)} rows repeat an earlier row ({over})")
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
     def execute(self, task: Task, code: str, sandbox: Sandbox | None) -> ExecResult:
@@ -191,30 +144,13 @@ class DataDomain(Domain):
         return sandbox.run(code, files={table.file: table.csv}, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
 
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
-        result = self.execute(task, draft.content, sandbox)
-        if result.timed_out:
-            return CheckResult(False, f"the program did not finish within {TIMEOUT_S:g} s", 0.3)
-        if result.reason:
-            return CheckResult(False, f"the sandbox stopped the program ({result.reason}): {result.stderr[-200:]}", 0.3)
-        if result.exit_code != 0:
-            return CheckResult(False, f"the program raised {error_summary(result.stderr)}", 0.8)
-        value, problem = parse_output(result.stdout)
-        if problem:
-            return CheckResult(False, problem, 0.6)
-        verdict = sanity(task.payload.spec, value)
-        return CheckResult(verdict.ok, verdict.feedback, verdict.specificity)
+        return check_run(task.payload.spec, self.execute(task, draft.content, sandbox))
 
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
-        result = self.execute(task, draft.content, sandbox)
-        if not result.ok:
-            return 0.0
-        value, problem = parse_output(result.stdout)
-        if problem:
-            return 0.0
-        return score(task.payload.spec, value, task.payload.expected)
+        return grade_run(task.payload.spec, task.payload.expected, self.execute(task, draft.content, sandbox))
 
     # ----- evidence ----------------------------------------------------------------------------------
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: +1 for a valid call on existing columns, -1 otherwise. Drafts: -1 when the program
         reads a column the dataset does not have (and does not create), +1 when every column it names exists."""
         columns = self.table(task).frame.columns
@@ -238,49 +174,6 @@ def draft_knowledge(code: str, columns: set[str]) -> float:
     if not referenced:
         return 0.0
     return 1.0 if referenced <= columns | set(_ASSIGNED.findall(code)) else -1.0
-
-
-def error_summary(stderr: str) -> str:
-    """The exception line of a traceback and the line of the program that raised it."""
-    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
-    if not lines:
-        return "an error without a message"
-    where = [ln.strip() for ln in lines if ln.strip().startswith("File ") and ", line " in ln]
-    at = f" ({where[-1].split(', in ')[0].split(', ')[-1]})" if where else ""
-    return f"{lines[-1].strip()[:300]}{at}"
-
-
-def profile(frame: pd.DataFrame, column: str, unit_columns: dict[str, str]) -> str:
-    """The ``profile_column`` tool's report."""
-    s = frame[column]
-    nulls = int(s.isna().sum())
-    parts = [f"{column}: dtype {s.dtype}, {len(s)} rows, {nulls} missing ({100 * nulls / len(s):.1f}%), "
-             f"{s.nunique()} distinct"]
-    if pd.api.types.is_numeric_dtype(s):
-        q = s.quantile([0, 0.25, 0.5, 0.75, 1.0]).tolist()
-        fence = 1.5 * (q[3] - q[1])
-        outside = s[(s < q[1] - fence) | (s > q[3] + fence)]
-        parts.append(f"min {q[0]:g}, q1 {q[1]:g}, median {q[2]:g}, q3 {q[3]:g}, max {q[4]:g}")
-        parts.append(f"{len(outside)} values outside the 1.5 IQR fences"
-                     + (f" (e.g. {', '.join(f'{v:g}' for v in sorted(set(outside))[:6])})" if len(outside) else ""))
-        positive = s[s > 0]
-        if len(positive) and positive.max() / positive.min() >= 1000:
-            parts.append(f"values span {math.log10(positive.max() / positive.min()):.1f} orders of magnitude")
-        unit_col = unit_columns.get(column)
-        if unit_col is not None:
-            by_unit = s.groupby(frame[unit_col]).agg(["count", "median"])
-            parts.append(f"by {unit_col}: " + "; ".join(f"{u}: {int(r['count'])} values, median {r['median']:g}"
-                                                        for u, r in by_unit.iterrows()))
-    else:
-        text = s.dropna().astype(str)
-        padded = int((text != text.str.strip()).sum())
-        lower = int((text != text.str.upper()).sum())
-        top = text.value_counts().head(5)
-        parts.append("most common: " + ", ".join(f"{v!r} ({n})" for v, n in top.items()))
-        if padded or lower:
-            parts.append(f"{padded} values with leading/trailing spaces, {lower} not upper-case; "
-                         f"{text.str.strip().str.upper().nunique()} distinct after strip + upper")
-    return "; ".join(parts)
 
 
 @functools.lru_cache(maxsize=8)

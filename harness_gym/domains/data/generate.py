@@ -33,8 +33,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness_gym.domains.data.answers import AnswerSpec, parse_output, sanity, score
-from harness_gym.domains.data.pandas_notes import PANDAS_NOTES, TEMPLATE_DOCS
+from harness_gym.core.taskfile import read_documents
+from harness_gym.domains.data.answers import AnswerSpec, parse_output
+from harness_gym.domains.data.checker import sanity
+from harness_gym.domains.data.grader import score
+from harness_gym.domains.sources import source_path
 
 SEED = 7301
 IN_DIST_DATASETS = 12
@@ -86,6 +89,20 @@ class Schema:
 
 IN_TEMPLATES = ("group_mean", "total", "distinct_count", "argmax_month", "corr")
 OOD_TEMPLATES = ("share_above", "pct_change", "weighted_mean")
+TEMPLATE_DOCS: dict[str, str] = {
+    "group_mean": "pd-groupby-mean",
+    "total": "pd-sum-total",
+    "distinct_count": "pd-nunique",
+    "argmax_month": "pd-datetime-month",
+    "corr": "pd-corr",
+    "share_above": "pd-share-threshold",
+    "pct_change": "pd-pct-change",
+    "weighted_mean": "pd-weighted-mean",
+}
+"""The pandas note (in :data:`NOTES_FILE`) a question template's analysis step needs."""
+NOTES_FILE = source_path("data", "pandas_notes.jsonl")
+"""The general part of the RETRIEVE corpus: short notes on pandas and on data cleaning, written for this
+project; the generator adds one data dictionary per dataset schema."""
 
 SCHEMAS: tuple[Schema, ...] = (
     Schema("sales", "store orders export", "orders", "order_id", "order_date", "customer_id", "customers",
@@ -607,7 +624,7 @@ def generate(out: Path, seed: int = SEED) -> dict[str, int]:
         {"name": ds.name, "file": f"datasets/{ds.file}", "schema": ds.schema.name, "split": ds.split,
          "place": ds.place, "faults": sorted(ds.faults), "unit_columns": {ds.schema.measure: ds.schema.unit_col}}
         for ds in all_sets])
-    notes = [{"doc_id": d, "title": t, "text": x} for d, t, x in PANDAS_NOTES]
+    notes = [{"doc_id": d.doc_id, "title": d.title, "text": d.text} for d in read_documents(NOTES_FILE)]
     _write_jsonl(out / "corpus.jsonl", notes + [dictionary_doc(s) for s in SCHEMAS])
     _write_jsonl(out / "tasks.jsonl", tasks)
     return stats

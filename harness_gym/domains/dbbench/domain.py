@@ -13,7 +13,7 @@ not reproduce the label, the answer list itself (``"['Vienna']"``).
   changes rows (mutations) or returns a result of the right shape (one number for counting and aggregation,
   at least one row otherwise). An answer-list draft is checked for shape and for its values appearing in
   the table.
-- SUBMIT (grader): upstream scoring in Python (:mod:`~harness_gym.domains.dbbench.scoring`): the table hash
+- SUBMIT (grader): upstream scoring in Python (:mod:`~harness_gym.domains.dbbench.grader`): the table hash
   after the statement against ``answer_md5``, or the statement's result (or the answer list) against the
   label.
 """
@@ -48,16 +48,16 @@ from harness_gym.domains.dbbench.engines import (
     run_statement,
     statement_kind,
 )
-from harness_gym.domains.dbbench.mutations import answer_mutants, sql_mutants
-from harness_gym.domains.dbbench.mysql_notes import MYSQL_NOTES, QUOTING_DOC, TYPE_DOCS
-from harness_gym.domains.dbbench.records import DBRecord, read_records
-from harness_gym.domains.dbbench.scoring import (
+from harness_gym.domains.dbbench.grader import (
     answers_match,
     format_result,
     normalize_answer,
     rows_to_answer,
     table_hash,
 )
+from harness_gym.domains.dbbench.mutations import answer_mutants, sql_mutants
+from harness_gym.domains.dbbench.mysql_notes import MYSQL_NOTES, QUOTING_DOC, TYPE_DOCS
+from harness_gym.domains.dbbench.records import DBRecord, read_records
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
 
@@ -391,11 +391,11 @@ class DBBenchDomain(Domain):
             return grade_content(session, task.payload, draft.content)
 
     # ----- evidence --------------------------------------------------------------------------------------
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: schema validity. SQL drafts: +1 when every table and column they name exists, -1 when
         one does not or the draft does not parse; answer drafts: 0 (nothing to verify)."""
         if call is not None or ctx.draft is None:
-            return super().knowledge(task, ctx, call)
+            return super().knowledge_signal(task, ctx, call)
         payload: DBTaskPayload = task.payload
         if payload.mode == "answer":
             return 0.0

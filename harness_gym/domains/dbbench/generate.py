@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_gym.domains.dbbench.engines import SQLiteEngine, TableSpec, run_statement
-from harness_gym.domains.dbbench.scoring import rows_to_answer, table_hash
+from harness_gym.domains.dbbench.grader import rows_to_answer, table_hash
 from harness_gym.paths import data_path
 
 FIRST = ("Anna", "Bruno", "Chloe", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kenji", "Lena",

@@ -23,7 +23,7 @@ from typing import Any
 from harness_gym.core.taskfile import TaskFileError, read_jsonl, require
 from harness_gym.core.types import SPLITS
 from harness_gym.domains.dbbench.engines import TableSpec
-from harness_gym.domains.dbbench.scoring import parse_answer_md5
+from harness_gym.domains.dbbench.grader import parse_answer_md5
 
 MUTATION_TYPES = frozenset({"INSERT", "UPDATE", "DELETE"})
 SPLIT_RATIOS: tuple[tuple[str, float], ...] = (("train", 0.6), ("val", 0.2), ("test", 0.2))

@@ -2,41 +2,26 @@
 
 Data: ``envs_data/knowledge/sources.jsonl`` (the corpus: dated source documents about task entities and
 confusable sibling entities) and ``tasks.jsonl`` (one record task per line), written by
-:mod:`harness_gym.domains.knowledge.generate`. The checker and grader are in :mod:`.rules`.
+:mod:`harness_gym.domains.knowledge.generate`. The checker and grader are in :mod:`.checker` and :mod:`.grader`.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from functools import lru_cache
 from pathlib import Path
 
 from harness_gym.core.domain import Domain
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_jsonl
-from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
-from harness_gym.domains.knowledge.rules import KnowledgeRules, RecordSpec, Source, parse_record
+from harness_gym.domains.knowledge.checker import RecordChecker
+from harness_gym.domains.knowledge.grader import grade_record
+from harness_gym.domains.knowledge.records import RecordSpec, Source, SourceIndex, parse_record
+from harness_gym.domains.knowledge.tools import TOOLS, Library
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
 
 _DOC_ID = re.compile(r"kn-s[0-9]{4}")
-
-TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("search", "BM25 search over the source documents; returns doc ids, dates and titles.", {
-        "type": "object", "additionalProperties": False, "required": ["query"],
-        "properties": {"query": {"type": "string", "minLength": 1},
-                       "k": {"type": "integer", "minimum": 1, "maximum": 10}}}),
-    ToolSpec("lookup_source", "The full text, date and source kind of one source document.", {
-        "type": "object", "additionalProperties": False, "required": ["doc_id"],
-        "properties": {"doc_id": {"type": "string", "pattern": "^kn-s[0-9]{4}$"}}}),
-    ToolSpec("get_field_history", "Every dated statement of one field of one entity across the sources, oldest "
-             "first, with the source kind and whether it is authoritative.", {
-                 "type": "object", "additionalProperties": False, "required": ["entity", "field"],
-                 "properties": {"entity": {"type": "string", "minLength": 1},
-                                "field": {"type": "string", "minLength": 1}}}),
-)
-
 
 class KnowledgeDomain(Domain):
     """Structured records from conflicting, stale sources; checker = schema + citations, grader = field accuracy.
@@ -53,15 +38,17 @@ class KnowledgeDomain(Domain):
         root = Path(data_dir) if data_dir is not None else data_path("knowledge")
         src_path = root / "sources.jsonl"
         sources = [Source.from_json(rec, path=src_path, line=line) for line, rec in read_jsonl(src_path)]
-        self.rules = KnowledgeRules(sources)
+        self.sources = SourceIndex(sources)
+        self.checker = RecordChecker(self.sources)
         self.corpus = [Document(s.doc_id, s.title, s.text) for s in sources]
-        self.tools = {spec.name: spec for spec in TOOLS}
+        self.library = Library(self.sources, self.corpus, self.index)
+        self.tools = TOOLS.specs
         task_path = root / "tasks.jsonl"
         tasks = []
         for line, rec in read_jsonl(task_path):
             spec = RecordSpec.from_json(rec, path=task_path, line=line)
             task = parse_task(rec, path=task_path, line=line, payload=spec)
-            unknown = sorted(task.relevant_docs - self.rules.sources.keys())
+            unknown = sorted(task.relevant_docs - self.sources.sources.keys())
             if unknown:
                 raise TaskFileError(task_path, f"unknown doc ids {unknown}", line=line, task_id=task.task_id,
                                     field="relevant_docs")
@@ -70,44 +57,20 @@ class KnowledgeDomain(Domain):
 
     # ----- tools -------------------------------------------------------------------------------------
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
-        args = call.args
-        if call.name == "search":
-            hits = [(i, s) for i, s in self.index.ranking(args["query"]) if s > 0][:args.get("k", 5)]
-            if not hits:
-                return ToolResult(ok=False, output="", error=f"no source matches {args['query']!r}")
-            return ToolResult(ok=True, output="\n".join(
-                f"{self.corpus[i].doc_id} {self.corpus[i].title}" for i, _ in hits))
-        if call.name == "lookup_source":
-            src = self.rules.sources.get(args["doc_id"])
-            if src is None:
-                return ToolResult(ok=False, output="", error=f"no source with id {args['doc_id']!r}")
-            status = "authoritative" if src.authoritative else "unofficial"
-            return ToolResult(ok=True, output=f"[{src.doc_id}] {src.date} {src.source_kind} ({status}): {src.text}")
-        entity, field = args["entity"], args["field"]
-        fields = self.rules.entity_fields.get(entity)
-        if fields is None:
-            near = difflib.get_close_matches(entity, list(self.rules.entity_fields), n=3)
-            return ToolResult(ok=False, output="", error=f"unknown entity {entity!r}"
-                              + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""))
-        if field not in fields:
-            return ToolResult(ok=False, output="", error=f"{entity} has no field {field!r}; fields: "
-                              + ", ".join(sorted(fields)))
-        return ToolResult(ok=True, output="\n".join(
-            f"{s.date} {s.doc_id} ({s.source_kind}, {'authoritative' if s.authoritative else 'unofficial'}): "
-            f"{s.statements[field]!r}" for s in self.rules.history(entity, field)))
+        return TOOLS.implementation(call.name)(self.library, **call.args)
 
     # ----- checker / grader --------------------------------------------------------------------------
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
-        return self.rules.check(task.payload, draft.content)
+        return self.checker.check(task.payload, draft.content)
 
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
-        return self.rules.grade(task.payload, draft.content)
+        return grade_record(self.sources, task.payload, draft.content)
 
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: schema validity. Drafts: +1 when every field cites a source the harness has actually
         seen (retrieved, looked up or listed in a field history) that states the value, -1 otherwise."""
         if call is not None:
-            return super().knowledge(task, ctx, call)
+            return super().knowledge_signal(task, ctx, call)
         if ctx.draft is None:
             return 0.0
         rec = parse_record(ctx.draft.content)
@@ -120,7 +83,7 @@ class KnowledgeDomain(Domain):
                 seen.update(_DOC_ID.findall(result.output))
         for field, value in values.items():
             doc = cites.get(field)
-            if doc not in seen or not self.rules.states(doc, value):
+            if doc not in seen or not self.sources.states(doc, value):
                 return -1.0
         return 1.0
 

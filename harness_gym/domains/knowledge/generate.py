@@ -22,12 +22,13 @@ import numpy as np
 from harness_gym.core.taskfile import write_jsonl
 from harness_gym.domains.fictional_world import NameForge, World
 from harness_gym.domains.generation import generator_main
-from harness_gym.domains.knowledge.rules import KnowledgeRules, RecordSpec, Source
+from harness_gym.domains.knowledge.grader import grade_record
+from harness_gym.domains.knowledge.records import RecordSpec, Source, SourceIndex
 
 SEED = 20240611
-N_IN_DISTRIBUTION = 176
 N_OOD = 40
 SPLIT_SIZES = {"train": 100, "val": 32, "test": 44}
+"""In-distribution tasks per split (company and person records, alternating)."""
 
 
 @dataclass(frozen=True)
@@ -291,11 +292,11 @@ class KnowledgeGenerator:
 
 def label_candidates(tasks: list[dict[str, Any]], sources: list[dict[str, Any]]) -> None:
     """Set every candidate's ``correct`` flag by running the real grader on its content."""
-    rules = KnowledgeRules([Source.from_json(s, path="<generated>") for s in sources])
+    index = SourceIndex([Source.from_json(s, path="<generated>") for s in sources])
     for t in tasks:
         spec = RecordSpec.from_json(t, path="<generated>")
         for cand in t["candidates"]:
-            cand["correct"] = rules.grade(spec, cand["content"]) >= 1.0
+            cand["correct"] = grade_record(index, spec, cand["content"]) >= 1.0
 
 
 def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:

@@ -1,7 +1,7 @@
-"""The multi-tool domain: answer a question with a chain of 2-5 tool calls (DESIGN §4).
+"""The multi-tool domain: answer a question with a chain of 2-5 tool calls.
 
 The draft is a tool plan plus its final value, ``{"plan": [{"tool": ..., "args": {...}}, ...], "answer": v}``.
-The checker re-executes the plan with the real tools (:func:`~harness_gym.domains.multitool.tools.run_plan`),
+The checker re-executes the plan with the real tools (:func:`~harness_gym.domains.multitool.checker.run_plan`),
 validates every step's arguments and units and the final unit, and names the failing step. The hidden grader
 compares the answer with the gold value computed by running the task's reference plan.
 """
@@ -9,40 +9,27 @@ compares the answer with the gold value computed by running the task's reference
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
 from harness_gym.core.domain import Domain
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_json, read_jsonl, require
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
+from harness_gym.domains.multitool.checker import check_plan, parse_draft, run_plan
+from harness_gym.domains.multitool.grader import grade_answer
 from harness_gym.domains.multitool.tools import (
     DATE,
-    TOOL_SPECS,
+    TOOLS,
     UNITS,
     ToolError,
     Value,
     World,
-    answer_close,
     execute,
     format_unit,
     parse_unit,
-    run_plan,
 )
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
-
-
-@functools.lru_cache(maxsize=4096)
-def parse_draft(content: str) -> tuple[list[Any], Any] | str:
-    """``(plan, answer)`` of a draft, or a message saying why it cannot be read."""
-    try:
-        obj = json.loads(content)
-    except json.JSONDecodeError as exc:
-        return f"the draft is not valid JSON: {exc.msg} (column {exc.colno})"
-    if not isinstance(obj, dict) or "plan" not in obj or "answer" not in obj:
-        return 'the draft must be a JSON object with "plan" and "answer"'
-    return obj["plan"], obj["answer"]
 
 
 class MultiToolDomain(Domain):
@@ -59,7 +46,7 @@ class MultiToolDomain(Domain):
         super().__init__()
         root = Path(data_dir)
         self.world = self._load_world(root / "world.json")
-        self.tools = dict(TOOL_SPECS)
+        self.tools = TOOLS.specs
         self.corpus = read_documents(root / "corpus.jsonl")
         self._gold: dict[str, Value] = {}
         path = root / "tasks.jsonl"
@@ -118,39 +105,17 @@ class MultiToolDomain(Domain):
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
-        parsed = parse_draft(draft.content)
-        if isinstance(parsed, str):
-            return CheckResult(False, parsed, specificity=0.3)
-        plan, answer = parsed
-        run = run_plan(self.world, self.tools, plan)
-        if not run.ok:
-            return CheckResult(False, f"step {run.failed_step} failed: {run.error}", specificity=0.9)
-        result = run.result
-        want = task.payload["answer_unit"]
-        n = len(run.values)
-        if result.unit != want:
-            got = "a date" if result.unit == DATE else (f"a value in {format_unit(result.unit)}"
-                                                         if result.unit else "a plain number")
-            return CheckResult(False, f"the last step ({n}) returns {got}, but the task asks for "
-                                      f"{task.payload['unit_name']}", specificity=0.8)
-        if not answer_close(answer, result.as_json()):
-            return CheckResult(False, f"the answer {answer!r} does not match the plan's result "
-                                      f"{result.render()} (step {n})", specificity=0.9)
-        return CheckResult(True, f"the plan ran ({n} steps) and its result {result.render()} matches the answer",
-                           specificity=1.0)
+        return check_plan(self.world, self.tools, task.payload, draft.content)
 
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
-        parsed = parse_draft(draft.content)
-        if isinstance(parsed, str):
-            return 0.0
-        return 1.0 if answer_close(parsed[1], self._gold[task.task_id].as_json()) else 0.0
+        return grade_answer(self._gold[task.task_id], draft.content)
 
     # ----- evidence ----------------------------------------------------------------------------------
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: schema validity. Drafts: every step names a known tool, and every table, column, unit
         and currency it mentions exists in the world (+1), or something does not (-1)."""
         if call is not None or ctx.draft is None:
-            return super().knowledge(task, ctx, call)
+            return super().knowledge_signal(task, ctx, call)
         parsed = parse_draft(ctx.draft.content)
         if isinstance(parsed, str) or not isinstance(parsed[0], list):
             return -1.0

@@ -26,7 +26,8 @@ import numpy as np
 
 from harness_gym.core.taskfile import write_jsonl
 from harness_gym.domains.generation import family_splits, generator_main
-from harness_gym.domains.multitool.tools import TOOL_SPECS, UNITS, World, answer_close, format_unit, run_plan
+from harness_gym.domains.multitool.checker import run_plan
+from harness_gym.domains.multitool.tools import TOOL_SPECS, UNITS, World, answer_close, format_unit
 
 START = dt.date(2024, 1, 1)
 DAYS = 182

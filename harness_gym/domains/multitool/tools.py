@@ -1,6 +1,6 @@
-"""The multi-tool domain's tools and the plan executor the checker uses.
+"""The multi-tool domain's tools: typed values with units, the calculator, the world's tables and the tool table.
 
-Five pure-Python tools work on typed values (a number with a unit, a date, or a text):
+Six pure-Python tools work on typed values (a number with a unit, a date, or a text):
 
 - ``calculate(expression)``: arithmetic with unit algebra, evaluated over a whitelisted syntax tree (never
   ``eval``); ``$n`` refers to the result of plan step n and ``12.5[EUR/day]`` is a literal with a unit;
@@ -9,9 +9,8 @@ Five pure-Python tools work on typed values (a number with a unit, a date, or a 
 - ``exchange_rate(base, quote, date)``: the dated rate table (units of ``quote`` per one ``base``);
 - ``lookup(table, key, field)``: a cell of one of the world's tables.
 
-A *plan* is a list of calls whose arguments may be ``"$n"`` references to earlier results. :func:`run_plan`
-re-executes it, checking each step's arguments against the tool's JSON schema and the units of referenced
-values against what the step claims (``from_unit``, the ``days`` of ``date_add``, sums of unlike units).
+A *plan* is a list of calls whose arguments may be ``"$n"`` references to earlier results; the checker's
+:func:`~harness_gym.domains.multitool.checker.run_plan` re-executes it.
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness_gym.core.tools import ToolSpec, validate_call
-from harness_gym.core.types import ToolCall
+from harness_gym.core.tools import ToolSpec
+from harness_gym.domains.tooling import ToolTable, object_schema
 
 Unit = tuple[tuple[str, int], ...]
 """A unit as sorted (atom, exponent) pairs; ``()`` is a plain number."""
@@ -336,122 +335,80 @@ class World:
         return Value(cell, DATE if kind == "date" else TEXT)
 
 
-# ----- tool specs ------------------------------------------------------------------------------------
+# ----- tools ------------------------------------------------------------------------------------------
 _DATE_SCHEMA = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
 _CODE_SCHEMA = {"type": "string", "pattern": r"^[A-Z]{3}$"}
 _NAME_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 40}
 
+TOOLS = ToolTable()
+"""The multi-tool tools. Each takes the :class:`World`, the values of earlier plan steps (``refs``) and the units
+of the arguments that came from ``$n`` references (``units``) before its call arguments."""
 
-def _schema(required: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": required, "required": list(required), "additionalProperties": False}
+
+@TOOLS.tool("Arithmetic on numbers with units: + - * / ** round abs min max. Inside a plan $n is the result of "
+            "step n; 12.5[EUR/day] is a number with a unit.",
+            object_schema({"expression": {"type": "string", "minLength": 1, "maxLength": 300}}), name="calculate")
+def _calculate_tool(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], expression: str) -> Value:
+    return calculate(expression, refs)
 
 
-TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
-    ToolSpec("calculate", "Arithmetic on numbers with units: + - * / ** round abs min max. Inside a plan $n is "
-             "the result of step n; 12.5[EUR/day] is a number with a unit.",
-             _schema({"expression": {"type": "string", "minLength": 1, "maxLength": 300}})),
-    ToolSpec("convert_units", "Convert a value between units of the same dimension (length, mass, volume, "
-             "time, speed, temperature).",
-             _schema({"value": {"type": "number"}, "from_unit": _NAME_SCHEMA, "to_unit": _NAME_SCHEMA})),
-    ToolSpec("date_add", "The ISO date `days` days after `date` (negative days go back).",
-             _schema({"date": _DATE_SCHEMA, "days": {"type": "integer", "minimum": -36500, "maximum": 36500}})),
-    ToolSpec("date_diff", "Days from `start` to `end` (negative when end is earlier).",
-             _schema({"start": _DATE_SCHEMA, "end": _DATE_SCHEMA})),
-    ToolSpec("exchange_rate", "Units of `quote` currency per one unit of `base` currency on `date`.",
-             _schema({"base": _CODE_SCHEMA, "quote": _CODE_SCHEMA, "date": _DATE_SCHEMA})),
-    ToolSpec("lookup", "One cell of a table: the `field` column of the row whose key is `key`.",
-             _schema({"table": _NAME_SCHEMA, "key": _NAME_SCHEMA, "field": _NAME_SCHEMA})),
-)}
+@TOOLS.tool("Convert a value between units of the same dimension (length, mass, volume, time, speed, "
+            "temperature).",
+            object_schema({"value": {"type": "number"}, "from_unit": _NAME_SCHEMA, "to_unit": _NAME_SCHEMA}))
+def convert_units(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], value: float,
+                  from_unit: str, to_unit: str) -> Value:
+    got = units.get("value")
+    if got is not None and got != parse_unit(from_unit):
+        raise ToolError(f"value is in {format_unit(got) or 'no unit'} but from_unit is {from_unit!r}")
+    return Value(convert(float(value), from_unit, to_unit), parse_unit(to_unit))
+
+
+@TOOLS.tool("The ISO date `days` days after `date` (negative days go back).",
+            object_schema({"date": _DATE_SCHEMA, "days": {"type": "integer", "minimum": -36500, "maximum": 36500}}),
+            name="date_add")
+def _date_add_tool(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], date: str,
+                   days: int) -> Value:
+    got = units.get("days")
+    if got is not None and got not in ((), (("day", 1),)):
+        raise ToolError(f"days is in {format_unit(got)}, not day; convert it first")
+    return date_add(date, int(days))
+
+
+@TOOLS.tool("Days from `start` to `end` (negative when end is earlier).",
+            object_schema({"start": _DATE_SCHEMA, "end": _DATE_SCHEMA}), name="date_diff")
+def _date_diff_tool(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], start: str,
+                    end: str) -> Value:
+    return date_diff(start, end)
+
+
+@TOOLS.tool("Units of `quote` currency per one unit of `base` currency on `date`.",
+            object_schema({"base": _CODE_SCHEMA, "quote": _CODE_SCHEMA, "date": _DATE_SCHEMA}))
+def exchange_rate(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], base: str, quote: str,
+                  date: str) -> Value:
+    return world.exchange_rate(base, quote, date)
+
+
+@TOOLS.tool("One cell of a table: the `field` column of the row whose key is `key`.",
+            object_schema({"table": _NAME_SCHEMA, "key": _NAME_SCHEMA, "field": _NAME_SCHEMA}))
+def lookup(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], table: str, key: str,
+           field: str) -> Value:
+    return world.lookup(table, key, field)
+
+
+TOOL_SPECS: dict[str, ToolSpec] = TOOLS.specs
 
 
 def execute(world: World, name: str, args: Mapping[str, Any], refs: Sequence[Value | None] = (),
             arg_units: Mapping[str, Unit] | None = None) -> Value:
     """Run one schema-valid call. ``arg_units`` gives the units of arguments that came from ``$n`` references,
-    so that a step that claims a value is in ``lb`` while the referenced value is in ``kg`` is refused."""
-    units = arg_units or {}
-    if name == "calculate":
-        return calculate(args["expression"], refs)
-    if name == "convert_units":
-        got = units.get("value")
-        if got is not None and got != parse_unit(args["from_unit"]):
-            raise ToolError(f"value is in {format_unit(got) or 'no unit'} but from_unit is {args['from_unit']!r}")
-        return Value(convert(float(args["value"]), args["from_unit"], args["to_unit"]),
-                     parse_unit(args["to_unit"]))
-    if name == "date_add":
-        got = units.get("days")
-        if got is not None and got not in ((), (("day", 1),)):
-            raise ToolError(f"days is in {format_unit(got)}, not day; convert it first")
-        return date_add(args["date"], int(args["days"]))
-    if name == "date_diff":
-        return date_diff(args["start"], args["end"])
-    if name == "exchange_rate":
-        return world.exchange_rate(args["base"], args["quote"], args["date"])
-    if name == "lookup":
-        return world.lookup(args["table"], args["key"], args["field"])
-    raise ToolError(f"unknown tool {name!r}")
+    so that a step that claims a value is in ``lb`` while the referenced value is in ``kg`` is refused.
 
-
-# ----- plans -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PlanRun:
-    """What re-executing a plan gave: every step's value, or the first failing step and why."""
-
-    values: tuple[Value, ...]
-    failed_step: int = 0
-    """1-based index of the step that failed (0: none)."""
-    error: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed_step
-
-    @property
-    def result(self) -> Value:
-        return self.values[-1]
-
-
-MAX_PLAN_STEPS = 8
-
-
-def _resolve(arg: Any, values: Sequence[Value]) -> tuple[Any, Unit | None]:
-    """Substitute a ``"$n"`` argument by step n's value; return the JSON form and its unit (``None``: literal)."""
-    if isinstance(arg, str):
-        m = re.fullmatch(r"\$(\d+)", arg.strip())
-        if m:
-            n = int(m.group(1))
-            if not 1 <= n <= len(values):
-                raise ToolError(f"{arg} does not name an earlier step")
-            value = values[n - 1]
-            return value.as_json(), value.unit
-    return arg, None
-
-
-def run_plan(world: World, tools: Mapping[str, ToolSpec], plan: Any, *, check_units: bool = True) -> PlanRun:
-    """Execute a plan (list of ``{"tool": name, "args": {...}}``), stopping at the first failing step.
-
-    :param check_units: refuse referenced values whose unit contradicts the step; ``False`` computes what a
-        plan that ignores units would produce (the generator uses it for the answers of wrong plans)
+    :param world: the rate and lookup tables
+    :param name: the tool's name
+    :param args: the call's arguments
+    :param refs: the values of the earlier plan steps
+    :param arg_units: argument name -> unit of the referenced value it came from
     """
-    if not isinstance(plan, list) or not plan:
-        return PlanRun((), 1, "the plan must be a non-empty list of steps")
-    if len(plan) > MAX_PLAN_STEPS:
-        return PlanRun((), MAX_PLAN_STEPS + 1, f"the plan has {len(plan)} steps; at most {MAX_PLAN_STEPS}")
-    values: list[Value] = []
-    for i, step in enumerate(plan, start=1):
-        if not (isinstance(step, dict) and isinstance(step.get("tool"), str) and isinstance(step.get("args"), dict)):
-            return PlanRun(tuple(values), i, "a step must be an object with a 'tool' name and an 'args' object")
-        name, raw_args = step["tool"], step["args"]
-        try:
-            args: dict[str, Any] = {}
-            units: dict[str, Unit] = {}
-            for key, raw in raw_args.items():
-                args[key], unit = _resolve(raw, values)
-                if unit is not None and check_units:
-                    units[key] = unit
-            problem = validate_call(tools, ToolCall(name, args))
-            if problem:
-                raise ToolError(problem)
-            values.append(execute(world, name, args, values, units))
-        except ToolError as exc:
-            return PlanRun(tuple(values), i, f"{name}: {exc}")
-    return PlanRun(tuple(values))
+    if name not in TOOLS:
+        raise ToolError(f"unknown tool {name!r}")
+    return TOOLS.implementation(name)(world, refs, arg_units or {}, **args)

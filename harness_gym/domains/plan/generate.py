@@ -7,7 +7,7 @@ Three templates make up train/val/test: a team's week (precedence), an interview
 one day, interviews before the debrief, a debrief deadline) and project reviews (deadlines, large meetings).
 The ``ood`` split is a fourth template with constraint types never seen in training: equipment requirements,
 a per-person daily meeting limit and room preferences. Every instance is solved exactly
-(:meth:`~harness_gym.domains.plan.model.Instance.solve`); the candidates are an optimal plan, feasible but
+(:meth:`~harness_gym.domains.plan.instance.Instance.solve`); the candidates are an optimal plan, feasible but
 sub-optimal plans (they pass the checker and score below 1) and plans that break exactly one named hard
 constraint, each labelled by the real verifier and cost.
 """
@@ -24,7 +24,7 @@ import numpy as np
 
 from harness_gym.core.taskfile import write_jsonl
 from harness_gym.domains.generation import family_splits, generator_main
-from harness_gym.domains.plan.model import Assignment, Instance, slot_name
+from harness_gym.domains.plan.instance import Assignment, Instance, slot_name
 
 NAMES = ("Ana", "Ben", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lea", "Milo", "Nia",
          "Omar", "Pia", "Rosa", "Sami", "Tao", "Uma")

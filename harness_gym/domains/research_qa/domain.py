@@ -8,7 +8,6 @@ attributes: the world graph the tools query) and ``tasks.jsonl``, written by
 
 from __future__ import annotations
 
-import difflib
 import re
 from functools import cache, lru_cache
 from pathlib import Path
@@ -17,23 +16,13 @@ from typing import Any
 from harness_gym.core.domain import Domain
 from harness_gym.core.retrieval import tokenize
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_jsonl, require
-from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.fictional_world import normalize_answer
-from harness_gym.domains.research_qa.grading import answer_quality
+from harness_gym.domains.research_qa.grader import answer_quality
+from harness_gym.domains.research_qa.tools import TOOLS, Encyclopedia
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
 
-TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("lookup_entity", "The encyclopedia's infobox for an entity: its kind, relations and attributes.", {
-        "type": "object", "additionalProperties": False, "required": ["name"],
-        "properties": {"name": {"type": "string", "minLength": 1}}}),
-    ToolSpec("query_relation", "The object of one relation (or the value of one attribute) of an entity in the "
-             "world graph, e.g. query_relation('Acme Labs', 'founded_by').", {
-                 "type": "object", "additionalProperties": False, "required": ["entity", "relation"],
-                 "properties": {"entity": {"type": "string", "minLength": 1},
-                                "relation": {"type": "string", "pattern": "^[a-z_]+$"}}}),
-)
 STOPWORDS = frozenset(["a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "is", "was", "were", "who", "what", "which", "where", "when", "whose", "did", "does", "do", "that", "this", "with", "and", "or", "its", "it", "as", "from", "has", "have"])
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -72,7 +61,8 @@ class ResearchQADomain(Domain):
             self._title_tokens[doc_id] = own = _content_tokens(title)
             self._normalized[doc_id] = f" {normalize_answer(text)} "
             self._sentences[doc_id] = tuple((_content_tokens(s) - own, s) for s in _SENTENCE.split(text))
-        self.tools = {spec.name: spec for spec in TOOLS}
+        self.tools = TOOLS.specs
+        self.encyclopedia = Encyclopedia(self.facts, self.kinds)
         task_path = root / "tasks.jsonl"
         doc_ids = {d.doc_id for d in self.corpus}
         tasks = []
@@ -111,27 +101,8 @@ class ResearchQADomain(Domain):
         return self.best_unseen(self.expanded_query(task, ctx.retrieved), ctx)
 
     # ----- tools -------------------------------------------------------------------------------------
-    def _unknown(self, name: str) -> ToolResult:
-        near = difflib.get_close_matches(name, list(self.facts), n=3)
-        hint = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
-        return ToolResult(ok=False, output="", error=f"no encyclopedia entry named {name!r}{hint}")
-
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
-        if call.name == "lookup_entity":
-            name = call.args["name"]
-            facts = self.facts.get(name)
-            if facts is None:
-                return self._unknown(name)
-            body = "; ".join(f"{k}: {v}" for k, v in facts.items())
-            return ToolResult(ok=True, output=f"{name} ({self.kinds[name]}): {body}")
-        entity, relation = call.args["entity"], call.args["relation"]
-        facts = self.facts.get(entity)
-        if facts is None:
-            return self._unknown(entity)
-        if relation not in facts:
-            return ToolResult(ok=False, output="", error=f"{entity} ({self.kinds[entity]}) has no {relation!r}; "
-                              f"recorded: {', '.join(facts)}")
-        return ToolResult(ok=True, output=f"{entity} {relation} {facts[relation]}")
+        return TOOLS.implementation(call.name)(self.encyclopedia, **call.args)
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult | None:
@@ -141,11 +112,11 @@ class ResearchQADomain(Domain):
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
         return answer_quality(draft.content, task.payload)
 
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: schema validity. Drafts: +1 when the answer occurs in a retrieved article or a tool
         result, -1 when the harness has gathered text and the answer occurs in none of it, 0 otherwise."""
         if call is not None:
-            return super().knowledge(task, ctx, call)
+            return super().knowledge_signal(task, ctx, call)
         if ctx.draft is None:
             return 0.0
         texts = [self._normalized[d] for d in ctx.retrieved]

@@ -21,7 +21,7 @@ import numpy as np
 from harness_gym.core.taskfile import write_jsonl
 from harness_gym.domains.fictional_world import ATTRIBUTES, RELATIONS, Entity, World, normalize_answer
 from harness_gym.domains.generation import generator_main
-from harness_gym.domains.research_qa.grading import answer_quality
+from harness_gym.domains.research_qa.grader import answer_quality
 
 SEED = 7130
 SPLIT_SIZES = {"train": 100, "val": 30, "test": 44}

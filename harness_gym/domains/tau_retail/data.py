@@ -20,9 +20,8 @@ from typing import Any
 
 from harness_gym.core.taskfile import TaskFileError, read_json, require
 from harness_gym.core.types import ToolCall
-from harness_gym.domains.tau_retail.plan import call_once
 from harness_gym.domains.tau_retail.store import TABLES, RetailDB, RetailSnapshot
-from harness_gym.domains.tau_retail.tools import IMPLEMENTATIONS
+from harness_gym.domains.tau_retail.tools import TOOLS, call_once
 
 V1_TASK_FILES: dict[str, str] = {"train": "tasks_train.json", "val": "tasks_dev.json", "test": "tasks_test.json",
                                  "ood": "tasks_ood.json"}
@@ -113,8 +112,8 @@ def _actions(raw: Any, path: Path, task_id: str, field: str, args_key: str) -> t
         if not isinstance(act, dict):
             raise TaskFileError(path, "expected an object", task_id=task_id, field=where)
         name = require(act, "name", str, path=path, task_id=task_id)
-        if name not in IMPLEMENTATIONS:
-            raise TaskFileError(path, f"unknown tool {name!r}; known: {', '.join(sorted(IMPLEMENTATIONS))}",
+        if name not in TOOLS:
+            raise TaskFileError(path, f"unknown tool {name!r}; known: {', '.join(sorted(TOOLS))}",
                                 task_id=task_id, field=f"{where}.name")
         if args_key not in act:
             raise TaskFileError(path, "missing required field", task_id=task_id, field=f"{where}.{args_key}")

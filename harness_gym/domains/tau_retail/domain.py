@@ -10,60 +10,25 @@ from harness_gym.core.domain import Domain
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import Candidate, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
+from harness_gym.domains.sources import read_markdown_documents, source_path
 from harness_gym.domains.tau_retail.candidates import Perturber
+from harness_gym.domains.tau_retail.checker import verify
 from harness_gym.domains.tau_retail.data import RawTask, RetailDataset, load_dataset
-from harness_gym.domains.tau_retail.plan import (
+from harness_gym.domains.tau_retail.drafts import (
     DraftFormatError,
     RetailTaskData,
-    call_once,
     compose_reply,
     encode_draft,
     parse_draft,
     replay,
-    reward,
 )
-from harness_gym.domains.tau_retail.rules import verify
+from harness_gym.domains.tau_retail.grader import reward
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
-from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, TOOL_SPECS, WRITE_TOOLS
+from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, TOOL_SPECS, WRITE_TOOLS, call_once
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
 
-POLICY: dict[str, tuple[str, str]] = {
-    "policy-identity": ("Identify the customer", "Before any change, identify the customer by email, or by first "
-                        "name, last name and zip code, and look up their user id. Act only on that customer's "
-                        "profile and orders; never change another customer's order."),
-    "policy-information": ("Answer questions", "Customers may ask about their profile, their orders (status, "
-                           "items, tracking numbers, payments, totals), gift card balances and products (variants, "
-                           "options, prices, availability). Give exact figures: prices, totals, refunds, price "
-                           "differences and tracking numbers, computed with the calculate tool where needed."),
-    "policy-cancel": ("Cancel a pending order", "Only an order with status pending can be cancelled. The reason "
-                      "must be 'no longer needed' or 'ordered by mistake'. Every payment is refunded: to a gift "
-                      "card at once, otherwise within 5-7 business days. The status becomes cancelled."),
-    "policy-modify-address": ("Change a pending order's shipping address", "The shipping address of a pending "
-                              "order can be changed. Changing an order's address does not change the customer's "
-                              "default profile address unless they ask for it too."),
-    "policy-modify-payment": ("Change a pending order's payment method", "A pending order paid with one payment "
-                              "can be switched to another payment method of the customer; a gift card must cover "
-                              "the whole amount. The old method is refunded."),
-    "policy-modify-items": ("Modify items of a pending order", "Items of a pending order can be changed to other "
-                            "available options of the same product, once per order: afterwards the status is "
-                            "'pending (item modified)' and no further item change or cancellation is possible, so "
-                            "collect every item first. The price difference is paid or refunded with one payment "
-                            "method; a gift card must cover it."),
-    "policy-user-address": ("Change the default address", "The customer's default address in their profile can "
-                            "be changed on request; it does not change the address of existing orders."),
-    "policy-return": ("Return items of a delivered order", "Items of a delivered order can be returned once. The "
-                      "refund goes to the original payment method or to a gift card of the customer. The status "
-                      "becomes 'return requested'; the customer receives return instructions by email."),
-    "policy-exchange": ("Exchange items of a delivered order", "Items of a delivered order can be exchanged once, "
-                        "each for an available item of the same product with different options; there is no "
-                        "change of product type. The price difference is paid or refunded with one payment "
-                        "method; a gift card must cover it. The status becomes 'exchange requested'."),
-    "policy-transfer": ("Transfer to a human agent", "Transfer to a human agent only when the customer asks for "
-                        "one or when the request cannot be handled with the available tools and policy (for "
-                        "example undoing a cancellation or refunding to a method the policy does not allow). "
-                        "The transfer ends the conversation."),
-}
+POLICY_FILE = source_path("tau_retail", "policy.md")
 """The retail policy as retrieval documents (this project's wording of the benchmark's rules)."""
 
 POLICY_OF_TOOL: dict[str, str] = {
@@ -110,7 +75,7 @@ class TauRetailDomain(Domain):
         self.dataset = dataset
         self.snapshot: RetailSnapshot = dataset.snapshot
         self.tools = dict(TOOL_SPECS)
-        self.corpus = [Document(doc_id, title, text) for doc_id, (title, text) in POLICY.items()]
+        self.corpus = read_markdown_documents(POLICY_FILE)
         self.corpus += [_product_doc(pid, p) for pid, p in sorted(self.snapshot.tables["products"].items())]
         self.add_tasks([self._task(raw) for raw in dataset.tasks])
 
@@ -191,11 +156,11 @@ class TauRetailDomain(Domain):
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
         return reward(task.payload, draft.content)
 
-    def knowledge(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
+    def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: a read tool with valid arguments (+1), else -1. Drafts: every plan call is a known tool
         with valid arguments whose order, user, item and payment-method ids exist in the store (+1), else -1."""
         if call is not None:
-            return super().knowledge(task, ctx, call) if call.name in EVIDENCE_TOOLS else -1.0
+            return super().knowledge_signal(task, ctx, call) if call.name in EVIDENCE_TOOLS else -1.0
         if ctx.draft is None:
             return 0.0
         try:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.types import ToolCall
-from harness_gym.domains.tau_retail.plan import call_once
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
+from harness_gym.domains.tau_retail.tools import call_once
 
 CATALOGUE: dict[str, tuple[tuple[float, float], dict[str, list[str]]]] = {
     "T-Shirt": ((40, 60), {"color": ["blue", "red", "black", "white", "purple"], "size": ["S", "M", "L", "XL"],

@@ -24,8 +24,10 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness_gym.core.tools import ToolSpec
+from harness_gym.core.tools import ToolSpec, validate_call
+from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import Record, RetailDB
+from harness_gym.domains.tooling import ToolTable, object_schema
 
 
 class RetailToolError(Exception):
@@ -37,11 +39,16 @@ _IDS = {"type": "array", "items": {"type": "string"}}
 
 
 def _schema(**props: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": dict(props), "required": list(props), "additionalProperties": False}
+    return object_schema(props)
 
 
 ADDRESS_FIELDS: tuple[str, ...] = ("address1", "address2", "city", "state", "country", "zip")
 _ADDRESS = dict.fromkeys(ADDRESS_FIELDS, _STR)
+_ORDER = {"order_id": _STR}
+_ITEMS_CHANGE = {"order_id": _STR, "item_ids": _IDS, "new_item_ids": _IDS, "payment_method_id": _STR}
+
+TOOLS = ToolTable()
+"""Every retail tool, registered by the decorator on its function below."""
 
 # ----- lookups ---------------------------------------------------------------------------------------
 
@@ -138,6 +145,8 @@ def _evaluate(node: ast.AST) -> float:
     raise RetailToolError("invalid expression")
 
 
+@TOOLS.tool("Evaluate an arithmetic expression (numbers, + - * /, parentheses); result rounded to "
+            "2 decimals.", _schema(expression=_STR))
 def calculate(db: RetailDB, expression: str) -> str:
     if not expression.strip() or any(c not in "0123456789+-*/(). " for c in expression):
         raise RetailToolError("invalid characters in expression")
@@ -148,10 +157,12 @@ def calculate(db: RetailDB, expression: str) -> str:
     return str(round(value, 2))
 
 
+@TOOLS.tool("Write down a thought; changes nothing and returns nothing.", _schema(thought=_STR))
 def think(db: RetailDB, thought: str) -> str:
     return ""
 
 
+@TOOLS.tool("Find a user id by email.", _schema(email=_STR))
 def find_user_id_by_email(db: RetailDB, email: str) -> str:
     wanted = _fold(email)
     for user_id, user in db.records("users"):
@@ -160,6 +171,8 @@ def find_user_id_by_email(db: RetailDB, email: str) -> str:
     raise RetailToolError("user not found")
 
 
+@TOOLS.tool("Find a user id by first name, last name and zip code.",
+            _schema(first_name=_STR, last_name=_STR, zip=_STR))
 def find_user_id_by_name_zip(db: RetailDB, first_name: str, last_name: str, zip: str) -> str:
     first, last = _fold(first_name), _fold(last_name)
     for user_id, user in db.records("users"):
@@ -169,14 +182,20 @@ def find_user_id_by_name_zip(db: RetailDB, first_name: str, last_name: str, zip:
     raise RetailToolError("user not found")
 
 
+@TOOLS.tool("A user's profile: name, address, email, payment methods, order ids.",
+            _schema(user_id=_STR))
 def get_user_details(db: RetailDB, user_id: str) -> str:
     return _dump(_user(db, user_id))
 
 
+@TOOLS.tool("An order's status, items, address, fulfilments and payments.",
+            _schema(**_ORDER))
 def get_order_details(db: RetailDB, order_id: str) -> str:
     return _dump(_order(db, order_id))
 
 
+@TOOLS.tool("A product's variants (item ids, options, availability, price).",
+            _schema(product_id=_STR))
 def get_product_details(db: RetailDB, product_id: str) -> str:
     rec = db.get("products", product_id)
     if rec is None:
@@ -184,6 +203,7 @@ def get_product_details(db: RetailDB, product_id: str) -> str:
     return _dump(rec)
 
 
+@TOOLS.tool("One item (variant) of a product by item id.", _schema(item_id=_STR))
 def get_item_details(db: RetailDB, item_id: str) -> str:
     product_id = db.snapshot.item_product.get(item_id)
     if product_id is None:
@@ -191,10 +211,13 @@ def get_item_details(db: RetailDB, item_id: str) -> str:
     return _dump(db.get("products", product_id)["variants"][item_id])
 
 
+@TOOLS.tool("Product names mapped to product ids, sorted by name.", _schema())
 def list_all_product_types(db: RetailDB) -> str:
     return json.dumps({p["name"]: pid for pid, p in db.records("products")}, sort_keys=True)
 
 
+@TOOLS.tool("Hand the conversation to a human agent with a summary; changes no data.",
+            _schema(summary=_STR))
 def transfer_to_human_agents(db: RetailDB, summary: str) -> str:
     return "Transfer successful"
 
@@ -204,6 +227,8 @@ def transfer_to_human_agents(db: RetailDB, summary: str) -> str:
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
 
+@TOOLS.tool("Cancel a pending order ('no longer needed' or 'ordered by mistake'); "
+            "payments are refunded, to gift cards at once.", _schema(order_id=_STR, reason=_STR), writes=True)
 def cancel_pending_order(db: RetailDB, order_id: str, reason: str) -> str:
     order = _order(db, order_id)
     if order["status"] != "pending":
@@ -223,6 +248,8 @@ def cancel_pending_order(db: RetailDB, order_id: str, reason: str) -> str:
     return _dump(order)
 
 
+@TOOLS.tool("Change the shipping address of a pending order.",
+            _schema(**_ORDER, **_ADDRESS), writes=True)
 def modify_pending_order_address(db: RetailDB, order_id: str, address1: str, address2: str, city: str,
                                  state: str, country: str, zip: str) -> str:
     order = _order(db, order_id)
@@ -233,6 +260,9 @@ def modify_pending_order_address(db: RetailDB, order_id: str, address1: str, add
     return _dump(order)
 
 
+@TOOLS.tool("Change items of a pending order to other available variants of the "
+            "same products, once; the price difference is paid or refunded with one payment method.",
+            _schema(**_ITEMS_CHANGE), writes=True)
 def modify_pending_order_items(db: RetailDB, order_id: str, item_ids: list[str], new_item_ids: list[str],
                                payment_method_id: str) -> str:
     order = _order(db, order_id)
@@ -260,6 +290,8 @@ def modify_pending_order_items(db: RetailDB, order_id: str, item_ids: list[str],
     return _dump(order)
 
 
+@TOOLS.tool("Pay a pending order with another of the user's payment methods.",
+            _schema(order_id=_STR, payment_method_id=_STR), writes=True)
 def modify_pending_order_payment(db: RetailDB, order_id: str, payment_method_id: str) -> str:
     order = _order(db, order_id)
     if "pending" not in order["status"]:
@@ -286,6 +318,8 @@ def modify_pending_order_payment(db: RetailDB, order_id: str, payment_method_id:
     return _dump(order)
 
 
+@TOOLS.tool("Change a user's default address.", _schema(user_id=_STR, **_ADDRESS),
+            writes=True)
 def modify_user_address(db: RetailDB, user_id: str, address1: str, address2: str, city: str, state: str,
                         country: str, zip: str) -> str:
     _user(db, user_id)
@@ -294,6 +328,9 @@ def modify_user_address(db: RetailDB, user_id: str, address1: str, address2: str
     return _dump(user)
 
 
+@TOOLS.tool("Request a return of items of a delivered order, refunded to the "
+            "original payment method or a gift card.",
+            _schema(order_id=_STR, item_ids=_IDS, payment_method_id=_STR), writes=True)
 def return_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[str], payment_method_id: str) -> str:
     order = _order(db, order_id)
     if order["status"] != "delivered":
@@ -309,6 +346,9 @@ def return_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[str
     return _dump(order)
 
 
+@TOOLS.tool("Request an exchange of items of a delivered order for available "
+            "variants of the same products; the price difference uses one payment method.",
+            _schema(**_ITEMS_CHANGE), writes=True)
 def exchange_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[str], new_item_ids: list[str],
                                    payment_method_id: str) -> str:
     order = _order(db, order_id)
@@ -327,64 +367,33 @@ def exchange_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[s
     return _dump(order)
 
 
-# ----- registry --------------------------------------------------------------------------------------
+# ----- derived tables --------------------------------------------------------------------------------
 
-_ORDER = {"order_id": _STR}
-_ITEMS_CHANGE = {"order_id": _STR, "item_ids": _IDS, "new_item_ids": _IDS, "payment_method_id": _STR}
-
-IMPLEMENTATIONS: dict[str, Callable[..., str]] = {f.__name__: f for f in (
-    calculate, think, find_user_id_by_email, find_user_id_by_name_zip, get_user_details, get_order_details,
-    get_product_details, get_item_details, list_all_product_types, transfer_to_human_agents,
-    cancel_pending_order, modify_pending_order_address, modify_pending_order_items, modify_pending_order_payment,
-    modify_user_address, return_delivered_order_items, exchange_delivered_order_items)}
-
-WRITE_TOOLS: frozenset[str] = frozenset({
-    "cancel_pending_order", "modify_pending_order_address", "modify_pending_order_items",
-    "modify_pending_order_payment", "modify_user_address", "return_delivered_order_items",
-    "exchange_delivered_order_items"})
+TOOL_SPECS: dict[str, ToolSpec] = TOOLS.specs
+WRITE_TOOLS: frozenset[str] = TOOLS.write_tools
 """Tools that change the database."""
 PLAN_TOOLS: frozenset[str] = WRITE_TOOLS | {"transfer_to_human_agents"}
 """Tools that belong to a draft's plan rather than to evidence gathering."""
-EVIDENCE_TOOLS: frozenset[str] = frozenset(IMPLEMENTATIONS) - PLAN_TOOLS
+EVIDENCE_TOOLS: frozenset[str] = frozenset(TOOLS) - PLAN_TOOLS
 """Tools TOOL may run: reads plus ``calculate`` and ``think``."""
-
-TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
-    ToolSpec("calculate", "Evaluate an arithmetic expression (numbers, + - * /, parentheses); result rounded to "
-             "2 decimals.", _schema(expression=_STR)),
-    ToolSpec("think", "Write down a thought; changes nothing and returns nothing.", _schema(thought=_STR)),
-    ToolSpec("find_user_id_by_email", "Find a user id by email.", _schema(email=_STR)),
-    ToolSpec("find_user_id_by_name_zip", "Find a user id by first name, last name and zip code.",
-             _schema(first_name=_STR, last_name=_STR, zip=_STR)),
-    ToolSpec("get_user_details", "A user's profile: name, address, email, payment methods, order ids.",
-             _schema(user_id=_STR)),
-    ToolSpec("get_order_details", "An order's status, items, address, fulfilments and payments.",
-             _schema(**_ORDER)),
-    ToolSpec("get_product_details", "A product's variants (item ids, options, availability, price).",
-             _schema(product_id=_STR)),
-    ToolSpec("get_item_details", "One item (variant) of a product by item id.", _schema(item_id=_STR)),
-    ToolSpec("list_all_product_types", "Product names mapped to product ids, sorted by name.", _schema()),
-    ToolSpec("transfer_to_human_agents", "Hand the conversation to a human agent with a summary; changes no data.",
-             _schema(summary=_STR)),
-    ToolSpec("cancel_pending_order", "Cancel a pending order ('no longer needed' or 'ordered by mistake'); "
-             "payments are refunded, to gift cards at once.", _schema(order_id=_STR, reason=_STR), writes=True),
-    ToolSpec("modify_pending_order_address", "Change the shipping address of a pending order.",
-             _schema(**_ORDER, **_ADDRESS), writes=True),
-    ToolSpec("modify_pending_order_items", "Change items of a pending order to other available variants of the "
-             "same products, once; the price difference is paid or refunded with one payment method.",
-             _schema(**_ITEMS_CHANGE), writes=True),
-    ToolSpec("modify_pending_order_payment", "Pay a pending order with another of the user's payment methods.",
-             _schema(order_id=_STR, payment_method_id=_STR), writes=True),
-    ToolSpec("modify_user_address", "Change a user's default address.", _schema(user_id=_STR, **_ADDRESS),
-             writes=True),
-    ToolSpec("return_delivered_order_items", "Request a return of items of a delivered order, refunded to the "
-             "original payment method or a gift card.",
-             _schema(order_id=_STR, item_ids=_IDS, payment_method_id=_STR), writes=True),
-    ToolSpec("exchange_delivered_order_items", "Request an exchange of items of a delivered order for available "
-             "variants of the same products; the price difference uses one payment method.",
-             _schema(**_ITEMS_CHANGE), writes=True),
-)}
 
 
 def run_tool(db: RetailDB, name: str, args: Mapping[str, Any]) -> str:
-    """Run a tool whose arguments passed its schema; a refusal raises :class:`RetailToolError`."""
-    return IMPLEMENTATIONS[name](db, **args)
+    """Run a tool whose arguments passed its schema; a refusal raises :class:`RetailToolError`.
+
+    :param db: the database the tool reads and (for a write tool) changes
+    :param name: the tool's name
+    :param args: the schema-valid arguments
+    """
+    return TOOLS.implementation(name)(db, **args)
+
+
+def call_once(db: RetailDB, call: ToolCall) -> tuple[bool, str]:
+    """Run one call: ``(True, output)`` or ``(False, error)``; an error leaves ``db`` unchanged."""
+    problem = validate_call(TOOL_SPECS, call)
+    if problem:
+        return False, problem
+    try:
+        return True, run_tool(db, call.name, call.args)
+    except RetailToolError as exc:
+        return False, str(exc)

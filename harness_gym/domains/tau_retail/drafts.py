@@ -1,9 +1,11 @@
-"""Drafts (a plan of write calls plus a reply), their execution and the benchmark's reward.
+"""Drafts (a plan of write calls plus a reply): their format, the task data they are judged against, their
+replay on the store and the reply an agent writes for a plan.
 
 A draft's content is the JSON text ``{"plan": [{"name": TOOL, "arguments": {...}}, ...], "reply": TEXT}``.
-Executing a plan runs every call through the same tool code the gold actions run through; a call that is
-unknown, has invalid arguments or is refused by its tool is an error and changes nothing (as in the
-benchmark, where the agent sees the error and the database stays as it was).
+Replaying a plan runs every call through the same tool code the gold actions run through
+(:func:`~harness_gym.domains.tau_retail.tools.call_once`); a call that is unknown, has invalid arguments or is
+refused by its tool is an error and changes nothing (as in the benchmark, where the agent sees the error and
+the database stays as it was).
 """
 
 from __future__ import annotations
@@ -14,10 +16,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from harness_gym.core.tools import validate_call
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
-from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, TOOL_SPECS, RetailToolError, run_tool
+from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, call_once
 
 
 class DraftFormatError(ValueError):
@@ -79,42 +80,12 @@ def parse_draft(content: str) -> PlanDraft:
     return PlanDraft(calls=tuple(calls), reply=raw["reply"])
 
 
-def call_once(db: RetailDB, call: ToolCall) -> tuple[bool, str]:
-    """Run one call: ``(True, output)`` or ``(False, error)``; an error leaves ``db`` unchanged."""
-    problem = validate_call(TOOL_SPECS, call)
-    if problem:
-        return False, problem
-    try:
-        return True, run_tool(db, call.name, call.args)
-    except RetailToolError as exc:
-        return False, str(exc)
-
-
 def replay(snapshot: RetailSnapshot, calls: Sequence[ToolCall]) -> RetailDB:
     """A fresh view of ``snapshot`` after running ``calls`` in order (failing calls are no-ops)."""
     db = RetailDB(snapshot)
     for call in calls:
         call_once(db, call)
     return db
-
-
-def missing_outputs(reply: str, outputs: Sequence[str]) -> list[str]:
-    """The required outputs absent from the reply, compared as the benchmark does: the output lower-cased
-    against the reply lower-cased with its commas removed."""
-    text = reply.lower().replace(",", "")
-    return [o for o in outputs if o.lower() not in text]
-
-
-def reward(data: RetailTaskData, content: str) -> float:
-    """The benchmark reward of a draft: 1.0 when the database after its plan hashes like the database after
-    the gold actions and the reply contains every required output, else 0.0. Unparsable drafts get 0."""
-    try:
-        draft = parse_draft(content)
-    except DraftFormatError:
-        return 0.0
-    if replay(data.snapshot, draft.calls).state_hash() != data.gold_hash:
-        return 0.0
-    return 0.0 if missing_outputs(draft.reply, data.outputs) else 1.0
 
 
 def _items(ids: Any) -> str:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import CheckResult
-from harness_gym.domains.tau_retail.plan import DraftFormatError, RetailTaskData, call_once, parse_draft
+from harness_gym.domains.tau_retail.drafts import DraftFormatError, RetailTaskData, parse_draft
 from harness_gym.domains.tau_retail.store import RetailDB
-from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, TOOL_SPECS, WRITE_TOOLS
+from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, TOOL_SPECS, WRITE_TOOLS, call_once
 
 SPECIFICITY_FORMAT = 0.9
 """A malformed draft or call: the message names the step and the field."""

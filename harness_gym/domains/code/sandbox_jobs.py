@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness_gym.sandbox.base import ExecResult
+from harness_gym.sandbox.base import ExecResult, Sandbox
 
 MARKER = "@@harness_gym.code.result@@"
 TEST_CPU_LIMIT_S = 0.25
@@ -168,6 +168,18 @@ class RunReport:
         return sum(o.passed for o in self.outcomes)
 
 
+@dataclass(frozen=True)
+class CodePayload:
+    """What the checker, grader and tool of one task need, prepared at load time."""
+
+    function: str
+    kind: str
+    visible: tuple[TestCase, ...]
+    hidden: tuple[TestCase, ...]
+    check_script: str
+    grade_script: str
+
+
 def _prelude() -> str:
     return _PRELUDE % {"marker": MARKER, "solution": SOLUTION_FILE}
 
@@ -217,6 +229,18 @@ def parse_tests(result: ExecResult, n_tests: int) -> RunReport:
     if not isinstance(rows, list) or len(rows) != n_tests:
         return RunReport(outcomes=(), error="malformed result line", error_kind="crash")
     return RunReport(outcomes=tuple(TestOutcome(bool(p), str(k), str(d)) for p, k, d in rows))
+
+
+def run_tests(sandbox: Sandbox, script: str, source: str, n_tests: int) -> RunReport:
+    """Run a :func:`tests_script` job on ``source`` (written to ``solution.py``) and parse its report.
+
+    :param sandbox: where the job runs
+    :param script: the harness script
+    :param source: the Python source under test
+    :param n_tests: how many tests the script runs (a report with another count is malformed)
+    """
+    result = sandbox.run(script, files={SOLUTION_FILE: source}, timeout_s=JOB_TIMEOUT_S)
+    return parse_tests(result, n_tests)
 
 
 def parse_call(result: ExecResult) -> tuple[bool, str]:

@@ -1,4 +1,5 @@
-"""The knowledge domain's data records, field rules, checker and grader, independent of the MDP.
+"""The knowledge domain's data: dated sources, the record a task asks for, and the index of which source
+states what. The checker (:mod:`.checker`) and the grader (:mod:`.grader`) work on them.
 
 A record draft is JSON: ``{"entity": ..., "values": {field: value}, "citations": {field: doc_id}}``.
 
@@ -18,10 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from harness_gym.core.taskfile import TaskFileError, require
-from harness_gym.core.types import CheckResult
 from harness_gym.domains.fictional_world import normalize_answer
 
 JSON_TYPES = ("string", "integer", "number")
@@ -126,8 +124,8 @@ def parse_record(content: str) -> dict[str, Any] | None:
     return rec if isinstance(rec, dict) else None
 
 
-class KnowledgeRules:
-    """Checker, grader and field history over a fixed set of sources.
+class SourceIndex:
+    """The domain's sources by id, the field history of every entity, and which source states which value.
 
     :param sources: every source document of the domain
     """
@@ -142,7 +140,6 @@ class KnowledgeRules:
         self.entity_fields: dict[str, list[str]] = {}
         for entity, field in self._history:
             self.entity_fields.setdefault(entity, []).append(field)
-        self._validators: dict[str, jsonschema.protocols.Validator] = {}
 
     def history(self, entity: str, field: str) -> list[Source]:
         """Sources stating ``field`` of ``entity``, oldest first."""
@@ -154,56 +151,3 @@ class KnowledgeRules:
         toks = self._tokens.get(doc_id, ())
         n = len(want)
         return n > 0 and any(toks[i:i + n] == tuple(want) for i in range(len(toks) - n + 1))
-
-    def _validator(self, spec: RecordSpec) -> jsonschema.protocols.Validator:
-        got = self._validators.get(spec.entity)
-        if got is None:
-            schema = spec.json_schema()
-            got = self._validators[spec.entity] = jsonschema.validators.validator_for(schema)(schema)
-        return got
-
-    def check(self, spec: RecordSpec, content: str) -> CheckResult:
-        """Schema validation, then citation checks; the feedback names every offending field."""
-        rec = parse_record(content)
-        if rec is None:
-            return CheckResult(False, "the record is not a JSON object", specificity=0.3)
-        problems = []
-        for err in sorted(self._validator(spec).iter_errors(rec), key=lambda e: list(map(str, e.absolute_path))):
-            where = ".".join(str(p) for p in err.absolute_path) or "record"
-            problems.append(f"{where}: {err.message}")
-        if problems:
-            return CheckResult(False, "schema: " + "; ".join(problems), specificity=0.8)
-        for field, value in rec["values"].items():
-            doc_id = rec["citations"][field]
-            src = self.sources.get(doc_id)
-            if src is None:
-                problems.append(f"{field}: cites unknown source {doc_id!r}")
-            elif src.entity != spec.entity:
-                problems.append(f"{field}: source {doc_id} is about {src.entity}, not {spec.entity}")
-            elif not self.states(doc_id, value):
-                problems.append(f"{field}: source {doc_id} does not state {value!r}")
-        if problems:
-            return CheckResult(False, "citations: " + "; ".join(problems), specificity=0.9)
-        return CheckResult(True, f"record valid: {len(spec.fields)} fields, every citation states its value",
-                           specificity=0.9)
-
-    def supports(self, spec: RecordSpec, field: str, doc_id: str) -> bool:
-        """True when ``doc_id`` is an authoritative source about the entity stating the gold value."""
-        src = self.sources.get(doc_id)
-        return (src is not None and src.authoritative and src.entity == spec.entity
-                and field in src.statements and same_value(src.statements[field], spec.gold[field]))
-
-    def grade(self, spec: RecordSpec, content: str) -> float:
-        """Field-level accuracy in [0, 1] against the gold record (value and a supporting citation)."""
-        rec = parse_record(content)
-        if rec is None or rec.get("entity") != spec.entity:
-            return 0.0
-        values = rec.get("values") if isinstance(rec.get("values"), dict) else {}
-        cites = rec.get("citations") if isinstance(rec.get("citations"), dict) else {}
-        good = 0
-        for field, _, _ in spec.fields:
-            cite = cites.get(field)
-            if (field in values and same_value(values[field], spec.gold[field]) and isinstance(cite, str)
-                    and self.supports(spec, field, cite)):
-                good += 1
-        return good / len(spec.fields)

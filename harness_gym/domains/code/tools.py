@@ -1,0 +1,35 @@
+"""The code domain's tool: ``run_example`` runs the current draft on one call expression in the sandbox."""
+
+from __future__ import annotations
+
+from harness_gym.core.types import ToolResult
+from harness_gym.domains.code.sandbox_jobs import CALL_FILE, CALL_SCRIPT, JOB_TIMEOUT_S, SOLUTION_FILE, parse_call
+from harness_gym.domains.tooling import ToolTable
+from harness_gym.sandbox.base import Sandbox
+
+TOOLS = ToolTable()
+"""The code domain's tools; each takes the sandbox and the draft's source before its call arguments."""
+
+
+@TOOLS.tool(
+    "Run the current draft on one example call and return the repr of the result, or the exception it raised.",
+    {
+        "type": "object",
+        "properties": {"call": {"type": "string", "minLength": 1, "maxLength": 500,
+                                "description": "a Python expression calling the draft, e.g. \"f([1, 2], 3)\""}},
+        "required": ["call"],
+        "additionalProperties": False,
+    },
+)
+def run_example(sandbox: Sandbox, source: str, call: str) -> ToolResult:
+    """Evaluate ``call`` with the draft loaded as ``solution.py``.
+
+    :param sandbox: where the draft runs
+    :param source: the draft's Python source
+    :param call: the expression to evaluate
+    """
+    result = sandbox.run(CALL_SCRIPT, files={SOLUTION_FILE: source, CALL_FILE: call}, timeout_s=JOB_TIMEOUT_S)
+    ok, text = parse_call(result)
+    if ok:
+        return ToolResult(ok=True, output=f"{call} -> {text}", ran_code=True)
+    return ToolResult(ok=False, output="", error=f"{call} -> {text}", ran_code=True)

@@ -1,0 +1,92 @@
+"""Registering a domain's tools once: a decorator attaches a tool's description, JSON schema and write flag to
+the function that implements it, and a :class:`ToolTable` collects them.
+
+A domain's ``tools.py`` makes one table and decorates each implementation::
+
+    TOOLS = ToolTable()
+
+    @TOOLS.tool("The slots in which a person is free.", object_schema({"person": NAME}))
+    def availability(instance, person): ...
+
+The specs the env validates calls against (:attr:`ToolTable.specs`), the implementation of a name
+(:meth:`ToolTable.implementation`) and the set of tools that change state (:attr:`ToolTable.write_tools`) all
+come from that one declaration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from harness_gym.core.tools import ToolSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def object_schema(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON schema of an object whose ``properties`` are all required and which allows no other key.
+
+    :param properties: property name -> JSON schema of its value
+    """
+    return {"type": "object", "properties": dict(properties), "required": list(properties),
+            "additionalProperties": False}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One registered tool: its spec (what a worker sees and calls are validated against) and its function."""
+
+    spec: ToolSpec
+    run: Callable[..., Any]
+
+
+class ToolTable(Mapping[str, Tool]):
+    """A domain's tools by name, in the order they were registered."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def tool(self, description: str, parameters: Mapping[str, Any] | None = None, *, writes: bool = False,
+             name: str | None = None) -> Callable[[F], F]:
+        """Decorator: register the decorated function as a tool and return it unchanged.
+
+        :param description: what the tool does, as the worker reads it
+        :param parameters: JSON schema of the call's arguments (default: an object without properties)
+        :param writes: True when the tool changes state; such tools form a draft's plan, not evidence
+        :param name: the tool's name (default: the function's name)
+        """
+        def register(func: F) -> F:
+            tool_name = name or func.__name__
+            if tool_name in self._tools:
+                raise ValueError(f"tool {tool_name!r} is registered twice")
+            schema = parameters if parameters is not None else {"type": "object", "properties": {}}
+            self._tools[tool_name] = Tool(ToolSpec(tool_name, description, schema, writes), func)
+            return func
+        return register
+
+    def __getitem__(self, tool_name: str) -> Tool:
+        return self._tools[tool_name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def specs(self) -> dict[str, ToolSpec]:
+        """Tool name -> spec, in registration order (a fresh dict the caller may keep)."""
+        return {n: t.spec for n, t in self._tools.items()}
+
+    @property
+    def write_tools(self) -> frozenset[str]:
+        """The names of the tools registered with ``writes=True``."""
+        return frozenset(n for n, t in self._tools.items() if t.spec.writes)
+
+    def implementation(self, tool_name: str) -> Callable[..., Any]:
+        """The function registered under ``tool_name``; a :class:`KeyError` names the known tools."""
+        try:
+            return self._tools[tool_name].run
+        except KeyError:
+            raise KeyError(f"unknown tool {tool_name!r}; known: {', '.join(self._tools)}") from None
