@@ -68,7 +68,7 @@ class LeftOutRecord:
 class RecordSet:
     """The records of a file that could be read, and those left out with the reason."""
 
-    records: tuple["DBRecord", ...]
+    records: tuple[DBRecord, ...]
     left_out: tuple[LeftOutRecord, ...]
 
 
