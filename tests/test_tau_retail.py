@@ -17,7 +17,7 @@ from harness_gym.core.types import Context, Draft, ToolCall
 from harness_gym.domains.tau_retail import generate
 from harness_gym.domains.tau_retail.candidates import Perturber
 from harness_gym.domains.tau_retail.checker import verify
-from harness_gym.domains.tau_retail.data import TAU2_FAILING_GOLD_WRITES, load_dataset
+from harness_gym.domains.tau_retail.data import OOD_HELD_OUT_TOOL, TAU2_FAILING_GOLD_WRITES, load_dataset
 from harness_gym.domains.tau_retail.domain import TauRetailDomain, load_tau_retail_domain
 from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft, replay
 from harness_gym.domains.tau_retail.grader import missing_outputs, reward
@@ -290,7 +290,11 @@ def test_checker_names_the_failing_step_and_policy(tiny):
 @needs_real
 def test_real_splits(real):
     counts = real.counts()
-    assert counts["train"] + counts["val"] == 74 and counts["test"] == 40 and counts["ood"] == 0 and counts["val"] > 0
+    assert counts["train"] + counts["val"] + counts["ood"] == 74 and counts["test"] == 40 and counts["val"] > 0
+    # ood: the 13 published train tasks that change a pending order's address; none is left in train or val
+    assert counts["ood"] == 13
+    assert all(any(a.name == OOD_HELD_OUT_TOOL for a in t.payload.actions) for t in real.tasks("ood"))
+    assert not any(a.name == OOD_HELD_OUT_TOOL for s in ("train", "val") for t in real.tasks(s) for a in t.payload.actions)
 
 
 @needs_real

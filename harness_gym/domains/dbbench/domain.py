@@ -21,6 +21,7 @@ not reproduce the label, the answer list itself (``"['Vienna']"``).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ from harness_gym.domains.dbbench.grader import (
 )
 from harness_gym.domains.dbbench.mutations import answer_mutants, sql_mutants
 from harness_gym.domains.dbbench.mysql_notes import MYSQL_NOTES, QUOTING_DOC, TYPE_DOCS
-from harness_gym.domains.dbbench.records import DBRecord, read_records
+from harness_gym.domains.dbbench.records import DBRecord, LeftOutRecord, load_records
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
 
@@ -231,44 +232,71 @@ class DBBenchBank:
 
     source: str
     tasks: tuple[Task, ...]
-    skipped: dict[str, str]
+    left_out: tuple[LeftOutRecord, ...]
+    """Records of the file that yield no task, each with file, line, record id and reason."""
     corpus: tuple[Document, ...]
     index: BM25Index
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        """Record id -> why it yields no task."""
+        return {r.record_id: r.reason for r in self.left_out}
 
 
 DEFAULT_DATA = ("dbbench", "generated.jsonl")
 
 
-@lru_cache(maxsize=8)
-def load_dbbench_bank(data_file: str | None = None) -> DBBenchBank:
+def load_dbbench_bank(data_file: str | None = None, strict: bool = False) -> DBBenchBank:
     """Read a DB-Bench JSONL file (default: the generated set) and build its tasks.
 
-    Candidates' ``correct`` flags come from grading each candidate on the SQLite engine.
+    Candidates' ``correct`` flags come from grading each candidate on the SQLite engine. A record that yields
+    no task (see :mod:`~harness_gym.domains.dbbench.records` for what upstream does with each kind) is left
+    out; all of them are reported in one :class:`LeftOutRecordsWarning` with their count, and kept in
+    :attr:`DBBenchBank.left_out`.
 
-    :raises TaskFileError: for a malformed file or when no record yields a task
+    :param data_file: a DB-Bench JSONL file
+    :param strict: raise :class:`TaskFileError` on the first record that yields no task
+    :raises TaskFileError: for a malformed file, when no record yields a task, or (``strict``) a bad record
     """
+    return _load_bank(str(data_file) if data_file else None, bool(strict))
+
+
+@lru_cache(maxsize=8)
+def _load_bank(data_file: str | None, strict: bool) -> DBBenchBank:
     path = Path(data_file) if data_file else data_path(*DEFAULT_DATA)
-    records = read_records(path)
+    read = load_records(path, strict=strict)
     engine = SQLiteEngine()
     tasks: list[Task] = []
-    skipped: dict[str, str] = {}
-    for record in records:
+    left_out = list(read.left_out)
+    for record in read.records:
         try:
             session = engine.open(record.table)
         except SQLError as exc:
-            raise TaskFileError(path, str(exc), line=record.line, task_id=record.record_id, field="table") from None
-        try:
-            built = _build_task(record, session)
-        finally:
-            session.close()
+            built: Task | str = f"field 'table': the table cannot be created: {exc}"
+        else:
+            try:
+                built = _build_task(record, session)
+            finally:
+                session.close()
         if isinstance(built, str):
-            skipped[record.record_id] = built
+            if strict:
+                raise TaskFileError(path, built, line=record.line, task_id=record.record_id)
+            left_out.append(LeftOutRecord(str(path), record.line, record.record_id, built))
         else:
             tasks.append(built)
+    left_out.sort(key=lambda r: r.line or 0)
     if not tasks:
-        raise TaskFileError(path, "no record yields a task: " + "; ".join(f"{k}: {v}" for k, v in skipped.items())[:400])
+        raise TaskFileError(path, "no record yields a task: " + "; ".join(map(str, left_out))[:400])
+    if left_out:
+        warnings.warn(LeftOutRecordsWarning(f"{path}: {len(left_out)} of {len(left_out) + len(tasks)} records left "
+                                            "out (strict=True raises instead):\n" + "\n".join(map(str, left_out))),
+                      stacklevel=3)
     corpus = tuple(Document(doc_id, title, text) for doc_id, title, text in MYSQL_NOTES)
-    return DBBenchBank(str(path), tuple(tasks), skipped, corpus, BM25Index(corpus))
+    return DBBenchBank(str(path), tuple(tasks), tuple(left_out), corpus, BM25Index(corpus))
+
+
+class LeftOutRecordsWarning(UserWarning):
+    """Some records of a DB-Bench file yield no task; the message lists each with file, line, id and reason."""
 
 
 class DBBenchDomain(Domain):
@@ -292,6 +320,8 @@ class DBBenchDomain(Domain):
         self._index = bank.index
         self.tools = {EXECUTE_SQL.name: EXECUTE_SQL}
         self.bank = bank
+        self.load_report: tuple[LeftOutRecord, ...] = bank.left_out
+        """The records of the data file left out, each with file, line, record id and reason."""
         self.engine = engine
 
     # ----- the episode's database ----------------------------------------------------------------------
@@ -429,7 +459,8 @@ def _in_table(value: str, cells: list[str], tokens: set[str]) -> bool:
 
 @lru_cache(maxsize=8)
 def load_dbbench_domain(data_file: str | None = None, engine: str | Engine = "sqlite",
-                        dsn: str | None = None) -> DBBenchDomain:
+                        dsn: str | None = None, strict: bool = False) -> DBBenchDomain:
     """A DB-Bench domain on ``engine`` over the tasks of ``data_file`` (default: the generated set), cached per
-    (file, engine, DSN): envs on the same data share one domain, each episode with a database of its own."""
-    return DBBenchDomain(load_dbbench_bank(data_file), make_engine(engine, dsn))
+    (file, engine, DSN, strict): envs on the same data share one domain, each episode with a database of its
+    own. ``strict``: raise on the first record that yields no task instead of leaving it out."""
+    return DBBenchDomain(load_dbbench_bank(data_file, strict), make_engine(engine, dsn))

@@ -60,7 +60,17 @@ class HarnessDBBenchEnv(HarnessEnv):
 
     Splits: generated records are split by content hash, except the ``books`` tables, held out as ``ood``;
     records of an external file by content hash (60% train, 20% val, 20% test), unless a record has a
-    ``split`` field.
+    ``split`` field; there, ``ood`` holds out schemas: the records whose tables come from WikiTableQuestions
+    (``"source": "wikitq"``, every question type) that the hash would put in train or val (on the published
+    ``standard.jsonl``: 57 records; see :mod:`~harness_gym.domains.dbbench.records`).
+
+    Records that cannot be built are left out and reported together in one ``LeftOutRecordsWarning``
+    (file, line, record id and reason of each; also ``env.unwrapped.domain.load_report``); ``strict=True``
+    raises on the first instead. Upstream AgentBench cannot run them either: a table with two columns of
+    the same name (MySQL refuses its ``CREATE TABLE``) or a row of the wrong length (its ``INSERT`` fails)
+    leaves the sample without its table, upstream v0.2 running it anyway and the current release scoring it
+    as a task error; a record whose reference statement does not reproduce its ``answer_md5`` has no
+    correct draft.
 
     ## Action Space
 
@@ -101,7 +111,7 @@ class HarnessDBBenchEnv(HarnessEnv):
     ```python
     import gymnasium as gym
     env = gym.make("HarnessDBBench-v0", data_path=None, data_dir=None, engine="sqlite", dsn=None,
-                   split="train", budget=30, step_cost=0.0, worker="simulated", profile=None,
+                   strict=False, split="train", budget=30, step_cost=0.0, worker="simulated", profile=None,
                    sandbox="process", action_costs=None, render_mode=None)
     ```
 
@@ -130,7 +140,7 @@ class HarnessDBBenchEnv(HarnessEnv):
     domain: DBBenchDomain
 
     def __init__(self, data_path: str | None = None, data_dir: str | None = None, engine: str = "sqlite",
-                 dsn: str | None = None, **kwargs: Any) -> None:
+                 dsn: str | None = None, strict: bool = False, **kwargs: Any) -> None:
         if engine == "mysql" and dsn is None:
             dsn = os.environ.get(DSN_ENV_VAR)
-        super().__init__(load_dbbench_domain(_data_file(data_path, data_dir), engine, dsn), **kwargs)
+        super().__init__(load_dbbench_domain(_data_file(data_path, data_dir), engine, dsn, strict), **kwargs)

@@ -9,7 +9,25 @@ statement stored as ``label[0]``. Every value is loaded as ``str(value)``, as up
 Splits: a record with a ``split`` field keeps it; any other is assigned from a hash of its content
 (description, table name, type, answer), so the assignment does not depend on file order or on other
 records: the first 8 hex digits of the SHA-256, read as a fraction ``u`` in [0, 1), give train for
-``u < 0.6``, val for ``u < 0.8`` and test otherwise (:data:`SPLIT_RATIOS`).
+``u < 0.6``, val for ``u < 0.8`` and test otherwise (:data:`SPLIT_RATIOS`). The ood split holds out
+schemas: a record whose ``source`` is :data:`OOD_SOURCE` (tables from WikiTableQuestions, with every
+question type) and whose hash gives train or val goes to ``ood`` instead, so no table of that corpus is
+trained or validated on; test is assigned as without it. A file without ``source`` fields has no ood split
+unless its records name one.
+
+Records that cannot be built are left out and reported (:class:`LeftOutRecord`: file, line, record id,
+reason); :func:`load_records` with ``strict=True`` raises on the first instead. What upstream AgentBench
+does with such a record decides the treatment:
+
+- **Duplicate column names** (MySQL compares column names case-insensitively): upstream builds the table
+  with ``CREATE TABLE `name` (`col` TEXT, ...)``, which MySQL refuses (error 1060, duplicate column name).
+  AgentBench v0.1/v0.2 swallows the error and runs the sample on a database without the table (every query
+  fails, no answer can be checked against data); the current release raises and scores the sample 0 as a
+  task error. Either way the record has no solvable table, so it is left out.
+- **A row whose value count differs from the column count**: upstream's single multi-row ``INSERT`` fails
+  (MySQL error 1136), so the table stays empty (v0.2) or the sample is a task error (current): left out.
+- **A reference that does not reproduce ``answer_md5``** (checked when tasks are built): no draft can be
+  scored correct from the table as given: left out.
 """
 
 from __future__ import annotations
@@ -26,8 +44,32 @@ from harness_gym.domains.dbbench.engines import TableSpec
 from harness_gym.domains.dbbench.grader import parse_answer_md5
 
 MUTATION_TYPES = frozenset({"INSERT", "UPDATE", "DELETE"})
+OOD_SOURCE = "wikitq"
+"""The ``source`` corpus whose records are held out of train and val as the ood split."""
 SPLIT_RATIOS: tuple[tuple[str, float], ...] = (("train", 0.6), ("val", 0.2), ("test", 0.2))
 """Content-hash split ratios for records without a ``split`` field."""
+
+
+@dataclass(frozen=True)
+class LeftOutRecord:
+    """A record that could not be built: where it is and why (what upstream would do with it)."""
+
+    path: str
+    line: int | None
+    record_id: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = self.path + (f", line {self.line}" if self.line is not None else "")
+        return f"{where}, record {self.record_id!r}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class RecordSet:
+    """The records of a file that could be read, and those left out with the reason."""
+
+    records: tuple[DBRecord, ...]
+    left_out: tuple[LeftOutRecord, ...]
 
 
 @dataclass(frozen=True)
@@ -85,17 +127,20 @@ def _parse_table(raw: dict[str, Any], *, path: Path, line: int, rid: str) -> Tab
                             field="table.table_info.columns")
     folded = [c.lower() for c in columns]
     if len(set(folded)) != len(folded):
-        dup = next(c for c in columns if folded.count(c.lower()) > 1)
-        raise TaskFileError(path, f"duplicate column name {dup!r}", line=line, task_id=rid,
-                            field="table.table_info.columns")
+        dup = [c for c in columns if folded.count(c.lower()) > 1]
+        raise TaskFileError(path, f"duplicate column name {dup[0]!r} (columns {', '.join(map(repr, dup))}): "
+                            "MySQL refuses upstream's CREATE TABLE (error 1060), so AgentBench runs this record "
+                            "without its table (v0.2) or scores it 0 as a task error (current)", line=line,
+                            task_id=rid, field="table.table_info.columns")
     rows = []
     for i, row in enumerate(rows_raw):
         where = f"table.table_info.rows[{i}]"
         if not isinstance(row, list):
             raise TaskFileError(path, f"expected a list, got {type(row).__name__}", line=line, task_id=rid, field=where)
         if len(row) != len(columns):
-            raise TaskFileError(path, f"row has {len(row)} values for {len(columns)} columns", line=line,
-                                task_id=rid, field=where)
+            raise TaskFileError(path, f"row has {len(row)} values for {len(columns)} columns: upstream's INSERT "
+                                "fails (MySQL error 1136), so AgentBench runs this record on an empty table (v0.2) "
+                                "or scores it 0 as a task error (current)", line=line, task_id=rid, field=where)
         rows.append(tuple(str(v) for v in row))
     return TableSpec(name=name, columns=tuple(columns), rows=tuple(rows))
 
@@ -130,22 +175,55 @@ def parse_record(rec: dict[str, Any], *, path: Path, line: int, record_id: str) 
     if split not in SPLITS:
         raise TaskFileError(path, f"unknown split {split!r}; expected one of {SPLITS}", line=line, task_id=rid,
                             field="split")
+    if "split" not in rec and rec.get("source") == OOD_SOURCE and split in ("train", "val"):
+        split = "ood"
     return DBRecord(record_id=rid, line=line, description=description,
                     add_description=str(rec.get("add_description", "")), qtype=qtype, table=table, label=label,
                     answer_md5=answer_md5, sql=sql.strip() if sql else None, split=split)
 
 
-def read_records(path: str | Path) -> list[DBRecord]:
-    """Every record of a DB-Bench JSONL file; ids are ``<file stem>-<line>`` unless a record has an ``id``."""
+def _reason(exc: TaskFileError) -> str:
+    """The message of a record error without its location prefix, led by the field when there is one."""
+    prefix = str(TaskFileError(exc.path, "", line=exc.line, task_id=exc.task_id, field=exc.field))
+    message = str(exc)[len(prefix):]
+    field = exc.field
+    if field is None and exc.task_id and ": " in exc.task_id:  # a table part names its place in the task id
+        field = exc.task_id.split(": ", 1)[1]
+    return f"field {field!r}: {message}" if field else message
+
+
+def load_records(path: str | Path, *, strict: bool = False) -> RecordSet:
+    """Every record of a DB-Bench JSONL file that can be read; ids are ``<file stem>-<line>`` unless a record
+    has an ``id``. A malformed record (or a later one repeating an id) is left out with the reason.
+
+    :param path: a DB-Bench JSONL file
+    :param strict: raise on the first record that cannot be read instead of leaving it out
+    :raises TaskFileError: for a file that cannot be read as JSONL, an empty file, or (``strict``) a bad record
+    """
     path = Path(path)
-    records = [parse_record(rec, path=path, line=line, record_id=f"{path.stem}-{line}")
-               for line, rec in read_jsonl(path)]
-    if not records:
-        raise TaskFileError(path, "no records")
+    records: list[DBRecord] = []
+    left_out: list[LeftOutRecord] = []
     seen: dict[str, int] = {}
-    for r in records:
-        if r.record_id in seen:
-            raise TaskFileError(path, f"duplicate record id (also on line {seen[r.record_id]})", line=r.line,
-                                task_id=r.record_id, field="id")
-        seen[r.record_id] = r.line
-    return records
+    for line, rec in read_jsonl(path):
+        try:
+            record = parse_record(rec, path=path, line=line, record_id=f"{path.stem}-{line}")
+            if record.record_id in seen:
+                raise TaskFileError(path, f"duplicate record id (also on line {seen[record.record_id]})", line=line,
+                                    task_id=record.record_id, field="id")
+        except TaskFileError as exc:
+            if strict:
+                raise
+            left_out.append(LeftOutRecord(str(path), line, str(rec.get("id", f"{path.stem}-{line}")),
+                                          _reason(exc)))
+            continue
+        seen[record.record_id] = line
+        records.append(record)
+    if not records and not left_out:
+        raise TaskFileError(path, "no records")
+    return RecordSet(tuple(records), tuple(left_out))
+
+
+def read_records(path: str | Path) -> list[DBRecord]:
+    """Every record of a DB-Bench JSONL file, raising on the first that cannot be read (see
+    :func:`load_records`)."""
+    return list(load_records(path, strict=True).records)

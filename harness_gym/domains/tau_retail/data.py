@@ -1,31 +1,55 @@
-"""Loaders for the two public τ-bench retail layouts, producing one :class:`RetailDataset`.
+"""Loaders for the two public τ-bench retail layouts and this project's own store, producing one
+:class:`RetailDataset`.
 
-- **τ²-bench layout**: ``db.json`` (``{"users", "orders", "products"}``), ``tasks.json`` (a list of tasks with
-  ``id``, ``user_scenario.instructions`` and ``evaluation_criteria.{actions, communicate_info}``, each action
-  ``{name, arguments}``) and ``split_tasks.json`` (split name -> task ids).
-- **τ-bench v1 layout**: ``users.json``, ``orders.json``, ``products.json`` (id -> record) and
-  ``tasks_train.json`` / ``tasks_dev.json`` / ``tasks_test.json`` (whichever exist; this project also reads
-  ``tasks_ood.json``), each a list of ``{user_id, instruction, actions: [{name, kwargs}], outputs}``.
+- **τ²-bench layout** (``layout="tau2"``): ``db.json`` (``{"users", "orders", "products"}``), ``tasks.json`` (a
+  list of tasks with ``id``, ``user_scenario.instructions`` and ``evaluation_criteria.{actions,
+  communicate_info}``, each action ``{name, arguments}``) and ``split_tasks.json`` (split name -> task ids).
+- **τ-bench v1 layout** (``layout="v1"``), the published ``tau_bench/envs/retail`` folder as it is:
+  ``data/users.json``, ``data/orders.json``, ``data/products.json`` (id -> record; a user record has no
+  ``user_id`` field, its key is the id) and the task lists ``tasks_train.py`` / ``tasks_dev.py`` /
+  ``tasks_test.py`` (whichever exist), read by parsing their literals, never by running them
+  (:mod:`~harness_gym.domains.tau_retail.v1_tasks`). Task ids are ``<file split>-<index in its list>``
+  (``train-0``, ``dev-3``, ``test-7``), the index upstream's ``--task-ids`` takes; ``tasks_dev.py`` is the
+  val split. Tools follow v1's semantics (:mod:`~harness_gym.domains.tau_retail.tools`).
+- **This project's JSON store** (``layout="json"``), the format of the synthetic store in
+  ``envs_data/tau_retail`` (no public benchmark uses it): ``users.json``, ``orders.json``, ``products.json``
+  at the top (user records carry ``user_id``) and ``tasks_train.json`` / ``tasks_dev.json`` /
+  ``tasks_test.json`` / ``tasks_ood.json``, each a list of ``{user_id, instruction, actions: [{name, kwargs}],
+  outputs}``. Tools follow τ²'s semantics, which the store was generated with.
 
-Malformed files raise :class:`~harness_gym.core.taskfile.TaskFileError` naming the file, the task id and the
-field.
+**The ood split.** Where the data names no ood split (``split_tasks.json`` without ``ood``, no
+``tasks_ood.json``; the published v1 and τ² data have none), it is defined from the data: the train and val
+tasks whose gold actions include :data:`OOD_HELD_OUT_TOOL` (changing a pending order's shipping address)
+form ``ood``, so that intent never appears in train or val. The test split is left as published, so test
+numbers stay comparable with upstream's.
+
+Malformed files raise :class:`~harness_gym.core.taskfile.TaskFileError` naming the file, the line where known,
+the task id and the field.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness_gym.core.taskfile import TaskFileError, read_json, require
+from harness_gym.core.tools import validate_call
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import TABLES, RetailDB, RetailSnapshot
-from harness_gym.domains.tau_retail.tools import TOOLS, call_once
+from harness_gym.domains.tau_retail.tools import TOOLS, call_once, tool_specs
+from harness_gym.domains.tau_retail.v1_tasks import read_v1_task_list
 
-V1_TASK_FILES: dict[str, str] = {"train": "tasks_train.json", "val": "tasks_dev.json", "test": "tasks_test.json",
-                                 "ood": "tasks_ood.json"}
-"""v1 task file per split (``tasks_ood.json`` is this project's addition; the public v1 data has none)."""
+V1_TASK_FILES: dict[str, tuple[str, str]] = {"train": ("tasks_train.py", "train"), "val": ("tasks_dev.py", "dev"),
+                                             "test": ("tasks_test.py", "test")}
+"""Published v1 layout: split -> (task-list module, the prefix of its task ids)."""
+V1_DATA_FOLDER = "data"
+JSON_TASK_FILES: dict[str, str] = {"train": "tasks_train.json", "val": "tasks_dev.json", "test": "tasks_test.json",
+                                   "ood": "tasks_ood.json"}
+"""This project's JSON store: task file per split."""
+OOD_HELD_OUT_TOOL = "modify_pending_order_address"
+"""The intent held out of train and val to form the ood split where the data names none (see the module doc)."""
 
 TAU2_SPLIT_NAMES: dict[str, str] = {"train": "train", "val": "val", "dev": "val", "test": "test", "ood": "ood"}
 """``split_tasks.json`` keys read, and the split each maps to; other keys (``base``: all tasks) are ignored."""
@@ -65,7 +89,7 @@ class RetailDataset:
     snapshot: RetailSnapshot
     tasks: tuple[RawTask, ...]
     layout: str
-    """``"tau2"`` or ``"v1"``."""
+    """``"tau2"``, ``"v1"`` or ``"json"`` (this project's store)."""
     root: str
 
 
@@ -79,13 +103,17 @@ _RECORD_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 
 
-def _check_table(table: str, records: Any, path: Path, where: str) -> dict[str, dict[str, Any]]:
+def _check_table(table: str, records: Any, path: Path, where: str,
+                 key_is_id: bool = False) -> dict[str, dict[str, Any]]:
+    """Check every record's required fields; ``key_is_id``: user records have no ``user_id`` (v1)."""
     if not isinstance(records, dict):
         raise TaskFileError(path, f"expected an object of {table} by id, got {type(records).__name__}", field=where)
     for key, rec in records.items():
         if not isinstance(rec, dict):
             raise TaskFileError(path, f"expected an object, got {type(rec).__name__}", field=f"{where}[{key!r}]")
         for name, typ in _RECORD_FIELDS[table].items():
+            if key_is_id and table == "users" and name == "user_id":
+                continue
             if name not in rec:
                 raise TaskFileError(path, "missing required field", field=f"{where}[{key!r}].{name}")
             if not isinstance(rec[name], typ):
@@ -94,9 +122,9 @@ def _check_table(table: str, records: Any, path: Path, where: str) -> dict[str, 
     return records
 
 
-def _snapshot(tables: dict[str, Any], paths: dict[str, Path], prefix: str) -> RetailSnapshot:
-    checked = {t: _check_table(t, tables[t], paths[t], f"{prefix}{t}") for t in TABLES}
-    return RetailSnapshot(**checked)
+def _snapshot(tables: dict[str, Any], paths: dict[str, Path], prefix: str, semantics: str = "tau2") -> RetailSnapshot:
+    checked = {t: _check_table(t, tables[t], paths[t], f"{prefix}{t}", key_is_id=semantics == "v1") for t in TABLES}
+    return RetailSnapshot(**checked, semantics=semantics)
 
 
 # ----- tasks -----------------------------------------------------------------------------------------
@@ -178,6 +206,13 @@ def _ticket(instructions: Any, path: Path, task_id: str) -> str:
     return "\n".join(parts)
 
 
+def _with_derived_ood(tasks: list[RawTask]) -> list[RawTask]:
+    """Move the train and val tasks whose gold actions use :data:`OOD_HELD_OUT_TOOL` to ``ood``."""
+    return [replace(t, split="ood") if t.split in ("train", "val") and any(a.name == OOD_HELD_OUT_TOOL
+                                                                            for a in t.actions) else t
+            for t in tasks]
+
+
 def _derived_val(task_id: str) -> bool:
     return int(hashlib.sha256(task_id.encode()).hexdigest(), 16) % VAL_FRACTION_DENOMINATOR == 0
 
@@ -250,11 +285,13 @@ def load_tau2(root: Path) -> RetailDataset:
             user_id=infer_user(snapshot, actions) or user_in_ticket(snapshot, ticket), actions=actions,
             outputs=_outputs(criteria.get("communicate_info"), tasks_path, tid, "evaluation_criteria.communicate_info"),
             source=str(tasks_path)))
+    if "ood" not in split_of.values():
+        tasks = _with_derived_ood(tasks)
     return RetailDataset(snapshot=snapshot, tasks=tuple(tasks), layout="tau2", root=str(root))
 
 
-def load_v1(root: Path) -> RetailDataset:
-    """Read a τ-bench v1 retail folder (``users.json``, ``orders.json``, ``products.json``, ``tasks_*.json``).
+def load_json_store(root: Path) -> RetailDataset:
+    """Read this project's JSON store (``users.json``, ``orders.json``, ``products.json``, ``tasks_*.json``).
 
     Task ids are ``<split>-<index in its file>``; ``instruction`` is the ticket.
     """
@@ -262,7 +299,7 @@ def load_v1(root: Path) -> RetailDataset:
     snapshot = _snapshot({t: read_json(p) for t, p in paths.items()}, paths, "")
     users = snapshot.tables["users"]
     tasks = []
-    for split, name in V1_TASK_FILES.items():
+    for split, name in JSON_TASK_FILES.items():
         path = root / name
         if not path.is_file():
             continue
@@ -283,15 +320,61 @@ def load_v1(root: Path) -> RetailDataset:
                 user_id=user_id, actions=_actions(rec["actions"], path, tid, "actions", "kwargs"),
                 outputs=_outputs(rec.get("outputs", []), path, tid, "outputs"), source=str(path)))
     if not tasks:
-        raise TaskFileError(root, f"no task file; expected one of {', '.join(V1_TASK_FILES.values())}")
-    return RetailDataset(snapshot=snapshot, tasks=tuple(tasks), layout="v1", root=str(root))
+        raise TaskFileError(root, f"no task file; expected one of {', '.join(JSON_TASK_FILES.values())}")
+    if not any(t.split == "ood" for t in tasks):
+        tasks = _with_derived_ood(tasks)
+    return RetailDataset(snapshot=snapshot, tasks=tuple(tasks), layout="json", root=str(root))
+
+
+def load_v1(root: Path) -> RetailDataset:
+    """Read a published τ-bench v1 retail folder (``data/*.json`` and whichever ``tasks_*.py`` exist).
+
+    Every action must name a v1 tool and carry keyword arguments its schema accepts; every task's
+    ``user_id`` must be a key of ``users.json``.
+    """
+    data = root / V1_DATA_FOLDER
+    paths = {t: data / f"{t}.json" for t in TABLES}
+    snapshot = _snapshot({t: read_json(p) for t, p in paths.items()}, paths, "", semantics="v1")
+    users = snapshot.tables["users"]
+    v1_tools = tool_specs("v1")
+    tasks = []
+    for split, (name, prefix) in V1_TASK_FILES.items():
+        path = root / name
+        if not path.is_file():
+            continue
+        for task in read_v1_task_list(path, prefix):
+            tid = f"{prefix}-{task.index}"
+            if task.user_id not in users:
+                raise TaskFileError(path, f"no user {task.user_id!r} in {paths['users']}", line=task.line,
+                                    task_id=tid, field="user_id")
+            calls = []
+            for j, act in enumerate(task.actions):
+                if act.name not in v1_tools:
+                    raise TaskFileError(path, f"unknown tool {act.name!r}; tau-bench v1 retail tools: "
+                                        f"{', '.join(sorted(v1_tools))}", line=act.line, task_id=tid,
+                                        field=f"actions[{j}].name")
+                call = ToolCall(name=act.name, args=act.kwargs)
+                problem = validate_call(v1_tools, call)
+                if problem:
+                    raise TaskFileError(path, problem, line=act.line, task_id=tid, field=f"actions[{j}].kwargs")
+                calls.append(call)
+            tasks.append(RawTask(task_id=tid, split=split, prompt=task.instruction, user_id=task.user_id,
+                                 actions=tuple(calls), outputs=task.outputs, source=str(path)))
+    if not tasks:
+        raise TaskFileError(root, "no task list; expected one of "
+                            + ", ".join(name for name, _ in V1_TASK_FILES.values()))
+    return RetailDataset(snapshot=snapshot, tasks=tuple(_with_derived_ood(tasks)), layout="v1", root=str(root))
 
 
 def load_dataset(data_dir: str | Path) -> RetailDataset:
-    """Load whichever layout ``data_dir`` holds (``db.json``: τ², ``users.json``: v1)."""
+    """Load whichever layout ``data_dir`` holds (``db.json``: τ², ``data/users.json``: published v1,
+    ``users.json``: this project's JSON store)."""
     root = Path(data_dir)
     if (root / "db.json").is_file():
         return load_tau2(root)
-    if (root / "users.json").is_file():
+    if (root / V1_DATA_FOLDER / "users.json").is_file():
         return load_v1(root)
-    raise TaskFileError(root, "not a retail data folder: expected db.json (tau2 layout) or users.json (v1 layout)")
+    if (root / "users.json").is_file():
+        return load_json_store(root)
+    raise TaskFileError(root, "not a retail data folder: expected db.json (tau2 layout), data/users.json (tau-bench "
+                        "v1 layout: the tau_bench/envs/retail folder) or users.json (this project's JSON store)")

@@ -24,7 +24,7 @@ from harness_gym.domains.tau_retail.drafts import (
 )
 from harness_gym.domains.tau_retail.grader import reward
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
-from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, TOOL_SPECS, WRITE_TOOLS, call_once
+from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, WRITE_TOOLS, call_once, tool_specs
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
 
@@ -74,7 +74,7 @@ class TauRetailDomain(Domain):
         super().__init__()
         self.dataset = dataset
         self.snapshot: RetailSnapshot = dataset.snapshot
-        self.tools = dict(TOOL_SPECS)
+        self.tools = tool_specs(self.snapshot.semantics)
         self.corpus = read_markdown_documents(POLICY_FILE)
         self.corpus += [_product_doc(pid, p) for pid, p in sorted(self.snapshot.tables["products"].items())]
         self.add_tasks([self._task(raw) for raw in dataset.tasks])

@@ -20,11 +20,14 @@ class HarnessTauRetailEnv(HarnessEnv):
     ``{"plan": [{"name": TOOL, "arguments": {...}}, ...], "reply": TEXT}``: the ordered write calls the agent
     would make and what it tells the customer.
 
-    - **Data** (``data_dir``): either public layout. τ²-bench: ``db.json``, ``tasks.json``,
-      ``split_tasks.json``. τ-bench v1: ``users.json``, ``orders.json``, ``products.json`` and
-      ``tasks_train.json`` / ``tasks_dev.json`` / ``tasks_test.json`` (lists of
-      ``{user_id, instruction, actions: [{name, kwargs}], outputs}``). Without ``data_dir``: this project's
-      synthetic store in ``envs_data/tau_retail`` (v1 layout plus ``tasks_ood.json``; 150 users, 400 orders,
+    - **Data** (``data_dir``): either public layout, as published. τ²-bench: ``db.json``, ``tasks.json``,
+      ``split_tasks.json``. τ-bench v1: the ``tau_bench/envs/retail`` folder of a checkout as it is:
+      ``data/users.json``, ``data/orders.json``, ``data/products.json`` and whichever of ``tasks_train.py``,
+      ``tasks_dev.py``, ``tasks_test.py`` exist, read by parsing their ``Task(...)`` / ``Action(...)``
+      literals (never imported or run; anything else is refused naming file, line and field). Without
+      ``data_dir``: this project's synthetic store in ``envs_data/tau_retail``, in a JSON format of this
+      project's own (``users.json``, ``orders.json``, ``products.json``, ``tasks_{train,dev,test,ood}.json``
+      lists of ``{user_id, instruction, actions: [{name, kwargs}], outputs}``; 150 users, 400 orders,
       24 products, 260 tasks; written by ``python -m harness_gym.domains.tau_retail.generate``).
     - **τ² mapping**: ``id`` -> task id; ``user_scenario.instructions`` (reason for call, known and unknown
       info, behaviour notes) -> the ticket; ``evaluation_criteria.actions`` (``name``, ``arguments``) -> gold
@@ -32,8 +35,12 @@ class HarnessTauRetailEnv(HarnessEnv):
       graded; ``reward_basis`` is not read (the reward below is the same for every task). Splits:
       ``split_tasks.json``'s ``train`` / ``test`` (and ``val``/``dev``, ``ood`` if present; ``base``, the
       union, is ignored); without a val split one train task in five (by a hash of its id) moves to val.
-      The public τ² data has no ood split, so ``ood`` is empty (``split="ood"`` then fails at construction).
-      v1 task ids are ``<split>-<index>``; ``tasks_dev.json`` is the val split.
+      v1 task ids are ``<file split>-<index>`` (``train-0``, ``dev-3``: the index upstream's ``--task-ids``
+      takes); ``tasks_dev.py`` is the val split.
+    - **ood split**: the public data has none, so it is defined from the data: the train and val tasks whose
+      gold actions change a pending order's shipping address (``modify_pending_order_address``) form
+      ``ood``, so that intent is never seen in train or val; test stays as published. Published v1 train
+      and dev: 455 train, 19 val, 46 ood; τ²: 53 train, 8 val, 13 ood, 40 test.
     - **Tools**: the retail tools with the public semantics (``find_user_id_by_email``,
       ``find_user_id_by_name_zip``, ``get_user_details``, ``get_order_details``, ``get_product_details``,
       ``get_item_details``, ``list_all_product_types``, ``calculate``, ``think``; writes:
@@ -41,7 +48,10 @@ class HarnessTauRetailEnv(HarnessEnv):
       ``modify_pending_order_payment``, ``modify_user_address``, ``return_delivered_order_items``,
       ``exchange_delivered_order_items``; and ``transfer_to_human_agents``). TOOL runs read tools on the
       task's database; a write proposed as a tool call is refused (writes belong in the plan). Arguments are
-      validated against JSON schemas; refusals (wrong status, unknown id, ...) are tool errors.
+      validated against JSON schemas; refusals (wrong status, unknown id, ...) are tool errors. On v1 data the
+      tools follow v1 where the two versions differ: address and payment changes need status exactly
+      ``pending`` (τ²: any status containing ``pending``); an item may be "modified" to itself (τ² refuses);
+      user lookups compare lower-cased text (τ² also folds accents); ``get_item_details`` does not exist.
     - **Checker** (CHECK): a plan verifier. It dry-runs the plan on a copy-on-write view of the database and
       enforces the policy a careful agent checks: plan steps are write/transfer tools with valid arguments,
       they act on the ticket's customer only, a transfer comes last, no item is exchanged for itself, every
@@ -50,10 +60,12 @@ class HarnessTauRetailEnv(HarnessEnv):
       confirms every order changed. It never sees the gold actions or the required outputs, so a plan that
       runs cleanly but picks the wrong variant, order or payment method, misses or adds a write, or a reply
       missing the requested information passes it and fails the grader (the support ceiling).
-    - **Grader** (SUBMIT): the benchmark's reward. 1 if the hash of the database after running the plan
-      equals the hash after replaying all gold actions on a fresh database (a failing call, gold or not,
-      changes nothing) and every required output appears in the reply (output lower-cased, reply lower-cased
-      with commas removed); else 0. Both sides run the same tool code.
+    - **Grader** (SUBMIT): the benchmark's reward, v1's definition (τ² without its LLM-judged parts). 1 if
+      the hash of the database after running the plan equals the hash after replaying all gold actions on a
+      fresh database (a failing call, gold or not, changes nothing) and every required output appears in the
+      reply (output lower-cased, reply lower-cased with commas removed, as v1 compares); else 0. Both sides
+      run the same tool code. (Older v1 commits checked only the outputs when a task had any; the current
+      upstream checks both, as here. The published v1 train and dev tasks have no outputs.)
     - **Worker candidates**: the gold plan (gold writes and transfers that succeed) with a reply confirming
       each call and stating the outputs, and wrong plans: ``wrong_variant``, ``wrong_product``,
       ``wrong_item``, ``wrong_payment``, ``wrong_order``, ``wrong_reason``, ``wrong_address``,

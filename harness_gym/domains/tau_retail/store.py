@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 TABLES: tuple[str, ...] = ("users", "orders", "products")
+SEMANTICS: tuple[str, ...] = ("tau2", "v1")
 
 Record = dict[str, Any]
 
@@ -29,10 +30,15 @@ class RetailSnapshot:
     :param users: user id -> user record
     :param orders: order id -> order record
     :param products: product id -> product record
+    :param semantics: whose tool semantics the store follows where the two public versions differ: ``"tau2"``
+        (τ²-bench) or ``"v1"`` (τ-bench v1; see :mod:`~harness_gym.domains.tau_retail.tools`)
     """
 
     def __init__(self, users: Mapping[str, Record], orders: Mapping[str, Record],
-                 products: Mapping[str, Record]) -> None:
+                 products: Mapping[str, Record], semantics: str = "tau2") -> None:
+        if semantics not in SEMANTICS:
+            raise ValueError(f"unknown tool semantics {semantics!r}; expected one of {SEMANTICS}")
+        self.semantics = semantics
         self.tables: dict[str, dict[str, Record]] = {
             "users": dict(users), "orders": dict(orders), "products": dict(products)}
         self.fingerprint = hashlib.sha256(canonical(self.tables).encode()).hexdigest()

@@ -13,6 +13,20 @@ happen once; a return is refunded to the original payment method or a gift card;
 within their product; a gift card must cover what it pays; item id lists may repeat ids (counted), and the
 stored lists are sorted; money is rounded to cents. Every tool checks everything before it changes anything,
 so a failing call leaves the database as it was.
+
+Where τ-bench v1 and τ²-bench differ, a store follows the version its data comes from
+(``RetailSnapshot.semantics``); the differences, as the two upstream tool codes have them:
+
+- ``modify_pending_order_address`` and ``modify_pending_order_payment``: v1 needs status exactly
+  ``pending``; τ² accepts any status containing ``pending`` (so also ``pending (item modified)``).
+- ``modify_pending_order_items``: τ² refuses an item changed to itself; v1 accepts it (the order is then
+  marked ``pending (item modified)`` with a zero refund).
+- ``find_user_id_by_email`` / ``find_user_id_by_name_zip``: v1 compares lower-cased text; τ² also folds
+  accents (``Vázquez`` finds ``Vazquez``).
+- ``get_item_details`` exists in τ² only; in v1 it is an unknown tool.
+
+v1 also tells gift cards by their id (``"gift_card" in payment_method_id``) where τ² reads the method's
+``source``; in the published v1 store both agree for every payment method, so this adapter reads ``source``.
 """
 
 from __future__ import annotations
@@ -112,9 +126,19 @@ def _check_covers(method: Record, amount: float) -> None:
         raise RetailToolError(f"gift card balance {method['balance']} is insufficient for {amount}")
 
 
-def _fold(text: str) -> str:
-    """Case- and accent-insensitive form of a name or email."""
+def _fold(db: RetailDB, text: str) -> str:
+    """The form a name or email is compared in: lower-cased (v1), or case- and accent-insensitive (τ²)."""
+    if db.snapshot.semantics == "v1":
+        return text.lower()
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).casefold().strip()
+
+
+def _check_pending(db: RetailDB, order: Record) -> None:
+    """Address and payment changes: status ``pending`` (v1), or any status containing ``pending`` (τ²)."""
+    status = order["status"]
+    pending = status == "pending" if db.snapshot.semantics == "v1" else "pending" in status
+    if not pending:
+        raise RetailToolError(f"order {order['order_id']} is {status!r}; only a pending order can be modified")
 
 
 def _dump(rec: Any) -> str:
@@ -164,9 +188,9 @@ def think(db: RetailDB, thought: str) -> str:
 
 @TOOLS.tool("Find a user id by email.", _schema(email=_STR))
 def find_user_id_by_email(db: RetailDB, email: str) -> str:
-    wanted = _fold(email)
+    wanted = _fold(db, email)
     for user_id, user in db.records("users"):
-        if _fold(user["email"]) == wanted:
+        if _fold(db, user["email"]) == wanted:
             return user_id
     raise RetailToolError("user not found")
 
@@ -174,9 +198,9 @@ def find_user_id_by_email(db: RetailDB, email: str) -> str:
 @TOOLS.tool("Find a user id by first name, last name and zip code.",
             _schema(first_name=_STR, last_name=_STR, zip=_STR))
 def find_user_id_by_name_zip(db: RetailDB, first_name: str, last_name: str, zip: str) -> str:
-    first, last = _fold(first_name), _fold(last_name)
+    first, last = _fold(db, first_name), _fold(db, last_name)
     for user_id, user in db.records("users"):
-        if (_fold(user["name"]["first_name"]) == first and _fold(user["name"]["last_name"]) == last
+        if (_fold(db, user["name"]["first_name"]) == first and _fold(db, user["name"]["last_name"]) == last
                 and user["address"]["zip"] == zip):
             return user_id
     raise RetailToolError("user not found")
@@ -205,6 +229,8 @@ def get_product_details(db: RetailDB, product_id: str) -> str:
 
 @TOOLS.tool("One item (variant) of a product by item id.", _schema(item_id=_STR))
 def get_item_details(db: RetailDB, item_id: str) -> str:
+    if db.snapshot.semantics == "v1":
+        raise RetailToolError("Unknown action get_item_details (tau-bench v1 has no such tool)")
     product_id = db.snapshot.item_product.get(item_id)
     if product_id is None:
         raise RetailToolError("item not found")
@@ -253,8 +279,7 @@ def cancel_pending_order(db: RetailDB, order_id: str, reason: str) -> str:
 def modify_pending_order_address(db: RetailDB, order_id: str, address1: str, address2: str, city: str,
                                  state: str, country: str, zip: str) -> str:
     order = _order(db, order_id)
-    if "pending" not in order["status"]:
-        raise RetailToolError(f"order {order_id} is {order['status']!r}; only a pending order can be modified")
+    _check_pending(db, order)
     order = db.edit("orders", order_id)
     order["address"] = _address_record(address1, address2, city, state, country, zip)
     return _dump(order)
@@ -271,7 +296,7 @@ def modify_pending_order_items(db: RetailDB, order_id: str, item_ids: list[str],
                               "while it is pending, and only once")
     _check_item_counts(order, item_ids)
     for item_id, new_id in zip(item_ids, new_item_ids):
-        if item_id == new_id:
+        if item_id == new_id and db.snapshot.semantics != "v1":
             raise RetailToolError(f"new item {new_id} is the same as the old item")
     variants = _new_variants(db, order, item_ids, new_item_ids)
     diff = _price_difference(order, item_ids, variants)
@@ -294,8 +319,7 @@ def modify_pending_order_items(db: RetailDB, order_id: str, item_ids: list[str],
             _schema(order_id=_STR, payment_method_id=_STR), writes=True)
 def modify_pending_order_payment(db: RetailDB, order_id: str, payment_method_id: str) -> str:
     order = _order(db, order_id)
-    if "pending" not in order["status"]:
-        raise RetailToolError(f"order {order_id} is {order['status']!r}; only a pending order can be modified")
+    _check_pending(db, order)
     method = _payment_method(db, order["user_id"], payment_method_id)
     history = order["payment_history"]
     if len(history) != 1 or history[0]["transaction_type"] != "payment":
@@ -376,6 +400,13 @@ PLAN_TOOLS: frozenset[str] = WRITE_TOOLS | {"transfer_to_human_agents"}
 """Tools that belong to a draft's plan rather than to evidence gathering."""
 EVIDENCE_TOOLS: frozenset[str] = frozenset(TOOLS) - PLAN_TOOLS
 """Tools TOOL may run: reads plus ``calculate`` and ``think``."""
+V1_ABSENT_TOOLS: frozenset[str] = frozenset({"get_item_details"})
+"""Tools of this module that τ-bench v1 does not have."""
+
+
+def tool_specs(semantics: str) -> dict[str, ToolSpec]:
+    """The tools a store with these semantics offers (``"v1"`` lacks :data:`V1_ABSENT_TOOLS`)."""
+    return {name: spec for name, spec in TOOL_SPECS.items() if semantics != "v1" or name not in V1_ABSENT_TOOLS}
 
 
 def run_tool(db: RetailDB, name: str, args: Mapping[str, Any]) -> str:
