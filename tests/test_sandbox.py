@@ -1,4 +1,4 @@
-"""One containment suite for both sandboxes (DESIGN §6, issues 2 and 7).
+"""One containment suite for both sandboxes (process and Docker).
 
 Every test that takes the ``sandbox`` or ``backend`` fixture runs on the process and the docker backend.
 Every containment test checks that the job was contained, reported with a clear reason, and that the same
