@@ -1,6 +1,6 @@
 """Running a policy for N episodes and summarising it as the evaluation JSON object.
 
-The summary's keys are listed in the README ("Evaluate"): ``env_id, policy, split, episodes, quality_mean,
+The summary has the keys (README, `eval --json`): ``env_id, policy, split, episodes, quality_mean,
 quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid_action_rate, seconds``.
 """
 
