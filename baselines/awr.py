@@ -20,12 +20,14 @@ Run ``harness-gym train awr --dataset ID --out FILE [--beta B]`` or ``python -m 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
 
 from baselines.bc import BCConfig
-from baselines.learned import MLP, LearnedPolicy, finish, fit_policy, minibatches, start_run
+from baselines.learned import MLP, LearnedPolicy
+from baselines.training import finish, fit_policy, minibatches, start_run
 from harness_gym.datasets import Transitions
 
 
@@ -43,7 +45,7 @@ class AWRConfig(BCConfig):
     """passes over the dataset when fitting V(s) to the Monte-Carlo returns"""
     value_learning_rate: float = 1e-3
     """Adam learning rate of the value"""
-    advantage: str = "mc"
+    advantage: Literal["mc", "q"] = "mc"
     """advantage estimator: "mc" (G - V(s)) or "q" (Q(s, a) - V(s), Q fitted to the same returns)"""
 
 
@@ -105,9 +107,11 @@ def train(cfg: AWRConfig, data: Transitions | None = None) -> LearnedPolicy:
     return finish(cfg, "awr", policy_net, data, writer, step)
 
 
+Config = AWRConfig
+"""the trainer's settings (:mod:`baselines.trainers`)"""
+
 if __name__ == "__main__":
-    import sys
+    from baselines.dataclass_args import parse_config
 
-    from harness_gym.cli import main
-
-    sys.exit(main(["train", "awr", *sys.argv[1:]]))
+    cfg = parse_config(AWRConfig, prog="python -m baselines.awr", description=__doc__.splitlines()[0])
+    print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.dataset_id}, seed {cfg.seed})")

@@ -7,15 +7,20 @@ paper compares AWR against. Run ``harness-gym train bc --dataset ID --out FILE``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
-from baselines.learned import MLP, LearnedPolicy, finish, fit_policy, start_run
+from baselines.learned import MLP, LearnedPolicy
+from baselines.training import finish, fit_policy, start_run
 from harness_gym.datasets import Transitions
 
 
 @dataclass
 class BCConfig:
-    dataset_id: str = "harness/code-behaviour-v0"
+    """The settings of behaviour cloning; each field is a flag of ``harness-gym train bc``."""
+
+    dataset_id: str = field(default="harness/code-behaviour-v0", metadata={"flags": ("--dataset",),
+                                                                          "required": True})
     """the Minari dataset to learn from"""
     out: str = "models/bc.pt"
     """where the model file is written"""
@@ -31,7 +36,7 @@ class BCConfig:
     """widths of the policy MLP's hidden layers"""
     eval_episodes: int = 50
     """episodes of the final evaluation logged under eval/ (0: none)"""
-    eval_split: str = "val"
+    eval_split: Literal["train", "val", "test", "ood"] = "val"
     """task split of that evaluation"""
     log_dir: str = "runs"
     """TensorBoard log folder"""
@@ -53,9 +58,11 @@ def train(cfg: BCConfig, data: Transitions | None = None) -> LearnedPolicy:
     return finish(cfg, "bc", net, data, writer, step)
 
 
+Config = BCConfig
+"""the trainer's settings (:mod:`baselines.trainers`)"""
+
 if __name__ == "__main__":
-    import sys
+    from baselines.dataclass_args import parse_config
 
-    from harness_gym.cli import main
-
-    sys.exit(main(["train", "bc", *sys.argv[1:]]))
+    cfg = parse_config(BCConfig, prog="python -m baselines.bc", description=__doc__.splitlines()[0])
+    print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.dataset_id}, seed {cfg.seed})")

@@ -4,7 +4,7 @@ A real log of an agent team's harness runs is mostly the deployed static script,
 variant that checks before submitting, an operator who occasionally triggers a check, script steps skipped
 by quicker variants, and one-off deviations. :class:`BehaviourPolicy` draws each of those from the seeded
 mixture in :class:`BehaviourMix`. The mixture was fixed from that description before any experiment and is
-not tuned to make an offline learner look good (issue 6, "Honest results").
+not tuned to make an offline learner look good.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from baselines.policies import StaticPolicy, budget_units_left, harness_env
+from baselines.policies import StaticPolicy, budget_units_left
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
+from harness_gym.rollout import harness_env
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 _EVIDENCE = frozenset({Action.OBSERVE, Action.RETRIEVE, Action.TOOL})

@@ -1,4 +1,8 @@
-"""Running a policy for N episodes and summarising it in the JSON of DESIGN §9."""
+"""Running a policy for N episodes and summarising it as the evaluation JSON object.
+
+The summary has the keys (README, `eval --json`): ``env_id, policy, split, episodes, quality_mean,
+quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid_action_rate, seconds``.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,9 @@ import numpy as np
 from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from baselines.policies import Policy, make_policy
+from baselines.registry import make_policy
 from harness_gym.core.maturity import PATTERNS
+from harness_gym.rollout import Policy, episode_seed, play_episode
 
 
 def bootstrap_ci(values: np.ndarray, stat: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000,
@@ -38,35 +43,40 @@ def iqm(values: np.ndarray) -> float:
     return float(v[lo:hi].mean()) if hi > lo else float(v.mean())
 
 
-def episode_seed(seed: int, episode: int) -> int:
-    """The reset seed of episode ``episode``: the same task sequence for every policy (paired comparisons)."""
-    return seed * 1_000_003 + episode
-
-
 def run_episodes(env: gym.Env, policy: Policy, episodes: int, *, split: str, seed: int,
                  progress: bool = False) -> list[dict[str, Any]]:
-    """Play ``episodes`` episodes; one record per episode with quality, success, hms, patterns, steps."""
+    """Play ``episodes`` episodes (episode ``i`` resets with :func:`harness_gym.rollout.episode_seed`
+    ``(seed, i)``); one record per episode with quality, success, hms, patterns, steps.
+
+    :param env: a harness env
+    :param policy: the controller
+    :param episodes: number of episodes
+    :param split: the task split
+    :param seed: the run's seed
+    :param progress: show a tqdm progress bar
+    """
     records: list[dict[str, Any]] = []
     for ep in tqdm(range(episodes), disable=not progress, desc=f"{policy.name}", leave=False):
-        s = episode_seed(seed, ep)
-        obs, info = env.reset(seed=s, options={"split": split})
-        policy.reset(env, seed=s)
-        steps, invalid = 0, 0
-        while True:
-            obs, _, terminated, truncated, info = env.step(policy.act(obs, env))
-            steps += 1
-            invalid += int(info["invalid_action"])
-            if terminated or truncated:
-                break
+        played = play_episode(env, policy, seed=episode_seed(seed, ep), split=split)
+        info = played.final_info
         records.append({"task_id": info["task_id"], "quality": info["quality"], "success": info["success"],
-                        "hms": info["hms"], "patterns": dict(info["patterns"]), "steps": steps,
-                        "invalid_actions": invalid, "forced_submit": info["forced_submit"]})
+                        "hms": info["hms"], "patterns": dict(info["patterns"]), "steps": len(played.actions),
+                        "invalid_actions": sum(int(i["invalid_action"]) for i in played.infos[1:]),
+                        "forced_submit": info["forced_submit"]})
     return records
 
 
 def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split: str, seconds: float,
               seed: int = 0) -> dict[str, Any]:
-    """The DESIGN §9 summary of a list of episode records."""
+    """The evaluation summary (module docstring) of a list of episode records.
+
+    :param records: one record per episode (:func:`run_episodes`)
+    :param env_id: the env id reported
+    :param policy: the policy name reported
+    :param split: the split reported
+    :param seconds: wall time of the episodes
+    :param seed: seed of the bootstrap resampling
+    """
     q = np.array([r["quality"] for r in records], dtype=float)
     h = np.array([r["hms"] for r in records], dtype=float)
     lo, hi = bootstrap_ci(q, seed=seed)
@@ -95,7 +105,16 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
 
 def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: str = "test", seed: int = 0,
              env_kwargs: dict[str, Any] | None = None, progress: bool = False) -> dict[str, Any]:
-    """Evaluate a policy (a name, a model path or an instance) on an env id; returns the DESIGN §9 dict."""
+    """Evaluate a policy on an env id; returns the summary (module docstring).
+
+    :param env_id: a registered env id
+    :param policy: a registered name, a model file or a policy instance
+    :param episodes: number of episodes
+    :param split: the task split
+    :param seed: the run's seed (episode ``i`` resets with ``seed * 1000003 + i``)
+    :param env_kwargs: constructor keywords for ``gym.make``
+    :param progress: show a tqdm progress bar
+    """
     pol = make_policy(policy) if isinstance(policy, str) else policy
     env = gym.make(env_id, **(env_kwargs or {}))
     try:

@@ -1,10 +1,10 @@
-"""Offline comparison per env (issue 6): static, BC, forced-CHECK and AWR on the test split, plus the
+"""Offline comparison per env: static, BC, forced-CHECK and AWR on the test split, plus the
 support-ceiling ablation, for AWR with the sample advantage (``awr``) and with the fitted advantage (``awr-q``).
 
 For every env id and every seed s (seed = buffer + training): collect a rollout buffer of the ``behaviour``
 controller (``harness/<env>-behaviour-seed<s>-v0``, train split), train BC and AWR on it, train AWR again on the
 same buffer minus every episode with a *successful revise* (below), and evaluate static, forced-check, BC, AWR
-and the ablated AWR on the same test-split episodes (reset seeds from ``baselines.evaluate.episode_seed(s, i)``).
+and the ablated AWR on the same test-split episodes (reset seeds from ``harness_gym.rollout.episode_seed(s, i)``).
 
 Outputs under ``--out``: ``cells/<env>/<policy>-seed<s>.json`` (one per evaluated cell, with per-episode
 records: the run resumes by skipping finished cells, models and datasets), ``summary.csv`` / ``summary.json``
@@ -133,7 +133,7 @@ def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, A
     from baselines.bc import train as train_bc
     from baselines.behaviour import BehaviourPolicy
     from baselines.learned import load_policy
-    from baselines.policies import make_policy
+    from baselines.registry import make_policy
     from harness_gym.datasets import collect, load_transitions
 
     cells: dict[str, list[dict[str, Any]]] = {p: [] for p in POLICIES}

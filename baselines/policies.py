@@ -1,14 +1,12 @@
-"""Reference controllers: random, the static harness, forced-CHECK and an oracle (issue 2, item 6).
+"""Reference controllers: random, the static harness, forced-CHECK and an oracle.
 
 A policy maps the observation (and, for the oracle only, the env's hidden state) to an action id. The static
 and forced-check policies read nothing but the observation vector and the action mask, as a hand-written
-harness would; the oracle reads hidden state and is an upper reference, not a baseline.
+harness would; the oracle reads hidden state and is an upper reference, not a baseline. Each is a
+:class:`harness_gym.rollout.Policy`; :mod:`baselines.registry` names them.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -16,28 +14,17 @@ import numpy as np
 from harness_gym.core.actions import Action
 from harness_gym.core.env import HarnessEnv
 from harness_gym.core.state import FEATURE_NAMES
+from harness_gym.rollout import harness_env
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
 
-class Policy(Protocol):
-    """A controller. ``reset`` is called at every episode start, ``act`` at every step."""
-
-    name: str
-
-    def reset(self, env: gym.Env, seed: int | None = None) -> None: ...
-
-    def act(self, obs: np.ndarray, env: gym.Env) -> int: ...
-
-
-def harness_env(env: gym.Env) -> HarnessEnv:
-    base = env.unwrapped
-    if not isinstance(base, HarnessEnv):
-        raise TypeError(f"expected a harness_gym env, got {type(base).__name__}")
-    return base
-
-
 def budget_units_left(obs: np.ndarray, env: HarnessEnv) -> int:
+    """Budget units left, read from the observation (the ``budget_left`` feature is a fraction of the budget).
+
+    :param obs: the observation vector
+    :param env: the harness env it came from
+    """
     return int(round(float(obs[_F["budget_left"]]) * env.budget))
 
 
@@ -133,33 +120,3 @@ class OraclePolicy:
         if correct or left < costs[Action.DRAFT] + costs[Action.SUBMIT]:
             return int(Action.SUBMIT)
         return int(Action.DRAFT)
-
-
-def _behaviour_policy() -> Policy:
-    from baselines.behaviour import BehaviourPolicy  # imported late: it builds on StaticPolicy above
-
-    return BehaviourPolicy()
-
-
-POLICY_NAMES: tuple[str, ...] = ("random", "static", "forced-check", "oracle", "behaviour")
-
-_FACTORIES: dict[str, Callable[[], Any]] = {
-    "random": RandomPolicy,
-    "static": StaticPolicy,
-    "forced-check": lambda: StaticPolicy(check=True),
-    "oracle": OraclePolicy,
-    "behaviour": _behaviour_policy,
-}
-
-
-def make_policy(name: str) -> Policy:
-    """A reference policy by name, or a trained model file (see :mod:`baselines.learned`)."""
-    if name in _FACTORIES:
-        return _FACTORIES[name]()
-    from pathlib import Path
-
-    if Path(name).is_file():
-        from baselines.learned import load_policy
-
-        return load_policy(name)
-    raise ValueError(f"unknown policy {name!r}: expected one of {POLICY_NAMES} or a path to a model file")

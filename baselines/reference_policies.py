@@ -3,9 +3,10 @@
     python -m baselines.reference_policies --out results/reference_policies [--episodes 300]
         [--tau-data ../shared/data/tau2-retail] [--dbbench-data ../shared/data/dbbench/standard.jsonl]
 
-Writes ``reference_policies.json`` (one DESIGN §9 object per row) and ``reference_policies.md`` (a table with
-95% bootstrap CIs) under ``--out``; every policy sees the same task sequence (seeded resets). Finished rows are
-kept in the JSON file and skipped on a rerun, so an interrupted run resumes.
+Writes ``reference_policies.json`` (one evaluation summary of :mod:`baselines.evaluate` per row) and
+``reference_policies.md`` (a table with 95% bootstrap CIs) under ``--out``; every policy sees the same task
+sequence (seeded resets). Finished rows are kept in the JSON file and skipped on a rerun, so an interrupted run
+resumes.
 """
 
 from __future__ import annotations

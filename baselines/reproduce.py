@@ -1,4 +1,4 @@
-"""``harness-gym reproduce``: the paper's tables and figures from one command (DESIGN §9).
+"""``harness-gym reproduce``: the paper's tables and figures from one command.
 
 Two experiments, each resumable (rerun with the same ``--out`` to continue an interrupted run):
 

@@ -1,4 +1,4 @@
-"""Anchor comparison (issue 6): d3rlpy's DiscreteBC and DiscreteCQL beside our BC and AWR on one Minari dataset.
+"""Anchor comparison: d3rlpy's DiscreteBC and DiscreteCQL beside our BC and AWR on one Minari dataset.
 
 d3rlpy pins an older gymnasium (d3rlpy 2.8.1 wants gymnasium==1.0.0), so it lives in its **own venv** and must
 never be installed into the main environment::

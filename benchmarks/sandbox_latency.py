@@ -12,8 +12,7 @@ Times, per job and from the caller's side:
 
 for an empty job and a small realistic one (define a function, run asserts, print). Prints the median and
 95th percentile of each and ratios of medians. Server and container start-up are timed separately.
-Targets: process sandbox job median at most 10 ms (issue 2); docker sandbox within 5x of ``docker exec``
-(issue 7).
+Targets: process sandbox job median at most 10 ms; docker sandbox within 5x of ``docker exec``.
 """
 
 from __future__ import annotations

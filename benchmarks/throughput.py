@@ -5,7 +5,7 @@
 HarnessCode-v0 runs with the simulated worker and a warm execution cache: the timed pass replays the
 episode seeds of an identical warm-up pass, so every checker/grader job is served from the cache. Both
 envs are built with ``gym.make`` (same wrappers) and driven by the same pre-drawn random actions.
-Target (issue 2): HarnessCode-v0 per-step time at most 10x CartPole-v1's; cold sandbox job median <= 10 ms.
+Target: HarnessCode-v0 per-step time at most 10x CartPole-v1's; cold sandbox job median <= 10 ms.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Offline rollout buffers <-> Minari datasets (DESIGN §2; issue 6).
+"""Offline rollout buffers <-> Minari datasets (the offline data of ``docs/offline_results.md``).
 
 :func:`collect` plays a controller for N episodes and writes a Minari dataset with
 ``minari.create_dataset_from_buffers`` (Minari's ``DataCollector`` is not used: it needs jax). What is stored:
@@ -18,7 +18,9 @@ Resuming: while collecting, each finished episode is written atomically to
 same settings skips the episodes found there, so an interruption loses at most the episode in flight and never
 duplicates one. When all episodes exist the Minari dataset is built from them and the work folder removed.
 
-This module is part of the env library and does not import ``baselines``: controllers are passed in.
+This module is part of the env library and does not import ``baselines``: controllers (any
+:class:`harness_gym.rollout.Policy`) are passed in. It needs the ``offline`` extra (``pip install
+"harness-gym[offline]"``: Minari, h5py).
 """
 
 from __future__ import annotations
@@ -32,34 +34,37 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import gymnasium as gym
-import minari
 import numpy as np
-from minari.data_collector.episode_buffer import EpisodeBuffer
-from minari.dataset.minari_dataset import parse_dataset_id
-from minari.storage.datasets_root_dir import get_dataset_path
 from tqdm import tqdm
 
-from harness_gym.core.env import HarnessEnv
+try:
+    import minari
+    from minari.data_collector.episode_buffer import EpisodeBuffer
+    from minari.dataset.minari_dataset import parse_dataset_id
+    from minari.storage.datasets_root_dir import get_dataset_path
+except ImportError as exc:  # the env library installs without the offline stack
+    raise ImportError(f"harness_gym.datasets needs Minari ({exc}); install it with "
+                      'pip install "harness-gym[offline]"') from exc
+
+from harness_gym.rollout import Policy, harness_env, play_episode
 
 WORK_DIR = ".harness_gym_work"
 MASK_KEY = "action_mask"
 
 
-class Controller(Protocol):
-    """What :func:`collect` needs of a controller (``baselines.policies.Policy`` has this shape)."""
-
-    name: str
-
-    def reset(self, env: gym.Env, seed: int | None = None) -> None: ...
-
-    def act(self, obs: np.ndarray, env: gym.Env) -> int: ...
-
-
 def episode_reset_seed(seed: int, index: int) -> int:
-    """The reset (and controller) seed of episode ``index`` of a collection run with seed ``seed``."""
+    """The reset (and controller) seed of episode ``index`` of a collection run with seed ``seed``.
+
+    Collection draws its seeds from ``numpy.random.SeedSequence([seed, index])``, not from the evaluation rule
+    :func:`harness_gym.rollout.episode_seed`: the shipped datasets and every number in
+    ``docs/offline_results.md`` were collected with these seeds.
+
+    :param seed: the collection run's seed
+    :param index: the episode's index in the dataset
+    """
     return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
@@ -88,31 +93,22 @@ def _columns(steps: Sequence[Mapping[str, Any]], where: str) -> dict[str, Any]:
     return out
 
 
-def rollout(env: gym.Env, policy: Controller, *, index: int, seed: int, split: str) -> EpisodeBuffer:
-    """Play one episode and return it as a Minari ``EpisodeBuffer`` (with the action mask in the infos)."""
-    henv = env.unwrapped
-    if not isinstance(henv, HarnessEnv):
-        raise TypeError(f"expected a harness_gym env, got {type(henv).__name__}")
-    obs, info = env.reset(seed=seed, options={"split": split})
-    policy.reset(env, seed=seed)
-    observations, infos = [obs], [{**info, MASK_KEY: henv.action_masks()}]
-    actions, rewards, terminations, truncations = [], [], [], []
-    while True:
-        action = policy.act(obs, env)
-        obs, reward, terminated, truncated, info = env.step(action)
-        observations.append(obs)
-        infos.append({**info, MASK_KEY: henv.action_masks()})
-        actions.append(action)
-        rewards.append(reward)
-        terminations.append(terminated)
-        truncations.append(truncated)
-        if terminated or truncated:
-            break
+def rollout(env: gym.Env, policy: Policy, *, index: int, seed: int, split: str) -> EpisodeBuffer:
+    """Play one episode and return it as a Minari ``EpisodeBuffer`` (with the action mask in the infos).
+
+    :param env: a harness env
+    :param policy: the controller
+    :param index: the episode's index in the dataset
+    :param seed: its reset seed
+    :param split: the task split
+    """
+    ep = play_episode(env, policy, seed=seed, split=split, record_masks=True)
+    infos = [{**info, MASK_KEY: mask} for info, mask in zip(ep.infos, ep.action_masks)]
     return EpisodeBuffer(
         id=index, seed=seed, options={"split": split},
-        observations=np.stack(observations).astype(np.float32), actions=np.asarray(actions, dtype=np.int64),
-        rewards=list(np.asarray(rewards, dtype=np.float64)), terminations=list(np.asarray(terminations, bool)),
-        truncations=list(np.asarray(truncations, bool)), infos=_columns(infos, f"episode {index}"))
+        observations=np.stack(ep.observations).astype(np.float32), actions=np.asarray(ep.actions, dtype=np.int64),
+        rewards=list(np.asarray(ep.rewards, dtype=np.float64)), terminations=list(np.asarray(ep.terminations, bool)),
+        truncations=list(np.asarray(ep.truncations, bool)), infos=_columns(infos, f"episode {index}"))
 
 
 # ----- the per-episode checkpoint -------------------------------------------------------------------------
@@ -175,7 +171,7 @@ def _finished(folder: Path, seed: int) -> dict[int, Path]:
 
 
 # ----- collection -----------------------------------------------------------------------------------------
-def mean_return(env: gym.Env, policy: Controller, *, episodes: int, seed: int, split: str) -> float:
+def mean_return(env: gym.Env, policy: Policy, *, episodes: int, seed: int, split: str) -> float:
     """Mean undiscounted episode return of ``policy`` over ``episodes`` episodes (reference scores)."""
     total = 0.0
     for i in range(episodes):
@@ -194,9 +190,9 @@ def _check_settings(path: Path, settings: dict[str, Any]) -> None:
         path.write_text(json.dumps(settings, indent=1))
 
 
-def collect(env_id: str, policy: Controller, dataset_id: str, *, episodes: int, seed: int = 0,
+def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed: int = 0,
             split: str = "train", env_kwargs: Mapping[str, Any] | None = None,
-            ref_policies: tuple[Controller, Controller] | None = None, ref_episodes: int = 100,
+            ref_policies: tuple[Policy, Policy] | None = None, ref_episodes: int = 100,
             progress: bool = True) -> minari.MinariDataset:
     """Collect ``episodes`` episodes of ``policy`` on ``env_id`` into the Minari dataset ``dataset_id``.
 
@@ -204,7 +200,7 @@ def collect(env_id: str, policy: Controller, dataset_id: str, *, episodes: int, 
     the same settings it is returned as it is.
 
     :param env_id: a registered env id
-    :param policy: the controller (e.g. ``baselines.policies.make_policy("behaviour")``)
+    :param policy: the controller (any :class:`harness_gym.rollout.Policy`)
     :param dataset_id: Minari id, ``namespace/name-vN`` (e.g. ``harness/code-behaviour-v0``)
     :param episodes: number of episodes
     :param seed: episode ``i`` is reset with :func:`episode_reset_seed` ``(seed, i)``
@@ -244,8 +240,7 @@ def collect(env_id: str, policy: Controller, dataset_id: str, *, episodes: int, 
 
         done = _finished(folder, seed)
         buffers = [_load_episode(done[i], i, episode_reset_seed(seed, i), split) for i in range(episodes)]
-        henv = env.unwrapped
-        assert isinstance(henv, HarnessEnv)
+        henv = harness_env(env)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*(author_email|code_permalink).*", category=UserWarning)
             dataset = minari.create_dataset_from_buffers(

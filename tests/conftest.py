@@ -11,7 +11,7 @@ import pytest
 
 @pytest.fixture(scope="session", autouse=True)
 def no_leaked_sandbox_containers() -> Iterator[None]:
-    """After the session, no DockerSandbox container made by this process may remain (issue 7)."""
+    """After the session, no DockerSandbox container made by this process may remain."""
     yield
     from harness_gym.sandbox import docker as docker_mod
 

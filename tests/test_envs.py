@@ -1,4 +1,4 @@
-"""Properties every registered env must have (DESIGN §3), parametrised over the registry."""
+"""Properties every registered env must have (docs/harness_mdp.md), parametrised over the registry."""
 
 from __future__ import annotations
 

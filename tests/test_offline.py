@@ -15,9 +15,9 @@ from baselines.awr import AWRConfig, advantage_weights
 from baselines.awr import train as train_awr
 from baselines.bc import BCConfig
 from baselines.bc import train as train_bc
-from baselines.policies import make_policy
+from baselines.cli import main
+from baselines.registry import make_policy
 from harness_gym import datasets
-from harness_gym.cli import main
 from harness_gym.core.actions import Action
 
 TOY_ID = "HarnessToy-v0"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import csv
 
+from baselines.cli import main
 from baselines.reproduce import ABLATION, CONTROLLERS
-from harness_gym.cli import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -1,4 +1,4 @@
-"""One containment suite for both sandboxes (DESIGN §6, issues 2 and 7).
+"""One containment suite for both sandboxes (process and Docker).
 
 Every test that takes the ``sandbox`` or ``backend`` fixture runs on the process and the docker backend.
 Every containment test checks that the job was contained, reported with a clear reason, and that the same
@@ -655,7 +655,7 @@ def test_code_env_same_qualities_under_both_backends(docker_backend: str) -> Non
     gym = pytest.importorskip("gymnasium")
     import harness_gym  # noqa: F401  (registers the envs)
     from baselines.evaluate import run_episodes
-    from baselines.policies import make_policy
+    from baselines.registry import make_policy
 
     outcomes = {}
     for name in BACKENDS:

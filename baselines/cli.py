@@ -1,7 +1,12 @@
-"""The ``harness-gym`` command (DESIGN §9).
+"""The harness-gym command: evaluate, compare, trace, collect, train and reproduce harness controllers.
 
-The env library never imports ``baselines``; this command line is the one place that does (lazily, per
-command), because evaluating and training controllers is what it is for.
+``list`` the envs, ``eval`` / ``compare`` / ``play`` controllers, ``collect`` offline datasets, ``train``
+offline controllers and ``reproduce`` the paper tables.
+
+It lives in ``baselines`` because it uses both layers: the env library (``harness_gym``, which never imports
+``baselines``) and the controllers, trainers and experiments here. Heavy modules (torch, Minari) are imported
+by the command that needs them. The policy names come from :mod:`baselines.registry`, the trainers and their
+flags from :mod:`baselines.trainers`.
 """
 
 from __future__ import annotations
@@ -11,9 +16,19 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from rich.console import Console
+from rich.table import Table
+
+import harness_gym
+from baselines.dataclass_args import add_dataclass_arguments, config_from_args
+from baselines.evaluate import evaluate
+from baselines.registry import POLICIES, make_policy, policy_help
+from baselines.reproduce import reproduce
+from baselines.trainers import TRAINERS, load_trainer
 
 
 def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | None) -> dict[str, Any]:
@@ -50,11 +65,6 @@ def _clean(obj: Any) -> Any:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    import harness_gym
-
     table = Table(title="harness_gym environments")
     for col in ("env id", "domain", "train", "val", "test", "ood", "total"):
         table.add_column(col)
@@ -80,17 +90,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from baselines.evaluate import evaluate
-
     result = evaluate(args.env_id, args.policy, episodes=args.episodes, split=args.split, seed=args.seed,
                       env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox),
                       progress=not args.json)
     if args.json:
         print(json.dumps(_clean(result), default=_json_default))
     else:
-        from rich.console import Console
-        from rich.table import Table
-
         table = Table(title=f"{args.env_id} / {result['policy']} / {args.split} ({result['episodes']} episodes)")
         table.add_column("metric")
         table.add_column("value")
@@ -105,11 +110,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    from baselines.evaluate import evaluate
-
     kwargs = parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox)
     results = [evaluate(args.env_id, p, episodes=args.episodes, split=args.split, seed=args.seed,
                         env_kwargs=kwargs, progress=not args.json) for p in args.policy]
@@ -130,11 +130,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    from baselines.policies import make_policy
-
     console = Console()
     env = gym.make(args.env_id, render_mode="ansi", **parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox))
     policy = make_policy(args.policy)
@@ -169,7 +164,6 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from baselines.policies import make_policy
     from harness_gym.datasets import collect
 
     refs = (make_policy("random"), make_policy("oracle")) if args.ref_episodes > 0 else None
@@ -183,33 +177,40 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def train_parser(trainer_name: str) -> argparse.ArgumentParser:
+    """The parser of ``harness-gym train NAME``: one flag per field of the trainer's ``Config``.
+
+    :param trainer_name: a key of :data:`baselines.trainers.TRAINERS`
+    """
+    trainer = load_trainer(trainer_name)
+    parser = argparse.ArgumentParser(prog=f"harness-gym train {trainer_name}", description=trainer.summary)
+    add_dataclass_arguments(parser, trainer.config)
+    return parser
+
+
 def cmd_train(args: argparse.Namespace) -> int:
-    if args.algo == "bc":
-        from baselines.bc import BCConfig as Config
-        from baselines.bc import train
-    else:
-        from baselines.awr import AWRConfig as Config  # type: ignore[assignment]
-        from baselines.awr import train  # type: ignore[assignment]
-    given = {k: v for k, v in vars(args).items() if v is not None}
-    options = {f: given[f] for f in Config.__dataclass_fields__ if f in given}
-    if "hidden_sizes" in options:
-        options["hidden_sizes"] = tuple(options["hidden_sizes"])
-    if args.algo == "bc" and given.keys() & {"beta", "weight_max", "advantage"}:
-        raise SystemExit("--beta, --weight-max and --advantage apply to awr only")
-    cfg = Config(dataset_id=args.dataset, **options)
-    policy = train(cfg)
+    trainer = load_trainer(args.algo)
+    cfg = config_from_args(trainer.config, train_parser(args.algo).parse_args(args.options))
+    policy = trainer.train(cfg)
     print(f"wrote {cfg.out} ({policy.name}, trained on {cfg.dataset_id}, seed {cfg.seed})")
     return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from baselines.reproduce import reproduce
-
     reproduce(Path(args.out), quick=args.quick, env_ids=args.env or None, tau_data=args.tau_data,
               dbbench_data=args.dbbench_data)
     return 0
+
+
+def policy_name(value: str) -> str:
+    """``--policy`` values: a registered name or an existing model file (argparse ``type``).
+
+    :param value: what was given on the command line
+    """
+    if value in POLICIES or Path(value).is_file():
+        return value
+    raise argparse.ArgumentTypeError(f"{value!r} is neither a registered policy ({', '.join(POLICIES)}) "
+                                     "nor an existing model file")
 
 
 def _add_env_options(p: argparse.ArgumentParser) -> None:
@@ -237,19 +238,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="evaluate a policy and print the summary")
     p.add_argument("env_id")
-    p.add_argument("--policy", required=True, help="random | static | forced-check | oracle | MODEL_FILE")
-    _add_run_options(p, "print one JSON object (DESIGN §9)")
+    p.add_argument("--policy", required=True, type=policy_name, help=policy_help())
+    _add_run_options(p, "print the summary as one JSON object")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("compare", help="evaluate several policies on the same episodes and print a table")
     p.add_argument("env_id")
-    p.add_argument("--policy", action="append", required=True, help="repeatable; names or model files")
-    _add_run_options(p, "print a JSON list of DESIGN §9 objects")
+    p.add_argument("--policy", action="append", required=True, type=policy_name,
+                   help=f"repeatable; {policy_help()}")
+    _add_run_options(p, "print a JSON list of summaries, one per policy")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("play", help="print a step-by-step trace of one episode")
     p.add_argument("env_id")
-    p.add_argument("--policy", default="forced-check")
+    p.add_argument("--policy", default="forced-check", type=policy_name, help=policy_help())
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"))
     p.add_argument("--task-id", default=None)
@@ -258,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("collect", help="collect a rollout buffer as a Minari dataset (resumable)")
     p.add_argument("env_id")
-    p.add_argument("--policy", default="behaviour", help="controller that acts (default: behaviour)")
+    p.add_argument("--policy", default="behaviour", type=policy_name,
+                   help=f"the controller that acts (default: behaviour); {policy_help()}")
     p.add_argument("--episodes", type=int, required=True)
     p.add_argument("--out", required=True, metavar="DATASET_ID", help="Minari id, e.g. harness/code-behaviour-v0")
     p.add_argument("--seed", type=int, default=0)
@@ -268,22 +271,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_env_options(p)
     p.set_defaults(func=cmd_collect)
 
-    p = sub.add_parser("train", help="train an offline controller (bc | awr) on a Minari dataset")
-    p.add_argument("algo", choices=("bc", "awr"))
-    p.add_argument("--dataset", required=True, metavar="DATASET_ID")
-    p.add_argument("--out", required=True, metavar="FILE", help="model file to write (.pt)")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--epochs", type=int)
-    p.add_argument("--batch-size", type=int)
-    p.add_argument("--learning-rate", type=float)
-    p.add_argument("--hidden-sizes", type=int, nargs="+")
-    p.add_argument("--beta", type=float, help="awr: temperature of exp(A / beta) ('inf': behaviour cloning)")
-    p.add_argument("--weight-max", type=float, help="awr: clip of the advantage weights")
-    p.add_argument("--advantage", choices=("mc", "q"), help="awr: advantage estimator, G - V(s) or Q(s, a) - V(s)")
-    p.add_argument("--eval-episodes", type=int, help="episodes of the final evaluation on --eval-split")
-    p.add_argument("--eval-split", choices=("train", "val", "test", "ood"))
-    p.add_argument("--log-dir", help="TensorBoard folder (default: runs)")
+    p = sub.add_parser("train", help=f"train an offline controller ({' | '.join(TRAINERS)}) on a Minari dataset",
+                       description="harness-gym train NAME --help lists the flags of trainer NAME")
+    p.add_argument("algo", choices=tuple(TRAINERS), metavar="NAME", help=f"the trainer: {', '.join(TRAINERS)}")
+    p.add_argument("options", nargs=argparse.REMAINDER, help="the trainer's flags (from its Config dataclass)")
     p.set_defaults(func=cmd_train)
+
     p = sub.add_parser("reproduce", help="the paper tables (Markdown, CSV) and figures (PNG)")
     p.add_argument("--out", required=True, help="output folder; rerun with the same folder to resume")
     p.add_argument("--quick", action="store_true", help="small sizes: checks the pipeline, not the paper numbers")
@@ -295,8 +288,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import harness_gym  # noqa: F401  (registers the env ids)
-
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
 

@@ -1,0 +1,122 @@
+"""Command-line flags from a dataclass: one flag per field, typed and documented by the field itself.
+
+A field ``batch_size: int = 256`` followed by the docstring ``transitions per gradient step`` becomes
+``--batch-size INT`` with that help text and default. Supported field types: ``int``, ``float``, ``str``,
+``bool`` (``--flag`` / ``--no-flag``), ``Literal[...]`` (choices) and ``tuple[T, ...]`` (one or more values).
+A field's ``metadata`` may set ``help`` (instead of the docstring), ``flags`` (other spellings, e.g.
+``("--dataset",)``) and ``required`` (the flag must be given even though the dataclass has a default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import textwrap
+import typing
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+ConfigT = TypeVar("ConfigT")
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The attribute docstrings of a dataclass and its bases (the string literal right after each field).
+
+    :param cls: a dataclass
+    """
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):  # defined where no source is available (e.g. an interactive session)
+            continue
+        body = ast.parse(source).body[0]
+        assert isinstance(body, ast.ClassDef)
+        for stmt, following in zip(body.body, body.body[1:]):
+            if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                    and isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+                    and isinstance(following.value.value, str)):
+                docs[stmt.target.id] = " ".join(following.value.value.split())
+    return docs
+
+
+def _argument(cls: type, f: dataclasses.Field, hint: Any) -> dict[str, Any]:
+    """argparse keywords for one field (type, nargs, choices or action)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is bool:
+        return {"action": argparse.BooleanOptionalAction}
+    if hint in (int, float, str):
+        return {"type": hint}
+    if origin is typing.Literal:
+        return {"type": type(args[0]), "choices": args}
+    if origin in (tuple, list) and args and args[0] in (int, float, str) and (origin is list or args[1:] == (...,)):
+        return {"type": args[0], "nargs": "+"}
+    raise TypeError(f"{cls.__name__}.{f.name}: field type {hint!r} has no command-line form "
+                    "(supported: int, float, str, bool, Literal[...], tuple[T, ...])")
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
+    """Add one flag per field of ``cls`` to ``parser`` (the destination is the field name).
+
+    :param parser: the parser (or sub-parser) to extend
+    :param cls: a dataclass whose fields all have a supported type
+    """
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not a dataclass")
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        kwargs = _argument(cls, f, hints[f.name])
+        default = _default(f)
+        required = bool(f.metadata.get("required", default is dataclasses.MISSING))
+        text = f.metadata.get("help", docs.get(f.name, ""))
+        if not required:
+            shown = " ".join(map(str, default)) if isinstance(default, (tuple, list)) else default
+            text = f"{text} (default: {shown})" if text else f"default: {shown}"
+            kwargs["default"] = default
+        flags = (*f.metadata.get("flags", ()), f"--{f.name.replace('_', '-')}")
+        parser.add_argument(*flags, dest=f.name, required=required, help=text.replace("%", "%%"), **kwargs)
+
+
+def config_from_args(cls: type[ConfigT], namespace: argparse.Namespace) -> ConfigT:
+    """Build ``cls`` from parsed flags (:func:`add_dataclass_arguments`); lists become tuples for tuple fields.
+
+    :param cls: the dataclass
+    :param namespace: what ``parse_args`` returned
+    """
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if not f.init or not hasattr(namespace, f.name):
+            continue
+        value = getattr(namespace, f.name)
+        values[f.name] = tuple(value) if typing.get_origin(hints[f.name]) is tuple else value
+    return cls(**values)
+
+
+def parse_config(cls: type[ConfigT], argv: Sequence[str] | None = None, *, prog: str | None = None,
+                 description: str | None = None) -> ConfigT:
+    """Parse ``argv`` into an instance of ``cls`` (the whole command line of ``python -m baselines.bc``).
+
+    :param cls: the dataclass
+    :param argv: the arguments (default: ``sys.argv[1:]``)
+    :param prog: program name in usage messages
+    :param description: the ``--help`` description
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_dataclass_arguments(parser, cls)
+    return config_from_args(cls, parser.parse_args(argv))

@@ -1,0 +1,61 @@
+"""The trainer registry: ``harness-gym train NAME`` for every entry of :data:`TRAINERS`.
+
+A trainer is one module that defines
+
+- ``Config``: a dataclass of its settings, one documented field per setting (the command line builds the
+  flags of ``harness-gym train NAME`` from it, see :mod:`baselines.dataclass_args`), including ``dataset_id``
+  and ``out``;
+- ``train(cfg: Config, data: Transitions | None = None) -> Policy``: learn from ``cfg.dataset_id`` (or from
+  ``data``), write the model file ``cfg.out`` and return the controller.
+
+Adding a trainer is that module plus one line in :data:`TRAINERS`. Modules are named by import path and
+imported only when their trainer is used, so ``harness-gym --help`` does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, is_dataclass
+from typing import Any
+
+TRAINERS: dict[str, str] = {
+    "bc": "baselines.bc",
+    "awr": "baselines.awr",
+}
+"""trainer name -> import path of its module"""
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """A loaded trainer module."""
+
+    name: str
+    config: type
+    """its ``Config`` dataclass"""
+    train: Callable[..., Any]
+    """its ``train(cfg, data=None)``"""
+    summary: str
+    """the first line of the module docstring"""
+
+
+def load_trainer(name: str) -> Trainer:
+    """Import the module registered as ``name`` and check that it has the trainer shape.
+
+    :param name: a key of :data:`TRAINERS`
+    """
+    if name not in TRAINERS:
+        raise ValueError(f"unknown trainer {name!r}: expected one of {tuple(TRAINERS)}")
+    try:
+        module = importlib.import_module(TRAINERS[name])
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in ("torch", "tensorboard", "minari", "h5py"):
+            raise ModuleNotFoundError(f"trainer {name!r} needs {exc.name}: install the training stack with "
+                                      'pip install "harness-gym[train,offline]"', name=exc.name) from exc
+        raise
+    config, train = getattr(module, "Config", None), getattr(module, "train", None)
+    if not (isinstance(config, type) and is_dataclass(config)) or not callable(train):
+        raise TypeError(f"trainer {name!r} ({module.__name__}): a trainer module needs a dataclass `Config` and "
+                        "a function `train(cfg, data=None)`")
+    summary = (module.__doc__ or name).strip().splitlines()[0]
+    return Trainer(name=name, config=config, train=train, summary=summary)
