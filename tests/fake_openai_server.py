@@ -2,7 +2,7 @@
 
 Each request takes the next entry of ``faults`` (then answers normally once they run out):
 ``"timeout"`` (answers only after ``slow_s``), ``"429"`` (with ``Retry-After: retry_after``), ``"500"``,
-``"503"``, ``"malformed"`` (a 200 whose body is broken JSON), ``"nochoices"`` (valid JSON without
+``"503"`` (any status code), ``"malformed"`` (a 200 whose body is broken JSON), ``"nochoices"`` (valid JSON without
 choices), ``"unparseable"`` (a reply of prose the worker cannot read), ``"drop"`` (closes the connection
 without answering) or ``"ok"``. A normal answer is ``responder(messages)``.
 """
@@ -75,7 +75,7 @@ class FakeOpenAIServer:
                     fault = "ok"
                 if fault == "429":
                     self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": server.retry_after})
-                elif fault in ("500", "503"):
+                elif fault.isdigit():
                     self._send(int(fault), b'{"error": {"message": "server error"}}')
                 elif fault == "malformed":
                     self._send(200, b'{"id": "x", "choices": [{"message": {"content": "oops"')

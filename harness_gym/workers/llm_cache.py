@@ -81,14 +81,15 @@ def request_key(request: dict[str, Any]) -> str:
 
 
 def first_prompt_line(request: dict[str, Any]) -> str:
-    """The first non-empty line of the request's last user message (to name a request in errors).
+    """The first line of the request's last user message that is neither blank nor a ``#`` heading (to name
+    a request in errors).
 
     :param request: a request as passed to :func:`request_key`
     """
     for message in reversed(request.get("messages", [])):
         if message.get("role") == "user":
             for line in str(message.get("content", "")).splitlines():
-                if line.strip():
+                if line.strip() and not line.lstrip().startswith("#"):
                     return line.strip()[:160]
     return ""
 
