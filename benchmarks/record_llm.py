@@ -60,6 +60,17 @@ def run(env: gym.Env, policy: Any, task_id: str, seed: int) -> dict[str, Any]:
             "drafts": sum(a in (Action.DRAFT, Action.REVISE) for a in actions)}
 
 
+def finalise_cache(cache: Path) -> None:
+    """Fold the WAL into the file and switch it to a rollback journal, so it opens read-only anywhere.
+
+    :param cache: the cache file
+    """
+    conn = sqlite3.connect(cache)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.execute("VACUUM")
+    conn.close()
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", required=True)
@@ -97,23 +108,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 episodes.append(ep)
                 real_q.append(ep["quality"])
                 costs.append(ep["cost"])
-                sim_q.append(run(sim, POLICIES[name](), task_id, seed=i)["quality"])
+                ep["sim_quality"] = run(sim, POLICIES[name](), task_id, seed=i)["quality"]
+                sim_q.append(ep["sim_quality"])
                 print(json.dumps(ep), flush=True)
             rows.append((env_id, name, len(task_ids), float(np.mean(real_q)), float(np.mean(sim_q)),
                          float(np.mean([c["llm_calls"] for c in costs])),
                          float(np.mean([c["llm_errors"] for c in costs])),
                          float(np.mean([c["prompt_tokens"] + c["completion_tokens"] for c in costs])),
                          float(np.mean([c["latency_s"] for c in costs]))))
+        env.unwrapped.worker.cache.close()
         env.close()
         sim.close()
 
-    conn = sqlite3.connect(cache)
-    conn.execute("PRAGMA journal_mode = DELETE")
-    conn.execute("VACUUM")
-    conn.close()
     manifest = {"cache": cache.name, "worker": worker, "split": args.split, "episodes": episodes,
                 "note": f"recorded by benchmarks/record_llm.py from {args.model} served by llama-cpp-python"}
     (args.out / f"{args.name}.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    finalise_cache(cache)
     print("\n| env | controller | tasks | Q real | Q sim | LLM calls | LLM errors | tokens | latency s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for env_id, name, n, q_real, q_sim, calls, errs, toks, lat in rows:

@@ -367,3 +367,22 @@ def test_simulated_worker_reports_zero_cost_with_constant_keys():
     steps = run_episode(env, [0, 3, 4, 6])
     env.close()
     assert all(s[3]["cost"] == dict.fromkeys(COST_KEYS, 0) for s in steps)
+
+
+def test_record_mode_sends_each_key_once_per_run_so_every_episode_replays(tmp_path):
+    cache = tmp_path / "rec.sqlite"
+    actions = [0, 3, 2, 4, 6]
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v0"), ["500"]) as srv:
+        env = gym.make("HarnessCode-v0", worker="openai", base_url=srv.base_url, model="fake", backoff_s=0.05,
+                       cache=cache, cache_mode="record")
+        recorded = [run_episode(env, actions, seed=0) for _ in range(2)]
+        env.close()
+    first_calls = _total(recorded[0], "llm_calls")
+    assert sum(srv.served.values()) == first_calls  # the second, identical episode was served from the run
+    assert _total(recorded[1], "llm_errors") == 1  # ... with what the first recorded, fault included
+    replay = gym.make("HarnessCode-v0", worker="openai", model="fake", cache=cache, cache_mode="replay")
+    replayed = [run_episode(replay, actions, seed=0) for _ in range(2)]
+    replay.close()
+    strip = [[(o, r, t, {k: v for k, v in i.items() if k != "exec_cached"}) for o, r, t, i in ep] for ep in recorded]
+    strip_re = [[(o, r, t, {k: v for k, v in i.items() if k != "exec_cached"}) for o, r, t, i in ep] for ep in replayed]
+    assert same(strip, strip_re)

@@ -10,7 +10,10 @@ latency), so a replayed step reports the same ``info["cost"]`` as the recorded o
 Modes:
 
 - ``off``: no cache; every call goes to the server.
-- ``record``: every call goes to the server; its outcome is stored, replacing an older entry of the key.
+- ``record``: a fresh recording: the first request of each key in this cache object's life goes to the
+  server and its outcome replaces any older entry; later requests of that key reuse what was recorded,
+  so every episode of the recording replays exactly. (Two processes recording the same key at once:
+  the last write wins; let concurrent recorders run different tasks or seeds, or use ``auto``.)
 - ``replay``: every call is answered from the cache; a miss raises :class:`CacheMissError`.
 - ``auto``: answered from the cache when the key holds a completed call, else sent to the server and
   stored (the first writer of a key wins; everyone continues with the stored outcome).
@@ -112,6 +115,7 @@ class LLMCache:
         self._pid = -1
         self.hits = 0
         self.misses = 0
+        self._recorded: set[str] = set()
         self._connect()  # create the schema now, so a bad path fails at construction
 
     # ----- connection (one per thread and process) ---------------------------------------------------
@@ -169,6 +173,7 @@ class LLMCache:
         :param replace: replace an existing entry (``record``) instead of keeping the first one (``auto``)
         """
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        self._recorded.add(key)
         conn = self._connect()
         conn.execute(f"{verb} INTO calls (key, model, request, outcome, created) VALUES (?, ?, ?, ?, ?)",
                      (key, str(request.get("model", "")), json.dumps(request, sort_keys=True, ensure_ascii=False),
@@ -188,7 +193,12 @@ class LLMCache:
         """
         key = request_key(request)
         if self.mode == "record":
-            return key, None
+            found = self.get(key) if key in self._recorded else None
+            if found is None:
+                self.misses += 1
+                return key, None
+            self.hits += 1
+            return key, found
         found = self.get(key)
         if self.mode == "replay":
             if found is None:
