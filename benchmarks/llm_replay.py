@@ -26,6 +26,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
+import openai  # noqa: F401  (imported before timing: the worker imports it at its first request, ~1 s)
 
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.paths import data_path

@@ -11,7 +11,8 @@ Two steps:
    draft's correctness; a self-check verdict with the draft's correctness.
 2. :func:`fit_profile` fits each parameter to those events by maximum likelihood under the simulator's own
    model (a logistic regression for drafts, a clipped linear model for fixes, proportions, means and a
-   pooled standard deviation), gives a 95% bootstrap interval per parameter (resampling episodes), and
+   pooled standard deviation), gives a 95% bootstrap interval per parameter (resampling episodes; for
+   proportions widened to the Wilson interval where the bootstrap collapses), and
    scores the fit by the held-out log-likelihood per event of the fitted profile against the default one
    (fit on the even-numbered episodes, score on the odd ones). A parameter without events keeps its
    default and is reported as not estimated.
@@ -301,6 +302,13 @@ def fit_profile(events: Events, default: WorkerProfile, *, n_boot: int = 200, se
     for f in fields(WorkerProfile):
         vals = samples.get(f.name, [])
         ci95[f.name] = (float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))) if vals else None
+    for name, (kind, column, value) in _PROPORTIONS.items():
+        rows = [r[0] for r in events.rows[kind] if column is None or r[1] == value]
+        if rows and ci95[name] is not None:
+            # a bootstrap interval collapses when every event agrees (4 failures of 4 give [0, 0]); the
+            # Wilson score interval does not, so the wider of the two is reported
+            lo, hi = _wilson(sum(rows), len(rows))
+            ci95[name] = (min(lo, ci95[name][0]), max(hi, ci95[name][1]))
     train = events.subset([e for e in episodes if e % 2 == 0])
     held = events.subset([e for e in episodes if e % 2 == 1])
     fitted_train = _clip(replace(default, **_estimate(train, default)))
@@ -309,6 +317,21 @@ def fit_profile(events: Events, default: WorkerProfile, *, n_boot: int = 200, se
     return ProfileFit(profile=profile, default=default, ci95=ci95, events=events.counts(),
                       heldout_loglik=ll_fit / n_held if n_held else float("nan"),
                       heldout_loglik_default=ll_def / n_held if n_held else float("nan"), heldout_events=n_held)
+
+
+_PROPORTIONS: dict[str, tuple[str, int | None, float]] = {
+    "break_prob": ("break", None, 0.0), "tool_error_prob": ("tool", None, 0.0),
+    "repeat_after_error_prob": ("repeat", None, 0.0), "selfcheck_tpr": ("self_check", 1, 1.0),
+    "selfcheck_fpr": ("self_check", 1, 0.0)}
+"""Parameters that are plain proportions: (event kind, column of the condition or None, its value)."""
+
+
+def _wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``hits / n``."""
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _clip(profile: WorkerProfile) -> WorkerProfile:
