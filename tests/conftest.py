@@ -20,3 +20,8 @@ def no_leaked_sandbox_containers() -> Iterator[None]:
     gc.collect()  # sandboxes of envs that were never closed are removed by their finalizers
     leaked = docker_mod.list_containers(os.getpid())
     assert leaked == [], f"DockerSandbox containers leaked by this test session: {leaked}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "llm: needs the local llama.cpp server with SmolLM2 (scripts/install_llm.sh); "
+                            "skipped when it is missing unless HG_REQUIRE_LLM=1")

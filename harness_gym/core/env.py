@@ -18,7 +18,7 @@ from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hm
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, features_table
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task
 from harness_gym.sandbox import ExecRecorder, Sandbox, make_sandbox
-from harness_gym.workers import Worker, WorkerProfile, make_worker
+from harness_gym.workers import Usage, Worker, WorkerProfile, make_worker
 
 PENDING = -1.0
 """Value of ``quality``, ``hms`` and every pattern in ``info`` before the episode ends (not NaN: Gymnasium's
@@ -67,6 +67,11 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         the cache (read from this env's own results, :attr:`~harness_gym.sandbox.ExecResult.cached`)
     :param action_costs: override of the per-action budget cost
     :param render_mode: ``None`` or ``"ansi"``
+    :param worker_options: keyword arguments of the named worker; for ``worker="openai"``: ``base_url``,
+        ``model``, ``api_key``, ``temperature``, ``max_tokens``, ``timeout_s``, ``max_retries``, ``cache``
+        (a SQLite record/replay file), ``cache_mode`` (``"off"``, ``"record"``, ``"replay"``, ``"auto"``),
+        ``backoff_s``, ``max_backoff_s``, ``prompts_dir`` (see :class:`~harness_gym.workers.OpenAIWorker`
+        and ``docs/llm_worker.md``)
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -83,6 +88,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         sandbox: str | Sandbox = "process",
         action_costs: Mapping[int, int] | None = None,
         render_mode: str | None = None,
+        **worker_options: Any,
     ) -> None:
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
@@ -102,7 +108,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self.step_cost = float(step_cost)
         self.action_costs = costs
         self.render_mode = render_mode
-        self.worker: Worker = make_worker(worker, domain.name, profile)
+        self.worker: Worker = make_worker(worker, domain.name, profile, tools=domain.tools, options=worker_options)
         self._sandbox_spec = sandbox
         self._sandbox: ExecRecorder | None = None
 
@@ -214,7 +220,14 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             "budget_left": int(max(self._state.budget_left, 0)) if self._state else self.budget,
             "draft_version": int(self._state.draft_version) if self._state else 0,
             "exec_cached": cached,
+            "cost": self._cost(),
         }
+
+    def _cost(self) -> dict[str, int | float]:
+        """``info["cost"]``: what the worker's model calls spent since the last step (zeros for a simulated one)."""
+        pop_usage = getattr(self.worker, "pop_usage", None)
+        usage = pop_usage() if pop_usage is not None else Usage()
+        return {**usage.as_dict(), "tool_seconds": 0.0, "units": 0.0}
 
     # ----- Gymnasium API -----------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:

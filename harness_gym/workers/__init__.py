@@ -2,22 +2,42 @@
 
 from __future__ import annotations
 
-from harness_gym.workers.base import Worker
+from collections.abc import Mapping
+from typing import Any
+
+from harness_gym.core.tools import ToolSpec
+from harness_gym.workers.base import Usage, Worker
+from harness_gym.workers.openai_worker import OPTION_NAMES as OPENAI_OPTIONS
+from harness_gym.workers.openai_worker import OpenAIWorker
 from harness_gym.workers.profile import WorkerProfile
 from harness_gym.workers.simulated import SimulatedWorker
 
-WORKER_NAMES: tuple[str, ...] = ("simulated",)
+WORKER_NAMES: tuple[str, ...] = ("simulated", "openai")
 
 
-def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | None = None) -> Worker:
-    """Build a worker from a name (``"simulated"``) or pass an instance through.
+def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | None = None, *,
+                tools: Mapping[str, ToolSpec] | None = None, options: Mapping[str, Any] | None = None) -> Worker:
+    """Build a worker from a name (``"simulated"``, ``"openai"``) or pass an instance through.
 
     :param spec: a worker name or a ready :class:`Worker`
-    :param domain: the domain name, used to find the default profile
+    :param domain: the domain name, used to find the default profile and the prompts
     :param profile: a profile, a path to a profile JSON file, or ``None`` for the domain's shipped profile
+    :param tools: the domain's tools (a live worker shows them to the model)
+    :param options: keyword arguments of the named worker, e.g. ``base_url``, ``model``, ``cache`` for
+        ``"openai"`` (see :data:`OPENAI_OPTIONS`); the simulated worker takes none
     """
+    options = dict(options or {})
     if not isinstance(spec, str):
+        if options:
+            raise ValueError(f"worker options {sorted(options)} given with a Worker instance; set them on it")
         return spec
+    if spec == "openai":
+        unknown = sorted(set(options) - set(OPENAI_OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown option(s) {unknown} for worker 'openai'; known: {list(OPENAI_OPTIONS)}")
+        return OpenAIWorker(domain, tools, **options)
+    if options:
+        raise ValueError(f"worker {spec!r} takes no options, got {sorted(options)} (they are for worker='openai')")
     if spec == "simulated":
         if profile is None:
             prof = WorkerProfile.for_domain(domain)
@@ -29,4 +49,5 @@ def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | 
     raise ValueError(f"unknown worker {spec!r}; expected one of {WORKER_NAMES} or a Worker instance")
 
 
-__all__ = ["Worker", "WorkerProfile", "SimulatedWorker", "make_worker", "WORKER_NAMES"]
+__all__ = ["Worker", "Usage", "WorkerProfile", "SimulatedWorker", "OpenAIWorker", "make_worker", "WORKER_NAMES",
+           "OPENAI_OPTIONS"]

@@ -1,0 +1,343 @@
+"""Fit a domain's :class:`~harness_gym.workers.profile.WorkerProfile` from recorded real-model episodes.
+
+Two steps:
+
+1. :func:`collect_events` replays recorded episodes (an env whose worker answers from a replay cache) and
+   turns every step into the events the simulated worker's parameters describe, grading every draft the
+   model wrote with the domain's hidden grader to know whether it was correct: a draft with its evidence
+   coverage and the task's difficulty; a revision of a wrong draft after a failed check with the
+   feedback's specificity (a fix attempt) or of a correct one (a possible break); a tool proposal,
+   malformed or not, and whether it repeats a call that just failed; a stated confidence with the
+   draft's correctness; a self-check verdict with the draft's correctness.
+2. :func:`fit_profile` fits each parameter to those events by maximum likelihood under the simulator's own
+   model (a logistic regression for drafts, a clipped linear model for fixes, proportions, means and a
+   pooled standard deviation), gives a 95% bootstrap interval per parameter (resampling episodes; for
+   proportions widened to the Wilson interval where the bootstrap collapses), and
+   scores the fit by the held-out log-likelihood per event of the fitted profile against the default one
+   (fit on the even-numbered episodes, score on the odd ones). A parameter without events keeps its
+   default and is reported as not estimated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+
+from harness_gym.core.actions import Action
+from harness_gym.core.tools import validate_call
+from harness_gym.workers.profile import WorkerProfile
+
+EVENT_KINDS: tuple[str, ...] = ("draft", "fix", "break", "tool", "repeat", "confidence", "self_check")
+
+
+@dataclass
+class Events:
+    """Per-kind event rows of one or more episodes; ``episode`` lists say which episode each row came from.
+
+    - ``draft``: (coverage, difficulty, correct)
+    - ``fix``: (specificity, coverage, correct after) for a wrong draft revised after a failed check
+    - ``break``: (broken,) for a correct draft that was revised
+    - ``tool``: (malformed,) for every proposed tool call that does not resend the call that just failed
+    - ``repeat``: (repeated,) for a tool proposal right after a failed tool call
+    - ``confidence``: (confidence, correct)
+    - ``self_check``: (passed, correct)
+    """
+
+    rows: dict[str, list[tuple[float, ...]]] = field(default_factory=lambda: {k: [] for k in EVENT_KINDS})
+    episode: dict[str, list[int]] = field(default_factory=lambda: {k: [] for k in EVENT_KINDS})
+
+    def add(self, kind: str, episode: int, *row: float) -> None:
+        self.rows[kind].append(tuple(float(x) for x in row))
+        self.episode[kind].append(episode)
+
+    def subset(self, episodes: Iterable[int]) -> Events:
+        """The events of the given episodes (a multiset: an episode listed twice counts twice).
+
+        :param episodes: episode numbers
+        """
+        out = Events()
+        wanted = list(episodes)
+        for kind in EVENT_KINDS:
+            by_ep: dict[int, list[tuple[float, ...]]] = {}
+            for ep, row in zip(self.episode[kind], self.rows[kind]):
+                by_ep.setdefault(ep, []).append(row)
+            for new_ep, ep in enumerate(wanted):
+                for row in by_ep.get(ep, []):
+                    out.add(kind, new_ep, *row)
+        return out
+
+    def counts(self) -> dict[str, int]:
+        return {k: len(v) for k, v in self.rows.items()}
+
+
+def collect_events(env: Any, episodes: Sequence[dict[str, Any]], events: Events | None = None) -> Events:
+    """Replay ``episodes`` in ``env`` and collect the calibration events of every step.
+
+    :param env: a harness env (wrapped or not) whose worker reproduces the recorded episodes (a replay cache)
+    :param episodes: dicts with ``task_id``, ``seed`` and ``actions`` (a recording manifest's episodes)
+    :param events: events to add to (default: a new collection)
+    """
+    events = events if events is not None else Events()
+    base = env.unwrapped
+    domain = base.domain
+    grades: dict[tuple[str, str], bool] = {}
+
+    def correct(draft: Any) -> bool:
+        key = (base.task.task_id, draft.content)
+        if key not in grades:
+            quality = float(domain.grade(base.task, draft, base.sandbox)) if draft.content else 0.0
+            grades[key] = quality >= domain.success_threshold
+        return grades[key]
+
+    for n, ep in enumerate(episodes):
+        env.reset(seed=int(ep["seed"]), options={"task_id": ep["task_id"]})
+        ctx = base.context
+        prev_action = -1
+        for act in ep["actions"]:
+            act = Action(int(act))
+            valid = bool(base.action_masks()[act])
+            before = ctx.draft
+            coverage = ctx.evidence_coverage()
+            spec = 0.5
+            check_failed = False
+            if before is not None and ctx.last_check is not None and ctx.checked_version == before.version:
+                spec, check_failed = ctx.last_check.specificity, not ctx.last_check.passed
+            elif before is not None and ctx.tool_history and not ctx.tool_history[-1][1].ok:
+                check_failed = True  # a revision answering the draft's tool error
+            last_tool_failed = bool(ctx.tool_history) and not ctx.tool_history[-1][1].ok
+            last_call_key = ctx.tool_history[-1][0].key() if ctx.tool_history else ""
+            _, _, term, trunc, _ = env.step(int(act))
+            if valid and act == Action.DRAFT and ctx.draft is not None:
+                ok = correct(ctx.draft)
+                events.add("draft", n, coverage, ctx.task.difficulty, ok)
+                events.add("confidence", n, base._state.confidence, ok)
+            elif valid and act == Action.REVISE and ctx.draft is not None and before is not None:
+                was, now = correct(before), correct(ctx.draft)
+                if was:
+                    events.add("break", n, not now)
+                elif check_failed:
+                    events.add("fix", n, spec, coverage, now)
+                events.add("confidence", n, base._state.confidence, now)
+            elif valid and act == Action.TOOL:
+                call = ctx.tool_history[-1][0]
+                repeated = last_tool_failed and call.key() == last_call_key
+                if last_tool_failed and prev_action == Action.TOOL:
+                    events.add("repeat", n, repeated)
+                if not repeated:  # a resent failed call says nothing about how often fresh calls are malformed
+                    events.add("tool", n, bool(validate_call(domain.tools, call)))
+            elif valid and act == Action.CHECK and ctx.draft is not None and domain.check(ctx.task, ctx.draft, base.sandbox) is None:
+                events.add("self_check", n, ctx.last_check.passed, correct(ctx.draft))
+            prev_action = int(act)
+            if term or trunc:
+                break
+    return events
+
+
+# ----- fitting -------------------------------------------------------------------------------------------
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _fit_logistic(x: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float = 0.5) -> np.ndarray:
+    """MAP logistic regression (Gaussian prior of precision ``l2`` around ``prior``) by Newton's method."""
+    w = prior.astype(float).copy()
+    for _ in range(50):
+        p = _sigmoid(x @ w)
+        grad = x.T @ (y - p) - l2 * (w - prior)
+        hess = -(x.T * (p * (1 - p))) @ x - l2 * np.eye(len(w))
+        step = np.linalg.solve(hess, grad)
+        largest = float(np.max(np.abs(step)))
+        if largest > 1.0:  # damped Newton: near-separable data would otherwise overshoot
+            step = step / largest
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return w
+
+
+def _estimate(events: Events, default: WorkerProfile) -> dict[str, float]:
+    """Point estimates of the parameters that have events (others are left out)."""
+    est: dict[str, float] = {}
+    width = {"draft": 3, "fix": 3, "break": 1, "tool": 1, "repeat": 1, "confidence": 2, "self_check": 2}
+    rows = {k: np.asarray(v, dtype=float).reshape(len(v), width[k]) for k, v in events.rows.items()}
+    d = rows["draft"]
+    if len(d):
+        x = np.column_stack([np.ones(len(d)), d[:, 0], d[:, 1]])
+        prior = np.array([default.draft_logit_base, default.evidence_weight, -default.difficulty_weight])
+        w = _fit_logistic(x, d[:, 2], prior)
+        est.update(draft_logit_base=float(w[0]), evidence_weight=float(w[1]), difficulty_weight=float(-w[2]))
+    f = rows["fix"]
+    if len(f):
+        # least squares of the success indicator on (1, specificity, coverage): the simulator's linear model
+        x = np.column_stack([np.ones(len(f)), f[:, 0], f[:, 1]])
+        prior = np.array([default.fix_base, default.fix_specificity, default.fix_evidence])
+        coef = np.linalg.solve(x.T @ x + 1.0 * np.eye(3), x.T @ f[:, 2] + 1.0 * prior)
+        est.update(fix_base=float(np.clip(coef[0], 0, 1)), fix_specificity=float(np.clip(coef[1], 0, 1)),
+                   fix_evidence=float(np.clip(coef[2], 0, 1)))
+    for kind, name in (("break", "break_prob"), ("tool", "tool_error_prob"), ("repeat", "repeat_after_error_prob")):
+        if len(rows[kind]):
+            est[name] = float(rows[kind][:, 0].mean())
+    c = rows["confidence"]
+    if len(c):
+        good, bad = c[c[:, 1] == 1, 0], c[c[:, 1] == 0, 0]
+        if len(good):
+            est["confidence_correct"] = float(good.mean())
+        if len(bad):
+            est["confidence_wrong"] = float(bad.mean())
+        resid = np.concatenate([good - good.mean() if len(good) else [], bad - bad.mean() if len(bad) else []])
+        if len(resid) >= 2:
+            est["confidence_noise"] = float(max(0.01, min(1.0, resid.std(ddof=1))))
+    s = rows["self_check"]
+    if len(s):
+        good, bad = s[s[:, 1] == 1, 0], s[s[:, 1] == 0, 0]
+        if len(good):
+            est["selfcheck_tpr"] = float(good.mean())
+        if len(bad):
+            est["selfcheck_fpr"] = float(bad.mean())
+    return est
+
+
+def log_likelihood(events: Events, profile: WorkerProfile) -> tuple[float, int]:
+    """Total log-likelihood of ``events`` under ``profile``'s model, and the number of events scored.
+
+    Probabilities are clipped to [0.01, 0.99] and confidences scored as a normal density of the profile's
+    mean and noise, so one surprising event cannot give minus infinity.
+
+    :param events: the events
+    :param profile: the profile to score
+    """
+    p = profile
+    total, n = 0.0, 0
+
+    def bern(prob: float, outcome: float) -> float:
+        prob = min(0.99, max(0.01, prob))
+        return math.log(prob if outcome else 1.0 - prob)
+
+    for cov, diff, ok in events.rows["draft"]:
+        total += bern(1 / (1 + math.exp(-(p.draft_logit_base + p.evidence_weight * cov - p.difficulty_weight * diff))), ok)
+        n += 1
+    for spec, cov, ok in events.rows["fix"]:
+        total += bern(p.fix_base + p.fix_specificity * spec + p.fix_evidence * cov, ok)
+        n += 1
+    for kind, prob in (("break", p.break_prob), ("tool", p.tool_error_prob), ("repeat", p.repeat_after_error_prob)):
+        for (hit,) in events.rows[kind]:
+            total += bern(prob, hit)
+            n += 1
+    for conf, ok in events.rows["confidence"]:
+        mean = p.confidence_correct if ok else p.confidence_wrong
+        sd = max(p.confidence_noise, 0.01)
+        total += -0.5 * ((conf - mean) / sd) ** 2 - math.log(sd * math.sqrt(2 * math.pi))
+        n += 1
+    for passed, ok in events.rows["self_check"]:
+        total += bern(p.selfcheck_tpr if ok else p.selfcheck_fpr, passed)
+        n += 1
+    return total, n
+
+
+@dataclass(frozen=True)
+class ProfileFit:
+    """A fitted profile with its uncertainty and quality.
+
+    :param profile: the fitted profile (defaults where a parameter had no events)
+    :param default: the profile the fit started from
+    :param ci95: per parameter, the 95% bootstrap interval, or ``None`` when it was not estimated
+    :param events: events per kind
+    :param heldout_loglik: mean held-out log-likelihood per event of the fitted profile
+    :param heldout_loglik_default: the same for the default profile
+    :param heldout_events: held-out events scored
+    """
+
+    profile: WorkerProfile
+    default: WorkerProfile
+    ci95: dict[str, tuple[float, float] | None]
+    events: dict[str, int]
+    heldout_loglik: float
+    heldout_loglik_default: float
+    heldout_events: int
+
+    def to_json(self, domain: str, source: str) -> dict[str, Any]:
+        """The profile file (``{"domain", "params", "rationale"}``, loadable by :meth:`WorkerProfile.load`)
+        with the fit's intervals and quality under ``"fit"``.
+
+        :param domain: the domain name
+        :param source: what the events were recorded from (model, episodes), for the rationale
+        """
+        params = asdict(self.profile)
+        rationale = {}
+        for name in params:
+            ci = self.ci95[name]
+            rationale[name] = (f"fitted to {source}: 95% bootstrap interval [{ci[0]:.3f}, {ci[1]:.3f}]" if ci
+                               else f"not estimated from {source} (no events); the default profile's value")
+        return {"domain": domain, "params": params, "rationale": rationale,
+                "fit": {"ci95": {k: list(v) if v else None for k, v in self.ci95.items()}, "events": self.events,
+                        "heldout_loglik_per_event": self.heldout_loglik,
+                        "heldout_loglik_per_event_default": self.heldout_loglik_default,
+                        "heldout_events": self.heldout_events}}
+
+
+def fit_profile(events: Events, default: WorkerProfile, *, n_boot: int = 200, seed: int = 0) -> ProfileFit:
+    """Fit a profile to ``events``, with bootstrap intervals and a held-out score.
+
+    :param events: events from :func:`collect_events`
+    :param default: the starting profile (its values stay where there are no events; it is also the
+        prior of the draft and fix regressions, which keeps a fit on few events near it)
+    :param n_boot: bootstrap resamples (of whole episodes)
+    :param seed: seed of the resampling
+    """
+    est = _estimate(events, default)
+    profile = _clip(replace(default, **est))
+    episodes = sorted({ep for eps in events.episode.values() for ep in eps})
+    rng = np.random.default_rng(seed)
+    samples: dict[str, list[float]] = {name: [] for name in est}
+    for _ in range(n_boot if episodes else 0):
+        boot = events.subset(rng.choice(episodes, size=len(episodes), replace=True).tolist())
+        for name, value in _estimate(boot, default).items():
+            if name in samples:
+                samples[name].append(value)
+    ci95: dict[str, tuple[float, float] | None] = {}
+    for f in fields(WorkerProfile):
+        vals = samples.get(f.name, [])
+        ci95[f.name] = (float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))) if vals else None
+    for name, (kind, column, value) in _PROPORTIONS.items():
+        rows = [r[0] for r in events.rows[kind] if column is None or r[1] == value]
+        if rows and ci95[name] is not None:
+            # a bootstrap interval collapses when every event agrees (4 failures of 4 give [0, 0]); the
+            # Wilson score interval does not, so the wider of the two is reported
+            lo, hi = _wilson(sum(rows), len(rows))
+            ci95[name] = (min(lo, ci95[name][0]), max(hi, ci95[name][1]))
+    train = events.subset([e for e in episodes if e % 2 == 0])
+    held = events.subset([e for e in episodes if e % 2 == 1])
+    fitted_train = _clip(replace(default, **_estimate(train, default)))
+    ll_fit, n_held = log_likelihood(held, fitted_train)
+    ll_def, _ = log_likelihood(held, default)
+    return ProfileFit(profile=profile, default=default, ci95=ci95, events=events.counts(),
+                      heldout_loglik=ll_fit / n_held if n_held else float("nan"),
+                      heldout_loglik_default=ll_def / n_held if n_held else float("nan"), heldout_events=n_held)
+
+
+_PROPORTIONS: dict[str, tuple[str, int | None, float]] = {
+    "break_prob": ("break", None, 0.0), "tool_error_prob": ("tool", None, 0.0),
+    "repeat_after_error_prob": ("repeat", None, 0.0), "selfcheck_tpr": ("self_check", 1, 1.0),
+    "selfcheck_fpr": ("self_check", 1, 0.0)}
+"""Parameters that are plain proportions: (event kind, column of the condition or None, its value)."""
+
+
+def _wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``hits / n``."""
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _clip(profile: WorkerProfile) -> WorkerProfile:
+    """Keep probabilities in [0, 1] (the profile's own validity rule)."""
+    values = asdict(profile)
+    for name, value in values.items():
+        if name not in ("draft_logit_base", "evidence_weight", "difficulty_weight"):
+            values[name] = float(min(1.0, max(0.0, value)))
+    return WorkerProfile(**values)

@@ -1,0 +1,232 @@
+"""Record/replay cache of LLM calls in SQLite, safe with several writing processes and threads.
+
+Every logical call of a live worker (one draft, one tool proposal, ...) is keyed by the SHA-256 of the
+canonical JSON of ``(model, messages, sampling parameters, sample index)``; the sample index counts how
+often the same request was made before in the same episode, so repeated identical prompts at
+temperature > 0 stay distinct and an episode replays in order. The stored value is the whole outcome of
+the call: the final reply text (or the fault that ended it) and what it cost (requests, errors, tokens,
+latency), so a replayed step reports the same ``info["cost"]`` as the recorded one.
+
+Modes:
+
+- ``off``: no cache; every call goes to the server.
+- ``record``: a fresh recording: the first request of each key in this cache object's life goes to the
+  server and its outcome replaces any older entry; later requests of that key reuse what was recorded,
+  so every episode of the recording replays exactly. (Two processes recording the same key at once:
+  the last write wins; let concurrent recorders run different tasks or seeds, or use ``auto``.)
+- ``replay``: every call is answered from the cache; a miss raises :class:`CacheMissError`.
+- ``auto``: answered from the cache when the key holds a completed call, else sent to the server and
+  stored (the first writer of a key wins; everyone continues with the stored outcome).
+
+The file uses WAL journaling and a busy timeout, and every write is one short transaction, so several
+processes can record into one file at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+CACHE_MODES: tuple[str, ...] = ("off", "record", "replay", "auto")
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 60_000
+
+
+class CacheMissError(LookupError):
+    """A replay-mode cache has no entry for a request: the episode differs from the recorded one."""
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one logical LLM call produced and cost.
+
+    :param text: the final reply text ("" when the call failed)
+    :param ok: True when a usable reply came back (it may still fail to parse; the parser decides)
+    :param error: the last fault ("" when none), e.g. ``"timeout"``, ``"http 500"``, ``"malformed body"``
+    :param requests: requests sent, retries included
+    :param errors: requests that failed
+    :param prompt_tokens: prompt tokens the server reported, summed over the requests
+    :param completion_tokens: completion tokens the server reported, summed over the requests
+    :param latency_s: seconds from the first request to the end of the last, back-off included
+    """
+
+    text: str
+    ok: bool
+    error: str = ""
+    requests: int = 1
+    errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, raw: str) -> CallOutcome:
+        return cls(**json.loads(raw))
+
+
+def request_key(request: dict[str, Any]) -> str:
+    """The cache key of a request: SHA-256 of its canonical JSON (sorted keys, no whitespace).
+
+    :param request: ``{"model", "messages", "params", "sample"}``
+    """
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def first_prompt_line(request: dict[str, Any]) -> str:
+    """The first line of the request's last user message that is neither blank nor a ``#`` heading (to name
+    a request in errors).
+
+    :param request: a request as passed to :func:`request_key`
+    """
+    for message in reversed(request.get("messages", [])):
+        if message.get("role") == "user":
+            for line in str(message.get("content", "")).splitlines():
+                if line.strip() and not line.lstrip().startswith("#"):
+                    return line.strip()[:160]
+    return ""
+
+
+class LLMCache:
+    """A SQLite file of recorded LLM calls.
+
+    :param path: the cache file (created with its folder when missing, except in ``replay`` mode)
+    :param mode: one of :data:`CACHE_MODES` other than ``off``
+    """
+
+    def __init__(self, path: str | Path, mode: str = "auto") -> None:
+        if mode not in CACHE_MODES or mode == "off":
+            raise ValueError(f"cache mode must be one of {CACHE_MODES[1:]} for a cache file, got {mode!r}")
+        self.path = Path(path)
+        self.mode = mode
+        if mode == "replay" and not self.path.is_file():
+            raise FileNotFoundError(f"replay cache {self.path} does not exist")
+        self._local = threading.local()
+        self._pid = -1
+        self.hits = 0
+        self.misses = 0
+        self._recorded: set[str] = set()
+        self._connect()  # create the schema now, so a bad path fails at construction
+
+    # ----- connection (one per thread and process) ---------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._pid == os.getpid():
+            return conn
+        if self.mode != "replay":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        uri = f"file:{self.path}?mode=ro" if self.mode == "replay" else f"file:{self.path}"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                               check_same_thread=True)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if self.mode != "replay":
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+                         "request TEXT NOT NULL, outcome TEXT NOT NULL, created REAL NOT NULL)")
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        else:
+            try:
+                conn.execute("SELECT key, outcome FROM calls LIMIT 1").fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise ValueError(f"replay cache {self.path} is not a harness_gym LLM cache: {exc}") from None
+        self._local.conn = conn
+        self._pid = os.getpid()
+        return conn
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_local")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+        self._pid = -1
+
+    # ----- reading and writing -----------------------------------------------------------------------
+    def get(self, key: str) -> CallOutcome | None:
+        """The stored outcome of ``key``, or ``None``.
+
+        :param key: a key from :func:`request_key`
+        """
+        row = self._connect().execute("SELECT outcome FROM calls WHERE key = ?", (key,)).fetchone()
+        return None if row is None else CallOutcome.from_json(row[0])
+
+    def put(self, key: str, request: dict[str, Any], outcome: CallOutcome, *, replace: bool) -> CallOutcome:
+        """Store ``outcome`` under ``key`` and return what the cache now holds for it.
+
+        :param key: a key from :func:`request_key`
+        :param request: the request (stored for inspection and for fitting worker profiles)
+        :param outcome: what the call produced
+        :param replace: replace an existing entry (``record``) instead of keeping the first one (``auto``)
+        """
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        self._recorded.add(key)
+        conn = self._connect()
+        conn.execute(f"{verb} INTO calls (key, model, request, outcome, created) VALUES (?, ?, ?, ?, ?)",
+                     (key, str(request.get("model", "")), json.dumps(request, sort_keys=True, ensure_ascii=False),
+                      outcome.to_json(), time.time()))
+        if replace:
+            return outcome
+        stored = self.get(key)
+        return stored if stored is not None else outcome
+
+    def lookup(self, request: dict[str, Any]) -> tuple[str, CallOutcome | None]:
+        """The key of ``request`` and the outcome to use from the cache (``None``: call the server).
+
+        In ``replay`` mode a miss raises :class:`CacheMissError` naming the key and the prompt's first line;
+        in ``auto`` mode a stored failure counts as a miss (it is retried).
+
+        :param request: ``{"model", "messages", "params", "sample"}``
+        """
+        key = request_key(request)
+        if self.mode == "record":
+            found = self.get(key) if key in self._recorded else None
+            if found is None:
+                self.misses += 1
+                return key, None
+            self.hits += 1
+            return key, found
+        found = self.get(key)
+        if self.mode == "replay":
+            if found is None:
+                self.misses += 1
+                raise CacheMissError(
+                    f"replay cache {self.path} has no entry for key {key} (model {request.get('model')!r}, "
+                    f"sample {request.get('sample')}, prompt starting {first_prompt_line(request)!r}): the "
+                    "episode asked for a call that was not recorded (different task, seed, actions, prompts "
+                    "or sampling parameters)")
+            self.hits += 1
+            return key, found
+        if found is not None and found.ok:
+            self.hits += 1
+            return key, found
+        self.misses += 1
+        return key, None
+
+    def __len__(self) -> int:
+        return int(self._connect().execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def entries(self) -> list[tuple[str, dict[str, Any], CallOutcome]]:
+        """Every entry as ``(key, request, outcome)``, oldest first."""
+        rows = self._connect().execute("SELECT key, request, outcome FROM calls ORDER BY created, key").fetchall()
+        return [(key, json.loads(req), CallOutcome.from_json(out)) for key, req, out in rows]
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their threads end)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

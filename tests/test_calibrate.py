@@ -1,0 +1,83 @@
+"""fit_profile recovers the parameters of a simulated worker from its own episodes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from harness_gym.workers import WorkerProfile
+from harness_gym.workers.calibrate import Events, collect_events, fit_profile, log_likelihood
+
+TRUE = replace(WorkerProfile.for_domain("research_qa"), draft_logit_base=1.5, tool_error_prob=0.4, repeat_after_error_prob=0.6,
+               break_prob=0.3, confidence_correct=0.85, confidence_wrong=0.3, confidence_noise=0.1,
+               selfcheck_tpr=0.9, selfcheck_fpr=0.2)
+
+
+def masked_random_episodes(env, n: int, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    episodes = []
+    tasks = env.unwrapped.domain.tasks("train")
+    for i in range(n):
+        task_id = tasks[i % len(tasks)].task_id
+        env.reset(seed=i, options={"task_id": task_id})
+        actions, done = [], False
+        while not done:
+            mask = env.unwrapped.action_masks()
+            act = int(rng.choice(np.flatnonzero(mask)))
+            actions.append(act)
+            _, _, term, trunc, _ = env.step(act)
+            done = term or trunc
+        episodes.append({"task_id": task_id, "seed": i, "actions": actions})
+    return episodes
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    env = gym.make("HarnessResearchQA-v0", profile=TRUE)
+    episodes = masked_random_episodes(env, 120)
+    events = collect_events(env, episodes)
+    env.close()
+    default = WorkerProfile.for_domain("research_qa")
+    return events, fit_profile(events, default, n_boot=100)
+
+
+def test_every_event_kind_is_collected(fitted):
+    events, fit = fitted
+    counts = events.counts()
+    assert all(counts[k] > 20 for k in ("draft", "tool", "confidence", "self_check")), counts
+    assert counts["repeat"] > 10 and counts["break"] > 5 and counts["fix"] > 0, counts
+    assert fit.events == counts
+
+
+@pytest.mark.parametrize("name", ["tool_error_prob", "repeat_after_error_prob", "confidence_correct",
+                                  "confidence_wrong", "selfcheck_tpr", "selfcheck_fpr", "break_prob"])
+def test_the_true_value_lies_in_the_interval(fitted, name):
+    _, fit = fitted
+    lo, hi = fit.ci95[name]
+    assert lo <= getattr(TRUE, name) <= hi, (name, lo, hi, getattr(fit.profile, name))
+    assert abs(getattr(fit.profile, name) - getattr(TRUE, name)) < 0.15
+
+
+def test_the_fit_beats_the_default_profile_on_held_out_episodes(fitted):
+    _, fit = fitted
+    assert fit.heldout_events > 50
+    assert fit.heldout_loglik > fit.heldout_loglik_default + 0.05
+
+
+def test_profile_json_loads_back(fitted, tmp_path):
+    import json
+
+    _, fit = fitted
+    path = tmp_path / "research_qa.json"
+    path.write_text(json.dumps(fit.to_json("research_qa", "a simulated worker")))
+    assert WorkerProfile.load(path) == fit.profile
+
+
+def test_no_events_keeps_the_default():
+    default = WorkerProfile()
+    fit = fit_profile(Events(), default, n_boot=10)
+    assert fit.profile == default and all(ci is None for ci in fit.ci95.values())
+    assert log_likelihood(Events(), default) == (0.0, 0)
