@@ -10,7 +10,8 @@
   which :func:`episode_infos` decodes. Every step must have the same info keys (Minari stacks them).
 - metadata: the env spec, ``algorithm_name`` (the controller's name), ``ref_min_score`` / ``ref_max_score``
   (mean episode return of the reference controllers, normally ``random`` and ``oracle``) and a
-  ``harness_gym`` entry with the collection settings and the feature names.
+  ``harness_gym`` entry with the collection settings, the feature names, the env's ``cost_weight`` and
+  ``prices``, and the collected episodes' ``cost_mean`` (cost units) and ``return_mean``.
 
 Resuming: while collecting, each finished episode is written atomically to
 ``<datasets root>/.harness_gym_work/<dataset id>/ep<index>-seed<seed>.npz`` (the root is Minari's:
@@ -240,9 +241,12 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
                 data_format="hdf5", requirements=["harness_gym"])
     finally:
         env.close()
+    episode_cost = [float(np.sum(b.infos["cost"]["units"])) for b in buffers]
     dataset.storage.update_metadata({"harness_gym": {
         "settings": settings, "feature_names": list(henv.feature_names), "budget": henv.budget,
-        "success_threshold": henv.domain.success_threshold}})
+        "success_threshold": henv.domain.success_threshold, "cost_weight": henv.cost_weight,
+        "prices": henv.prices.as_dict(), "cost_mean": float(np.mean(episode_cost)),
+        "return_mean": float(np.mean([np.sum(b.rewards) for b in buffers]))}})
     shutil.rmtree(folder)
     return dataset
 
