@@ -103,6 +103,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         table.add_row("quality", f"{result['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]")
         for key in ("success_rate", "hms_mean", "mean_steps", "invalid_action_rate", "seconds"):
             table.add_row(key, f"{result[key]:.3f}")
+        clo, chi = result["cost_ci95"]
+        table.add_row("cost (units per episode)", f"{result['cost_mean']:.3f} [{clo:.3f}, {chi:.3f}]")
+        table.add_row(f"return (cost_weight {result['cost_weight']:g})", f"{result['return_mean']:.3f}")
         for name, rate in result["patterns"].items():
             table.add_row(f"pattern {name}", "n/a" if math.isnan(rate) else f"{rate:.3f}")
         Console().print(table)
@@ -118,13 +121,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     table = Table(title=f"{args.env_id}, {args.split} split, {args.episodes} episodes, seed {args.seed} "
                         "(same task sequence for every policy)")
-    for col in ("policy", "quality [95% CI]", "success", "HMS", "check_before_submit", "mean steps"):
+    for col in ("policy", "quality [95% CI]", "success", "HMS", "check_before_submit", "mean steps", "cost",
+                "return"):
         table.add_column(col)
     for r in results:
         lo, hi = r["quality_ci95"]
         cbs = r["patterns"]["check_before_submit"]
         table.add_row(r["policy"], f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
-                      f"{r['hms_mean']:.3f}", "n/a" if math.isnan(cbs) else f"{cbs:.3f}", f"{r['mean_steps']:.1f}")
+                      f"{r['hms_mean']:.3f}", "n/a" if math.isnan(cbs) else f"{cbs:.3f}", f"{r['mean_steps']:.1f}",
+                      f"{r['cost_mean']:.2f}", f"{r['return_mean']:.3f}")
     Console().print(table)
     return 0
 
@@ -173,7 +178,32 @@ def cmd_collect(args: argparse.Namespace) -> int:
     meta = dataset.storage.metadata
     print(f"{dataset.id}: {dataset.total_episodes} episodes, {dataset.total_steps} steps, ref scores "
           f"{meta.get('ref_min_score')} (random) .. {meta.get('ref_max_score')} (oracle), "
+          f"cost {meta.get('harness_gym', {}).get('cost_mean')} units/episode, "
+          f"return {meta.get('harness_gym', {}).get('return_mean')}, "
           f"stored at {dataset.storage.data_path}")
+    return 0
+
+
+def cmd_frontier(args: argparse.Namespace) -> int:
+    from baselines.frontier import FIXED_POLICIES, frontier_rows, parse_cost_weights, parse_policy_spec, write_frontier
+
+    try:
+        weights = parse_cost_weights(args.cost_weights)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    specs = list(FIXED_POLICIES) + list(args.policy)
+    for spec in args.policy:
+        _, name, _ = parse_policy_spec(spec)
+        if name not in POLICIES and not Path(name).is_file():
+            raise SystemExit(f"--policy {spec!r}: {name!r} is neither a registered policy nor an existing model file")
+    rows = frontier_rows(args.env_id, specs, weights, episodes=args.episodes, split=args.split, seed=args.seed,
+                         env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox))
+    paths = write_frontier(Path(args.out), args.env_id, rows, weights)
+    if args.json:
+        print(json.dumps(_clean(rows), default=_json_default))
+    else:
+        print(paths["md"].read_text())
+        print(f"wrote {paths['png']}, {paths['json']}, {paths['md']}")
     return 0
 
 
@@ -248,6 +278,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"repeatable; {policy_help()}")
     _add_run_options(p, "print a JSON list of summaries, one per policy")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("frontier", help="quality against cost of the fixed (and given) controllers over cost weights")
+    p.add_argument("env_id")
+    p.add_argument("--cost-weights", default="0,0.01,0.1", help="comma-separated cost_weight values (default 0,0.01,0.1)")
+    p.add_argument("--policy", action="append", default=[], metavar="[LABEL[@W]=]NAME_OR_FILE",
+                   help="repeatable; added to static, forced-check, thorough, random and oracle: a registered name "
+                        "or a model file, optionally labelled, with @W the cost weight it was trained at")
+    p.add_argument("--out", required=True, help="folder for frontier.png, frontier.json and frontier.md")
+    _add_run_options(p, "print the rows as a JSON list")
+    p.set_defaults(func=cmd_frontier)
 
     p = sub.add_parser("play", help="print a step-by-step trace of one episode")
     p.add_argument("env_id")

@@ -1,7 +1,10 @@
 """Running a policy for N episodes and summarising it as the evaluation JSON object.
 
 The summary has the keys (README, `eval --json`): ``env_id, policy, split, episodes, quality_mean,
-quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid_action_rate, seconds``.
+quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid_action_rate, cost_mean,
+cost_ci95, return_mean, cost_weight, seconds``. ``cost_mean`` is the mean episode cost in cost units (the sum of
+``info["cost"]["units"]``, see ``harness_gym.core.cost``), ``return_mean`` the mean undiscounted episode return,
+``Q - cost_weight * cost`` at the env's ``cost_weight``.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def iqm(values: np.ndarray) -> float:
 def run_episodes(env: gym.Env, policy: Policy, episodes: int, *, split: str, seed: int,
                  progress: bool = False) -> list[dict[str, Any]]:
     """Play ``episodes`` episodes (episode ``i`` resets with :func:`harness_gym.rollout.episode_seed`
-    ``(seed, i)``); one record per episode with quality, success, hms, patterns, steps.
+    ``(seed, i)``); one record per episode with quality, success, hms, patterns, steps, cost (units), return.
 
     :param env: a harness env
     :param policy: the controller
@@ -62,12 +65,14 @@ def run_episodes(env: gym.Env, policy: Policy, episodes: int, *, split: str, see
         records.append({"task_id": info["task_id"], "quality": info["quality"], "success": info["success"],
                         "hms": info["hms"], "patterns": dict(info["patterns"]), "steps": len(played.actions),
                         "invalid_actions": sum(int(i["invalid_action"]) for i in played.infos[1:]),
-                        "forced_submit": info["forced_submit"]})
+                        "forced_submit": info["forced_submit"],
+                        "cost": float(sum(i["cost"]["units"] for i in played.infos)),
+                        "return": float(sum(played.rewards))})
     return records
 
 
 def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split: str, seconds: float,
-              seed: int = 0) -> dict[str, Any]:
+              seed: int = 0, cost_weight: float = 0.0) -> dict[str, Any]:
     """The evaluation summary (module docstring) of a list of episode records.
 
     :param records: one record per episode (:func:`run_episodes`)
@@ -76,6 +81,7 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
     :param split: the split reported
     :param seconds: wall time of the episodes
     :param seed: seed of the bootstrap resampling
+    :param cost_weight: the env's ``cost_weight`` the returns were earned under (reported)
     """
     q = np.array([r["quality"] for r in records], dtype=float)
     h = np.array([r["hms"] for r in records], dtype=float)
@@ -86,6 +92,7 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
         vals = vals[~np.isnan(vals)]
         patterns[name] = float(vals.mean()) if len(vals) else math.nan
     steps = sum(r["steps"] for r in records)
+    cost = np.array([r["cost"] for r in records], dtype=float)
     return {
         "env_id": env_id,
         "policy": policy,
@@ -99,6 +106,10 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
         "patterns": patterns,
         "mean_steps": steps / len(records),
         "invalid_action_rate": sum(r["invalid_actions"] for r in records) / max(steps, 1),
+        "cost_mean": float(cost.mean()),
+        "cost_ci95": list(bootstrap_ci(cost, seed=seed)),
+        "return_mean": float(np.mean([r["return"] for r in records])),
+        "cost_weight": float(cost_weight),
         "seconds": seconds,
     }
 
@@ -117,6 +128,7 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     """
     pol = make_policy(policy) if isinstance(policy, str) else policy
     env = gym.make(env_id, **(env_kwargs or {}))
+    cost_weight = env.unwrapped.cost_weight
     try:
         start = time.perf_counter()
         records = run_episodes(env, pol, episodes, split=split, seed=seed, progress=progress)
@@ -124,4 +136,5 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     finally:
         env.close()
     name = policy if isinstance(policy, str) else pol.name
-    return summarise(records, env_id=env_id, policy=name, split=split, seconds=seconds, seed=seed)
+    return summarise(records, env_id=env_id, policy=name, split=split, seconds=seconds, seed=seed,
+                     cost_weight=cost_weight)

@@ -1,5 +1,9 @@
-"""Offline comparison per env: static, BC, forced-CHECK and AWR on the test split, plus the
+"""Offline comparison per env: static, BC, forced-CHECK, thorough and AWR on the test split, plus the
 support-ceiling ablation, for AWR with the sample advantage (``awr``) and with the fitted advantage (``awr-q``).
+
+``--cost-weight W`` runs the whole comparison on envs with ``cost_weight=W`` (buffers, AWR returns and the
+evaluation; docs/cost_results.md): rows then report ``cost_mean`` (episode cost units, with a two-level CI)
+and ``return_mean`` (``Q - W * cost``) beside the quality.
 
 For every env id and every seed s (seed = buffer + training): collect a rollout buffer of the ``behaviour``
 controller (``harness/<env>-behaviour-seed<s>-v0``, train split), train BC and AWR on it, train AWR again on the
@@ -44,7 +48,9 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.actions import Action
 from harness_gym.core.maturity import PATTERNS
 
-POLICIES = ("static", "forced-check", "bc", "awr", "awr-ablation", "awr-q", "awr-q-ablation")
+FIXED = ("static", "forced-check", "thorough")
+"""The fixed scripts evaluated beside the learned controllers (:mod:`baselines.policies`)."""
+POLICIES = ("static", "forced-check", "thorough", "bc", "awr", "awr-ablation", "awr-q", "awr-q-ablation")
 """``awr`` uses the sample advantage G - V(s) (the configuration fixed before any run); ``awr-q`` the fitted
 advantage Q(s, a) - V(s) (see :mod:`baselines.awr`), added after the ``awr`` results, for the mechanism the
 notes explain. Everything else (buffers, beta, weight clip, epochs) is the same for both."""
@@ -103,18 +109,18 @@ def two_level_bootstrap(per_seed: list[np.ndarray], stat: Callable[[np.ndarray],
 
 
 def run_cell(path: Path, env_id: str, policy: Any, name: str, *, episodes: int, seed: int,
-             extra: dict[str, Any] | None = None) -> dict[str, Any]:
+             extra: dict[str, Any] | None = None, cost_weight: float = 0.0) -> dict[str, Any]:
     """Evaluate one (env, policy, seed) cell on the test split, or read it back if it is already done."""
     from baselines.evaluate import run_episodes, summarise
 
     if path.exists():
         return json.loads(path.read_text())
-    env = gym.make(env_id)
+    env = gym.make(env_id, cost_weight=cost_weight)
     try:
         start = time.perf_counter()
         records = run_episodes(env, policy, episodes, split="test", seed=seed)
         summary = summarise(records, env_id=env_id, policy=name, split="test",
-                            seconds=time.perf_counter() - start, seed=seed)
+                            seconds=time.perf_counter() - start, seed=seed, cost_weight=cost_weight)
     finally:
         env.close()
     cell = {"summary": summary, "seed": seed, "records": records, **(extra or {})}
@@ -142,6 +148,7 @@ def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, A
         dsid = dataset_id(env_id, seed)
         t0 = time.perf_counter()
         collect(env_id, BehaviourPolicy(), dsid, episodes=args.episodes, seed=seed, progress=not args.quiet,
+                env_kwargs={"cost_weight": args.cost_weight},
                 ref_policies=(make_policy("random"), make_policy("oracle")), ref_episodes=args.ref_episodes)
         collect_s = time.perf_counter() - t0
         cell_dir = out / "cells" / env_id
@@ -153,7 +160,7 @@ def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, A
                 cells[name].append(json.loads(path.read_text()))
                 continue
             extra: dict[str, Any] = {"dataset_id": dsid, "collect_seconds": collect_s}
-            if name in ("static", "forced-check"):
+            if name in FIXED:
                 policy = make_policy(name)
             else:
                 model = model_dir / f"{name}-seed{seed}.pt"
@@ -174,7 +181,7 @@ def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, A
                 policy = load_policy(model)
                 policy.name = name
             cells[name].append(run_cell(path, env_id, policy, name, episodes=args.eval_episodes, seed=seed,
-                                        extra=extra))
+                                        extra=extra, cost_weight=args.cost_weight))
     return cells
 
 
@@ -191,12 +198,17 @@ def pooled(env_id: str, name: str, cells: list[dict[str, Any]]) -> dict[str, Any
         vals = vals[~np.isnan(vals)]
         patterns[p] = float(vals.mean()) if len(vals) else math.nan
     hms = np.array([r["hms"] for r in records], dtype=float)
+    per_seed_cost = [np.array([r["cost"] for r in c["records"]], dtype=float) for c in cells]
     row = {"env_id": env_id, "policy": name, "seeds": len(cells), "episodes": len(q),
            "quality_mean": float(q.mean()), "quality_ci95": two_level_bootstrap(per_seed, np.mean),
            "quality_iqm": iqm(q), "quality_iqm_ci95": two_level_bootstrap(per_seed, iqm),
            "quality_per_seed": [float(s.mean()) for s in per_seed],
            "success_rate": float(np.mean([r["success"] for r in records])),
-           "hms_mean": float(np.nanmean(hms)) if np.any(~np.isnan(hms)) else math.nan, "patterns": patterns}
+           "hms_mean": float(np.nanmean(hms)) if np.any(~np.isnan(hms)) else math.nan, "patterns": patterns,
+           "cost_mean": float(np.concatenate(per_seed_cost).mean()),
+           "cost_ci95": two_level_bootstrap(per_seed_cost, np.mean),
+           "return_mean": float(np.mean([r["return"] for r in records])),
+           "cost_weight": float(cells[0]["summary"].get("cost_weight", 0.0))}
     if name.endswith("-ablation"):
         row["removed_episodes_per_seed"] = [c.get("removed_episodes") for c in cells]
     return row
@@ -206,14 +218,16 @@ def write_outputs(out: Path, rows: list[dict[str, Any]], all_cells: dict[str, di
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(rows, indent=1))
     head = ["env_id", "policy", "seeds", "episodes", "quality_mean", "quality_ci_lo", "quality_ci_hi",
-            "quality_iqm", "quality_iqm_ci_lo", "quality_iqm_ci_hi", "success_rate", "hms_mean", *PATTERNS]
+            "quality_iqm", "quality_iqm_ci_lo", "quality_iqm_ci_hi", "success_rate", "hms_mean", *PATTERNS,
+            "cost_mean", "cost_ci_lo", "cost_ci_hi", "return_mean", "cost_weight"]
     with open(out / "summary.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(head)
         for r in rows:
             w.writerow([r["env_id"], r["policy"], r["seeds"], r["episodes"], r["quality_mean"], *r["quality_ci95"],
                         r["quality_iqm"], *r["quality_iqm_ci95"], r["success_rate"], r["hms_mean"],
-                        *(r["patterns"][p] for p in PATTERNS)])
+                        *(r["patterns"][p] for p in PATTERNS), r["cost_mean"], *r["cost_ci95"], r["return_mean"],
+                        r["cost_weight"]])
     with open(out / "per_seed.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["env_id", "policy", "seed", "quality_mean", "success_rate", "hms_mean", *PATTERNS,
@@ -240,13 +254,13 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(title="offline comparison, test split (pooled over seeds; 95% two-level bootstrap CIs)")
-    for col in ("env", "policy", "Q [95% CI]", "IQM", "success", "HMS", "check_before_submit"):
+    for col in ("env", "policy", "Q [95% CI]", "IQM", "success", "HMS", "check_before_submit", "cost", "return"):
         table.add_column(col)
     for r in rows:
         lo, hi = r["quality_ci95"]
         table.add_row(r["env_id"], r["policy"], f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]",
                       f"{r['quality_iqm']:.3f}", f"{r['success_rate']:.3f}", f"{r['hms_mean']:.3f}",
-                      f"{r['patterns']['check_before_submit']:.3f}")
+                      f"{r['patterns']['check_before_submit']:.3f}", f"{r['cost_mean']:.2f}", f"{r['return_mean']:.3f}")
     Console().print(table)
 
 
@@ -263,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="training epochs of BC and AWR (V(s): AWRConfig.value_epochs)")
     parser.add_argument("--beta", type=float, default=AWRConfig.beta, help="AWR temperature (default: AWRConfig's)")
     parser.add_argument("--ref-episodes", type=int, default=100)
+    parser.add_argument("--cost-weight", type=float, default=0.0,
+                        help="the envs' cost_weight for collection, training returns and evaluation (default 0)")
     parser.add_argument("--datasets-path", default=None,
                         help="Minari datasets root (default: OUT/minari; MINARI_DATASETS_PATH is set to it)")
     parser.add_argument("--quiet", action="store_true")

@@ -1,8 +1,8 @@
-"""Reference controllers: random, the static harness, forced-CHECK and an oracle.
+"""Reference controllers: random, the static harness, forced-CHECK, the thorough harness and an oracle.
 
-A policy maps the observation (and, for the oracle only, the env's hidden state) to an action id. The static
-and forced-check policies read nothing but the observation vector and the action mask, as a hand-written
-harness would; the oracle reads hidden state and is an upper reference, not a baseline. Each is a
+A policy maps the observation (and, for the oracle only, the env's hidden state) to an action id. The static,
+forced-check and thorough policies read nothing but the observation vector and the action mask, as a
+hand-written harness would; the oracle reads hidden state and is an upper reference, not a baseline. Each is a
 :class:`harness_gym.rollout.Policy`; :mod:`baselines.registry` names them.
 """
 
@@ -83,6 +83,56 @@ class StaticPolicy:
         room = costs[Action.REVISE] + costs[Action.CHECK] + costs[Action.SUBMIT]
         if failed and mask[Action.REVISE] and budget_units_left(obs, henv) >= room:
             return int(Action.REVISE)
+        return int(Action.SUBMIT)
+
+
+class ThoroughPolicy:
+    """The "gather everything, then check" harness: OBSERVE up to 4 times, RETRIEVE up to 4 times, TOOL until 3
+    calls have succeeded (at most 6 tries), DRAFT, then CHECK every new draft; after a failed check REVISE (up
+    to twice per draft) or write a fresh DRAFT, while the budget leaves room for that step, a CHECK and the
+    SUBMIT; SUBMIT after a passed check or when the room is gone. Steps the action mask rules out are skipped
+    (TOOL in a domain where it runs the draft comes after the first DRAFT). It reads only the observation and
+    the mask. Without a cost on the steps it is hard to beat; with one, it pays for every step of the script.
+    """
+
+    name = "thorough"
+    MAX_OBSERVE = 4
+    MAX_RETRIEVE = 4
+    TOOL_SUCCESSES = 3
+    MAX_TOOL_TRIES = 6
+    MAX_REVISIONS_PER_DRAFT = 2
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        self._observed = self._retrieved = self._tool_tries = self._revisions = 0
+
+    def act(self, obs: np.ndarray, env: gym.Env) -> int:
+        henv = harness_env(env)
+        mask = henv.action_masks()
+        if mask[Action.OBSERVE] and self._observed < self.MAX_OBSERVE:
+            self._observed += 1
+            return int(Action.OBSERVE)
+        if mask[Action.RETRIEVE] and self._retrieved < self.MAX_RETRIEVE:
+            self._retrieved += 1
+            return int(Action.RETRIEVE)
+        successes = round(10 * float(obs[_F["n_tool_calls"]])) - round(10 * float(obs[_F["n_tool_errors"]]))
+        if mask[Action.TOOL] and successes < self.TOOL_SUCCESSES and self._tool_tries < self.MAX_TOOL_TRIES:
+            self._tool_tries += 1
+            return int(Action.TOOL)
+        if obs[_F["has_draft"]] == 0:
+            return int(Action.DRAFT)
+        if obs[_F["checked_since_change"]] == 0:
+            return int(Action.CHECK)
+        if obs[_F["last_check_result"]] > 0:
+            return int(Action.SUBMIT)
+        costs = henv.action_costs
+        left = budget_units_left(obs, henv)
+        tail = costs[Action.CHECK] + costs[Action.SUBMIT]
+        if mask[Action.REVISE] and self._revisions < self.MAX_REVISIONS_PER_DRAFT and left >= costs[Action.REVISE] + tail:
+            self._revisions += 1
+            return int(Action.REVISE)
+        if left >= costs[Action.DRAFT] + tail:
+            self._revisions = 0
+            return int(Action.DRAFT)
         return int(Action.SUBMIT)
 
 

@@ -1,4 +1,4 @@
-"""Static, forced-CHECK and oracle harnesses on every registered env (and on the public data where given).
+"""Static, forced-CHECK, thorough, random and oracle harnesses on every registered env (and on the public data where given).
 
     python -m baselines.reference_policies --out results/reference_policies [--episodes 300]
         [--tau-data ../shared/data/tau2-retail] [--dbbench-data ../shared/data/dbbench/standard.jsonl]
@@ -22,7 +22,9 @@ from tqdm import tqdm
 import harness_gym
 from baselines.evaluate import evaluate
 
-POLICIES = ("static", "forced-check", "oracle")
+POLICIES = ("static", "forced-check", "thorough", "random", "oracle")
+COST_WEIGHTS = (0.01, 0.1)
+"""The positive cost weights whose returns the table reports beside the quality (docs/cost_results.md)."""
 
 
 def runs(args: argparse.Namespace) -> list[tuple[str, str, dict[str, Any], int]]:
@@ -70,13 +72,16 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         done[key] = {"label": label, **result}
         path.write_text(json.dumps(done, indent=1, default=float))
     lines = [f"Split `{args.split}`, seed {args.seed}; quality mean with 95% bootstrap CI.", "",
-             "| env | policy | episodes | quality [95% CI] | success | HMS | check_before_submit | mean steps |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| env | policy | episodes | quality [95% CI] | success | HMS | check_before_submit | mean steps | cost | "
+             + " | ".join(f"return at w={w:g}" for w in COST_WEIGHTS) + " |",
+             "|---|---|---|---|---|---|---|---|---|" + "---|" * len(COST_WEIGHTS)]
     for row in done.values():
         lo, hi = row["quality_ci95"]
         lines.append(f"| {row['label']} | {row['policy']} | {row['episodes']} | {row['quality_mean']:.3f} "
                      f"[{lo:.3f}, {hi:.3f}] | {row['success_rate']:.3f} | {fmt(row['hms_mean'])} | "
-                     f"{fmt(row['patterns']['check_before_submit'])} | {row['mean_steps']:.1f} |")
+                     f"{fmt(row['patterns']['check_before_submit'])} | {row['mean_steps']:.1f} | "
+                     f"{row['cost_mean']:.2f} | "
+                     + " | ".join(f"{row['quality_mean'] - w * row['cost_mean']:.3f}" for w in COST_WEIGHTS) + " |")
     (args.out / "reference_policies.md").write_text("\n".join(lines) + "\n")
     if not args.quiet:
         print("\n".join(lines))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from baselines.behaviour import BehaviourPolicy
-from baselines.policies import OraclePolicy, RandomPolicy, StaticPolicy
+from baselines.policies import OraclePolicy, RandomPolicy, StaticPolicy, ThoroughPolicy
 from harness_gym.rollout import Policy
 
 
@@ -30,6 +30,8 @@ POLICIES: dict[str, PolicyEntry] = {
     "random": PolicyEntry(RandomPolicy, "uniform over the applicable actions"),
     "static": PolicyEntry(StaticPolicy, "the static harness: gather a little evidence, draft, submit"),
     "forced-check": PolicyEntry(lambda: StaticPolicy(check=True), "the static harness with CHECK before SUBMIT"),
+    "thorough": PolicyEntry(ThoroughPolicy, "gather everything (4 observations, 4 documents, 3 tool results), draft, "
+                                            "check, revise or redraft until a check passes"),
     "oracle": PolicyEntry(OraclePolicy, "reads the hidden state (an upper reference, not a baseline)"),
     "behaviour": PolicyEntry(BehaviourPolicy, "the seeded mixture of harness runs that fills offline buffers"),
 }

@@ -10,7 +10,8 @@
   which :func:`episode_infos` decodes. Every step must have the same info keys (Minari stacks them).
 - metadata: the env spec, ``algorithm_name`` (the controller's name), ``ref_min_score`` / ``ref_max_score``
   (mean episode return of the reference controllers, normally ``random`` and ``oracle``) and a
-  ``harness_gym`` entry with the collection settings and the feature names.
+  ``harness_gym`` entry with the collection settings, the feature names, the env's ``cost_weight`` and
+  ``prices``, and the collected episodes' ``cost_mean`` (cost units) and ``return_mean``.
 
 Resuming: while collecting, each finished episode is written atomically to
 ``<datasets root>/.harness_gym_work/<dataset id>/ep<index>-seed<seed>.npz`` (the root is Minari's:
@@ -49,23 +50,10 @@ except ImportError as exc:  # the env library installs without the offline stack
     raise ImportError(f"harness_gym.datasets needs Minari ({exc}); install it with "
                       'pip install "harness-gym[offline]"') from exc
 
-from harness_gym.rollout import Policy, harness_env, play_episode
+from harness_gym.rollout import Policy, episode_seed, harness_env, play_episode
 
 WORK_DIR = ".harness_gym_work"
 MASK_KEY = "action_mask"
-
-
-def episode_reset_seed(seed: int, index: int) -> int:
-    """The reset (and controller) seed of episode ``index`` of a collection run with seed ``seed``.
-
-    Collection draws its seeds from ``numpy.random.SeedSequence([seed, index])``, not from the evaluation rule
-    :func:`harness_gym.rollout.episode_seed`: the shipped datasets and every number in
-    ``docs/offline_results.md`` were collected with these seeds.
-
-    :param seed: the collection run's seed
-    :param index: the episode's index in the dataset
-    """
-    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
 def work_dir(dataset_id: str) -> Path:
@@ -163,9 +151,9 @@ def _finished(folder: Path, seed: int) -> dict[int, Path]:
         if m is None:
             continue
         index, file_seed = int(m.group(1)), int(m.group(2))
-        if file_seed != episode_reset_seed(seed, index):
+        if file_seed != episode_seed(seed, index):
             raise ValueError(f"{path}: episode {index} was collected with reset seed {file_seed}, expected "
-                             f"{episode_reset_seed(seed, index)}; this work folder belongs to another run")
+                             f"{episode_seed(seed, index)}; this work folder belongs to another run")
         done[index] = path
     return done
 
@@ -175,7 +163,7 @@ def mean_return(env: gym.Env, policy: Policy, *, episodes: int, seed: int, split
     """Mean undiscounted episode return of ``policy`` over ``episodes`` episodes (reference scores)."""
     total = 0.0
     for i in range(episodes):
-        total += float(np.sum(rollout(env, policy, index=i, seed=episode_reset_seed(seed, i), split=split).rewards))
+        total += float(np.sum(rollout(env, policy, index=i, seed=episode_seed(seed, i), split=split).rewards))
     return total / episodes
 
 
@@ -203,7 +191,8 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
     :param policy: the controller (any :class:`harness_gym.rollout.Policy`)
     :param dataset_id: Minari id, ``namespace/name-vN`` (e.g. ``harness/code-behaviour-v0``)
     :param episodes: number of episodes
-    :param seed: episode ``i`` is reset with :func:`episode_reset_seed` ``(seed, i)``
+    :param seed: episode ``i`` is reset with :func:`harness_gym.rollout.episode_seed` ``(seed, i)``, the rule
+        evaluation uses
     :param split: the task split episodes are drawn from
     :param env_kwargs: constructor keywords for ``gym.make``
     :param ref_policies: (min, max) reference controllers for ``ref_min_score`` / ``ref_max_score``
@@ -230,7 +219,7 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
         todo = [i for i in range(episodes) if i not in done]
         for i in tqdm(todo, disable=not progress, desc=f"collect {dataset_id}", initial=episodes - len(todo),
                       total=episodes):
-            _save_episode(folder, rollout(env, policy, index=i, seed=episode_reset_seed(seed, i), split=split))
+            _save_episode(folder, rollout(env, policy, index=i, seed=episode_seed(seed, i), split=split))
 
         refs_file = folder / "ref_scores.json"
         if ref_policies and not refs_file.exists():
@@ -239,7 +228,7 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
         ref_min, ref_max = json.loads(refs_file.read_text()) if ref_policies else (None, None)
 
         done = _finished(folder, seed)
-        buffers = [_load_episode(done[i], i, episode_reset_seed(seed, i), split) for i in range(episodes)]
+        buffers = [_load_episode(done[i], i, episode_seed(seed, i), split) for i in range(episodes)]
         henv = harness_env(env)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*(author_email|code_permalink).*", category=UserWarning)
@@ -252,9 +241,12 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
                 data_format="hdf5", requirements=["harness_gym"])
     finally:
         env.close()
+    episode_cost = [float(np.sum(b.infos["cost"]["units"])) for b in buffers]
     dataset.storage.update_metadata({"harness_gym": {
         "settings": settings, "feature_names": list(henv.feature_names), "budget": henv.budget,
-        "success_threshold": henv.domain.success_threshold}})
+        "success_threshold": henv.domain.success_threshold, "cost_weight": henv.cost_weight,
+        "prices": henv.prices.as_dict(), "cost_mean": float(np.mean(episode_cost)),
+        "return_mean": float(np.mean([np.sum(b.rewards) for b in buffers]))}})
     shutil.rmtree(folder)
     return dataset
 

@@ -2,8 +2,9 @@
 (``baselines/evaluate.py``) and offline collection (:mod:`harness_gym.datasets`).
 
 - :class:`Policy`: a controller; ``reset`` at every episode start, ``act`` at every step.
-- :func:`episode_seed`: the reset seed of episode ``i`` of an evaluation run with seed ``K``, ``K * 1000003 + i``,
-  so every policy compared under the same seed sees the same task sequence.
+- :func:`episode_seed`: the reset seed of episode ``i`` of a run with seed ``K``, ``K * 1000003 + i``, for
+  evaluation and offline collection alike, so every policy compared under the same seed sees the same task
+  sequence.
 - :func:`play_episode`: the one episode loop (reset the env, reset the policy with the same seed, step until
   the episode ends), returning everything that happened as an :class:`Episode`.
 
@@ -45,12 +46,13 @@ class Policy(Protocol):
 
 
 def episode_seed(seed: int, index: int) -> int:
-    """The reset seed of episode ``index`` of an evaluation run with seed ``seed``: ``seed * 1000003 + index``.
+    """The reset seed of episode ``index`` of a run (evaluation or collection) with seed ``seed``:
+    ``seed * 1000003 + index``.
 
     :param seed: the run's seed (``--seed``)
     :param index: the episode's position in the run, from 0
     """
-    return seed * 1_000_003 + index
+    return int(seed) * 1_000_003 + int(index)
 
 
 def harness_env(env: gym.Env) -> HarnessEnv:

@@ -13,7 +13,10 @@ from harness_gym.workers.calibrate import Events, collect_events, fit_profile, l
 
 TRUE = replace(WorkerProfile.for_domain("research_qa"), draft_logit_base=1.5, tool_error_prob=0.4, repeat_after_error_prob=0.6,
                break_prob=0.3, confidence_correct=0.85, confidence_wrong=0.3, confidence_noise=0.1,
-               selfcheck_tpr=0.9, selfcheck_fpr=0.2)
+               selfcheck_tpr=0.9, selfcheck_fpr=0.2,
+               # fit_profile estimates the mean confidence of correct and wrong drafts, not its slopes on
+               # evidence and difficulty: those are zero here so that the means are the model's parameters
+               confidence_evidence=0.0, confidence_difficulty=0.0)
 
 
 def masked_random_episodes(env, n: int, seed: int = 0) -> list[dict]:

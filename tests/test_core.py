@@ -84,11 +84,12 @@ def test_reward_is_terminal_quality_and_check_before_submit_is_recorded():
     assert info["patterns"]["no_redundant_check"] == 1.0
 
 
-def test_step_cost_is_subtracted_per_budget_unit():
-    env = make_toy_env(budget=30, step_cost=0.01)
+def test_cost_weight_charges_each_step_its_metered_units():
+    env = make_toy_env(budget=30, cost_weight=0.5)
     steps = play(env, [Action.OBSERVE, Action.DRAFT])
-    assert steps[0][1] == pytest.approx(-0.01)
-    assert steps[1][1] == pytest.approx(-0.03)
+    assert steps[0][1] == 0.0 and steps[0][4]["cost"]["units"] == 0.0  # OBSERVE calls no model
+    assert steps[1][4]["cost"]["llm_calls"] == 2  # the draft and the stated confidence
+    assert steps[1][1] == pytest.approx(-0.5 * steps[1][4]["cost"]["units"]) and steps[1][1] < 0
 
 
 def test_support_ceiling_candidate_passes_check_and_fails_grade():

@@ -400,7 +400,8 @@ def test_episode_resource_is_a_database_of_its_own(generated):
     called without one opens a database for that call."""
     a, b = generated.tasks("train")[:2]
     session = generated.begin_episode(a)
-    assert vars(generated).keys() == {"_tasks", "corpus", "tools", "_index", "_by_id", "bank", "load_report", "engine"}
+    assert vars(generated).keys() == {"_tasks", "corpus", "tools", "_index", "_by_id", "bank", "load_report", "engine",
+                                      "_wrong_calls", "_arg_values"}  # memo tables of pure functions of a task
     assert generated.grade(b, draft(b.reference.content), None) == 1.0
     assert generated.grade(a, draft(a.reference.content), None, resource=session) == 1.0
     assert grade_content(session, a.payload, a.reference.content) == 1.0

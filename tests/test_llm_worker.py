@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import harness_gym
+from harness_gym.core.cost import COST_KEYS as LEDGER_KEYS
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.workers import OpenAIWorker, make_worker
@@ -25,7 +26,7 @@ from tests.test_envs import same
 
 pytest.importorskip("openai")
 
-COST_KEYS = {"llm_calls", "llm_errors", "prompt_tokens", "completion_tokens", "latency_s", "tool_seconds", "units"}
+COST_KEYS = set(LEDGER_KEYS)
 
 
 # ----- parsing ---------------------------------------------------------------------------------------------
@@ -362,11 +363,14 @@ def test_replay_needs_an_existing_cache(tmp_path):
         OpenAIWorker("code", model="m")
 
 
-def test_simulated_worker_reports_zero_cost_with_constant_keys():
+def test_simulated_worker_meters_its_calls_with_constant_keys():
     env = gym.make("HarnessCode-v0")
     steps = run_episode(env, [0, 3, 4, 6])
     env.close()
-    assert all(s[3]["cost"] == dict.fromkeys(COST_KEYS, 0) for s in steps)
+    assert all(set(s[3]["cost"]) == COST_KEYS for s in steps)
+    observe, draft, check, submit = (s[3]["cost"] for s in steps[-4:])
+    assert observe["units"] == submit["units"] == 0.0 and check["llm_calls"] == 0
+    assert draft["llm_calls"] == 2 and draft["prompt_tokens"] > 0 and draft["latency_s"] == 0.0
 
 
 def test_record_mode_sends_each_key_once_per_run_so_every_episode_replays(tmp_path):

@@ -19,6 +19,7 @@ from baselines.cli import main
 from baselines.registry import make_policy
 from harness_gym import datasets
 from harness_gym.core.actions import Action
+from harness_gym.rollout import episode_seed
 
 TOY_ID = "HarnessToy-v0"
 if TOY_ID not in gym.registry:
@@ -69,7 +70,7 @@ def test_round_trip_through_minari(toy_dataset):
     env = gym.make(TOY_ID)
     policy = make_policy("behaviour")
     for ep in list(ds.iterate_episodes())[:20]:
-        seed = datasets.episode_reset_seed(7, ep.id)
+        seed = episode_seed(7, ep.id)
         obs, info = env.reset(seed=seed, options={"split": "train"})
         policy.reset(env, seed=seed)
         observations, actions, rewards = [obs], [], []

@@ -32,7 +32,7 @@ class HarnessToyEnv(HarnessEnv):
 
     ## Rewards
 
-    The grade of the submitted answer (0 or 1) on the last step, 0 before, minus ``step_cost`` per budget unit.
+    The grade of the submitted answer (0 or 1) on the last step, 0 before, minus ``cost_weight`` times the step's metered cost units.
 
     ## Starting State
 
@@ -45,7 +45,7 @@ class HarnessToyEnv(HarnessEnv):
     ## Arguments
 
     ```python
-    env = gym.make("HarnessToy-v0", split="train", budget=30, step_cost=0.0, worker="simulated",
+    env = gym.make("HarnessToy-v0", split="train", budget=30, cost_weight=0.0, worker="simulated",
                    profile=None, sandbox="process", action_costs=None, render_mode=None)
     ```
 

@@ -7,6 +7,7 @@ docs/extending.md.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -48,6 +49,13 @@ class Domain(ABC):
     """True when TOOL operates on the current draft (e.g. runs it), so TOOL without a draft is a no-op."""
     success_threshold: float = 1.0 - 1e-9
     """An episode counts as a success when its quality reaches this value."""
+    check_false_alarm_rate: float = 0.0
+    """Probability that CHECK reports a failure for a draft the checker passed: a flaky check (an external
+    service that times out, a test that fails intermittently). The env draws it per CHECK from the episode's
+    generator, whatever the draft's correctness. 0 where the check cannot have false alarms (exact
+    deterministic tests); each domain's value and its source: docs/domains.md, "Checker false alarms"."""
+    wrong_calls_per_call: int = 3
+    """How many well-formed wrong variants :meth:`wrong_tool_calls` makes per argument of an evidence call."""
     relevant_looking_ratio: float = 0.5
     """A retrieved document 'looks relevant' when its BM25 score is at least this fraction of the best
     score for the task's query (an observable proxy; true relevance stays hidden)."""
@@ -58,6 +66,8 @@ class Domain(ABC):
         self.tools: dict[str, ToolSpec] = {}
         self._index: BM25Index | None = None
         self._by_id: dict[str, Task] = {}
+        self._wrong_calls: dict[str, tuple[ToolCall, ...]] = {}
+        self._arg_values: dict[tuple[str, str], list[Any]] | None = None
 
     # ----- tasks -------------------------------------------------------------------------------------
     def add_tasks(self, tasks: Sequence[Task]) -> None:
@@ -164,6 +174,61 @@ class Domain(ABC):
     @abstractmethod
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
         """Execute a validated tool call."""
+
+    def argument_values(self, task: Task, tool: str, arg: str) -> list[Any]:
+        """Values argument ``arg`` of ``tool`` can plausibly take on ``task``, from the domain's data. The
+        default: every value it takes in some task's evidence calls (ids, units, entities, relations of the
+        whole domain), in a fixed order. Domains whose valid values depend on the task (e.g. the columns of
+        the task's table) override it.
+
+        :param task: the task the call is for
+        :param tool: the tool's name
+        :param arg: the argument's name
+        """
+        if self._arg_values is None:
+            pool: dict[tuple[str, str], dict[str, Any]] = {}
+            for other in self.all_tasks():
+                for call in other.tool_calls:
+                    for name, value in call.args.items():
+                        pool.setdefault((call.name, name), {})[json.dumps(value, sort_keys=True, default=str)] = value
+            self._arg_values = {k: [v[key] for key in sorted(v)] for k, v in pool.items()}
+        return self._arg_values.get((tool, arg), [])
+
+    def wrong_tool_calls(self, task: Task) -> tuple[ToolCall, ...]:
+        """Well-formed wrong tool calls a worker can make on ``task``: each evidence call with one argument
+        replaced by another value from :meth:`argument_values` (a wrong id, unit, entity, relation or
+        column), at most :attr:`wrong_calls_per_call` per argument, kept when they pass the tool's schema.
+        Their results are real (they run like any call) and are not the evidence the task needs. A task
+        without evidence calls gets the evidence calls of the domain's first tasks (useless here). Memoised
+        per task (a pure function of the task and the domain's data).
+
+        :param task: the task
+        """
+        got = self._wrong_calls.get(task.task_id)
+        if got is not None:
+            return got
+        gold = {c.key() for c in task.tool_calls}
+        out: dict[str, ToolCall] = {}
+        if task.tool_calls:
+            for call in task.tool_calls:
+                for name, value in sorted(call.args.items()):
+                    full = self.argument_values(task, call.name, name)
+                    at = full.index(value) if value in full else -1
+                    # the values next after the gold one in the fixed order (a near-miss id, the next unit)
+                    values = [v for v in full[at + 1:] + full[:max(at, 0)] if v != value]
+                    for v in values[:self.wrong_calls_per_call]:
+                        alt = ToolCall(name=call.name, args={**call.args, name: v})
+                        if alt.key() not in gold and not validate_call(self.tools, alt):
+                            out.setdefault(alt.key(), alt)
+        else:
+            for other in self.all_tasks():
+                for call in other.tool_calls:
+                    if not validate_call(self.tools, call):
+                        out.setdefault(call.key(), call)
+                if len(out) >= self.wrong_calls_per_call:
+                    break
+        got = self._wrong_calls[task.task_id] = tuple(out.values())
+        return got
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult | None:

@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from harness_gym.core.actions import DEFAULT_ACTION_COST, N_ACTIONS, Action
+from harness_gym.core.cost import Prices, zero_cost
 from harness_gym.core.domain import Domain
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
@@ -57,8 +58,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     :param domain: the task family (data, tools, checker, grader)
     :param split: which tasks ``reset`` draws from unless ``options["split"]`` says otherwise
-    :param budget: budget units per episode (each action costs at least 1, see :data:`DEFAULT_ACTION_COST`)
-    :param step_cost: optional penalty per budget unit spent, subtracted from every step's reward (default 0)
+    :param budget: budget units per episode (each action costs at least 1, see :data:`DEFAULT_ACTION_COST`);
+        the budget bounds the episode's length, it is not what the episode costs (that is ``info["cost"]``)
+    :param cost_weight: weight of the metered cost in the reward: every step's reward is
+        ``-cost_weight * info["cost"]["units"]``, plus the quality Q on the last step, so an episode's return is
+        ``Q - cost_weight * total units`` (default 0: the terminal quality alone; see :mod:`harness_gym.core.cost`)
+    :param prices: the price table of the cost units: a :class:`~harness_gym.core.cost.Prices` or a dict of
+        some of its fields (default: gpt-4o-mini's list prices, see its docstring)
     :param worker: ``"simulated"`` or a :class:`~harness_gym.workers.Worker` instance
     :param profile: worker profile (instance or JSON path); default the domain's shipped profile
     :param sandbox: ``"process"``, ``"docker"`` or a :class:`~harness_gym.sandbox.Sandbox`; only opened
@@ -82,7 +88,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         *,
         split: str = "train",
         budget: int = 30,
-        step_cost: float = 0.0,
+        cost_weight: float = 0.0,
+        prices: Prices | Mapping[str, float] | None = None,
         worker: str | Worker = "simulated",
         profile: WorkerProfile | str | None = None,
         sandbox: str | Sandbox = "process",
@@ -99,16 +106,21 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         costs = {Action(a): int(c) for a, c in (action_costs or DEFAULT_ACTION_COST).items()}
         if set(costs) != set(Action) or min(costs.values()) < 1:
             raise ValueError("action_costs must give every action a cost >= 1")
+        if isinstance(cost_weight, bool) or not isinstance(cost_weight, (int, float)) or not (
+                math.isfinite(cost_weight) and cost_weight >= 0):
+            raise ValueError(f"cost_weight must be a finite number >= 0, got {cost_weight!r}")
         if not domain.tasks(split):
             raise ValueError(f"{domain.name}: split {split!r} has no tasks")
 
         self.domain = domain
         self.split = split
         self.budget = int(budget)
-        self.step_cost = float(step_cost)
+        self.cost_weight = float(cost_weight)
+        self.prices = Prices.coerce(prices)
         self.action_costs = costs
         self.render_mode = render_mode
-        self.worker: Worker = make_worker(worker, domain.name, profile, tools=domain.tools, options=worker_options)
+        self.worker: Worker = make_worker(worker, domain.name, profile, tools=domain.tools, options=worker_options,
+                                          wrong_tool_calls=domain.wrong_tool_calls)
         self._sandbox_spec = sandbox
         self._sandbox: ExecRecorder | None = None
 
@@ -186,7 +198,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         mask = np.ones(N_ACTIONS, dtype=bool)
         mask[Action.OBSERVE] = not st.observations_exhausted
         mask[Action.RETRIEVE] = len(ctx.retrieved) < len(self.domain.corpus)
-        mask[Action.TOOL] = bool(ctx.task.tool_calls) and (has_draft or not self.domain.tool_needs_draft)
+        # what the controller knows: the domain has tools (never whether this task needs them)
+        mask[Action.TOOL] = bool(self.domain.tools) and (has_draft or not self.domain.tool_needs_draft)
         mask[Action.CHECK] = has_draft
         mask[Action.REVISE] = has_draft and self._revise_feedback() is not None
         mask[Action.SUBMIT] = has_draft
@@ -220,14 +233,19 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             "budget_left": int(max(self._state.budget_left, 0)) if self._state else self.budget,
             "draft_version": int(self._state.draft_version) if self._state else 0,
             "exec_cached": cached,
-            "cost": self._cost(),
+            "cost": self._cost() if action is not None else zero_cost(),
         }
 
     def _cost(self) -> dict[str, int | float]:
-        """``info["cost"]``: what the worker's model calls spent since the last step (zeros for a simulated one)."""
+        """``info["cost"]`` of the step (:mod:`harness_gym.core.cost`): the worker's model calls since the last
+        step and the sandbox jobs the step ran, priced at :attr:`prices`."""
         pop_usage = getattr(self.worker, "pop_usage", None)
         usage = pop_usage() if pop_usage is not None else Usage()
-        return {**usage.as_dict(), "tool_seconds": 0.0, "units": 0.0}
+        jobs = self._sandbox.jobs if self._sandbox is not None else 0
+        tool_seconds = jobs * self.prices.billed_seconds_per_job
+        units = self.prices.units(usage.prompt_tokens, usage.completion_tokens, tool_seconds)
+        return {**usage.as_dict(), "sandbox_jobs": int(jobs), "tool_seconds": float(tool_seconds),
+                "units": float(units)}
 
     # ----- Gymnasium API -----------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
@@ -242,6 +260,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._tool_version = -1
         self._done = False
         self.worker.reset(self.np_random)
+        pop_usage = getattr(self.worker, "pop_usage", None)
+        if pop_usage is not None:
+            pop_usage()  # what an unfinished earlier episode spent is not this episode's
         self._last_text = f"task {self._task.task_id}: {self._task.prompt[:200]}"
         return self._state.encode(), self._info(None)
 
@@ -282,16 +303,16 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._trace.append(StepRecord(action=act, valid=valid, draft_version=st.draft_version, **outcome.record))
         st.last_action = int(act)
 
-        reward = -self.step_cost * self.action_costs[act]
         terminated = submitted or forced
+        quality = 0.0
         if terminated:
             quality = self._grade()
-            reward += quality
             evidence["env"] = quality
             patterns = episode_patterns(self._trace, ctx.draft.version if ctx.draft else 0,
                                         ctx.draft is not None and ctx.checked_version == ctx.draft.version)
         info = self._info(act, invalid=not valid, forced=forced, evidence=evidence,
                           cached=self._sandbox is not None and self._sandbox.served_from_cache)
+        reward = -self.cost_weight * info["cost"]["units"] + quality
         if terminated:
             info.update(quality=quality, success=quality >= self.domain.success_threshold, hms=hms(patterns),
                         patterns=patterns)
@@ -362,6 +383,10 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         result = self.domain.check(ctx.task, ctx.draft, self._recorder, **self._hook_kwargs())
         if result is None:
             result = self.worker.self_check(ctx, ctx.draft)
+        elif result.passed and self.domain.check_false_alarm_rate > 0 and (
+                self.np_random.random() < self.domain.check_false_alarm_rate):
+            result = CheckResult(passed=False, specificity=0.0,
+                                 feedback="the check did not complete (a step failed without naming a fault)")
         out.record.update(check_passed=result.passed, redundant_check=checked_before)
         ctx.last_check = result
         ctx.checked_version = ctx.draft.version
@@ -376,7 +401,14 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         assert ctx is not None
         if ctx.draft is None:
             return 0.0
-        quality = float(self.domain.grade(self.task, ctx.draft, self._recorder, **self._hook_kwargs()))
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.metering = False  # the hidden grader's jobs are evaluation, not what the harness spends
+        try:
+            quality = float(self.domain.grade(self.task, ctx.draft, recorder, **self._hook_kwargs()))
+        finally:
+            if recorder is not None:
+                recorder.metering = True
         if math.isnan(quality) or not 0.0 <= quality <= 1.0:
             raise RuntimeError(f"{self.domain.name}: grader returned {quality} for task {self.task.task_id}")
         return quality

@@ -151,7 +151,9 @@ class CachedSandbox:
 
 
 class ExecRecorder:
-    """Passes jobs to a sandbox and remembers whether any result since :meth:`start` came from a cache.
+    """Passes jobs to a sandbox and remembers, since :meth:`start`, whether any result came from a cache and
+    how many metered jobs ran (the cost ledger's ``sandbox_jobs``; jobs run while :attr:`metering` is False,
+    the hidden grader's, are not counted).
 
     The env wraps the sandbox it hands to a domain in one recorder per env, so ``info["exec_cached"]`` is read
     from the results of that env's own jobs (:attr:`ExecResult.cached`), whatever other envs run meanwhile.
@@ -163,10 +165,15 @@ class ExecRecorder:
         self.inner = inner
         self.served_from_cache = False
         """True when a job run since the last :meth:`start` was answered from a cache."""
+        self.jobs = 0
+        """Metered jobs run since the last :meth:`start`, cached ones included."""
+        self.metering = True
+        """Whether jobs run now are counted in :attr:`jobs`."""
 
     def start(self) -> None:
         """Begin a new step: forget what earlier jobs returned."""
         self.served_from_cache = False
+        self.jobs = 0
 
     def run(
         self,
@@ -180,6 +187,7 @@ class ExecRecorder:
         """Run ``code`` in the inner sandbox and note whether its result was cached."""
         result = self.inner.run(code, files=files, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb)
         self.served_from_cache = self.served_from_cache or result.cached
+        self.jobs += int(self.metering)
         return result
 
     def close(self) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harness_gym.core.tools import ToolSpec
+from harness_gym.core.types import Task, ToolCall
 from harness_gym.workers.base import Usage, Worker
 from harness_gym.workers.openai_worker import OPTION_NAMES as OPENAI_OPTIONS
 from harness_gym.workers.openai_worker import OpenAIWorker
@@ -16,7 +17,8 @@ WORKER_NAMES: tuple[str, ...] = ("simulated", "openai")
 
 
 def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | None = None, *,
-                tools: Mapping[str, ToolSpec] | None = None, options: Mapping[str, Any] | None = None) -> Worker:
+                tools: Mapping[str, ToolSpec] | None = None, options: Mapping[str, Any] | None = None,
+                wrong_tool_calls: Callable[[Task], Sequence[ToolCall]] | None = None) -> Worker:
     """Build a worker from a name (``"simulated"``, ``"openai"``) or pass an instance through.
 
     :param spec: a worker name or a ready :class:`Worker`
@@ -25,6 +27,8 @@ def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | 
     :param tools: the domain's tools (a live worker shows them to the model)
     :param options: keyword arguments of the named worker, e.g. ``base_url``, ``model``, ``cache`` for
         ``"openai"`` (see :data:`OPENAI_OPTIONS`); the simulated worker takes none
+    :param wrong_tool_calls: the domain's well-formed wrong calls per task, for the simulated worker
+        (:meth:`~harness_gym.core.domain.Domain.wrong_tool_calls`)
     """
     options = dict(options or {})
     if not isinstance(spec, str):
@@ -45,7 +49,7 @@ def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | 
             prof = profile
         else:
             prof = WorkerProfile.load(profile)
-        return SimulatedWorker(prof)
+        return SimulatedWorker(prof, domain, tools=tools, wrong_tool_calls=wrong_tool_calls)
     raise ValueError(f"unknown worker {spec!r}; expected one of {WORKER_NAMES} or a Worker instance")
 
 

@@ -15,7 +15,9 @@ Two steps:
    proportions widened to the Wilson interval where the bootstrap collapses), and
    scores the fit by the held-out log-likelihood per event of the fitted profile against the default one
    (fit on the even-numbered episodes, score on the odd ones). A parameter without events keeps its
-   default and is reported as not estimated.
+   default and is reported as not estimated. Not fitted, kept at the default profile's values:
+   ``confidence_evidence`` and ``confidence_difficulty`` (the confidence means are estimated per correct /
+   wrong draft, averaged over evidence and difficulty), ``selfcheck_repeat`` and ``tool_wrong_prob``.
 """
 
 from __future__ import annotations

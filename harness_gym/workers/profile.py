@@ -26,12 +26,22 @@ class WorkerProfile:
     :param fix_evidence: added to the fix probability at full evidence coverage
     :param break_prob: probability that a REVISE without a failure to fix breaks a correct draft
     :param tool_error_prob: probability that a proposed tool call is malformed (wrong or missing argument)
+    :param tool_wrong_prob: probability that a proposed tool call is well-formed but wrong (a wrong id, unit or
+        argument value, from :meth:`~harness_gym.core.domain.Domain.wrong_tool_calls`): its result is real,
+        and not the evidence the task needs
     :param repeat_after_error_prob: probability that, right after a tool error, the worker proposes the same call again
-    :param confidence_correct: mean self-reported confidence for a correct draft
-    :param confidence_wrong: mean self-reported confidence for a wrong draft
+    :param confidence_correct: mean self-reported confidence for a correct draft (at full evidence coverage, on
+        a task of difficulty 0)
+    :param confidence_wrong: the same for a wrong draft; the gap to ``confidence_correct`` against
+        ``confidence_noise`` sets how well confidence separates correct from wrong drafts at equal evidence
+        (AUROC = Phi(gap / (noise * sqrt 2)))
+    :param confidence_evidence: confidence added between no evidence and full evidence coverage
+    :param confidence_difficulty: confidence removed on a task of difficulty 1 (linear in difficulty)
     :param confidence_noise: standard deviation of the confidence around its mean
     :param selfcheck_tpr: probability that the worker's self-check passes a correct draft
     :param selfcheck_fpr: probability that the worker's self-check passes a wrong draft
+    :param selfcheck_repeat: probability that a self-check of content already judged in the episode repeats the
+        first verdict (otherwise the verdict is drawn afresh from the two rates above)
     """
 
     draft_logit_base: float = -0.5
@@ -42,12 +52,16 @@ class WorkerProfile:
     fix_evidence: float = 0.15
     break_prob: float = 0.15
     tool_error_prob: float = 0.15
+    tool_wrong_prob: float = 0.15
     repeat_after_error_prob: float = 0.3
-    confidence_correct: float = 0.75
-    confidence_wrong: float = 0.55
+    confidence_correct: float = 0.85
+    confidence_wrong: float = 0.80
+    confidence_evidence: float = 0.1
+    confidence_difficulty: float = 0.1
     confidence_noise: float = 0.15
     selfcheck_tpr: float = 0.8
     selfcheck_fpr: float = 0.4
+    selfcheck_repeat: float = 0.9
 
     @classmethod
     def load(cls, path: str | Path) -> WorkerProfile:
@@ -80,3 +94,6 @@ class WorkerProfile:
             is_prob = f.name not in {"draft_logit_base", "evidence_weight", "difficulty_weight"}
             if is_prob and not 0.0 <= value <= 1.0:
                 raise TaskFileError(where, f"must lie in [0, 1], got {value}", field=f"params.{f.name}")
+        if self.tool_error_prob + self.tool_wrong_prob > 1.0:
+            raise TaskFileError(where, f"tool_error_prob + tool_wrong_prob must be <= 1, got "
+                                f"{self.tool_error_prob} + {self.tool_wrong_prob}", field="params.tool_wrong_prob")

@@ -6,16 +6,41 @@ writes depends on the evidence the harness has gathered, the task's difficulty a
 set by a :class:`~harness_gym.workers.profile.WorkerProfile`. The content is then checked and graded for
 real by the domain: a wrong candidate that passes the checker but fails the grader is a genuine support
 ceiling of the data, not a flag.
+
+What its signals depend on (docs/cost.md, "A worker without label leaks"):
+
+- **confidence**: the task's difficulty, the evidence gathered and, weakly, whether the draft is correct
+  (the separation of published verbalised-confidence results, see the profiles' rationale);
+- **self-check**: the verdict on a draft's content is drawn once per episode and repeated, with probability
+  ``selfcheck_repeat``, when the same content is checked again (a model re-judging the same answer mostly
+  repeats itself);
+- **tool calls**: the task's evidence calls, malformed ones (``tool_error_prob``) and well-formed wrong ones
+  (``tool_wrong_prob``: a wrong id, unit or argument value from the domain's data,
+  :meth:`~harness_gym.core.domain.Domain.wrong_tool_calls`) whose results are real but not the needed
+  evidence; on a task that needs no tool the worker still proposes a well-formed call, and its result is useless.
+
+Usage: every call is metered like a model call (``pop_usage``): the prompt is the domain's prompt template
+filled with :func:`~harness_gym.workers.prompting.render_context` of the context at the call (as the live
+worker sends it), the completion is what the worker writes (the draft, the tool call's JSON, the verdict, the
+confidence); both are counted with :func:`~harness_gym.core.cost.estimate_tokens`.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from harness_gym.core.cost import CHARS_PER_TOKEN, estimate_tokens
+from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall
+from harness_gym.paths import data_path
+from harness_gym.workers.base import Usage
 from harness_gym.workers.profile import WorkerProfile
+from harness_gym.workers.prompting import ACTIONS, PromptSet, render_context, render_tools
 
 
 def _sigmoid(x: float) -> float:
@@ -26,16 +51,54 @@ class SimulatedWorker:
     """The default worker.
 
     :param profile: the domain's worker profile
+    :param domain: the domain name, whose prompt files (``envs_data/prompts``) size the metered prompts;
+        ``None``, or a domain without a prompt file, meters the rendered context alone
+    :param tools: the domain's tools (listed in the tool prompt, as a live worker shows them)
+    :param wrong_tool_calls: the well-formed wrong calls of a task (the env passes the domain's
+        :meth:`~harness_gym.core.domain.Domain.wrong_tool_calls`); ``None``: the worker proposes none
     """
 
-    def __init__(self, profile: WorkerProfile) -> None:
+    def __init__(self, profile: WorkerProfile, domain: str | None = None, *,
+                 tools: Mapping[str, ToolSpec] | None = None,
+                 wrong_tool_calls: Callable[[Task], Sequence[ToolCall]] | None = None) -> None:
         self.profile = profile
         self.rng = np.random.default_rng(0)
         self._split_cache: dict[str, tuple[list[int], list[int]]] = {}
+        self.wrong_tool_calls = wrong_tool_calls
+        self._usage = Usage()
+        self._verdicts: dict[str, bool] = {}
+        self._overhead_chars = dict.fromkeys(ACTIONS, 0)
+        self._slot_uses = {action: {"context": 1, "draft": 0, "feedback": 0} for action in ACTIONS}
+        if domain is not None and data_path("prompts", f"{domain}.json").is_file():
+            prompts = PromptSet.for_domain(domain)
+            tool_text = render_tools(tools or {})
+            for action in ACTIONS:
+                messages = prompts.messages(action, context="", tools=tool_text, draft="", feedback="")
+                self._overhead_chars[action] = sum(len(m["content"]) for m in messages)
+                template = prompts.templates[action]
+                self._slot_uses[action] = {slot: len(re.findall(r"\{\{\s*%s\s*\}\}" % slot, template))
+                                           for slot in ("context", "draft", "feedback")}
 
     def reset(self, rng: np.random.Generator) -> None:
-        """Draw all further randomness from ``rng`` (the env's ``np_random``)."""
+        """Draw all further randomness from ``rng`` (the env's ``np_random``); forget the last episode's
+        self-check verdicts."""
         self.rng = rng
+        self._verdicts = {}
+
+    def pop_usage(self) -> Usage:
+        """The model calls this worker would have made since the last pop (one env step)."""
+        usage, self._usage = self._usage, Usage()
+        return usage
+
+    def _meter(self, action: str, ctx: Context, written: str, *, draft: str = "", feedback: str = "") -> None:
+        """Count one call: the prompt of ``action`` (its template filled with the rendered context, ``draft``
+        and ``feedback`` where the template uses them) and the reply ``written``."""
+        uses = self._slot_uses[action]
+        chars = (self._overhead_chars[action] + uses["context"] * len(render_context(ctx))
+                 + uses["draft"] * len(draft) + uses["feedback"] * len(feedback))
+        self._usage.llm_calls += 1
+        self._usage.prompt_tokens += math.ceil(chars / CHARS_PER_TOKEN)
+        self._usage.completion_tokens += estimate_tokens(written)
 
     # ----- helpers -----------------------------------------------------------------------------------
     def _split(self, task: Task) -> tuple[list[int], list[int]]:
@@ -75,9 +138,16 @@ class SimulatedWorker:
     # ----- Worker protocol ---------------------------------------------------------------------------
     def draft(self, ctx: Context) -> Draft:
         correct = bool(self.rng.random() < self.p_correct_draft(ctx))
-        return self._new(ctx, self._pick(ctx.task, correct))
+        new = self._new(ctx, self._pick(ctx.task, correct))
+        self._meter("draft", ctx, new.content)
+        return new
 
     def revise(self, ctx: Context, draft: Draft, feedback: CheckResult) -> Draft:
+        new = self._revised(ctx, draft, feedback)
+        self._meter("revise", ctx, new.content, draft=draft.content, feedback=feedback.feedback)
+        return new
+
+    def _revised(self, ctx: Context, draft: Draft, feedback: CheckResult) -> Draft:
         task = ctx.task
         was_correct = self.is_correct(task, draft)
         if not feedback.passed and not was_correct:
@@ -91,19 +161,29 @@ class SimulatedWorker:
         return self._new(ctx, self._pick(task, fixed, avoid=draft.candidate) if fixed else draft.candidate)
 
     def propose_tool_call(self, ctx: Context) -> ToolCall:
+        call = self._proposed(ctx)
+        self._meter("tool", ctx, json.dumps({"name": call.name, "arguments": dict(call.args)}, default=str))
+        return call
+
+    def _proposed(self, ctx: Context) -> ToolCall:
         task = ctx.task
         p = self.profile
         if ctx.tool_history:
             last_call, last_res = ctx.tool_history[-1]
             if not last_res.ok and self.rng.random() < p.repeat_after_error_prob:
                 return last_call
+        wrong = list(self.wrong_tool_calls(task)) if self.wrong_tool_calls is not None else []
         if not task.tool_calls:
-            return ToolCall(name="", args={})
+            # nothing to look up: a model asked for a tool still calls one; its result is useless
+            return wrong[int(self.rng.integers(len(wrong)))] if wrong else ToolCall(name="", args={})
         done = {call.key() for call, res in ctx.tool_history if res.ok}
         pending = [c for c in task.tool_calls if c.key() not in done] or list(task.tool_calls)
         call = pending[0]
-        if self.rng.random() < p.tool_error_prob:
+        u = self.rng.random()
+        if u < p.tool_error_prob:
             return self._corrupt(call)
+        if u < p.tool_error_prob + p.tool_wrong_prob and wrong:
+            return wrong[int(self.rng.integers(len(wrong)))]
         return call
 
     def _corrupt(self, call: ToolCall) -> ToolCall:
@@ -120,13 +200,30 @@ class SimulatedWorker:
         return ToolCall(name=call.name + "s", args=args)
 
     def self_check(self, ctx: Context, draft: Draft) -> CheckResult:
+        """The verdict on ``draft``: drawn from the profile's rates the first time this content is judged in
+        the episode; a later check of the same content repeats that verdict with probability
+        ``selfcheck_repeat`` and otherwise draws afresh (the first verdict stays the one repeated)."""
         correct = self.is_correct(ctx.task, draft)
-        p_pass = self.profile.selfcheck_tpr if correct else self.profile.selfcheck_fpr
-        passed = bool(self.rng.random() < p_pass)
+        p = self.profile
+        first = self._verdicts.get(draft.content)
+        if first is not None and self.rng.random() < p.selfcheck_repeat:
+            passed = first
+        else:
+            passed = bool(self.rng.random() < (p.selfcheck_tpr if correct else p.selfcheck_fpr))
+            self._verdicts.setdefault(draft.content, passed)
         feedback = "self-check: the answer looks right" if passed else "self-check: the answer may be wrong"
+        self._meter("self_check", ctx, ("PASS " if passed else "FAIL ") + feedback, draft=draft.content)
         return CheckResult(passed=passed, feedback=feedback, specificity=0.1)
 
-    def confidence(self, ctx: Context, draft: Draft) -> float:
+    def mean_confidence(self, ctx: Context, draft: Draft) -> float:
+        """The mean stated confidence in ``draft``: ``confidence_wrong``, plus the correctness gap
+        ``confidence_correct - confidence_wrong`` for a correct draft, plus ``confidence_evidence`` times
+        (coverage - 1), minus ``confidence_difficulty`` times the task's difficulty."""
         p = self.profile
         mean = p.confidence_correct if self.is_correct(ctx.task, draft) else p.confidence_wrong
-        return float(min(1.0, max(0.0, self.rng.normal(mean, p.confidence_noise))))
+        return mean + p.confidence_evidence * (ctx.evidence_coverage() - 1.0) - p.confidence_difficulty * ctx.task.difficulty
+
+    def confidence(self, ctx: Context, draft: Draft) -> float:
+        value = float(min(1.0, max(0.0, self.rng.normal(self.mean_confidence(ctx, draft), self.profile.confidence_noise))))
+        self._meter("confidence", ctx, f"{value:.2f}", draft=draft.content)
+        return value

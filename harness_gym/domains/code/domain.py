@@ -98,6 +98,9 @@ class CodeDomain(Domain):
     name = "code"
     uses_sandbox = True
     tool_needs_draft = True
+    wrong_calls_per_call = 0
+    """run_example runs the draft on the example the task states: another problem's example call names
+    another function, so the worker has no well-formed wrong call to make here (only malformed ones)."""
 
     def __init__(self, data_dir: str | Path | None = None) -> None:
         super().__init__()

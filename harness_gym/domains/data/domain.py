@@ -127,6 +127,16 @@ class DataDomain(Domain):
         return self.tables[task.payload.dataset]
 
     # ----- TOOL --------------------------------------------------------------------------------------
+    def argument_values(self, task: Task, tool: str, arg: str) -> list[Any]:
+        """Wrong-call values: the other columns of the task's own table (a column of another table would
+        be an error, not wrong evidence); other arguments as in :class:`Domain`."""
+        columns = [str(c) for c in self.table(task).frame.columns]
+        if arg == "column":
+            return columns
+        if arg == "columns":
+            return [[c] for c in columns]
+        return super().argument_values(task, tool, arg)
+
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
         table = self.table(task)
         key = (table.name, call.key())

@@ -66,8 +66,8 @@ class HarnessDataEnv(HarnessEnv):
     ## Rewards
 
     0 on every step except the last, where it is the grade of the submitted program's answer (0 or 1; the
-    fraction of groups answered right for per-group questions), minus ``step_cost`` per budget unit spent on
-    every step (default 0).
+    fraction of groups answered right for per-group questions), minus ``cost_weight`` times the step's metered cost
+    ``info["cost"]["units"]`` on every step (default 0).
 
     ## Starting State
 
@@ -81,7 +81,7 @@ class HarnessDataEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessData-v0", data_dir=None, split="train", budget=30, step_cost=0.0,
+    env = gym.make("HarnessData-v0", data_dir=None, split="train", budget=30, cost_weight=0.0,
                    worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
     ```
 

@@ -95,7 +95,8 @@ class HarnessDBBenchEnv(HarnessEnv):
     ## Rewards
 
     0 on every step except the last, where it is the upstream score of the submitted draft (0 or 1), minus
-    ``step_cost`` per budget unit spent on every step (default 0).
+    ``cost_weight`` times the step's metered cost
+    ``info["cost"]["units"]`` on every step (default 0).
 
     ## Starting State
 
@@ -111,7 +112,7 @@ class HarnessDBBenchEnv(HarnessEnv):
     ```python
     import gymnasium as gym
     env = gym.make("HarnessDBBench-v0", data_path=None, data_dir=None, engine="sqlite", dsn=None,
-                   strict=False, split="train", budget=30, step_cost=0.0, worker="simulated", profile=None,
+                   strict=False, split="train", budget=30, cost_weight=0.0, worker="simulated", profile=None,
                    sandbox="process", action_costs=None, render_mode=None)
     ```
 

@@ -57,7 +57,7 @@ class HarnessKnowledgeEnv(HarnessEnv):
     ## Rewards
 
     0 on every step except the last, where it is the field-level accuracy of the submitted record in [0, 1],
-    minus ``step_cost`` per budget unit spent on every step (default 0).
+    minus ``cost_weight`` times the step's metered cost ``info["cost"]["units"]`` on every step (default 0).
 
     ## Starting State
 
@@ -71,7 +71,7 @@ class HarnessKnowledgeEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessKnowledge-v0", data_dir=None, split="train", budget=30, step_cost=0.0,
+    env = gym.make("HarnessKnowledge-v0", data_dir=None, split="train", budget=30, cost_weight=0.0,
                    worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
     ```
 

@@ -62,7 +62,8 @@ class HarnessMultiToolEnv(HarnessEnv):
     ## Rewards
 
     0 on every step except the last, where it is the grade of the submitted answer (0 or 1), minus
-    ``step_cost`` per budget unit spent on every step (default 0).
+    ``cost_weight`` times the step's metered cost
+    ``info["cost"]["units"]`` on every step (default 0).
 
     ## Starting State
 
@@ -76,7 +77,7 @@ class HarnessMultiToolEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessMultiTool-v0", data_dir=None, split="train", budget=30, step_cost=0.0,
+    env = gym.make("HarnessMultiTool-v0", data_dir=None, split="train", budget=30, cost_weight=0.0,
                    worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
     ```
 

@@ -94,7 +94,8 @@ class HarnessTauRetailEnv(HarnessEnv):
     ## Rewards
 
     0 on every step except the last, where it is the benchmark reward of the submitted draft (0 or 1), minus
-    ``step_cost`` per budget unit spent on every step (default 0).
+    ``cost_weight`` times the step's metered cost
+    ``info["cost"]["units"]`` on every step (default 0).
 
     ## Starting State
 
@@ -109,7 +110,7 @@ class HarnessTauRetailEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessTauRetail-v0", data_dir=None, split="train", budget=30, step_cost=0.0,
+    env = gym.make("HarnessTauRetail-v0", data_dir=None, split="train", budget=30, cost_weight=0.0,
                    worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
     ```
 

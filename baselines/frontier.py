@@ -1,0 +1,203 @@
+"""The quality-cost frontier: controllers as points (or curves) of mean quality against mean episode cost.
+
+    harness-gym frontier ENV --cost-weights 0,0.01,0.1 [--policy NAME_OR_FILE ...] --out DIR
+
+Every controller is evaluated once on the same seeded test episodes: what a controller does never depends on
+the env's ``cost_weight`` (it reads observations, not rewards), and an episode's return is exactly
+``Q - cost_weight * cost`` (``harness_gym.core.cost``), so the return at each cost weight is computed from the
+per-episode quality and cost of that one evaluation. A learned controller trained at one cost weight is one
+point; give the models trained at several cost weights as ``LABEL@W=FILE`` and they are joined into a curve.
+
+Writes ``frontier.json`` (one row per controller: quality and cost with 95% bootstrap CIs, the mean return at
+each cost weight), ``frontier.md`` (the returns table; the best return per cost weight in bold) and
+``frontier.png`` (quality against cost, one marker per controller, dashed iso-return lines through the best
+controller at each positive cost weight).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines.evaluate import run_episodes
+
+FIXED_POLICIES: tuple[str, ...] = ("static", "forced-check", "thorough", "random", "oracle")
+"""The registered controllers the frontier evaluates unless told otherwise."""
+
+_TRAINED_AT = re.compile(r"^(?P<label>[^@=]+)@(?P<weight>[0-9.eE+-]+)=(?P<path>.+)$")
+
+
+def parse_cost_weights(text: str) -> list[float]:
+    """``"0,0.01,0.1"`` as a list of floats; a clear error for a bad entry.
+
+    :param text: comma-separated cost weights
+    """
+    weights = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"--cost-weights: {part!r} is not a number (expected e.g. 0,0.01,0.1)") from None
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"--cost-weights: {part!r} must be a finite number >= 0")
+        weights.append(value)
+    if not weights:
+        raise ValueError("--cost-weights: give at least one cost weight")
+    return weights
+
+
+def parse_policy_spec(spec: str) -> tuple[str, str, float | None]:
+    """``(label, policy, trained_at)`` from ``NAME``, ``FILE``, ``LABEL=FILE`` or ``LABEL@W=FILE``.
+
+    :param spec: one ``--policy`` value
+    """
+    m = _TRAINED_AT.match(spec)
+    if m is not None:
+        return m.group("label"), m.group("path"), float(m.group("weight"))
+    label, sep, path = spec.partition("=")
+    if sep and label and path:
+        return label, path, None
+    return Path(spec).stem if Path(spec).suffix else spec, spec, None
+
+
+def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[float], *, episodes: int,
+                  split: str = "test", seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per controller: its evaluation summary plus ``return_at`` (cost weight -> mean return) and
+    ``trained_at`` (the cost weight a learned model was trained at, if given).
+
+    :param env_id: a registered env id
+    :param policies: ``--policy`` specs (:func:`parse_policy_spec`)
+    :param cost_weights: the cost weights to report returns at
+    :param episodes: evaluation episodes per controller
+    :param split: the task split
+    :param seed: the run's seed (the same episodes for every controller)
+    :param env_kwargs: other constructor arguments of the env (its own ``cost_weight`` is ignored)
+    """
+    import gymnasium as gym
+
+    from baselines.evaluate import summarise
+    from baselines.registry import make_policy
+
+    kwargs = {k: v for k, v in (env_kwargs or {}).items() if k != "cost_weight"}
+    rows = []
+    for spec in policies:
+        label, name, trained_at = parse_policy_spec(spec)
+        policy = make_policy(name)
+        env = gym.make(env_id, **kwargs)
+        try:
+            records = run_episodes(env, policy, episodes, split=split, seed=seed)
+        finally:
+            env.close()
+        summary = summarise(records, env_id=env_id, policy=label, split=split, seconds=0.0, seed=seed)
+        q = np.array([r["quality"] for r in records], dtype=float)
+        cost = np.array([r["cost"] for r in records], dtype=float)
+        summary["return_at"] = {str(w): float(np.mean(q - w * cost)) for w in cost_weights}
+        summary["trained_at"] = trained_at
+        rows.append(summary)
+    return rows
+
+
+def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float], path: Path, title: str) -> Path:
+    """Draw quality against episode cost: one marker with CI bars per controller, controllers sharing a label
+    and trained at several cost weights joined in order of the weight, dashed iso-return lines
+    ``Q = R* + w * cost`` through the best return R* at each positive cost weight w.
+
+    :param rows: :func:`frontier_rows` rows (``policy``, ``quality_mean``, ``quality_ci95``, ``cost_mean``,
+        ``cost_ci95``, ``return_at``, ``trained_at``)
+    :param cost_weights: the cost weights of the iso-return lines
+    :param path: the PNG to write
+    :param title: the plot title
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 5.0))
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["policy"], []).append(row)
+    markers = "osD^v<>pPX*h"
+    for i, (label, members) in enumerate(groups.items()):
+        members = sorted(members, key=lambda r: r["trained_at"] or 0.0)
+        x = [r["cost_mean"] for r in members]
+        y = [r["quality_mean"] for r in members]
+        xerr = np.array([[r["cost_mean"] - r["cost_ci95"][0], r["cost_ci95"][1] - r["cost_mean"]] for r in members]).T
+        yerr = np.array([[r["quality_mean"] - r["quality_ci95"][0], r["quality_ci95"][1] - r["quality_mean"]]
+                         for r in members]).T
+        line = "-" if len(members) > 1 else "none"
+        handle = ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt=markers[i % len(markers)], linestyle=line,
+                             capsize=2, label=label, markersize=6)
+        if len(members) > 1:
+            for r in members:
+                ax.annotate(f"w={r['trained_at']:g}", (r["cost_mean"], r["quality_mean"]), fontsize=7,
+                            xytext=(3, 3), textcoords="offset points", color=handle[0].get_color())
+    xmax = max(r["cost_ci95"][1] for r in rows) * 1.1 or 1.0
+    xs = np.linspace(0, xmax, 50)
+    for w in cost_weights:
+        if w <= 0:
+            continue
+        best = max(rows, key=lambda r: r["return_at"][str(w)])
+        r_star = best["return_at"][str(w)]
+        ax.plot(xs, r_star + w * xs, linestyle="--", linewidth=0.8, color="grey")
+        ax.annotate(f"w={w:g}: best return {best['policy']} ({r_star:.3f})", (xs[1], r_star + w * xs[1]),
+                    fontsize=7, ha="left", va="bottom", color="grey")
+    ax.set_xlabel("mean episode cost (units of US$0.0001; gpt-4o-mini list prices)")
+    ax.set_ylabel("mean quality Q (test split)")
+    ax.set_title(title)
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_xlim(0, xmax)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def returns_table(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float]) -> str:
+    """A Markdown table: controller, quality, cost and the return at every cost weight (the best in bold).
+
+    :param rows: :func:`frontier_rows` rows
+    :param cost_weights: the cost weights
+    """
+    best = {w: max(r["return_at"][str(w)] for r in rows) for w in cost_weights}
+    head = "| controller | Q [95% CI] | cost [95% CI] | " + " | ".join(f"return at w={w:g}" for w in cost_weights) + " |"
+    lines = [head, "|" + "---|" * (3 + len(cost_weights))]
+    for r in rows:
+        name = r["policy"] + (f" (trained at w={r['trained_at']:g})" if r.get("trained_at") is not None else "")
+        cells = []
+        for w in cost_weights:
+            value = r["return_at"][str(w)]
+            cells.append(f"**{value:.3f}**" if value == best[w] else f"{value:.3f}")
+        lines.append(f"| {name} | {r['quality_mean']:.3f} [{r['quality_ci95'][0]:.3f}, {r['quality_ci95'][1]:.3f}] | "
+                     f"{r['cost_mean']:.2f} [{r['cost_ci95'][0]:.2f}, {r['cost_ci95'][1]:.2f}] | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_frontier(out: Path, env_id: str, rows: list[dict[str, Any]], cost_weights: Sequence[float], *,
+                   title_suffix: str = "") -> dict[str, Path]:
+    """Write ``frontier.json``, ``frontier.md`` and ``frontier.png`` under ``out``.
+
+    :param out: the output folder
+    :param env_id: the env id (titles)
+    :param rows: :func:`frontier_rows` rows
+    :param cost_weights: the cost weights
+    :param title_suffix: appended to the plot title
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "frontier.json", "md": out / "frontier.md", "png": out / "frontier.png"}
+    paths["json"].write_text(json.dumps({"env_id": env_id, "cost_weights": list(cost_weights), "rows": rows},
+                                        indent=1, default=float))
+    paths["md"].write_text(f"{env_id}: quality, cost and return per cost weight{title_suffix}\n\n"
+                           + returns_table(rows, cost_weights) + "\n")
+    plot_frontier(rows, cost_weights, paths["png"], f"{env_id}: quality against cost{title_suffix}")
+    return paths
+
