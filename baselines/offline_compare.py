@@ -167,7 +167,8 @@ def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, A
                     elif name.endswith("-ablation"):
                         keep, removed = ablation_episodes(dsid)
                         extra.update(removed_episodes=removed, kept_episodes=len(keep))
-                        train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name]), data.subset(keep))
+                        train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name], variant="ablation"),
+                                  data.subset(keep))
                     else:
                         train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name]), data)
                     extra["train_seconds"] = time.perf_counter() - t0
