@@ -243,13 +243,13 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from harness_gym.datasets import collect
+    from harness_gym.datasets import STEP_INFO_KEYS, collect
 
     kwargs = env_kwargs(args)
     refs = (make_policy("random"), make_policy("oracle")) if args.ref_episodes > 0 else None
     dataset = collect(args.env_id, load_policy_arg(args.policy), args.out, episodes=args.episodes, seed=args.seed,
-                      split=args.split, env_kwargs=kwargs,
-                      ref_policies=refs, ref_episodes=args.ref_episodes)
+                      split=args.split, env_kwargs=kwargs, ref_policies=refs, ref_episodes=args.ref_episodes,
+                      info_keys=None if "all" in args.info_key else (*STEP_INFO_KEYS, *args.info_key))
     meta = dataset.storage.metadata
     print(f"{dataset.id}: {dataset.total_episodes} episodes, {dataset.total_steps} steps, ref scores "
           f"{meta.get('ref_min_score')} (random) .. {meta.get('ref_max_score')} (oracle), "
@@ -386,6 +386,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="train", choices=("train", "val", "test", "ood"))
     p.add_argument("--ref-episodes", type=int, default=100,
                    help="episodes of the random and oracle controllers for ref_min/max_score (0: none)")
+    p.add_argument("--info-key", action="append", default=[], metavar="KEY",
+                   help="also store this info key at every step (repeatable; 'all': every key). By default only "
+                        "action_mask and invalid_action are stored per step, and each episode's outcome "
+                        "(quality, success, hms, patterns, ...) once as episode metadata")
     _add_env_options(p)
     p.set_defaults(func=cmd_collect)
 
