@@ -188,9 +188,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         table.add_row(str(i), label, f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
                       f"{r['hms_mean']:.3f}", "n/a" if math.isnan(cbs) else f"{cbs:.3f}", f"{r['mean_steps']:.1f}")
     console.print(table)
-    if any(label != spec for label, spec in zip(labels, args.policy)):
-        for i, spec in enumerate(args.policy, start=1):
-            console.print(f"#{i}: {spec}", soft_wrap=True)
+    for i, spec in enumerate(args.policy, start=1):  # the full values, never cut, whatever the width
+        console.print(f"#{i}: {spec}", soft_wrap=True, markup=False, highlight=False)
     return 0
 
 

@@ -20,8 +20,9 @@ What the adapter does, in SB3's terms:
   ``seed()`` and the options of ``set_options()`` are used at the next ``reset()`` (one options dict for all
   sub-envs: a Gymnasium vector env passes the same options to each).
 - ``step()`` returns ``(obs, rewards, dones, infos)`` with one info dict per sub-env. When a sub-env's
-  episode ends its info holds ``terminal_observation`` and ``TimeLimit.truncated``, and the observation
-  returned is already the first one of its next episode (SB3's convention). Every Gymnasium autoreset mode
+  episode ends its info holds ``terminal_observation``, and the observation
+  returned is already the first one of its next episode (SB3's convention); ``TimeLimit.truncated`` is set at
+  every step, as in SB3's own vector envs. Every Gymnasium autoreset mode
   works: ``SAME_STEP`` envs reset themselves; ``NEXT_STEP`` (the default) and ``DISABLED`` envs are reset
   at once by the adapter (``reset(options={"reset_mask": done})``), so no step is lost.
 - ``env_method("action_masks")`` (what sb3-contrib's ``MaskablePPO`` calls) and ``has_attr`` work on both
@@ -134,7 +135,7 @@ class SB3VecEnv(VecEnv):
                 for i in np.flatnonzero(dones):
                     obs[i] = reset_obs[i]
                     self.reset_infos[i] = reset_per_env[i]
-        for i in np.flatnonzero(dones):
+        for i in range(self.num_envs):  # set at every step, as SB3's DummyVecEnv does
             step_infos[i]["TimeLimit.truncated"] = bool(truncations[i] and not terminations[i])
         return obs, np.asarray(rewards, dtype=np.float32), dones, step_infos
 
