@@ -53,13 +53,14 @@ class CountInvalid(BaseCallback):
         return True
 
 
-def train_and_count(algo: type, venv, steps: int = 512) -> CountInvalid:
+def train_and_count(algo: type, venv, steps: int = 256) -> CountInvalid:
+    """Train ``algo`` for ``steps`` steps (one rollout of 128 steps on each of 2 envs and its update: the test
+    suite runs on 2 shared cores) and count what the episodes did."""
     model = algo("MlpPolicy", venv, n_steps=128, batch_size=128, n_epochs=1, seed=0, device="cpu",
                  policy_kwargs={"net_arch": [32]})
     counter = CountInvalid()
     model.learn(steps, callback=counter)
     assert model.num_timesteps >= steps
-    venv.close()
     return counter
 
 
@@ -67,14 +68,14 @@ def train_and_count(algo: type, venv, steps: int = 512) -> CountInvalid:
 def test_ppo_and_maskable_ppo_train_on_make_vec_env_and_on_adapted_make_vec(env_id):
     """Both vector envs run whole episodes (quality in [0, 1] at each end); with the env's masks MaskablePPO
     never takes an inapplicable action, while PPO without them does."""
-    runs = {
-        ("ppo", "make_vec_env"): train_and_count(PPO, make_vec_env(env_id, n_envs=2, seed=0)),
-        ("maskable", "make_vec_env"): train_and_count(MaskablePPO, make_vec_env(env_id, n_envs=2, seed=0)),
-        ("ppo", "make_vec"): train_and_count(PPO, VecMonitor(to_sb3_vec_env(
-            gym.make_vec(env_id, 2, vectorization_mode="async")))),
-        ("maskable", "make_vec"): train_and_count(MaskablePPO, VecMonitor(to_sb3_vec_env(
-            gym.make_vec(env_id, 2, vectorization_mode="async")))),
-    }
+    runs = {}
+    for kind, venv in (("make_vec_env", make_vec_env(env_id, n_envs=2, seed=0)),
+                       ("make_vec", VecMonitor(to_sb3_vec_env(gym.make_vec(env_id, 2, vectorization_mode="async"))))):
+        try:
+            runs[("ppo", kind)] = train_and_count(PPO, venv)
+            runs[("maskable", kind)] = train_and_count(MaskablePPO, venv)
+        finally:
+            venv.close()
     for key, counter in runs.items():
         assert counter.episodes > 0, key
         assert all(0.0 <= q <= 1.0 for q in counter.qualities), key
@@ -88,7 +89,10 @@ def test_maskable_ppo_on_subproc_and_sync(mode):
     # a fresh SubprocVecEnv process (forkserver) has not imported harness_gym: the "module:" prefix imports it
     venv = (make_vec_env("harness_gym:HarnessPlan-v0", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv) if mode == "async"
             else to_sb3_vec_env(gym.make_vec("HarnessPlan-v0", 2, vectorization_mode="sync")))
-    counter = train_and_count(MaskablePPO, venv, steps=256)
+    try:
+        counter = train_and_count(MaskablePPO, venv, steps=256)
+    finally:
+        venv.close()
     assert counter.episodes > 0 and counter.invalid == 0
 
 
