@@ -28,11 +28,19 @@ import harness_gym
 from baselines.dataclass_args import add_dataclass_arguments, config_from_args
 from baselines.evaluate import evaluate
 from baselines.registry import POLICIES, make_policy, policy_help
-from harness_gym.rollout import Policy
 from baselines.reproduce import reproduce
 from baselines.trainers import TRAINERS, load_trainer
-from baselines.usage import (UsageError, check_dataset, check_env_id, check_env_kwargs, check_policy_value,
-                             check_task_id, make_env, positive_int)
+from baselines.usage import (
+    UsageError,
+    check_dataset,
+    check_env_id,
+    check_env_kwargs,
+    check_policy_value,
+    check_task_id,
+    make_env,
+    positive_int,
+)
+from harness_gym.rollout import Policy
 
 
 def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | None) -> dict[str, Any]:
