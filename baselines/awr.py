@@ -27,7 +27,7 @@ import torch
 
 from baselines.bc import BCConfig
 from baselines.learned import MLP, LearnedPolicy
-from baselines.training import finish, fit_policy, minibatches, start_run
+from baselines.training import finish, fit_policy, minibatches, progress_bar, start_run
 from harness_gym.datasets import Transitions
 
 
@@ -60,15 +60,14 @@ def train(cfg: AWRConfig, data: Transitions | None = None) -> LearnedPolicy:
     :param cfg: the configuration
     :param data: the transitions to learn from (default: all of ``cfg.dataset_id``)
     """
-    data, writer, t = start_run(cfg, "awr", data)
+    if cfg.advantage not in ("mc", "q"):
+        raise ValueError(f"advantage must be 'mc' or 'q', got {cfg.advantage!r}")
+    data, writer, t = start_run(cfg, "awr" if cfg.advantage == "mc" else "awr-q", data)
     n, obs_dim, n_actions = len(data), t["obs"].shape[1], t["masks"].shape[1]
 
     # the policy is built first so that its initialisation equals BC's with the same seed
     policy_net = MLP(obs_dim, n_actions, cfg.hidden_sizes)
     value_net = MLP(obs_dim, 1, cfg.hidden_sizes)
-
-    if cfg.advantage not in ("mc", "q"):
-        raise ValueError(f"advantage must be 'mc' or 'q', got {cfg.advantage!r}")
     q_net = MLP(obs_dim, n_actions, cfg.hidden_sizes) if cfg.advantage == "q" else None
 
     # 1. value baseline V(s) (and, for "q", Q(s, a) of the logged action), regressed on the return G
@@ -76,7 +75,7 @@ def train(cfg: AWRConfig, data: Transitions | None = None) -> LearnedPolicy:
     value_opt = torch.optim.Adam(params, lr=cfg.value_learning_rate)
     value_rng = np.random.default_rng(cfg.seed + 1)
     step = 0
-    for _ in range(cfg.value_epochs):
+    for _ in progress_bar(range(cfg.value_epochs), cfg, "value"):
         for idx in minibatches(value_rng, n, cfg.batch_size):
             obs, ret = t["obs"][idx], t["returns"][idx]
             value_loss = torch.nn.functional.mse_loss(value_net(obs).squeeze(-1), ret)
@@ -103,7 +102,8 @@ def train(cfg: AWRConfig, data: Transitions | None = None) -> LearnedPolicy:
 
     # 3. advantage-weighted maximum likelihood of the logged actions
     step = fit_policy(policy_net, t, weights, epochs=cfg.epochs, batch_size=cfg.batch_size,
-                      learning_rate=cfg.learning_rate, seed=cfg.seed, writer=writer)
+                      learning_rate=cfg.learning_rate, seed=cfg.seed, writer=writer,
+                      progress=cfg.progress)
     return finish(cfg, "awr", policy_net, data, writer, step)
 
 

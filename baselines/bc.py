@@ -39,7 +39,15 @@ class BCConfig:
     eval_split: Literal["train", "val", "test", "ood"] = "val"
     """task split of that evaluation"""
     log_dir: str = "runs"
-    """TensorBoard log folder"""
+    """TensorBoard log folder; each run is {env_id}__{algo}[-{variant}]__{seed}__{time} in it"""
+    variant: str = ""
+    """label of the run's variant in its name (e.g. ablation), so that runs of one trainer tell apart"""
+    wandb: bool = False
+    """also log the run to Weights & Biases (needs the wandb package; TensorBoard stays on)"""
+    wandb_project: str = "harness_gym"
+    """the W&B project of --wandb runs"""
+    progress: bool = True
+    """show a progress bar over the training epochs"""
     torch_threads: int = 1
     """CPU threads torch may use"""
 
@@ -54,7 +62,7 @@ def train(cfg: BCConfig, data: Transitions | None = None) -> LearnedPolicy:
 
     net = MLP(t["obs"].shape[1], t["masks"].shape[1], cfg.hidden_sizes)
     step = fit_policy(net, t, None, epochs=cfg.epochs, batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
-                      seed=cfg.seed, writer=writer)
+                      seed=cfg.seed, writer=writer, progress=cfg.progress)
     return finish(cfg, "bc", net, data, writer, step)
 
 

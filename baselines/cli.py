@@ -12,12 +12,13 @@ flags from :mod:`baselines.trainers`.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import gymnasium as gym
 from rich.console import Console
@@ -29,6 +30,17 @@ from baselines.evaluate import evaluate
 from baselines.registry import POLICIES, make_policy, policy_help
 from baselines.reproduce import reproduce
 from baselines.trainers import TRAINERS, load_trainer
+from baselines.usage import (
+    UsageError,
+    check_dataset,
+    check_env_id,
+    check_env_kwargs,
+    check_policy_value,
+    check_task_id,
+    make_env,
+    positive_int,
+)
+from harness_gym.rollout import Policy
 
 
 def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | None) -> dict[str, Any]:
@@ -37,7 +49,7 @@ def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | No
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"--env-kwarg expects KEY=VALUE, got {pair!r}")
+            raise UsageError(f"--env-kwarg expects KEY=VALUE, got {pair!r}")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -47,6 +59,31 @@ def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | No
     if sandbox is not None:
         out["sandbox"] = sandbox
     return out
+
+
+def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The env keywords of a command (``--env-kwarg``, ``--worker``, ``--sandbox``), checked against the env's
+    constructor and tried once, so that a wrong key or value is reported before any episode runs.
+
+    :param args: the parsed command line (with ``env_id``)
+    """
+    kwargs = check_env_kwargs(args.env_id, parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox))
+    make_env(args.env_id, kwargs).close()
+    return kwargs
+
+
+def load_policy_arg(value: str) -> Policy:
+    """The controller of a ``--policy`` value; a model file that does not load is a :class:`UsageError`
+    naming the file.
+
+    :param value: a value accepted by :func:`policy_name`
+    """
+    if not Path(value).is_file():
+        return make_policy(value)
+    try:
+        return make_policy(value)
+    except Exception as exc:  # torch / zip / format errors of a user's file are reported, not raised
+        raise UsageError(f"--policy {value}: cannot load this model file: {type(exc).__name__}: {exc}") from exc
 
 
 def _json_default(value: Any) -> Any:
@@ -90,9 +127,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    result = evaluate(args.env_id, args.policy, episodes=args.episodes, split=args.split, seed=args.seed,
-                      env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox),
-                      progress=not args.json)
+    kwargs = env_kwargs(args)
+    result = evaluate(args.env_id, load_policy_arg(args.policy), episodes=args.episodes, split=args.split,
+                      seed=args.seed, env_kwargs=kwargs, progress=not args.json)
+    result["policy"] = args.policy
     if args.json:
         print(json.dumps(_clean(result), default=_json_default))
     else:
@@ -112,55 +150,102 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def row_labels(specs: Sequence[str]) -> list[str]:
+    """Short row names that tell the compared policies apart: a registered name as it is, a path by the
+    fewest trailing components that no other value shares (``a/models/awr.pt`` and ``b/models/awr.pt`` become
+    ``a/models/awr.pt`` and ``b/models/awr.pt``; ``models/awr.pt`` and ``models/bc.pt`` become ``awr.pt`` and
+    ``bc.pt``); a value given twice gets ``#2``, ``#3``.
+
+    :param specs: the ``--policy`` values in order
+    """
+    parts = [Path(s).parts if Path(s).is_file() else (s,) for s in specs]
+    labels = []
+    for i, mine in enumerate(parts):
+        for depth in range(1, len(mine) + 1):
+            tail = mine[-depth:]
+            if all(other[-depth:] != tail for j, other in enumerate(parts) if j != i and other != mine):
+                break
+        labels.append(str(Path(*tail)))
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[i] = f"{label} #{seen[label]}"
+    return labels
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    kwargs = parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox)
-    results = [evaluate(args.env_id, p, episodes=args.episodes, split=args.split, seed=args.seed,
-                        env_kwargs=kwargs, progress=not args.json) for p in args.policy]
+    kwargs = env_kwargs(args)
+    policies = [load_policy_arg(p) for p in args.policy]
+    results = []
+    for spec, policy in zip(args.policy, policies):
+        result = evaluate(args.env_id, policy, episodes=args.episodes, split=args.split, seed=args.seed,
+                          env_kwargs=kwargs, progress=not args.json)
+        results.append({**result, "policy": spec})
     if args.json:
         print(json.dumps(_clean(results), default=_json_default))
         return 0
+    console = Console(width=args.width)
     table = Table(title=f"{args.env_id}, {args.split} split, {args.episodes} episodes, seed {args.seed} "
                         "(same task sequence for every policy)")
-    for col in ("policy", "quality [95% CI]", "success", "HMS", "check_before_submit", "mean steps", "cost",
-                "return"):
-        table.add_column(col)
-    for r in results:
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("policy", overflow="fold", ratio=2)
+    for col in ("quality [95% CI]", "success", "HMS", "check before submit", "mean steps", "cost", "return"):
+        table.add_column(col, ratio=1)
+    labels = row_labels(args.policy)
+    for i, (label, r) in enumerate(zip(labels, results), start=1):
         lo, hi = r["quality_ci95"]
         cbs = r["patterns"]["check_before_submit"]
-        table.add_row(r["policy"], f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
+        table.add_row(str(i), label, f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
                       f"{r['hms_mean']:.3f}", "n/a" if math.isnan(cbs) else f"{cbs:.3f}", f"{r['mean_steps']:.1f}",
                       f"{r['cost_mean']:.2f}", f"{r['return_mean']:.3f}")
-    Console().print(table)
+    console.print(table)
+    for i, spec in enumerate(args.policy, start=1):  # the full values, never cut, whatever the width
+        console.print(f"#{i}: {spec}", soft_wrap=True, markup=False, highlight=False)
     return 0
 
 
+def _draft_text(previous: str | None, content: str, *, version: int, mode: str) -> str:
+    """What ``play`` prints after a DRAFT or REVISE: the whole draft, or a unified diff against the previous
+    one (the first draft is always shown whole)."""
+    if mode == "full" or previous is None:
+        return f"draft v{version}:\n{content}"
+    diff = list(difflib.unified_diff(previous.splitlines(), content.splitlines(), f"v{version - 1}", f"v{version}",
+                                     lineterm="", n=1))
+    return "\n".join(diff) if diff else f"draft v{version}: unchanged"
+
+
 def cmd_play(args: argparse.Namespace) -> int:
-    console = Console()
-    env = gym.make(args.env_id, render_mode="ansi", **parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox))
-    policy = make_policy(args.policy)
+    console = Console(width=args.width)
+    env = make_env(args.env_id, env_kwargs(args), render_mode="ansi")
+    policy = load_policy_arg(args.policy)
     options: dict[str, Any] = {"split": args.split}
     if args.task_id:
-        options["task_id"] = args.task_id
+        options["task_id"] = check_task_id(env, args.task_id)
     obs, info = env.reset(seed=args.seed, options=options)
     policy.reset(env, seed=args.seed)
+    henv = env.unwrapped
     console.print(f"[bold]{args.env_id}[/bold] task [cyan]{info['task_id']}[/cyan] ({info['split']}), "
                   f"policy [green]{policy.name}[/green], seed {args.seed}")
-    console.print(env.render())
-    table = Table()
-    for col in ("step", "action", "budget left", "evidence (env/cons/know/self)", "what happened"):
-        table.add_column(col)
-    step = 0
+    console.print(henv.task.prompt, markup=False, highlight=False)
+    step, previous = 0, None
     while True:
         obs, reward, terminated, truncated, info = env.step(policy.act(obs, env))
         step += 1
         ev = info["evidence"]
-        name = info["action_name"] + (" [red](no-op)[/red]" if info["invalid_action"] else "")
-        table.add_row(str(step), name, str(info["budget_left"]),
-                      f"{ev['env']:+.2f} / {ev['consistency']:.2f} / {ev['knowledge']:+.0f} / {ev['self']:+.2f}",
-                      env.render() or "")
+        name = info["action_name"] + (" (no-op)" if info["invalid_action"] else "")
+        console.print(f"[bold]{step:>3}[/bold] {name:<16} budget {info['budget_left']:>3}  evidence env "
+                      f"{ev['env']:+.2f} cons {ev['consistency']:.2f} know {ev['knowledge']:+.0f} self "
+                      f"{ev['self']:+.2f}", highlight=False)
+        console.print(f"     {env.render() or ''}", markup=False, highlight=False)
+        draft = henv.context.draft
+        if (info["action_name"] in ("DRAFT", "REVISE") and not info["invalid_action"] and draft is not None
+                and args.drafts != "none"):
+            console.print(_draft_text(previous, draft.content, version=draft.version, mode=args.drafts),
+                          markup=False, highlight=False)
+            previous = draft.content
         if terminated or truncated:
             break
-    console.print(table)
     pats = ", ".join(f"{k}={'n/a' if math.isnan(v) else int(v)}" for k, v in info["patterns"].items())
     console.print(f"quality [bold]{info['quality']:.3f}[/bold]  success {info['success']}  "
                   f"HMS {info['hms']:.3f}  forced_submit {info['forced_submit']}\npatterns: {pats}")
@@ -169,12 +254,13 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from harness_gym.datasets import collect
+    from harness_gym.datasets import STEP_INFO_KEYS, collect
 
+    kwargs = env_kwargs(args)
     refs = (make_policy("random"), make_policy("oracle")) if args.ref_episodes > 0 else None
-    dataset = collect(args.env_id, make_policy(args.policy), args.out, episodes=args.episodes, seed=args.seed,
-                      split=args.split, env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox),
-                      ref_policies=refs, ref_episodes=args.ref_episodes)
+    dataset = collect(args.env_id, load_policy_arg(args.policy), args.out, episodes=args.episodes, seed=args.seed,
+                      split=args.split, env_kwargs=kwargs, ref_policies=refs, ref_episodes=args.ref_episodes,
+                      info_keys=None if "all" in args.info_key else (*STEP_INFO_KEYS, *args.info_key))
     meta = dataset.storage.metadata
     print(f"{dataset.id}: {dataset.total_episodes} episodes, {dataset.total_steps} steps, ref scores "
           f"{meta.get('ref_min_score')} (random) .. {meta.get('ref_max_score')} (oracle), "
@@ -213,7 +299,7 @@ def train_parser(trainer_name: str) -> argparse.ArgumentParser:
     :param trainer_name: a key of :data:`baselines.trainers.TRAINERS`
     """
     trainer = load_trainer(trainer_name)
-    parser = argparse.ArgumentParser(prog=f"harness-gym train {trainer_name}", description=trainer.summary)
+    parser = OneLineErrorParser(prog=f"harness-gym train {trainer_name}", description=trainer.summary)
     add_dataclass_arguments(parser, trainer.config)
     return parser
 
@@ -221,8 +307,25 @@ def train_parser(trainer_name: str) -> argparse.ArgumentParser:
 def cmd_train(args: argparse.Namespace) -> int:
     trainer = load_trainer(args.algo)
     cfg = config_from_args(trainer.config, train_parser(args.algo).parse_args(args.options))
-    policy = trainer.train(cfg)
+    check_dataset(cfg.dataset_id)
+    try:
+        policy = trainer.train(cfg)
+    except ModuleNotFoundError as exc:
+        if exc.name != "wandb":
+            raise
+        raise UsageError(str(exc)) from exc
     print(f"wrote {cfg.out} ({policy.name}, trained on {cfg.dataset_id}, seed {cfg.seed})")
+    report = getattr(policy, "report", None) or {}
+    if report.get("run_dir"):
+        print(f"run: {report['run_dir']}")
+    if report.get("losses"):
+        print("final loss: " + ", ".join(f"{name} {value:.4f}" for name, value in report["losses"].items()))
+    result = report.get("eval")
+    if result:
+        lo, hi = result["quality_ci95"]
+        print(f"evaluation ({result['split']} split, {result['episodes']} episodes, seed {cfg.seed}): quality "
+              f"{result['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}], success {result['success_rate']:.3f}, "
+              f"HMS {result['hms_mean']:.3f}")
     return 0
 
 
@@ -233,14 +336,22 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def policy_name(value: str) -> str:
-    """``--policy`` values: a registered name or an existing model file (argparse ``type``).
+    """``--policy`` values: a registered name, an existing model file or an importable ``module:callable``
+    (argparse ``type``; :func:`baselines.usage.check_policy_value` says what is wrong with any other).
 
     :param value: what was given on the command line
     """
-    if value in POLICIES or Path(value).is_file():
-        return value
-    raise argparse.ArgumentTypeError(f"{value!r} is neither a registered policy ({', '.join(POLICIES)}) "
-                                     "nor an existing model file")
+    try:
+        return check_policy_value(value, tuple(POLICIES))
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r}: {str(exc).removeprefix(f'--policy {value}: ')}") from None
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (``PROG: error: MESSAGE (see PROG --help)``), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _add_env_options(p: argparse.ArgumentParser) -> None:
@@ -250,8 +361,13 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sandbox", default=None, help="sandbox backend: process (default) or docker")
 
 
+def _add_width_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--width", type=positive_int, default=None,
+                   help="columns of the output (default: the terminal's); long text wraps, nothing is cut")
+
+
 def _add_run_options(p: argparse.ArgumentParser, json_help: str) -> None:
-    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--episodes", type=positive_int, default=100)
     p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help=json_help)
@@ -259,7 +375,10 @@ def _add_run_options(p: argparse.ArgumentParser, json_help: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harness-gym", description=__doc__.splitlines()[0])
+    parser = OneLineErrorParser(prog="harness-gym", description=__doc__.splitlines()[0],
+                                epilog="A mistake in the arguments is reported in one line with exit status 2; "
+                                       "--debug (anywhere on the line) shows the traceback instead.")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("list", help="every env id with its domain and task counts per split")
@@ -277,6 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", action="append", required=True, type=policy_name,
                    help=f"repeatable; {policy_help()}")
     _add_run_options(p, "print a JSON list of summaries, one per policy")
+    _add_width_option(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("frontier", help="quality against cost of the fixed (and given) controllers over cost weights")
@@ -294,7 +414,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default="forced-check", type=policy_name, help=policy_help())
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"))
-    p.add_argument("--task-id", default=None)
+    p.add_argument("--task-id", default=None, help="play this task (default: one drawn from --split by --seed)")
+    p.add_argument("--drafts", default="diff", choices=("diff", "full", "none"),
+                   help="after each DRAFT / REVISE show the draft: the first in full, later ones as a diff "
+                        "against the previous draft (diff, the default), each in full, or not at all")
+    _add_width_option(p)
     _add_env_options(p)
     p.set_defaults(func=cmd_play)
 
@@ -302,12 +426,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("env_id")
     p.add_argument("--policy", default="behaviour", type=policy_name,
                    help=f"the controller that acts (default: behaviour); {policy_help()}")
-    p.add_argument("--episodes", type=int, required=True)
+    p.add_argument("--episodes", type=positive_int, required=True)
     p.add_argument("--out", required=True, metavar="DATASET_ID", help="Minari id, e.g. harness/code-behaviour-v0")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--split", default="train", choices=("train", "val", "test", "ood"))
     p.add_argument("--ref-episodes", type=int, default=100,
                    help="episodes of the random and oracle controllers for ref_min/max_score (0: none)")
+    p.add_argument("--info-key", action="append", default=[], metavar="KEY",
+                   help="also store this info key at every step (repeatable; 'all': every key). By default only "
+                        "action_mask and invalid_action are stored per step, and each episode's outcome "
+                        "(quality, success, hms, patterns, ...) once as episode metadata")
     _add_env_options(p)
     p.set_defaults(func=cmd_collect)
 
@@ -328,8 +456,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``harness-gym``: a :class:`~baselines.usage.UsageError` is printed as one line with exit status 2,
+    any other error as one line with status 1; ``--debug`` (anywhere) raises it with its traceback.
+
+    :param argv: the arguments (default ``sys.argv[1:]``)
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        if hasattr(args, "env_id"):
+            check_env_id(args.env_id)
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        if debug:
+            raise
+        print(f"harness-gym {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if debug:
+            raise
+        print(f"harness-gym {args.command}: error: {type(exc).__name__}: {exc} (rerun with --debug for the "
+              "traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -77,6 +77,8 @@ class LearnedPolicy:
         self.name = name
         self.sample = sample
         self.rng = np.random.default_rng(0)
+        self.report: dict[str, Any] = {}
+        """what training reported (:func:`baselines.training.finish`): run folder, final losses, evaluation"""
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
         env_features = tuple(harness_env(env).feature_names)

@@ -19,8 +19,8 @@ seed (a two-level bootstrap), so the CIs include training variance across seeds.
 **Successful revise** (the ablation's filter): a valid REVISE taken while the current draft's last CHECK
 failed, whose resulting draft then either passed its next CHECK, or was submitted without another CHECK in
 an episode that ended in success. It is computed from the logged observations (``last_check_result`` after
-each CHECK), ``infos/invalid_action`` and ``infos/success``; a draft's quality is hidden until SUBMIT, so
-"the quality rose" cannot be observed per revision and is not used. A passed check is not necessarily a
+each CHECK), ``infos/invalid_action`` and the episode's ``success`` outcome; a draft's quality is hidden until
+SUBMIT, so "the quality rose" cannot be observed per revision and is not used. A passed check is not necessarily a
 correct draft (wrong drafts that pass the checker are the support ceiling), so this removes every logged
 instance of check -> fail -> revise -> "fixed" as the controller can see it.
 
@@ -86,13 +86,14 @@ def ablation_episodes(dsid: str) -> tuple[list[int], int]:
     """Indices of the episodes kept by the ablation, and how many were removed."""
     import minari
 
-    from harness_gym.datasets import dataset_settings, read_columns
+    from harness_gym.datasets import dataset_settings, episode_outcomes, read_columns
 
     ds = minari.load_dataset(dsid)
     check_feature = dataset_settings(ds)["feature_names"].index("last_check_result")
-    cols = read_columns(ds, ("actions", "observations", "infos/invalid_action", "infos/success"))
-    keep = [int(i) for i, ep in zip(ds.episode_indices, cols) if not has_successful_revise(
-        ep["actions"], ep["observations"], ep["infos/invalid_action"], ep["infos/success"][-1], check_feature)]
+    cols = read_columns(ds, ("actions", "observations", "infos/invalid_action"))
+    keep = [int(i) for i, ep, outcome in zip(ds.episode_indices, cols, episode_outcomes(ds)) if not
+            has_successful_revise(ep["actions"], ep["observations"], ep["infos/invalid_action"], outcome["success"],
+                                  check_feature)]
     return keep, len(cols) - len(keep)
 
 
@@ -174,7 +175,8 @@ def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, A
                     elif name.endswith("-ablation"):
                         keep, removed = ablation_episodes(dsid)
                         extra.update(removed_episodes=removed, kept_episodes=len(keep))
-                        train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name]), data.subset(keep))
+                        train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name], variant="ablation"),
+                                  data.subset(keep))
                     else:
                         train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name]), data)
                     extra["train_seconds"] = time.perf_counter() - t0

@@ -1,8 +1,10 @@
 """The policy registry: every controller the command line and the experiments can name, declared once.
 
-``harness-gym eval/compare/play/collect --policy NAME`` accept a name of :data:`POLICIES` or the path of a
-model file written by a trainer (:mod:`baselines.learned`); their choices and help text come from here.
-Adding a controller is one entry in :data:`POLICIES`.
+``harness-gym eval/compare/play/collect --policy NAME`` accept a name of :data:`POLICIES`, the path of a
+model file written by a trainer (:mod:`baselines.learned`) or ``module:callable``, the import path of a
+function or class returning any object that implements :class:`harness_gym.rollout.Policy` (or of such an
+object itself; see docs/evaluate.md). Their choices and help text come from here. Adding a controller is one
+entry in :data:`POLICIES`.
 """
 
 from __future__ import annotations
@@ -41,18 +43,53 @@ POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
 def policy_help() -> str:
     """The ``--policy`` help text: every registered name with its summary, then the model-file form."""
     names = "; ".join(f"{name}: {entry.summary}" for name, entry in POLICIES.items())
-    return f"a registered policy ({names}) or the path of a trained model file"
+    return (f"a registered policy ({names}), the path of a trained model file, or module:callable returning a "
+            "harness_gym.rollout.Policy (docs/evaluate.md)")
+
+
+def is_policy(obj: object) -> bool:
+    """Whether ``obj`` has what :class:`harness_gym.rollout.Policy` asks: ``name``, ``reset`` and ``act``."""
+    return (isinstance(getattr(obj, "name", None), str) and callable(getattr(obj, "reset", None))
+            and callable(getattr(obj, "act", None)) and not isinstance(obj, type))
+
+
+def load_callable_policy(spec: str) -> Policy:
+    """The policy named by ``module:callable``: the object itself if it implements the Policy protocol, else
+    what calling it with no arguments returns (a class or a factory function), which must implement it.
+
+    :param spec: ``"package.module:name"`` (``name`` may be dotted), importable from ``sys.path``
+    """
+    from baselines.usage import UsageError, resolve_callable
+
+    obj = resolve_callable(spec)
+    if is_policy(obj):
+        return obj
+    if not callable(obj):
+        raise UsageError(f"--policy {spec}: {type(obj).__name__} object is neither a policy nor callable")
+    try:
+        policy = obj()
+    except TypeError as exc:  # the callable needs arguments: not a factory of a policy
+        raise UsageError(f"--policy {spec}: calling {spec}() failed ({exc}); module:callable must name a policy "
+                         "or something that returns one when called without arguments") from exc
+    if not is_policy(policy):
+        raise UsageError(f"--policy {spec}: {spec}() returned a {type(policy).__name__}, which lacks the "
+                         "harness_gym.rollout.Policy protocol (a str `name`, `reset(env, seed)`, `act(obs, env)`)")
+    return policy
 
 
 def make_policy(name: str) -> Policy:
     """A registered policy by name, or the controller stored in a trained model file.
 
-    :param name: a key of :data:`POLICIES` or the path of a model file (:func:`baselines.learned.load_policy`)
+    :param name: a key of :data:`POLICIES`, the path of a model file (:func:`baselines.learned.load_policy`) or
+        ``module:callable`` (:func:`load_callable_policy`)
     """
     if name in POLICIES:
         return POLICIES[name].factory()
+    if not Path(name).is_file() and ":" in name:
+        return load_callable_policy(name)
     if Path(name).is_file():
         from baselines.learned import load_policy  # torch is imported only when a model file is evaluated
 
         return load_policy(name)
-    raise ValueError(f"unknown policy {name!r}: expected one of {POLICY_NAMES} or the path of a model file")
+    raise ValueError(f"unknown policy {name!r}: expected one of {POLICY_NAMES}, the path of a model file or "
+                     "module:callable")

@@ -1,5 +1,11 @@
 """What the offline trainers (:mod:`baselines.bc`, :mod:`baselines.awr`) share: seeding, minibatches, the
-(weighted) likelihood fit of the logged actions, the TensorBoard run, and the final save and evaluation.
+(weighted) likelihood fit of the logged actions, the TensorBoard run (mirrored to Weights & Biases with
+``wandb=True`` when wandb is installed), the progress bar, and the final save and evaluation.
+
+Run names are ``{env_id}__{algo}[-{variant}]__{seed}__{time}`` (``algo`` names the estimator, e.g. ``awr-q``;
+``variant`` is the config's label, e.g. ``ablation``). The returned controller's ``report`` holds the run
+folder, the last value of every ``losses/`` scalar and the final evaluation summary; ``harness-gym train``
+prints them.
 
 A trainer is one module with a dataclass ``Config`` and ``train(cfg, data=None)``, named in
 :data:`baselines.trainers.TRAINERS`; the command line builds its flags from the dataclass.
@@ -9,11 +15,14 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
 
 from baselines.evaluate import evaluate
 from baselines.learned import MLP, LearnedPolicy, action_log_prob, save_model
@@ -39,19 +48,91 @@ def minibatches(rng: np.random.Generator, n: int, batch_size: int) -> list[torch
     return [torch.as_tensor(i) for i in np.array_split(rng.permutation(n), max(1, n // batch_size))]
 
 
+ItemT = TypeVar("ItemT")
+
+
+def progress_bar(items: Iterable[ItemT], cfg: Any, what: str) -> Iterator[ItemT]:
+    """``items`` with a tqdm bar (on stderr) named ``what`` when ``cfg.progress`` is set.
+
+    :param items: the epochs
+    :param cfg: the trainer's config (``progress``)
+    :param what: what the epochs fit (``policy``, ``value``)
+    """
+    return iter(tqdm(items, desc=what, unit="epoch", leave=False, disable=not getattr(cfg, "progress", False)))
+
+
+class RunWriter(SummaryWriter):
+    """A TensorBoard ``SummaryWriter`` that remembers the last value of every scalar (for the final report)
+    and finishes the W&B run, if one was started, when it closes.
+
+    :param log_dir: the run's folder
+    :param wandb_run: the W&B run mirroring this TensorBoard run, or ``None``
+    """
+
+    def __init__(self, log_dir: str, wandb_run: Any = None) -> None:
+        super().__init__(log_dir)
+        self.last_scalars: dict[str, float] = {}
+        self.wandb_run = wandb_run
+
+    def add_scalar(self, tag: str, scalar_value: Any, global_step: int | None = None, **kwargs: Any) -> None:
+        self.last_scalars[tag] = float(scalar_value)
+        super().add_scalar(tag, scalar_value, global_step, **kwargs)
+
+    def close(self) -> None:
+        super().close()
+        if self.wandb_run is not None:
+            self.wandb_run.finish()
+            self.wandb_run = None
+
+
+def run_name(cfg: Any, algo: str, env_id: str) -> str:
+    """``{env_id}__{algo}[-{variant}]__{seed}__{time}``: the TensorBoard (and W&B) run name.
+
+    :param cfg: the trainer's config (``seed`` and, if set, ``variant``)
+    :param algo: the trainer with its estimator, e.g. ``awr-q``
+    :param env_id: the env the dataset was collected on
+    """
+    variant = getattr(cfg, "variant", "")
+    return f"{env_id}__{algo}{'-' + variant if variant else ''}__{cfg.seed}__{int(time.time())}"
+
+
+def start_wandb(cfg: Any, name: str) -> Any:
+    """Start a W&B run mirroring the TensorBoard scalars (``sync_tensorboard``), or say how to get wandb.
+
+    :param cfg: the trainer's config (``wandb_project``)
+    :param name: the run name
+    """
+    try:
+        import wandb
+    except ImportError as exc:
+        raise ModuleNotFoundError("--wandb needs the wandb package (pip install wandb); without --wandb the run "
+                                  "is logged to TensorBoard only", name="wandb") from exc
+    return wandb.init(project=getattr(cfg, "wandb_project", "harness_gym"), name=name, config=asdict(cfg),
+                      sync_tensorboard=True)
+
+
 def start_run(cfg: Any, algo: str,
-              data: Transitions | None) -> tuple[Transitions, SummaryWriter, dict[str, torch.Tensor]]:
+              data: Transitions | None) -> tuple[Transitions, RunWriter, dict[str, torch.Tensor]]:
     """Seed everything, load ``cfg.dataset_id`` unless ``data`` is given, open the TensorBoard run
-    ``{env_id}__{algo}__{seed}__{time}`` under ``cfg.log_dir``; returns the data, the writer and the tensors."""
+    :func:`run_name` under ``cfg.log_dir`` (and the W&B run when ``cfg.wandb``); returns the data, the writer
+    and the tensors.
+
+    :param cfg: the trainer's config
+    :param algo: the trainer with its estimator, e.g. ``awr-q``
+    :param data: the transitions, or ``None`` to load ``cfg.dataset_id``
+    """
     seed_everything(cfg.seed, cfg.torch_threads)
     data = data if data is not None else load_transitions(cfg.dataset_id)
-    writer = SummaryWriter(f"{cfg.log_dir}/{data.env_id}__{algo}__{cfg.seed}__{int(time.time())}")
+    name = run_name(cfg, algo, data.env_id)
+    wandb_run = start_wandb(cfg, name) if getattr(cfg, "wandb", False) else None
+    writer = RunWriter(f"{cfg.log_dir}/{name}", wandb_run)
     writer.add_text("config", str(cfg))
     return data, writer, as_tensors(data)
 
 
 def fit_policy(net: MLP, t: dict[str, torch.Tensor], weights: torch.Tensor | None, *, epochs: int,
-               batch_size: int, learning_rate: float, seed: int, writer: SummaryWriter) -> int:
+               batch_size: int, learning_rate: float, seed: int, writer: SummaryWriter,
+               progress: bool = False) -> int:
     """(Weighted) maximum likelihood of the logged actions: minimise ``-E[w * log pi(a|s)]`` with Adam over
     shuffled minibatches; ``weights=None`` is behaviour cloning (w = 1). Returns the number of steps.
 
@@ -63,11 +144,13 @@ def fit_policy(net: MLP, t: dict[str, torch.Tensor], weights: torch.Tensor | Non
     :param learning_rate: Adam learning rate
     :param seed: seed of the minibatch order
     :param writer: TensorBoard writer (``losses/policy_loss``, ``charts/epoch``, ``charts/SPS``)
+    :param progress: show a progress bar over the epochs with the latest loss
     """
     optimizer = torch.optim.Adam(net.parameters(), lr=learning_rate)
     order_rng = np.random.default_rng(seed)
     step, start = 0, time.time()
-    for epoch in range(epochs):
+    bar = tqdm(range(epochs), desc="policy", unit="epoch", leave=False, disable=not progress)
+    for epoch in bar:
         for idx in minibatches(order_rng, len(t["actions"]), batch_size):
             log_prob = action_log_prob(net(t["obs"][idx]), t["masks"][idx], t["actions"][idx])
             loss = -(log_prob if weights is None else weights[idx] * log_prob).mean()
@@ -76,6 +159,7 @@ def fit_policy(net: MLP, t: dict[str, torch.Tensor], weights: torch.Tensor | Non
             optimizer.step()
             step += 1
         writer.add_scalar("losses/policy_loss", loss.item(), step)
+        bar.set_postfix(loss=f"{loss.item():.4f}")
         writer.add_scalar("charts/epoch", epoch, step)
         writer.add_scalar("charts/SPS", int(step * batch_size / (time.time() - start)), step)
     return step
@@ -83,12 +167,19 @@ def fit_policy(net: MLP, t: dict[str, torch.Tensor], weights: torch.Tensor | Non
 
 def finish(cfg: Any, algo: str, net: MLP, data: Transitions, writer: SummaryWriter, step: int) -> LearnedPolicy:
     """Save the model file to ``cfg.out``, run the final evaluation (``cfg.eval_episodes`` on
-    ``cfg.eval_split``) into ``eval/``, close the writer and return the controller."""
+    ``cfg.eval_split``) into ``eval/``, close the writer and return the controller, whose ``report`` holds the
+    run folder, the final ``losses/`` values and the evaluation summary (``None`` without one)."""
     save_model(cfg.out, algo=algo, net=net, config=cfg, data=data, hidden_sizes=cfg.hidden_sizes)
     policy = LearnedPolicy(net, data.feature_names, name=algo)
+    result = None
     if cfg.eval_episodes > 0:
-        evaluate_and_log(writer, policy, data, episodes=cfg.eval_episodes, split=cfg.eval_split, seed=cfg.seed,
-                         step=step)
+        result = evaluate_and_log(writer, policy, data, episodes=cfg.eval_episodes, split=cfg.eval_split,
+                                  seed=cfg.seed, step=step)
+    last = writer.last_scalars if isinstance(writer, RunWriter) else {}
+    policy.report = {"run_dir": writer.log_dir, "losses": {tag.removeprefix("losses/"): value
+                                                              for tag, value in last.items()
+                                                              if tag.startswith("losses/")},
+                     "eval": result}
     writer.close()
     return policy
 

@@ -4,14 +4,29 @@
 ``minari.create_dataset_from_buffers`` (Minari's ``DataCollector`` is not used: it needs jax). What is stored:
 
 - ``observations`` (T+1, F) float32, ``actions`` (T,) int64, ``rewards``, ``terminations``, ``truncations``;
-- ``infos``: every key of the env's ``info`` at reset and at each step (T+1 entries), plus ``action_mask``,
-  the boolean mask of applicable actions for the observation with the same index. Minari's HDF5 storage keeps
-  nested dicts (``patterns``, ``evidence``) as groups and strings as UTF-8; it reads strings back as bytes,
-  which :func:`episode_infos` decodes. Every step must have the same info keys (Minari stacks them).
-- metadata: the env spec, ``algorithm_name`` (the controller's name), ``ref_min_score`` / ``ref_max_score``
-  (mean episode return of the reference controllers, normally ``random`` and ``oracle``) and a
-  ``harness_gym`` entry with the collection settings, the feature names, the env's ``cost_weight`` and
-  ``prices``, and the collected episodes' ``cost_mean`` (cost units) and ``return_mean``.
+- ``infos`` (T+1 entries: the reset, then each step): by default only :data:`STEP_INFO_KEYS`, ``action_mask``
+  (the boolean mask of applicable actions for the observation with the same index) and ``invalid_action``.
+  ``info_keys=None`` stores every key of the env's ``info`` (``harness-gym collect --info-key all``), a list
+  stores those keys (``--info-key evidence --info-key budget_left``); ``action_mask`` is always stored.
+  Nested dicts (``patterns``, ``evidence``) become groups; Minari reads strings back as bytes, which
+  :func:`episode_infos` and :func:`iterate_episodes` decode to ``str``.
+- per episode (:func:`episode_outcomes`): the final step's :data:`OUTCOME_KEYS` (``quality``, ``success``,
+  ``hms``, ``patterns``, ``forced_submit``, ``task_id``, ``split``), kept as one list per key in the
+  dataset's metadata (``harness_gym.outcomes``); HDF5 attributes would cost about 200 bytes per value.
+- metadata: the env spec and an ``eval_env_spec`` on the evaluation split (``eval_split``, default ``test``:
+  ``dataset.recover_environment(eval_env=True)`` makes that env), ``algorithm_name`` (the controller's name),
+  ``ref_min_score`` / ``ref_max_score`` (mean episode return of the reference controllers, normally
+  ``random`` and ``oracle``) and a ``harness_gym`` entry with the collection settings, the feature names, the env's
+  ``cost_weight`` and ``prices``, and the collected episodes' ``cost_mean`` (cost units) and ``return_mean``.
+
+Storage: Minari's ``hdf5`` backend (``arrow`` needs pyarrow, and its per-episode files carry a schema each).
+Minari writes every array of every episode as a chunked HDF5 dataset, whose chunk index costs about 2 KB
+however small the array; harness episodes are short (5 to 30 steps), so that overhead was most of the file
+(about 13 KB a step with every info key). :func:`collect` therefore rewrites the finished file with
+contiguous arrays, HDF5's newest object headers and no creation-order indices (:func:`repack_hdf5`; the
+content is unchanged and Minari reads it as before; reading needs HDF5 1.10 or newer, which every h5py 3
+wheel bundles) and stores only the per-step infos above: about 0.7 KB a step on ``HarnessCode-v0``.
+``python benchmarks/dataset_size.py`` measures bytes per step of the old and the new settings.
 
 Resuming: while collecting, each finished episode is written atomically to
 ``<datasets root>/.harness_gym_work/<dataset id>/ep<index>-seed<seed>.npz`` (the root is Minari's:
@@ -26,13 +41,14 @@ This module is part of the env library and does not import ``baselines``: contro
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
 import re
 import shutil
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +70,10 @@ from harness_gym.rollout import Policy, episode_seed, harness_env, play_episode
 
 WORK_DIR = ".harness_gym_work"
 MASK_KEY = "action_mask"
+STEP_INFO_KEYS: tuple[str, ...] = (MASK_KEY, "invalid_action")
+"""the info keys stored at every step by default (``info_keys``): what the offline learners read"""
+OUTCOME_KEYS: tuple[str, ...] = ("quality", "success", "hms", "patterns", "forced_submit", "task_id", "split")
+"""the final step's info keys stored once per episode (:func:`episode_outcomes`)"""
 
 
 def work_dir(dataset_id: str) -> Path:
@@ -95,7 +115,8 @@ def rollout(env: gym.Env, policy: Policy, *, index: int, seed: int, split: str) 
     return EpisodeBuffer(
         id=index, seed=seed, options={"split": split},
         observations=np.stack(ep.observations).astype(np.float32), actions=np.asarray(ep.actions, dtype=np.int64),
-        rewards=list(np.asarray(ep.rewards, dtype=np.float64)), terminations=list(np.asarray(ep.terminations, bool)),
+        rewards=list(np.asarray(ep.rewards, dtype=np.float64) + 0.0),  # + 0.0 turns -0.0 (no step cost) into 0.0
+        terminations=list(np.asarray(ep.terminations, bool)),
         truncations=list(np.asarray(ep.truncations, bool)), infos=_columns(infos, f"episode {index}"))
 
 
@@ -158,6 +179,92 @@ def _finished(folder: Path, seed: int) -> dict[int, Path]:
     return done
 
 
+# ----- what is stored -------------------------------------------------------------------------------------
+def _plain(value: Any) -> Any:
+    """A stored info value as a plain Python value (numpy scalars unwrapped, bytes decoded)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        value = value.item()
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def episode_outcome(infos: Mapping[str, Any]) -> dict[str, Any]:
+    """The final step's :data:`OUTCOME_KEYS` from an episode's stacked infos (the ``outcome`` metadata), and
+    ``cost``: the episode's total cost units (the sum of ``info["cost"]["units"]`` over its steps).
+
+    :param infos: the episode's infos, one stacked column per key (:func:`rollout`)
+    """
+    def last(column: Any) -> Any:
+        return {k: last(v) for k, v in column.items()} if isinstance(column, Mapping) else _plain(column[-1])
+
+    outcome = {key: last(infos[key]) for key in OUTCOME_KEYS if key in infos}
+    if "cost" in infos:
+        outcome["cost"] = float(np.sum(infos["cost"]["units"]))
+    return outcome
+
+
+def _outcome_columns(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per-episode outcome dicts as one list per key (nested dicts stay nested): the compact form kept in
+    the dataset's metadata (an HDF5 attribute per value and episode would cost about 200 bytes each)."""
+    columns: dict[str, Any] = {}
+    for key in outcomes[0] if outcomes else ():
+        values = [o[key] for o in outcomes]
+        columns[key] = _outcome_columns(values) if isinstance(values[0], Mapping) else values
+    return columns
+
+
+def _outcome_rows(columns: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
+    """The inverse of :func:`_outcome_columns`."""
+    rows: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, values in columns.items():
+        per_row = _outcome_rows(values, n) if isinstance(values, Mapping) else values
+        for i in range(n):
+            rows[i][key] = per_row[i]
+    return rows
+
+
+def select_infos(infos: Mapping[str, Any], info_keys: Sequence[str] | None) -> dict[str, Any]:
+    """The info columns to store: all of them (``info_keys=None``) or the listed keys and ``action_mask``; an
+    unknown key is an error naming the keys there are.
+
+    :param infos: the episode's infos, one stacked column per key
+    :param info_keys: the keys to keep, or ``None`` for every key
+    """
+    if info_keys is None:
+        return dict(infos)
+    unknown = sorted(set(info_keys) - set(infos))
+    if unknown:
+        raise ValueError(f"info_keys {unknown} are not info keys of this env; it has {sorted(infos)}")
+    return {key: infos[key] for key in infos if key in info_keys or key == MASK_KEY}
+
+
+def repack_hdf5(path: str | Path) -> int:
+    """Rewrite an HDF5 file with the same groups, attributes and arrays, each array stored contiguously, in
+    HDF5's newest object-header format and without creation-order indices on the groups (Minari writes
+    chunked arrays, about 2 KB of index each); returns the new size in bytes. The file is replaced atomically.
+
+    :param path: the file (Minari's ``main_data.hdf5``)
+    """
+    import h5py
+
+    path = Path(path)
+    tmp = path.with_suffix(".repack.tmp")
+
+    def copy(src: h5py.Group, dst: h5py.Group) -> None:
+        dst.attrs.update(dict(src.attrs))
+        for name, item in src.items():
+            if isinstance(item, h5py.Group):
+                copy(item, dst.create_group(name, track_order=False))
+            else:
+                dst.create_dataset(name, data=item[()], dtype=item.dtype)
+
+    with h5py.File(path, "r") as src, h5py.File(tmp, "w", libver="latest", track_order=False) as dst:
+        copy(src, dst)
+    os.replace(tmp, path)
+    return path.stat().st_size
+
+
 # ----- collection -----------------------------------------------------------------------------------------
 def mean_return(env: gym.Env, policy: Policy, *, episodes: int, seed: int, split: str) -> float:
     """Mean undiscounted episode return of ``policy`` over ``episodes`` episodes (reference scores)."""
@@ -181,7 +288,8 @@ def _check_settings(path: Path, settings: dict[str, Any]) -> None:
 def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed: int = 0,
             split: str = "train", env_kwargs: Mapping[str, Any] | None = None,
             ref_policies: tuple[Policy, Policy] | None = None, ref_episodes: int = 100,
-            progress: bool = True) -> minari.MinariDataset:
+            progress: bool = True, info_keys: Sequence[str] | None = STEP_INFO_KEYS,
+            eval_split: str = "test") -> minari.MinariDataset:
     """Collect ``episodes`` episodes of ``policy`` on ``env_id`` into the Minari dataset ``dataset_id``.
 
     Resumable: rerunning after an interruption continues where it stopped. If the dataset already exists with
@@ -198,12 +306,17 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
     :param ref_policies: (min, max) reference controllers for ``ref_min_score`` / ``ref_max_score``
     :param ref_episodes: episodes per reference controller
     :param progress: show a tqdm progress bar
+    :param info_keys: the info keys stored at every step (default :data:`STEP_INFO_KEYS`; ``None``: all);
+        ``action_mask`` is always stored, the final step's :data:`OUTCOME_KEYS` always once per episode
+    :param eval_split: the split of the dataset's ``eval_env_spec`` (``recover_environment(eval_env=True)``)
     """
     parse_dataset_id(dataset_id)  # fail early on a malformed id
     env_kwargs = dict(env_kwargs or {})
     settings = {"env_id": env_id, "policy": policy.name, "episodes": episodes, "seed": seed, "split": split,
                 "env_kwargs": env_kwargs, "ref_policies": [p.name for p in ref_policies or ()],
-                "ref_episodes": ref_episodes if ref_policies else 0}
+                "ref_episodes": ref_episodes if ref_policies else 0,
+                "info_keys": None if info_keys is None else sorted({*info_keys, MASK_KEY}),
+                "eval_split": eval_split}
     if (get_dataset_path(dataset_id) / "data").exists():
         dataset = minari.load_dataset(dataset_id)
         saved = dataset.storage.metadata.get("harness_gym", {}).get("settings")
@@ -228,12 +341,19 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
         ref_min, ref_max = json.loads(refs_file.read_text()) if ref_policies else (None, None)
 
         done = _finished(folder, seed)
-        buffers = [_load_episode(done[i], i, episode_seed(seed, i), split) for i in range(episodes)]
+        buffers, outcomes = [], []
+        for i in range(episodes):
+            buffer = _load_episode(done[i], i, episode_seed(seed, i), split)
+            outcomes.append(episode_outcome(buffer.infos))
+            buffers.append(dataclasses.replace(buffer, infos=select_infos(buffer.infos, info_keys)))
         henv = harness_env(env)
+        assert env.spec is not None
+        eval_spec = dataclasses.replace(env.spec, kwargs={**env.spec.kwargs, "split": eval_split})
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*(author_email|code_permalink).*", category=UserWarning)
             dataset = minari.create_dataset_from_buffers(
-                dataset_id=dataset_id, buffer=buffers, env=env, eval_env=env.spec, algorithm_name=policy.name,
+                dataset_id=dataset_id, buffer=buffers, env=env, eval_env=eval_spec,
+                algorithm_name=policy.name,
                 author="harness_gym", author_email=None, code_permalink=None,
                 ref_min_score=ref_min, ref_max_score=ref_max, num_episodes_average_score=ref_episodes,
                 description=f"{episodes} episodes of the '{policy.name}' controller on {env_id} "
@@ -241,14 +361,14 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
                 data_format="hdf5", requirements=["harness_gym"])
     finally:
         env.close()
-    episode_cost = [float(np.sum(b.infos["cost"]["units"])) for b in buffers]
-    dataset.storage.update_metadata({"harness_gym": {
+    repack_hdf5(Path(dataset.storage.data_path) / "main_data.hdf5")
+    dataset.storage.update_metadata({"dataset_size": dataset.storage.get_size(), "harness_gym": {
         "settings": settings, "feature_names": list(henv.feature_names), "budget": henv.budget,
         "success_threshold": henv.domain.success_threshold, "cost_weight": henv.cost_weight,
-        "prices": henv.prices.as_dict(), "cost_mean": float(np.mean(episode_cost)),
-        "return_mean": float(np.mean([np.sum(b.rewards) for b in buffers]))}})
+        "prices": henv.prices.as_dict(), "cost_mean": float(np.mean([o["cost"] for o in outcomes])),
+        "return_mean": float(np.mean([np.sum(b.rewards) for b in buffers])), "outcomes": _outcome_columns(outcomes)}})
     shutil.rmtree(folder)
-    return dataset
+    return minari.load_dataset(dataset_id)
 
 
 # ----- reading back ---------------------------------------------------------------------------------------
@@ -279,6 +399,31 @@ def episode_infos(infos: Mapping[str, Any]) -> list[dict[str, Any]]:
 
     n = len(columns[MASK_KEY])
     return [at(columns, t) for t in range(n)]
+
+
+def episode_outcomes(dataset: str | minari.MinariDataset) -> list[dict[str, Any]]:
+    """Per episode, in episode order, the final step's :data:`OUTCOME_KEYS` (``quality``, ``success``, ...;
+    strings as ``str``). Datasets written before outcomes were stored per episode give them from the last
+    step's infos instead.
+
+    :param dataset: a dataset written by :func:`collect`, or its id
+    """
+    ds = minari.load_dataset(dataset) if isinstance(dataset, str) else dataset
+    columns = ds.storage.metadata.get("harness_gym", {}).get("outcomes")
+    if columns is not None:
+        rows = _outcome_rows(columns, ds.storage.total_episodes)
+        return [rows[int(i)] for i in ds.episode_indices]
+    return [episode_outcome(episode["infos"]) for episode in ds.storage.get_episodes(ds.episode_indices)]
+
+
+def iterate_episodes(dataset: str | minari.MinariDataset) -> Iterator[minari.EpisodeData]:
+    """Minari's ``dataset.iterate_episodes()`` with the infos' strings decoded to ``str`` (Minari gives bytes).
+
+    :param dataset: a dataset written by :func:`collect`, or its id
+    """
+    ds = minari.load_dataset(dataset) if isinstance(dataset, str) else dataset
+    for episode in ds.iterate_episodes():
+        yield dataclasses.replace(episode, infos=_decode(dict(episode.infos)))
 
 
 @dataclass

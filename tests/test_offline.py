@@ -49,6 +49,7 @@ def minari_root(tmp_path_factory):
 @pytest.fixture(scope="module")
 def toy_dataset(minari_root):
     return datasets.collect(TOY_ID, make_policy("behaviour"), "harness/toy-behaviour-v0", episodes=150, seed=7,
+                            info_keys=None,
                             ref_policies=(make_policy("random"), make_policy("oracle")), ref_episodes=10,
                             progress=False)
 

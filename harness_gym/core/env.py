@@ -45,6 +45,15 @@ _HANDLERS: dict[Action, str] = {Action.OBSERVE: "_observe", Action.RETRIEVE: "_r
                                 Action.SUBMIT: "_submit"}
 
 
+class UnsupportedRenderMode(TypeError, ValueError):
+    """A ``render_mode`` the env does not implement (it implements ``None`` and ``"ansi"``).
+
+    A :class:`TypeError` as well as a :class:`ValueError`: Stable-Baselines3's ``make_vec_env`` asks every env
+    for ``render_mode="rgb_array"`` and, on a ``TypeError``, makes it again without a render mode, which is
+    what a text env needs (docs/harness_mdp.md, "Rendering").
+    """
+
+
 def _pending_patterns() -> dict[str, float]:
     return dict.fromkeys(PATTERNS, PENDING)
 
@@ -72,7 +81,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         inputs and limits) process-wide; ``info["exec_cached"]`` says when a job of the step was served from
         the cache (read from this env's own results, :attr:`~harness_gym.sandbox.ExecResult.cached`)
     :param action_costs: override of the per-action budget cost
-    :param render_mode: ``None`` or ``"ansi"``
+    :param render_mode: ``None`` or ``"ansi"`` (any other mode raises :class:`UnsupportedRenderMode`)
     :param worker_options: keyword arguments of the named worker; for ``worker="openai"``: ``base_url``,
         ``model``, ``api_key``, ``temperature``, ``max_tokens``, ``timeout_s``, ``max_retries``, ``cache``
         (a SQLite record/replay file), ``cache_mode`` (``"off"``, ``"record"``, ``"replay"``, ``"auto"``),
@@ -102,7 +111,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         if not 1 <= int(budget) <= MAX_BUDGET:
             raise ValueError(f"budget must be in [1, {MAX_BUDGET}], got {budget}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+            raise UnsupportedRenderMode(f"render_mode must be None or 'ansi', got {render_mode!r}")
         costs = {Action(a): int(c) for a, c in (action_costs or DEFAULT_ACTION_COST).items()}
         if set(costs) != set(Action) or min(costs.values()) < 1:
             raise ValueError("action_costs must give every action a cost >= 1")
@@ -190,10 +199,11 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         return tasks[int(self.np_random.integers(len(tasks)))]
 
     def action_masks(self) -> np.ndarray:
-        """Boolean mask of applicable actions (for sb3-contrib's MaskablePPO)."""
+        """Boolean mask of applicable actions (for sb3-contrib's MaskablePPO); only defined after ``reset()``."""
         ctx, st = self._ctx, self._state
         if ctx is None or st is None:
-            return np.ones(N_ACTIONS, dtype=bool)
+            raise RuntimeError("action_masks() before reset(): the applicable actions depend on the task; "
+                               "call reset() first")
         has_draft = ctx.draft is not None
         mask = np.ones(N_ACTIONS, dtype=bool)
         mask[Action.OBSERVE] = not st.observations_exhausted
