@@ -40,11 +40,29 @@ from baselines.usage import (
     make_env,
     positive_int,
 )
+from harness_gym.paths import data_path
 from harness_gym.rollout import Policy
+from harness_gym.workers import WORKER_NAMES, WorkerProfile
+from harness_gym.workers.calibrate import collect_events, fit_profile
+
+WORKER_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
+    ("base_url", "--base-url", str, "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8011/v1"),
+    ("model", "--model", str, "model name the server knows"),
+    ("api_key", "--api-key", str, "API key (default: $OPENAI_API_KEY, or none for a local server)"),
+    ("temperature", "--temperature", float, "sampling temperature (default 0)"),
+    ("max_tokens", "--max-tokens", int, "completion token limit per call"),
+    ("timeout_s", "--timeout-s", float, "seconds before a call times out (then retried)"),
+    ("max_retries", "--max-retries", int, "retries of a failed call before the step fails"),
+    ("cache", "--cache", str, "SQLite record/replay file of the model's calls"),
+    ("cache_mode", "--cache-mode", str, "off, record, replay or auto (default auto with --cache)"),
+)
+"""``--worker openai`` options: (keyword of ``gym.make``, flag, type, help); see docs/llm_worker.md."""
 
 
-def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | None) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs to constructor kwargs; VALUE is parsed as JSON when it parses, else kept as text."""
+def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | None,
+                     worker_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs to constructor kwargs; VALUE is parsed as JSON when it parses, else kept as text.
+    ``worker_options`` (from the ``--base-url``, ``--model``, ... flags) are added as they are."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -58,7 +76,17 @@ def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | No
         out["worker"] = worker
     if sandbox is not None:
         out["sandbox"] = sandbox
+    if worker_options:
+        if out.get("worker") != "openai":
+            flags = ", ".join(flag for key, flag, _, _ in WORKER_FLAGS if key in worker_options)
+            raise UsageError(f"{flags}: option(s) of the LLM worker, which --worker openai selects")
+        out.update(worker_options)
     return out
+
+
+def worker_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--worker openai`` options given on the command line (see :data:`WORKER_FLAGS`)."""
+    return {key: getattr(args, key) for key, _, _, _ in WORKER_FLAGS if getattr(args, key, None) is not None}
 
 
 def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -67,7 +95,7 @@ def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
     :param args: the parsed command line (with ``env_id``)
     """
-    kwargs = check_env_kwargs(args.env_id, parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox))
+    kwargs = check_env_kwargs(args.env_id, parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args)))
     make_env(args.env_id, kwargs).close()
     return kwargs
 
@@ -116,13 +144,51 @@ def cmd_list(args: argparse.Namespace) -> int:
         domain = env.unwrapped.domain
         counts = domain.counts()
         env.close()
-        rows.append({"env_id": env_id, "domain": domain.name, **counts, "total": sum(counts.values())})
+        left_out = [str(record) for record in getattr(domain, "load_report", ())]
+        rows.append({"env_id": env_id, "domain": domain.name, **counts, "total": sum(counts.values()),
+                     "left_out": left_out})
         table.add_row(env_id, domain.name, *(str(counts[s]) for s in ("train", "val", "test", "ood")),
                       str(sum(counts.values())))
     if args.json:
         print(json.dumps(rows))
     else:
         Console().print(table)
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    manifest_path = Path(args.manifest) if args.manifest else Path(data_path("recordings", "smollm2.json"))
+    if not manifest_path.is_file():
+        raise UsageError(f"--manifest {manifest_path}: no such file")
+    manifest = json.loads(manifest_path.read_text())
+    recorded = sorted({ep["env_id"] for ep in manifest["episodes"]})
+    episodes = [ep for ep in manifest["episodes"] if ep["env_id"] == args.env_id]
+    if not episodes:
+        raise UsageError(f"{manifest_path} records no episode of {args.env_id}; it records {', '.join(recorded)}")
+    cache = manifest_path.parent / manifest["cache"]
+    env = gym.make(args.env_id, worker="openai", cache=str(cache), cache_mode="replay", **manifest["worker"])
+    domain = env.unwrapped.domain.name
+    default = WorkerProfile.load(args.profile) if args.profile else WorkerProfile.for_domain(domain)
+    try:
+        fit = fit_profile(collect_events(env, episodes), default, n_boot=args.bootstrap, seed=args.seed)
+    finally:
+        env.close()
+    source = f"{len(episodes)} recorded {manifest['worker'].get('model', 'model')} episodes ({manifest_path.name})"
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(fit.to_json(domain, source), indent=1) + "\n")
+    table = Table(title=f"{domain} profile fitted to {source}")
+    for col in ("parameter", "default", "fitted", "95% CI"):
+        table.add_column(col)
+    fitted = vars(fit.profile)
+    for name, value in vars(fit.default).items():
+        ci = fit.ci95[name]
+        table.add_row(name, f"{value:.3f}", f"{fitted[name]:.3f}",
+                      f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "not estimated (no events)")
+    Console().print(table)
+    print(f"events: {fit.events}; held-out log-likelihood per event: fitted {fit.heldout_loglik:.3f}, "
+          f"default {fit.heldout_loglik_default:.3f} ({fit.heldout_events} events)")
+    print(f"wrote {out} (use it with --env-kwarg profile={out})")
     return 0
 
 
@@ -283,7 +349,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
         if name not in POLICIES and not Path(name).is_file():
             raise SystemExit(f"--policy {spec!r}: {name!r} is neither a registered policy nor an existing model file")
     rows = frontier_rows(args.env_id, specs, weights, episodes=args.episodes, split=args.split, seed=args.seed,
-                         env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox))
+                         env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args)))
     paths = write_frontier(Path(args.out), args.env_id, rows, weights)
     if args.json:
         print(json.dumps(_clean(rows), default=_json_default))
@@ -357,8 +423,11 @@ class OneLineErrorParser(argparse.ArgumentParser):
 def _add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
                    help="constructor argument for the env (repeatable), e.g. data_dir=PATH")
-    p.add_argument("--worker", default=None, help="worker name (default: the env's, 'simulated')")
+    p.add_argument("--worker", default=None, choices=WORKER_NAMES,
+                   help="the frozen LLM: simulated (default) or openai (any OpenAI-compatible server)")
     p.add_argument("--sandbox", default=None, help="sandbox backend: process (default) or docker")
+    for key, flag, kind, text in WORKER_FLAGS:
+        p.add_argument(flag, dest=key, type=kind, default=None, help=f"with --worker openai: {text}")
 
 
 def _add_width_option(p: argparse.ArgumentParser) -> None:
@@ -384,6 +453,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="every env id with its domain and task counts per split")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("calibrate", help="fit the simulated worker's profile to recorded real-model episodes")
+    p.add_argument("env_id")
+    p.add_argument("--manifest", default=None,
+                   help="recording manifest (JSON naming the cache file, worker settings and episodes; "
+                        "default: the shipped SmolLM2 recording, envs_data/recordings/smollm2.json)")
+    p.add_argument("--profile", default=None, help="profile to start from (default: the domain's shipped one)")
+    p.add_argument("--bootstrap", type=positive_int, default=200, help="bootstrap resamples for the intervals")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="where to write the fitted profile JSON")
+    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("eval", help="evaluate a policy and print the summary")
     p.add_argument("env_id")

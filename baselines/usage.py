@@ -25,6 +25,7 @@ from gymnasium.envs.registration import load_env_creator
 
 import harness_gym
 from harness_gym.core.env import HarnessEnv
+from harness_gym.workers import OPENAI_OPTIONS
 
 GYM_MAKE_KEYWORDS = ("max_episode_steps", "disable_env_checker")
 """keywords of ``gym.make`` itself that ``--env-kwarg`` may pass as well"""
@@ -116,6 +117,8 @@ def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """
     params = env_keywords(env_id)
     accepted = [*params, *GYM_MAKE_KEYWORDS]
+    if kwargs.get("worker") == "openai":  # the env passes these on to the worker (**worker_options)
+        accepted += OPENAI_OPTIONS
     for key, value in kwargs.items():
         if key not in accepted:
             raise UsageError(f"--env-kwarg {key}=...: {env_id} has no keyword {key!r}{closest(key, accepted)}; "
