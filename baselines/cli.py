@@ -192,7 +192,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     trainer = load_trainer(args.algo)
     cfg = config_from_args(trainer.config, train_parser(args.algo).parse_args(args.options))
     policy = trainer.train(cfg)
-    print(f"wrote {cfg.out} ({policy.name}, trained on {cfg.dataset_id}, seed {cfg.seed})")
+    source = getattr(cfg, "dataset_id", None) or getattr(cfg, "env_id", None)  # offline: dataset; online: env
+    print(f"wrote {cfg.out} ({policy.name}, trained on {source}, seed {cfg.seed})")
     return 0
 
 
@@ -271,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_env_options(p)
     p.set_defaults(func=cmd_collect)
 
-    p = sub.add_parser("train", help=f"train an offline controller ({' | '.join(TRAINERS)}) on a Minari dataset",
+    p = sub.add_parser("train", help=f"train a controller ({' | '.join(TRAINERS)}): offline on a Minari dataset "
+                                     "or online on an env",
                        description="harness-gym train NAME --help lists the flags of trainer NAME")
     p.add_argument("algo", choices=tuple(TRAINERS), metavar="NAME", help=f"the trainer: {', '.join(TRAINERS)}")
     p.add_argument("options", nargs=argparse.REMAINDER, help="the trainer's flags (from its Config dataclass)")
