@@ -6,7 +6,9 @@
 ``table``: per env and seed s, a behaviour-policy buffer (``harness-gym collect``'s Minari format, train split,
 collection seed s), BC trained on it, ppo-sparse, ppo-dense and ECPO trained online for ``--steps`` steps with
 seed s (ECPO's preference model learns from the same buffer), and the static and forced-check harnesses; each
-is evaluated on ``--episodes`` test-split and ood-split episodes with the reset seeds of
+is evaluated on ``--episodes`` test-split and ood-split episodes, acting deterministically (the mode of a
+trained policy, what ``harness-gym eval --policy`` runs) and, for the trained methods, also sampling from
+the policy (as during training), with the reset seeds of
 :func:`harness_gym.rollout.episode_seed` ``(s, i)`` (every method sees the same tasks). Writes
 ``cells_<env id>.json`` (one record per method and seed; a rerun skips finished cells, and runs for
 different envs can go in parallel), ``table.md`` and ``table.csv``.
@@ -137,8 +139,28 @@ def train_cell(method: str, env_id: str, seed: int, args: argparse.Namespace, ds
     return path
 
 
+def evaluate_both(env_id: str, policy: Policy, episodes: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+    """Test- and ood-split records of ``policy`` (same reset seeds for every method)."""
+    return {split: evaluate_split(env_id, policy, split=split, episodes=episodes, seed=seed)
+            for split in ("test", "ood")}
+
+
+def sampling_policy(method: str, out: Path, env_id: str, seed: int) -> Policy | None:
+    """The trained model of a cell acting by sampling from its policy (as during training); ``None`` for the
+    scripted harnesses."""
+    if method not in TRAINED:
+        return None
+    if method == "bc":
+        from baselines.learned import load_policy
+
+        return load_policy(out / "models" / f"{env_id}__bc__{seed}.pt", sample=True)
+    from baselines.sb3_policy import load_sb3_policy
+
+    return load_sb3_policy(out / "models" / f"{env_id}__{method}__{seed}.zip", deterministic=False)
+
+
 def table(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Run (or resume) every cell of the comparison and write cells.json, table.md and table.csv."""
+    """Run (or resume) every cell of the comparison and write the cells files, table.md and table.csv."""
     from baselines.registry import POLICIES
 
     references = [p for p in REFERENCE if p in POLICIES]
@@ -150,46 +172,61 @@ def table(args: argparse.Namespace) -> list[dict[str, Any]]:
             dsid = None
             for method in (*TRAINED, *references):
                 key = f"{env_id}|{method}|{seed}"
-                if key in env_cells:
-                    continue
-                start = time.perf_counter()
-                meta: dict[str, Any] = {}
-                if method in TRAINED:
-                    dsid = dsid or behaviour_dataset(env_id, seed, args.buffer_episodes)
-                    model = train_cell(method, env_id, seed, args, dsid)
-                    policy = make_policy(str(model))
-                    meta = {k: v for k, v in (getattr(getattr(policy, "model", None), "harness_gym", None) or {}).items()
-                            if k not in ("config", "feature_names")}
-                else:
-                    policy = make_policy(method)
-                train_s = time.perf_counter() - start
-                env_cells[key] = {"env_id": env_id, "method": method, "seed": seed, "train_seconds": train_s,
-                                  "test": evaluate_split(env_id, policy, split="test", episodes=args.episodes,
-                                                         seed=seed),
-                                  "ood": evaluate_split(env_id, policy, split="ood", episodes=args.episodes, seed=seed),
-                                  "training": meta}
-                path.write_text(json.dumps(env_cells, default=float))
-                print(f"{key}: test success {np.mean([r['success'] for r in env_cells[key]['test']]):.3f} "
-                      f"({time.perf_counter() - start:.0f} s)", flush=True)
+                if key not in env_cells:
+                    start = time.perf_counter()
+                    meta: dict[str, Any] = {}
+                    if method in TRAINED:
+                        dsid = dsid or behaviour_dataset(env_id, seed, args.buffer_episodes)
+                        model = train_cell(method, env_id, seed, args, dsid)
+                        policy = make_policy(str(model))
+                        meta = {k: v for k, v in (getattr(getattr(policy, "model", None), "harness_gym", None)
+                                                  or {}).items() if k not in ("config", "feature_names")}
+                    else:
+                        policy = make_policy(method)
+                    train_s = time.perf_counter() - start
+                    env_cells[key] = {"env_id": env_id, "method": method, "seed": seed, "train_seconds": train_s,
+                                      "training": meta, **evaluate_both(env_id, policy, args.episodes, seed)}
+                    path.write_text(json.dumps(env_cells, default=float))
+                    print(f"{key}: test success {np.mean([r['success'] for r in env_cells[key]['test']]):.3f} "
+                          f"({time.perf_counter() - start:.0f} s)", flush=True)
+                if "test_sampled" not in env_cells[key]:
+                    policy = sampling_policy(method, args.out, env_id, seed)
+                    if policy is None:  # a scripted harness: sampling is the same as acting
+                        sampled = {"test_sampled": env_cells[key]["test"], "ood_sampled": env_cells[key]["ood"]}
+                    else:
+                        sampled = {f"{k}_sampled": v for k, v in evaluate_both(env_id, policy, args.episodes,
+                                                                                seed).items()}
+                    env_cells[key].update(sampled)
+                    path.write_text(json.dumps(env_cells, default=float))
         cells.update(env_cells)
-    rows = summarise(cells, args.env, (*TRAINED, *references))
-    write_table(rows, args.out, missing=[p for p in REFERENCE if p not in POLICIES])
+    methods = (*TRAINED, *references)
+    rows = summarise(cells, args.env, methods)
+    write_table(rows, summarise(cells, args.env, methods, sampled=True), args.out,
+                missing=[p for p in REFERENCE if p not in POLICIES])
     return rows
 
 
-def summarise(cells: dict[str, dict[str, Any]], envs: list[str], methods: tuple[str, ...]) -> list[dict[str, Any]]:
-    """One row per env and method: the table's columns, from the cells of every seed."""
+def summarise(cells: dict[str, dict[str, Any]], envs: list[str], methods: tuple[str, ...],
+              sampled: bool = False) -> list[dict[str, Any]]:
+    """One row per env and method: the table's columns, from the cells of every seed.
+
+    :param cells: the cell records
+    :param envs: the env ids, in row order
+    :param methods: the methods, in row order
+    :param sampled: summarise the episodes of the sampling policies instead of the deterministic ones
+    """
+    test_key, ood_key = ("test_sampled", "ood_sampled") if sampled else ("test", "ood")
     rows = []
     for env_id in envs:
         for method in methods:
             runs = [c for c in cells.values() if c["env_id"] == env_id and c["method"] == method]
             if not runs:
                 continue
-            test_success = [np.mean([r["success"] for r in c["test"]]) for c in runs]
-            ood_success = [np.mean([r["success"] for r in c["ood"]]) for c in runs]
+            test_success = [np.mean([r["success"] for r in c[test_key]]) for c in runs]
+            ood_success = [np.mean([r["success"] for r in c[ood_key]]) for c in runs]
             within = [np.std([e["return"] for e in c["training"]["eval_history"][-STABILITY_LAST:]])
                       for c in runs if c["training"].get("eval_history")]
-            test = [r for c in runs for r in c["test"]]
+            test = [r for c in runs for r in c[test_key]]
             success = float(np.mean(test_success))
             rows.append({
                 "env_id": env_id, "method": method, "seeds": len(runs), "episodes": len(test),
@@ -225,8 +262,8 @@ def _pct(value: float) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{100 * value:.1f}%"
 
 
-def write_table(rows: list[dict[str, Any]], out: Path, missing: list[str]) -> None:
-    """table.md (with the seed's reported figures beside ours) and table.csv."""
+def table_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One Markdown table of summarised rows, with the seed's reported figures beside ours."""
     cost_label = "mean cost (units)" if rows and all(r["cost_is_units"] for r in rows) else "mean cost (steps)"
     lines = [f"| env | method | seeds x episodes | success (seed std) | quality score 1-5 | OOD retention | "
              f"val-return std, last {STABILITY_LAST} evals | {cost_label} | HMS | seed blog: success / score / "
@@ -237,17 +274,27 @@ def write_table(rows: list[dict[str, Any]], out: Path, missing: list[str]) -> No
         stability = "n/a" if math.isnan(r["val_return_std_last"]) else f"{r['val_return_std_last']:.3f}"
         lines.append(f"| {r['env_id']} | {r['method']} | {r['seeds']} x {r['episodes'] // r['seeds']} | "
                      f"{_pct(r['success'])} ({_pct(r['success_seed_std'])}) | {r['rubric']:.2f} | "
-                     f"{_pct(r['ood_retention'])} ({_pct(r['ood_success'])} ood) | "
-                     f"{stability} | "
+                     f"{_pct(r['ood_retention'])} ({_pct(r['ood_success'])} ood) | {stability} | "
                      f"{r['cost']:.1f} | {hms} | {reported} |")
+    return lines
+
+
+def write_table(rows: list[dict[str, Any]], sampled_rows: list[dict[str, Any]], out: Path,
+                missing: list[str]) -> None:
+    """table.md (deterministic policies, then the trained ones sampling) and table.csv (both)."""
+    lines = ["Deterministic policies (the mode of each trained policy: what `harness-gym eval --policy` runs):", "",
+             *table_lines(rows), "",
+             "The trained policies sampling from their action distribution (as during training):", "",
+             *table_lines([r for r in sampled_rows if r["method"] in TRAINED])]
     if missing:
-        lines.append("")
-        lines.append(f"Not in the policy registry, left out: {', '.join(missing)}.")
+        lines += ["", f"Not in the policy registry, left out: {', '.join(missing)}."]
     (out / "table.md").write_text("\n".join(lines) + "\n")
     with open(out / "table.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=[k for k in rows[0] if k != "final_weights"], extrasaction="ignore")
+        fields = ["policy_mode", *(k for k in rows[0] if k != "final_weights")]
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({"policy_mode": "deterministic", **r} for r in rows)
+        writer.writerows({"policy_mode": "sampled", **r} for r in sampled_rows if r["method"] in TRAINED)
     print("\n".join(lines))
 
 
