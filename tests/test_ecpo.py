@@ -15,8 +15,19 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 import harness_gym  # noqa: F401
 from baselines.behaviour import BehaviourPolicy
 from baselines.cli import main
-from baselines.ecpo import (SOURCES, Calibrator, EvidenceReward, KnowledgeCorruption, PreferenceModel,
-                            RunningMeanStd, episode_evidence, roc_auc, step_features, task_evidence, trust_weight)
+from baselines.ecpo import (
+    SOURCES,
+    Calibrator,
+    EvidenceReward,
+    KnowledgeCorruption,
+    PreferenceModel,
+    RunningMeanStd,
+    episode_evidence,
+    roc_auc,
+    step_features,
+    task_evidence,
+    trust_weight,
+)
 from baselines.ppo import dense_step_reward
 from baselines.registry import make_policy
 from harness_gym.core.state import FEATURE_NAMES
