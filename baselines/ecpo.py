@@ -373,6 +373,10 @@ class Calibrator:
     """
 
     def __init__(self, floor: float, slope: float) -> None:
+        if not 0.0 <= floor <= 1.0:
+            raise ValueError(f"weight_floor must be in [0, 1], got {floor}")
+        if slope <= 0:
+            raise ValueError(f"weight_slope must be positive, got {slope}")
         self.floor, self.slope = floor, slope
         self.weights = np.ones(len(SOURCES))
         self.aucs = np.full(len(SOURCES), np.nan)
