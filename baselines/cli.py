@@ -373,14 +373,17 @@ def train_parser(trainer_name: str) -> argparse.ArgumentParser:
 def cmd_train(args: argparse.Namespace) -> int:
     trainer = load_trainer(args.algo)
     cfg = config_from_args(trainer.config, train_parser(args.algo).parse_args(args.options))
-    check_dataset(cfg.dataset_id)
+    dataset_id = getattr(cfg, "dataset_id", None)  # offline trainers learn from a dataset, online ones from an env
+    if dataset_id is not None:
+        check_dataset(dataset_id)
     try:
         policy = trainer.train(cfg)
     except ModuleNotFoundError as exc:
         if exc.name != "wandb":
             raise
         raise UsageError(str(exc)) from exc
-    print(f"wrote {cfg.out} ({policy.name}, trained on {cfg.dataset_id}, seed {cfg.seed})")
+    source = dataset_id or getattr(cfg, "env_id", None)
+    print(f"wrote {cfg.out} ({policy.name}, trained on {source}, seed {cfg.seed})")
     report = getattr(policy, "report", None) or {}
     if report.get("run_dir"):
         print(f"run: {report['run_dir']}")
@@ -519,7 +522,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_env_options(p)
     p.set_defaults(func=cmd_collect)
 
-    p = sub.add_parser("train", help=f"train an offline controller ({' | '.join(TRAINERS)}) on a Minari dataset",
+    p = sub.add_parser("train", help=f"train a controller ({' | '.join(TRAINERS)}): offline on a Minari dataset "
+                                     "or online on an env",
                        description="harness-gym train NAME --help lists the flags of trainer NAME")
     p.add_argument("algo", choices=tuple(TRAINERS), metavar="NAME", help=f"the trainer: {', '.join(TRAINERS)}")
     p.add_argument("options", nargs=argparse.REMAINDER, help="the trainer's flags (from its Config dataclass)")

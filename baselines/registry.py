@@ -80,14 +80,19 @@ def load_callable_policy(spec: str) -> Policy:
 def make_policy(name: str) -> Policy:
     """A registered policy by name, or the controller stored in a trained model file.
 
-    :param name: a key of :data:`POLICIES`, the path of a model file (:func:`baselines.learned.load_policy`) or
-        ``module:callable`` (:func:`load_callable_policy`)
+    :param name: a key of :data:`POLICIES`, the path of a model file: this project's
+        (:func:`baselines.learned.load_policy`) or a Stable-Baselines3 zip
+        (:func:`baselines.sb3_policy.load_sb3_policy`), or ``module:callable`` (:func:`load_callable_policy`)
     """
     if name in POLICIES:
         return POLICIES[name].factory()
     if not Path(name).is_file() and ":" in name:
         return load_callable_policy(name)
     if Path(name).is_file():
+        from baselines.sb3_policy import is_sb3_zip, load_sb3_policy
+
+        if is_sb3_zip(name):
+            return load_sb3_policy(name)
         from baselines.learned import load_policy  # torch is imported only when a model file is evaluated
 
         return load_policy(name)

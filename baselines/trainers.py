@@ -3,10 +3,10 @@
 A trainer is one module that defines
 
 - ``Config``: a dataclass of its settings, one documented field per setting (the command line builds the
-  flags of ``harness-gym train NAME`` from it, see :mod:`baselines.dataclass_args`), including ``dataset_id``
-  and ``out``;
+  flags of ``harness-gym train NAME`` from it, see :mod:`baselines.dataclass_args`), including ``out`` and
+  either ``dataset_id`` (an offline trainer) or ``env_id`` (an online one: :mod:`baselines.ppo`, :mod:`baselines.ecpo`);
 - ``train(cfg: Config, data: Transitions | None = None) -> Policy``: learn from ``cfg.dataset_id`` (or from
-  ``data``), write the model file ``cfg.out`` and return the controller.
+  ``data``) or from episodes of ``cfg.env_id``, write the model file ``cfg.out`` and return the controller.
 
 Adding a trainer is that module plus one line in :data:`TRAINERS`. Modules are named by import path and
 imported only when their trainer is used, so ``harness-gym --help`` does not import torch.
@@ -22,6 +22,9 @@ from typing import Any
 TRAINERS: dict[str, str] = {
     "bc": "baselines.bc",
     "awr": "baselines.awr",
+    "ppo-sparse": "baselines.ppo_sparse",
+    "ppo-dense": "baselines.ppo_dense",
+    "ecpo": "baselines.ecpo",
 }
 """trainer name -> import path of its module"""
 
@@ -49,7 +52,8 @@ def load_trainer(name: str) -> Trainer:
     try:
         module = importlib.import_module(TRAINERS[name])
     except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in ("torch", "tensorboard", "minari", "h5py"):
+        if exc.name is not None and exc.name.split(".")[0] in ("torch", "tensorboard", "minari", "h5py",
+                                                                   "stable_baselines3", "sb3_contrib"):
             raise ModuleNotFoundError(f"trainer {name!r} needs {exc.name}: install the training stack with "
                                       'pip install "harness-gym[train,offline]"', name=exc.name) from exc
         raise

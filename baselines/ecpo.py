@@ -1,0 +1,588 @@
+"""Evidence-calibrated policy optimisation (ECPO): MaskablePPO on a trust-weighted sum of evidence signals.
+
+The method of the seed blog "evidence-calibrated policy optimisation" (docs/ecpo.md), not arXiv 2606.05885's
+method of the same name (a critic-free estimator with action-grouped shrinkage and variance gating). PPO's
+GAE is computed from the calibrated signal
+
+    c_t = sum_i w_i * norm_i(e_i,t)
+
+over five evidence sources: the four the env reports in ``info["evidence"]`` (``env``, ``consistency``,
+``knowledge``, ``self``; docs/ecpo.md says what each measures per domain) and ``preference``, the per-step
+score of a Bradley-Terry reward model trained on ranked pairs of offline-buffer trajectories.
+
+- **The task reward enters through the ``env`` source**, as ``w_env * r_t^env`` does in the seed's formula:
+  ``e_env,t`` is the env's reward ``r_t`` (the quality Q on the last step, minus the cost term on every step
+  when the env has a ``cost_weight``) plus the execution feedback of non-final steps (+0.05 / -0.1).
+- **Normalisation** (the seed's "running mean and std"): each source is standardised with its running mean
+  and standard deviation (Welford's algorithm, merged batch by batch) and clipped to +-``norm_clip``.
+- **Trust weights**: every ``eval_every`` PPO updates (and before the first), the current policy plays
+  ``eval_episodes`` episodes of the validation split; for each source the per-episode sum of its raw signal
+  is scored against true success by the ROC AUC, and ``w = floor + (1 - floor) * max(0, 2 sigmoid(k (AUC -
+  0.5)) - 1)``: a source no better than chance (AUC <= 0.5) gets the floor, a perfect one about 1.
+- **Conflicts**: a step where one source is above +``conflict_z`` standard deviations and another below
+  -``conflict_z`` (e.g. a high env signal with a low consistency) is a conflict; counts per pair of sources
+  are logged.
+- **Corruption switch** (the seed's robustness experiment): from training step ``corrupt_from`` on, each
+  correct ``knowledge`` signal (+1) is flipped to -1 with probability ``corrupt_rate``, in training and in
+  the validation episodes alike; with ``freeze_weights_at_corruption`` the weights stay at their value
+  before the switch.
+
+TensorBoard: ``charts/weight_*``, ``charts/auc_*``, ``charts/conflict_rate``, ``charts/conflicts_*_vs_*``,
+``charts/norm_mean_*``, ``charts/norm_std_*``, ``losses/preference_bt_loss``, ``eval/val_*``.
+
+Run ``harness-gym train ecpo --env ENV --steps N --seed S --out FILE [--preference-dataset ID]``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from baselines.behaviour import BehaviourPolicy
+from baselines.ppo import (
+    OnlineConfig,
+    ValidationEvalCallback,
+    env_constructor_kwargs,
+    make_model,
+    make_training_env,
+    run_name,
+    save_model,
+)
+from baselines.sb3_policy import SB3Policy
+from baselines.training import seed_everything
+from harness_gym.core.actions import N_ACTIONS
+from harness_gym.core.evidence import EVIDENCE_SOURCES
+from harness_gym.rollout import Episode, play_episode
+
+SOURCES: tuple[str, ...] = (*EVIDENCE_SOURCES, "preference")
+"""the evidence sources, in the column order of every evidence array here"""
+PAIRS: tuple[tuple[int, int], ...] = tuple(combinations(range(len(SOURCES)), 2))
+
+
+@dataclass
+class ECPOConfig(OnlineConfig):
+    """The online settings plus the evidence, calibration and corruption settings."""
+
+    out: str = "models/ecpo.zip"
+    """where the model (an SB3 zip) is written"""
+    weight_floor: float = 0.1
+    """the least trust weight a source can get (an uninformative source)"""
+    weight_slope: float = 10.0
+    """k of the weight sigmoid: how fast trust grows with the AUC above 0.5"""
+    center: bool = True
+    """subtract each source's running mean before dividing by its running std (the seed's standardisation)"""
+    norm_clip: float = 5.0
+    """clip of each normalised signal"""
+    conflict_z: float = 1.0
+    """a conflict: one source above +conflict_z running stds and another below -conflict_z at the same step"""
+    preference_dataset: str = ""
+    """Minari dataset (harness-gym collect) whose ranked trajectory pairs train the preference model; empty:
+    play preference_episodes behaviour-policy episodes of the train split in memory instead"""
+    preference_episodes: int = 500
+    """episodes of the in-memory buffer when no preference_dataset is given"""
+    preference_hidden: int = 32
+    """hidden width of the preference model's per-step scorer"""
+    preference_steps: int = 300
+    """Adam steps of the Bradley-Terry fit"""
+    preference_pairs: int = 512
+    """trajectory pairs per Bradley-Terry step"""
+    corrupt_from: int = -1
+    """training step from which correct knowledge signals are flipped (-1: never)"""
+    corrupt_rate: float = 0.3
+    """probability that a correct (+1) knowledge signal is flipped to -1 once the corruption is on"""
+    freeze_weights_at_corruption: bool = False
+    """keep the trust weights at their value before the corruption starts (the frozen arm of the experiment)"""
+
+
+# ----- the evidence of one step --------------------------------------------------------------------------
+def task_evidence(info: dict[str, Any], reward: float, done: bool) -> tuple[float, float, float, float]:
+    """The four env-reported sources of one step, with the task reward in ``env`` (module docstring).
+
+    :param info: the step's info
+    :param reward: the env's reward of the step
+    :param done: the step ended the episode (its ``info["evidence"]["env"]`` is Q, already in ``reward``)
+    """
+    ev = info["evidence"]
+    return (reward + (0.0 if done else ev["env"]), ev["consistency"], ev["knowledge"], ev["self"])
+
+
+class KnowledgeCorruption:
+    """Flips correct (+1) ``knowledge`` signals to -1 with probability ``rate`` once switched on.
+
+    :param rate: the flip probability
+    :param seed: seed of the flips
+    """
+
+    def __init__(self, rate: float, seed: int) -> None:
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"corrupt_rate must be in [0, 1], got {rate}")
+        self.rate = rate
+        self.active = False
+        self.rng = np.random.default_rng(seed)
+
+    def apply(self, knowledge: np.ndarray) -> np.ndarray:
+        """The signals after corruption (a new array; unchanged while the switch is off).
+
+        :param knowledge: raw knowledge signals
+        """
+        if not self.active:
+            return knowledge
+        flip = (knowledge > 0) & (self.rng.random(knowledge.shape) < self.rate)
+        return np.where(flip, -1.0, knowledge)
+
+
+# ----- normalisation ------------------------------------------------------------------------------------
+class RunningMeanStd:
+    """Per-column running mean and variance (Welford's algorithm, merging a batch at a time as in Chan et al.,
+    1979): after any sequence of :meth:`update` calls, ``mean`` and ``var`` equal ``np.mean`` and ``np.var``
+    (population variance) of everything seen.
+
+    :param n_columns: number of independent columns (sources)
+    """
+
+    def __init__(self, n_columns: int) -> None:
+        self.count = 0
+        self.mean = np.zeros(n_columns)
+        self.m2 = np.zeros(n_columns)
+
+    @property
+    def var(self) -> np.ndarray:
+        return self.m2 / self.count if self.count else np.ones_like(self.m2)
+
+    @property
+    def std(self) -> np.ndarray:
+        return np.sqrt(self.var)
+
+    def update(self, batch: np.ndarray) -> None:
+        """Fold a ``(n, n_columns)`` batch into the statistics.
+
+        :param batch: the new rows
+        """
+        batch = np.asarray(batch, dtype=float).reshape(-1, len(self.mean))
+        n = len(batch)
+        if n == 0:
+            return
+        b_mean = batch.mean(axis=0)
+        b_m2 = ((batch - b_mean) ** 2).sum(axis=0)
+        total = self.count + n
+        delta = b_mean - self.mean
+        self.mean = self.mean + delta * n / total
+        self.m2 = self.m2 + b_m2 + delta ** 2 * self.count * n / total
+        self.count = total
+
+
+# ----- the preference source: a Bradley-Terry reward model over trajectory features ------------------------
+def step_features(observations: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Per-step features of the preference model: the observation the action was taken in and the action
+    one-hot, ``(T, F + 7)``.
+
+    :param observations: ``(T, F)`` observations before each action
+    :param actions: ``(T,)`` action ids
+    """
+    onehot = np.zeros((len(actions), N_ACTIONS), dtype=np.float32)
+    onehot[np.arange(len(actions)), np.asarray(actions, dtype=int)] = 1.0
+    return np.concatenate([np.asarray(observations, dtype=np.float32), onehot], axis=1)
+
+
+class PreferenceModel:
+    """A trajectory's score is the sum over its steps of a small MLP's per-step score; P(a better than b) =
+    sigmoid(score(a) - score(b)) (Bradley & Terry, 1952). The ``preference`` evidence of a step is its
+    per-step score: how much the trajectory's score changes when the step is added.
+
+    :param n_features: width of :func:`step_features`
+    :param hidden: hidden width of the per-step MLP
+    """
+
+    def __init__(self, n_features: int, hidden: int) -> None:
+        self.net = torch.nn.Sequential(torch.nn.Linear(n_features, hidden), torch.nn.ReLU(),
+                                       torch.nn.Linear(hidden, 1))
+        self.heldout_accuracy = float("nan")
+        self.final_loss = float("nan")
+        self._numpy_weights()
+
+    def _numpy_weights(self) -> None:
+        lin1, lin2 = self.net[0], self.net[2]
+        self._w1, self._b1 = lin1.weight.detach().numpy().T.copy(), lin1.bias.detach().numpy().copy()
+        self._w2, self._b2 = lin2.weight.detach().numpy()[0].copy(), float(lin2.bias.detach().numpy()[0])
+
+    def step_scores(self, features: np.ndarray) -> np.ndarray:
+        """Per-step scores of ``(N, n_features)`` rows (numpy: no torch call on the env's hot path).
+
+        :param features: rows of :func:`step_features`
+        """
+        return np.maximum(features @ self._w1 + self._b1, 0.0) @ self._w2 + self._b2
+
+    def fit(self, trajectories: list[np.ndarray], qualities: np.ndarray, *, steps: int, pairs: int,
+            seed: int, writer: Any = None) -> PreferenceModel:
+        """Fit on random pairs of trajectories with different final quality (80% of them; the held-out 20%
+        give :attr:`heldout_accuracy`, the fraction of their pairs ordered correctly).
+
+        :param trajectories: per trajectory, its ``(T, n_features)`` step features
+        :param qualities: per trajectory, its final quality (the ranking)
+        :param steps: Adam steps
+        :param pairs: pairs per step
+        :param seed: seed of the split and the pair sampling
+        :param writer: an SB3 logger for ``losses/preference_bt_loss`` (optional)
+        """
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(len(trajectories))
+        n_train = max(2, int(0.8 * len(order)))
+        train_idx, held_idx = order[:n_train], order[n_train:]
+        lengths = np.array([len(t) for t in trajectories])
+        padded = np.zeros((len(trajectories), lengths.max(), trajectories[0].shape[1]), dtype=np.float32)
+        for i, t in enumerate(trajectories):
+            padded[i, :len(t)] = t
+        x = torch.as_tensor(padded)
+        mask = torch.as_tensor(np.arange(lengths.max())[None, :] < lengths[:, None], dtype=torch.float32)
+        q = np.asarray(qualities, dtype=float)
+
+        def scores() -> torch.Tensor:
+            return (self.net(x).squeeze(-1) * mask).sum(dim=1)
+
+        optimizer = torch.optim.Adam(self.net.parameters(), lr=1e-2)
+        for step in range(steps):
+            a, b = rng.choice(train_idx, pairs), rng.choice(train_idx, pairs)
+            keep = q[a] != q[b]
+            if not keep.any():
+                raise ValueError("every trajectory of the preference buffer has the same quality: no ranked pairs")
+            a, b = a[keep], b[keep]
+            s = scores()
+            margin = s[torch.as_tensor(a)] - s[torch.as_tensor(b)]
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                margin, torch.as_tensor(q[a] > q[b], dtype=torch.float32))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if writer is not None and (step % 50 == 0 or step == steps - 1):
+                writer.record("losses/preference_bt_loss", loss.item())
+                writer.dump(step)
+        self.final_loss = float(loss.item())
+        self._numpy_weights()
+        with torch.no_grad():
+            s = scores().numpy()
+        if len(held_idx) >= 2:
+            i, j = np.triu_indices(len(held_idx), 1)
+            a, b = held_idx[i], held_idx[j]
+            ranked = q[a] != q[b]
+            if ranked.any():
+                self.heldout_accuracy = float(np.mean((s[a] > s[b])[ranked] == (q[a] > q[b])[ranked]))
+        return self
+
+
+def preference_buffer(cfg: ECPOConfig) -> tuple[list[np.ndarray], np.ndarray]:
+    """Step features and final quality of every trajectory of the preference buffer (``cfg.preference_dataset``
+    or an in-memory behaviour-policy buffer, :class:`ECPOConfig`).
+
+    :param cfg: the trainer's settings
+    """
+    feats, quality = [], []
+    if cfg.preference_dataset:
+        import minari
+
+        from harness_gym.datasets import dataset_settings, read_columns  # Minari only when a dataset is named
+
+        ds = minari.load_dataset(cfg.preference_dataset)
+        collected_on = dataset_settings(ds)["settings"]["env_id"]
+        if collected_on != cfg.env_id:
+            raise ValueError(f"preference_dataset {cfg.preference_dataset} was collected on {collected_on}, "
+                             f"not on {cfg.env_id}")
+        for ep in read_columns(ds, ("observations", "actions", "infos/quality")):
+            feats.append(step_features(ep["observations"][:-1], ep["actions"]))
+            quality.append(float(ep["infos/quality"][-1]))
+    else:
+        from harness_gym.datasets import episode_reset_seed  # the seeds `harness-gym collect` uses
+
+        env = gym.make(cfg.env_id, **env_constructor_kwargs(cfg.env_id, cfg.cost_weight))
+        policy = BehaviourPolicy()
+        try:
+            for i in range(cfg.preference_episodes):
+                ep = play_episode(env, policy, seed=episode_reset_seed(cfg.seed, i), split="train")
+                feats.append(step_features(np.array(ep.observations[:-1]), np.array(ep.actions)))
+                quality.append(float(ep.final_info["quality"]))
+        finally:
+            env.close()
+    return feats, np.array(quality)
+
+
+# ----- the calibrator -----------------------------------------------------------------------------------
+def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Area under the ROC curve of ``scores`` for the binary ``labels`` (the Mann-Whitney U statistic with
+    average ranks for ties); NaN when the labels are all equal.
+
+    :param scores: one score per episode
+    :param labels: one 0/1 label per episode
+    """
+    scores, labels = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    i = 0
+    while i < len(scores):  # average ranks over runs of equal scores
+        j = i
+        while j + 1 < len(scores) and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def trust_weight(auc: float, floor: float, slope: float) -> float:
+    """``floor + (1 - floor) * max(0, 2 sigmoid(slope (auc - 0.5)) - 1)``: the floor at chance level or below.
+
+    :param auc: the source's validation AUC
+    :param floor: the least weight
+    :param slope: k of the sigmoid
+    """
+    rise = 2.0 / (1.0 + np.exp(-slope * (auc - 0.5))) - 1.0
+    return float(floor + (1.0 - floor) * max(0.0, rise))
+
+
+def episode_evidence(episode: Episode, preference: PreferenceModel, corruption: KnowledgeCorruption) -> np.ndarray:
+    """The ``(T, 5)`` evidence of a played episode, exactly as the training wrapper computes it.
+
+    :param episode: the episode
+    :param preference: the preference model
+    :param corruption: the knowledge corruption switch (applied when on)
+    """
+    n = len(episode.actions)
+    rows = np.empty((n, len(SOURCES)))
+    for t in range(n):
+        done = episode.terminations[t] or episode.truncations[t]
+        rows[t, :4] = task_evidence(episode.infos[t + 1], episode.rewards[t], done)
+    rows[:, 2] = corruption.apply(rows[:, 2])
+    rows[:, 4] = preference.step_scores(step_features(np.array(episode.observations[:-1]), np.array(episode.actions)))
+    return rows
+
+
+class Calibrator:
+    """Trust weights of the sources, re-estimated from validation episodes.
+
+    :param floor: the least weight
+    :param slope: k of the weight sigmoid
+    """
+
+    def __init__(self, floor: float, slope: float) -> None:
+        if not 0.0 <= floor <= 1.0:
+            raise ValueError(f"weight_floor must be in [0, 1], got {floor}")
+        if slope <= 0:
+            raise ValueError(f"weight_slope must be positive, got {slope}")
+        self.floor, self.slope = floor, slope
+        self.weights = np.ones(len(SOURCES))
+        self.aucs = np.full(len(SOURCES), np.nan)
+        self.frozen = False
+
+    def update(self, episode_sums: np.ndarray, success: np.ndarray) -> bool:
+        """Score each source's per-episode summed signal against success; set the weights unless frozen.
+        Returns False (weights kept) when the episodes are all successes or all failures.
+
+        :param episode_sums: ``(episodes, 5)`` per-episode sums of each source's raw signal
+        :param success: ``(episodes,)`` true task success
+        """
+        self.aucs = np.array([roc_auc(episode_sums[:, i], success) for i in range(len(SOURCES))])
+        if np.isnan(self.aucs).any():
+            return False
+        if not self.frozen:
+            self.weights = np.array([trust_weight(a, self.floor, self.slope) for a in self.aucs])
+        return True
+
+
+# ----- the reward wrapper -------------------------------------------------------------------------------
+class EvidenceReward(VecEnvWrapper):
+    """Replaces the reward by ``c_t = sum_i w_i * norm_i(e_i,t)`` (module docstring); observations, dones and
+    infos pass through untouched (the same objects the wrapped env returned).
+
+    :param venv: the training env
+    :param calibrator: holds the current trust weights
+    :param preference: the preference model
+    :param corruption: the knowledge corruption switch
+    :param center: subtract the running mean before dividing by the running std
+    :param norm_clip: clip of the normalised signals
+    :param conflict_z: the z-score threshold of a conflict
+    """
+
+    def __init__(self, venv: VecEnv, calibrator: Calibrator, preference: PreferenceModel,
+                 corruption: KnowledgeCorruption, *, center: bool = True, norm_clip: float = 5.0,
+                 conflict_z: float = 1.0) -> None:
+        super().__init__(venv)
+        self.calibrator, self.preference, self.corruption = calibrator, preference, corruption
+        self.center, self.norm_clip, self.conflict_z = center, norm_clip, conflict_z
+        self.stats = RunningMeanStd(len(SOURCES))
+        self.conflicts = np.zeros(len(PAIRS), dtype=np.int64)
+        """conflicts per pair of sources (:data:`PAIRS`) since the last :meth:`pop_conflicts`"""
+        self.conflict_steps = 0
+        self.steps = 0
+        self.total_conflicts = np.zeros(len(PAIRS), dtype=np.int64)
+        self.total_conflict_steps = 0
+        self._prev_obs: np.ndarray | None = None
+        self._actions: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:
+        obs = self.venv.reset()
+        self._prev_obs = np.array(obs, copy=True)
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        assert self._prev_obs is not None and self._actions is not None
+        evidence = np.empty((len(infos), len(SOURCES)))
+        for i, info in enumerate(infos):
+            evidence[i, :4] = task_evidence(info, float(rewards[i]), bool(dones[i]))
+        evidence[:, 2] = self.corruption.apply(evidence[:, 2])
+        evidence[:, 4] = self.preference.step_scores(step_features(self._prev_obs, self._actions))
+        self._prev_obs = np.array(obs, copy=True)
+        return obs, self.calibrated(evidence), dones, infos
+
+    def calibrated(self, evidence: np.ndarray) -> np.ndarray:
+        """Fold a ``(n_envs, 5)`` batch of raw evidence into the running statistics, count its conflicts and
+        return ``c_t`` per env.
+
+        :param evidence: raw evidence, one row per env
+        """
+        self.stats.update(evidence)
+        std = self.stats.std + 1e-8
+        z = (evidence - self.stats.mean) / std
+        high, low = z > self.conflict_z, z < -self.conflict_z
+        pair_hits = np.stack([(high[:, i] & low[:, j]) | (low[:, i] & high[:, j]) for i, j in PAIRS], axis=1)
+        self.conflicts += pair_hits.sum(axis=0)
+        self.conflict_steps += int(pair_hits.any(axis=1).sum())
+        self.steps += len(evidence)
+        norm = z if self.center else evidence / std
+        return (np.clip(norm, -self.norm_clip, self.norm_clip) @ self.calibrator.weights).astype(np.float32)
+
+    def pop_conflicts(self) -> tuple[np.ndarray, int, int]:
+        """Conflicts per pair, steps with a conflict and steps, since the last call (then reset to 0)."""
+        out = (self.conflicts.copy(), self.conflict_steps, self.steps)
+        self.total_conflicts += self.conflicts
+        self.total_conflict_steps += self.conflict_steps
+        self.conflicts[:] = 0
+        self.conflict_steps = self.steps = 0
+        return out
+
+
+# ----- the callback: calibration, corruption switch, logging ----------------------------------------------
+class ECPOCallback(ValidationEvalCallback):
+    """The validation evaluations of :class:`~baselines.ppo.ValidationEvalCallback`, each also re-estimating
+    the trust weights; switches the corruption on at ``corrupt_from`` and logs weights, AUCs, normaliser
+    statistics and conflicts at every rollout's end.
+
+    :param wrapper: the reward wrapper of the training env
+    :param corrupt_from: training step of the corruption switch (-1: never)
+    :param freeze_at_corruption: stop re-estimating the weights when the corruption starts
+    :param kwargs: the keyword arguments of :class:`~baselines.ppo.ValidationEvalCallback`
+    """
+
+    def __init__(self, wrapper: EvidenceReward, *, corrupt_from: int, freeze_at_corruption: bool,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.wrapper = wrapper
+        self.corrupt_from, self.freeze_at_corruption = corrupt_from, freeze_at_corruption
+        self.weight_history: list[dict[str, Any]] = []
+
+    def _on_step(self) -> bool:
+        corr = self.wrapper.corruption
+        if not corr.active and 0 <= self.corrupt_from <= self.num_timesteps:
+            corr.active = True
+            self.wrapper.calibrator.frozen = self.freeze_at_corruption
+        return True
+
+    def _on_rollout_end(self) -> None:
+        super()._on_rollout_end()
+        pairs, conflict_steps, steps = self.wrapper.pop_conflicts()
+        self.logger.record("charts/conflict_rate", conflict_steps / max(steps, 1))
+        for (i, j), count in zip(PAIRS, pairs):
+            self.logger.record(f"charts/conflicts_{SOURCES[i]}_vs_{SOURCES[j]}", int(count))
+        stats = self.wrapper.stats
+        for k, name in enumerate(SOURCES):
+            self.logger.record(f"charts/weight_{name}", float(self.wrapper.calibrator.weights[k]))
+            self.logger.record(f"charts/norm_mean_{name}", float(stats.mean[k]))
+            self.logger.record(f"charts/norm_std_{name}", float(stats.std[k]))
+        self.logger.record("charts/knowledge_corrupted", float(self.wrapper.corruption.active))
+
+    def on_evaluation(self, episodes: list[Episode], record: dict[str, float]) -> None:
+        """Re-estimate the weights from the validation episodes and log them with the AUCs."""
+        w = self.wrapper
+        sums = np.array([episode_evidence(e, w.preference, w.corruption).sum(axis=0) for e in episodes])
+        success = np.array([e.final_info["success"] for e in episodes])
+        updated = w.calibrator.update(sums, success)
+        for k, name in enumerate(SOURCES):
+            self.logger.record(f"charts/auc_{name}", float(w.calibrator.aucs[k]))
+            self.logger.record(f"charts/weight_{name}", float(w.calibrator.weights[k]))
+        self.logger.record("charts/calibration_skipped", float(not updated))
+        record.update({f"weight_{n}": float(v) for n, v in zip(SOURCES, w.calibrator.weights)})
+        record.update({f"auc_{n}": float(v) for n, v in zip(SOURCES, w.calibrator.aucs)})
+        record["knowledge_corrupted"] = bool(w.corruption.active)
+        record["weights_updated"] = bool(updated and not w.calibrator.frozen)
+
+
+# ----- training -----------------------------------------------------------------------------------------
+def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
+    """Fit the preference model, then train MaskablePPO on the calibrated evidence; save the zip to
+    ``cfg.out`` and return the controller.
+
+    :param cfg: the configuration
+    :param data: must be ``None`` (an online trainer; the preference buffer is ``cfg.preference_dataset``)
+    """
+    if data is not None:
+        raise ValueError("ecpo is an online trainer: it takes no dataset (see --preference-dataset)")
+    seed_everything(cfg.seed, cfg.torch_threads)
+    logger = configure(f"{cfg.log_dir}/{run_name(cfg, 'ecpo')}", ["tensorboard"])
+    start = time.perf_counter()
+
+    # 1. the preference source: a Bradley-Terry model on ranked pairs of buffer trajectories
+    feats, quality = preference_buffer(cfg)
+    preference = PreferenceModel(feats[0].shape[1], cfg.preference_hidden).fit(
+        feats, quality, steps=cfg.preference_steps, pairs=cfg.preference_pairs, seed=cfg.seed, writer=logger)
+    logger.record("charts/preference_heldout_pair_accuracy", preference.heldout_accuracy)
+    logger.dump(0)
+    preference_seconds = time.perf_counter() - start
+
+    # 2. the training env with the calibrated reward, the learner and the calibrating callback
+    calibrator = Calibrator(cfg.weight_floor, cfg.weight_slope)
+    corruption = KnowledgeCorruption(cfg.corrupt_rate, seed=cfg.seed + 7919)
+    venv = EvidenceReward(make_training_env(cfg), calibrator, preference, corruption, center=cfg.center,
+                          norm_clip=cfg.norm_clip, conflict_z=cfg.conflict_z)
+    model = make_model(cfg, venv)
+    model.set_logger(logger)
+    callback = ECPOCallback(venv, corrupt_from=cfg.corrupt_from, freeze_at_corruption=cfg.freeze_weights_at_corruption,
+                            env_id=cfg.env_id, env_kwargs=env_constructor_kwargs(cfg.env_id, cfg.cost_weight),
+                            eval_every=cfg.eval_every, episodes=cfg.eval_episodes, seed=cfg.seed)
+
+    # 3. PPO on c_t
+    model.learn(total_timesteps=cfg.steps, callback=callback)
+    venv.pop_conflicts()
+    venv.close()
+    train_seconds = time.perf_counter() - start
+    save_model(model, cfg, "ecpo", eval_history=callback.history, train_seconds=train_seconds,
+               preference_seconds=preference_seconds, preference_heldout_accuracy=preference.heldout_accuracy,
+               weights=dict(zip(SOURCES, calibrator.weights.tolist())),
+               aucs=dict(zip(SOURCES, calibrator.aucs.tolist())),
+               conflicts={f"{SOURCES[i]}_vs_{SOURCES[j]}": int(c) for (i, j), c in zip(PAIRS, venv.total_conflicts)},
+               conflict_steps=int(venv.total_conflict_steps),
+               normaliser={"mean": dict(zip(SOURCES, venv.stats.mean.tolist())),
+                           "std": dict(zip(SOURCES, venv.stats.std.tolist()))})
+    return SB3Policy(model, name="ecpo")
+
+
+Config = ECPOConfig
+"""the trainer's settings (:mod:`baselines.trainers`)"""
+
+if __name__ == "__main__":
+    from baselines.dataclass_args import parse_config
+
+    cfg = parse_config(ECPOConfig, prog="python -m baselines.ecpo", description=__doc__.splitlines()[0])
+    print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.env_id}, seed {cfg.seed})")

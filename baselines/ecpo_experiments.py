@@ -1,0 +1,377 @@
+"""The ECPO experiments of docs/ecpo.md: the comparison table and the knowledge-corruption experiment.
+
+    python -m baselines.ecpo_experiments table --out results/ecpo [--env ENV ...] [--seeds 3] [--steps 20000]
+    python -m baselines.ecpo_experiments corruption --out results/ecpo [--env HarnessResearchQA-v0] [--seeds 3]
+
+``table``: per env and seed s, a behaviour-policy buffer (``harness-gym collect``'s Minari format, train split,
+collection seed s), BC trained on it, ppo-sparse, ppo-dense and ECPO trained online for ``--steps`` steps with
+seed s (ECPO's preference model learns from the same buffer), and the static and forced-check harnesses; each
+is evaluated on ``--episodes`` test-split and ood-split episodes, acting deterministically (the mode of a
+trained policy, what ``harness-gym eval --policy`` runs) and, for the trained methods, also sampling from
+the policy (as during training), with the reset seeds of
+:func:`harness_gym.rollout.episode_seed` ``(s, i)`` (every method sees the same tasks). Writes
+``cells_<env id>.json`` (one record per method and seed; a rerun skips finished cells, and runs for
+different envs can go in parallel), ``table.md`` and ``table.csv``.
+
+Columns: success rate (test), the trajectory quality score (:func:`rubric_score`, 1-5), OOD retention (ood
+success / test success), training stability (the std of the validation return over the last
+``STABILITY_LAST`` evaluations of a training run, averaged over seeds; and the std of test success across
+seeds) and the mean cost per episode (``info["cost"]["units"]`` summed over the episode where the env reports
+a cost ledger, else the number of steps).
+
+``corruption``: ECPO with adaptive weights against ECPO with the weights frozen at their value before the
+switch, the knowledge corruption on from ``--corrupt-from`` (:mod:`baselines.ecpo`); writes
+``corruption.json`` and ``corruption.png`` (w_knowledge and validation success over training, mean over seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import harness_gym  # noqa: F401
+from baselines.registry import make_policy
+from harness_gym.rollout import Episode, Policy, episode_seed, play_episode
+
+ENVS = ("HarnessData-v0", "HarnessResearchQA-v0")
+TRAINED = ("ppo-sparse", "ppo-dense", "bc", "ecpo")
+REFERENCE = ("static", "forced-check", "thorough")
+STABILITY_LAST = 3
+SEED_REPORTED = {  # the seed blog's table (section 5.2): success, quality score, OOD retention
+    "ppo-sparse": ("~15%", "1.5", "n/a"),
+    "ppo-dense": ("~55%", "3.0", "~30%"),
+    "bc": ("~75%", "3.8", "~50%"),
+    "ecpo": ("~82%", "4.2", "~65%"),
+}
+
+
+# ----- per-episode measures -----------------------------------------------------------------------------
+def rubric_score(quality: float, success: bool, budget_used: float, hms: float) -> int:
+    """The automatic 1-5 trajectory quality rubric (docs/ecpo.md): 1 point, plus correctness (2 for a success,
+    1 for quality >= 0.5, else 0), efficiency (1 when at most half the budget was used) and process (1 when
+    HMS >= 0.75; an episode with no applicable pattern gets 0).
+
+    :param quality: the graded quality in [0, 1]
+    :param success: the episode succeeded
+    :param budget_used: fraction of the budget spent
+    :param hms: the episode's HMS (NaN when no pattern applies)
+    """
+    correctness = 2 if success else 1 if quality >= 0.5 else 0
+    efficiency = 1 if budget_used <= 0.5 else 0
+    process = 1 if not math.isnan(hms) and hms >= 0.75 else 0
+    return 1 + correctness + efficiency + process
+
+
+def episode_record(episode: Episode, budget: int) -> dict[str, Any]:
+    """What the table needs of one episode.
+
+    :param episode: the played episode
+    :param budget: the env's budget per episode
+    """
+    final = episode.final_info
+    has_cost = isinstance(final.get("cost"), dict) and "units" in final["cost"]
+    cost = (sum(float(i["cost"]["units"]) for i in episode.infos[1:]) if has_cost else float(len(episode.actions)))
+    used = (budget - final["budget_left"]) / budget
+    return {"task_id": final["task_id"], "quality": float(final["quality"]), "success": bool(final["success"]),
+            "hms": float(final["hms"]), "steps": len(episode.actions), "budget_used": used,
+            "return": float(sum(episode.rewards)), "cost": cost, "cost_is_units": has_cost,
+            "rubric": rubric_score(final["quality"], final["success"], used, final["hms"])}
+
+
+def evaluate_split(env_id: str, policy: Policy, *, split: str, episodes: int, seed: int) -> list[dict[str, Any]]:
+    """Per-episode records of ``policy`` on ``episodes`` episodes of ``split`` (reset seeds episode_seed(seed, i)).
+
+    :param env_id: the env
+    :param policy: the controller
+    :param split: the task split
+    :param episodes: number of episodes
+    :param seed: the run's seed
+    """
+    env = gym.make(env_id)
+    try:
+        budget = env.unwrapped.budget
+        return [episode_record(play_episode(env, policy, seed=episode_seed(seed, i), split=split), budget)
+                for i in range(episodes)]
+    finally:
+        env.close()
+
+
+# ----- training the cells -------------------------------------------------------------------------------
+def behaviour_dataset(env_id: str, seed: int, episodes: int) -> str:
+    """Collect (or find) the behaviour buffer of ``env_id`` with collection seed ``seed``; returns its id."""
+    from baselines.behaviour import BehaviourPolicy
+    from harness_gym.datasets import collect
+
+    dsid = f"harness/{env_id.lower().removesuffix('-v0').removeprefix('harness')}-behaviour-s{seed}-v0"
+    collect(env_id, BehaviourPolicy(), dsid, episodes=episodes, seed=seed, progress=False, ref_policies=None)
+    return dsid
+
+
+def train_cell(method: str, env_id: str, seed: int, args: argparse.Namespace, dsid: str) -> Path:
+    """Train ``method`` for one env and seed (unless its model exists); returns the model path."""
+    from baselines.trainers import load_trainer
+
+    models = args.out / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    suffix = ".pt" if method == "bc" else ".zip"
+    path = models / f"{env_id}__{method}__{seed}{suffix}"
+    if path.exists():
+        return path
+    trainer = load_trainer(method)
+    common: dict[str, Any] = {"out": str(path), "seed": seed, "log_dir": str(args.out / "runs")}
+    if method == "bc":
+        cfg = trainer.config(dataset_id=dsid, eval_episodes=0, **common)
+    else:
+        cfg = trainer.config(env_id=env_id, steps=args.steps, **common)
+        if method == "ecpo":
+            cfg = replace(cfg, preference_dataset=dsid)
+    trainer.train(cfg)
+    return path
+
+
+def evaluate_both(env_id: str, policy: Policy, episodes: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+    """Test- and ood-split records of ``policy`` (same reset seeds for every method)."""
+    return {split: evaluate_split(env_id, policy, split=split, episodes=episodes, seed=seed)
+            for split in ("test", "ood")}
+
+
+def sampling_policy(method: str, out: Path, env_id: str, seed: int) -> Policy | None:
+    """The trained model of a cell acting by sampling from its policy (as during training); ``None`` for the
+    scripted harnesses."""
+    if method not in TRAINED:
+        return None
+    if method == "bc":
+        from baselines.learned import load_policy
+
+        return load_policy(out / "models" / f"{env_id}__bc__{seed}.pt", sample=True)
+    from baselines.sb3_policy import load_sb3_policy
+
+    return load_sb3_policy(out / "models" / f"{env_id}__{method}__{seed}.zip", deterministic=False)
+
+
+def table(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Run (or resume) every cell of the comparison and write the cells files, table.md and table.csv."""
+    from baselines.registry import POLICIES
+
+    references = [p for p in REFERENCE if p in POLICIES]
+    cells: dict[str, dict[str, Any]] = {}
+    for env_id in args.env:
+        path = args.out / f"cells_{env_id}.json"
+        env_cells: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
+        for seed in range(args.seeds):
+            dsid = None
+            for method in (*TRAINED, *references):
+                key = f"{env_id}|{method}|{seed}"
+                if key not in env_cells:
+                    start = time.perf_counter()
+                    meta: dict[str, Any] = {}
+                    if method in TRAINED:
+                        dsid = dsid or behaviour_dataset(env_id, seed, args.buffer_episodes)
+                        model = train_cell(method, env_id, seed, args, dsid)
+                        policy = make_policy(str(model))
+                        meta = {k: v for k, v in (getattr(getattr(policy, "model", None), "harness_gym", None)
+                                                  or {}).items() if k not in ("config", "feature_names")}
+                    else:
+                        policy = make_policy(method)
+                    train_s = time.perf_counter() - start
+                    env_cells[key] = {"env_id": env_id, "method": method, "seed": seed, "train_seconds": train_s,
+                                      "training": meta, **evaluate_both(env_id, policy, args.episodes, seed)}
+                    path.write_text(json.dumps(env_cells, default=float))
+                    print(f"{key}: test success {np.mean([r['success'] for r in env_cells[key]['test']]):.3f} "
+                          f"({time.perf_counter() - start:.0f} s)", flush=True)
+                if "test_sampled" not in env_cells[key]:
+                    policy = sampling_policy(method, args.out, env_id, seed)
+                    if policy is None:  # a scripted harness: sampling is the same as acting
+                        sampled = {"test_sampled": env_cells[key]["test"], "ood_sampled": env_cells[key]["ood"]}
+                    else:
+                        sampled = {f"{k}_sampled": v for k, v in evaluate_both(env_id, policy, args.episodes,
+                                                                                seed).items()}
+                    env_cells[key].update(sampled)
+                    path.write_text(json.dumps(env_cells, default=float))
+        cells.update(env_cells)
+    methods = (*TRAINED, *references)
+    rows = summarise(cells, args.env, methods)
+    write_table(rows, summarise(cells, args.env, methods, sampled=True), args.out,
+                missing=[p for p in REFERENCE if p not in POLICIES])
+    return rows
+
+
+def summarise(cells: dict[str, dict[str, Any]], envs: list[str], methods: tuple[str, ...],
+              sampled: bool = False) -> list[dict[str, Any]]:
+    """One row per env and method: the table's columns, from the cells of every seed.
+
+    :param cells: the cell records
+    :param envs: the env ids, in row order
+    :param methods: the methods, in row order
+    :param sampled: summarise the episodes of the sampling policies instead of the deterministic ones
+    """
+    test_key, ood_key = ("test_sampled", "ood_sampled") if sampled else ("test", "ood")
+    rows = []
+    for env_id in envs:
+        for method in methods:
+            runs = [c for c in cells.values() if c["env_id"] == env_id and c["method"] == method]
+            if not runs:
+                continue
+            test_success = [np.mean([r["success"] for r in c[test_key]]) for c in runs]
+            ood_success = [np.mean([r["success"] for r in c[ood_key]]) for c in runs]
+            within = [np.std([e["return"] for e in c["training"]["eval_history"][-STABILITY_LAST:]])
+                      for c in runs if c["training"].get("eval_history")]
+            test = [r for c in runs for r in c[test_key]]
+            success = float(np.mean(test_success))
+            rows.append({
+                "env_id": env_id, "method": method, "seeds": len(runs), "episodes": len(test),
+                "success": success, "success_seed_std": float(np.std(test_success)),
+                "quality": float(np.mean([r["quality"] for r in test])),
+                "rubric": float(np.mean([r["rubric"] for r in test])),
+                "ood_success": float(np.mean(ood_success)),
+                "ood_retention": float(np.mean(ood_success)) / success if success > 0 else math.nan,
+                "val_return_std_last": float(np.mean(within)) if within else math.nan,
+                "cost": float(np.mean([r["cost"] for r in test])),
+                "cost_is_units": all(r["cost_is_units"] for r in test),
+                "hms": _nan_mean([r["hms"] for r in test]),
+                "steps": float(np.mean([r["steps"] for r in test])),
+                "train_seconds": float(np.mean([c["train_seconds"] for c in runs])),
+                "final_weights": _mean_weights(runs),
+            })
+    return rows
+
+
+def _nan_mean(values: list[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return float(np.mean(kept)) if kept else math.nan
+
+
+def _mean_weights(runs: list[dict[str, Any]]) -> dict[str, float] | None:
+    weights = [c["training"]["weights"] for c in runs if "weights" in c["training"]]
+    if not weights:
+        return None
+    return {k: float(np.mean([w[k] for w in weights])) for k in weights[0]}
+
+
+def _pct(value: float) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{100 * value:.1f}%"
+
+
+def table_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One Markdown table of summarised rows, with the seed's reported figures beside ours."""
+    cost_label = "mean cost (units)" if rows and all(r["cost_is_units"] for r in rows) else "mean cost (steps)"
+    lines = [f"| env | method | seeds x episodes | success (seed std) | quality score 1-5 | OOD retention | "
+             f"val-return std, last {STABILITY_LAST} evals | {cost_label} | HMS | seed blog: success / score / "
+             "OOD retention |", "|---" * 10 + "|"]
+    for r in rows:
+        reported = " / ".join(SEED_REPORTED[r["method"]]) if r["method"] in SEED_REPORTED else ""
+        hms = "n/a" if math.isnan(r["hms"]) else f"{r['hms']:.3f}"
+        stability = "n/a" if math.isnan(r["val_return_std_last"]) else f"{r['val_return_std_last']:.3f}"
+        lines.append(f"| {r['env_id']} | {r['method']} | {r['seeds']} x {r['episodes'] // r['seeds']} | "
+                     f"{_pct(r['success'])} ({_pct(r['success_seed_std'])}) | {r['rubric']:.2f} | "
+                     f"{_pct(r['ood_retention'])} ({_pct(r['ood_success'])} ood) | {stability} | "
+                     f"{r['cost']:.1f} | {hms} | {reported} |")
+    return lines
+
+
+def write_table(rows: list[dict[str, Any]], sampled_rows: list[dict[str, Any]], out: Path,
+                missing: list[str]) -> None:
+    """table.md (deterministic policies, then the trained ones sampling) and table.csv (both)."""
+    lines = ["Deterministic policies (the mode of each trained policy: what `harness-gym eval --policy` runs):", "",
+             *table_lines(rows), "",
+             "The trained policies sampling from their action distribution (as during training):", "",
+             *table_lines([r for r in sampled_rows if r["method"] in TRAINED])]
+    if missing:
+        lines += ["", f"Not in the policy registry, left out: {', '.join(missing)}."]
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+    with open(out / "table.csv", "w", newline="") as f:
+        fields = ["policy_mode", *(k for k in rows[0] if k != "final_weights")]
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows({"policy_mode": "deterministic", **r} for r in rows)
+        writer.writerows({"policy_mode": "sampled", **r} for r in sampled_rows if r["method"] in TRAINED)
+    print("\n".join(lines))
+
+
+# ----- the corruption experiment ------------------------------------------------------------------------
+def corruption(args: argparse.Namespace) -> dict[str, Any]:
+    """ECPO adaptive vs frozen weights under the knowledge corruption; writes corruption.json and .png."""
+    from baselines.ecpo import ECPOConfig, train
+
+    path = args.out / "corruption.json"
+    runs: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    env_id = args.env[0]
+    for seed in range(args.seeds):
+        dsid = behaviour_dataset(env_id, seed, args.buffer_episodes)
+        for arm in ("adaptive", "frozen"):
+            key = f"{env_id}|{arm}|{seed}"
+            if key in runs:
+                continue
+            model = args.out / "models" / f"{env_id}__ecpo-corrupt-{arm}__{seed}.zip"
+            cfg = ECPOConfig(env_id=env_id, steps=args.steps, seed=seed, out=str(model),
+                             log_dir=str(args.out / "runs"), preference_dataset=dsid, corrupt_from=args.corrupt_from,
+                             freeze_weights_at_corruption=arm == "frozen")
+            policy = train(cfg)
+            test = evaluate_split(env_id, policy, split="test", episodes=args.episodes, seed=seed)
+            runs[key] = {"arm": arm, "seed": seed, "history": policy.model.harness_gym["eval_history"],
+                         "test_success": float(np.mean([r["success"] for r in test]))}
+            path.write_text(json.dumps(runs, default=float))
+            print(f"{key}: test success {runs[key]['test_success']:.3f}", flush=True)
+    plot_corruption(runs, env_id, args.corrupt_from, args.out / "corruption.png")
+    return runs
+
+
+def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: Path) -> None:
+    """w_knowledge and validation success over training, adaptive vs frozen (mean over seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_w, ax_s) = plt.subplots(1, 2, figsize=(11, 4))
+    for arm, colour in (("adaptive", "tab:blue"), ("frozen", "tab:orange")):
+        hist = [r["history"] for r in runs.values() if r["arm"] == arm]
+        if not hist:
+            continue
+        n = min(len(h) for h in hist)
+        steps = [hist[0][i]["timesteps"] for i in range(n)]
+        w = np.mean([[h[i]["weight_knowledge"] for i in range(n)] for h in hist], axis=0)
+        s = np.mean([[h[i]["success_rate"] for i in range(n)] for h in hist], axis=0)
+        ax_w.plot(steps, w, color=colour, label=f"{arm} ({len(hist)} seeds)")
+        ax_s.plot(steps, s, color=colour, label=f"{arm} ({len(hist)} seeds)")
+    for ax, title in ((ax_w, "w_knowledge"), (ax_s, "validation success (sampling policy)")):
+        ax.axvline(corrupt_from, color="grey", linestyle="--", label="corruption on")
+        ax.set_xlabel("training steps")
+        ax.set_title(title)
+        ax.legend()
+    fig.suptitle(f"{env_id}: 30% of correct knowledge signals flipped from step {corrupt_from}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("experiment", choices=("table", "corruption"))
+    parser.add_argument("--out", type=Path, default=Path("results/ecpo"))
+    parser.add_argument("--env", action="append", default=None, help=f"repeatable; default {', '.join(ENVS)} "
+                        "(corruption: the first one, default HarnessResearchQA-v0)")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=20_000, help="training steps per online run")
+    parser.add_argument("--episodes", type=int, default=100, help="test- and ood-split episodes per cell")
+    parser.add_argument("--buffer-episodes", type=int, default=500, help="episodes of each behaviour buffer")
+    parser.add_argument("--corrupt-from", type=int, default=10_000, help="corruption: step of the switch")
+    args = parser.parse_args(argv)
+    args.env = args.env or (list(ENVS) if args.experiment == "table" else ["HarnessResearchQA-v0"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    os.environ["MINARI_DATASETS_PATH"] = str((args.out / "minari").resolve())
+    return table(args) if args.experiment == "table" else corruption(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,335 @@
+"""PPO baselines of a harness controller, online: MaskablePPO on the terminal quality (``ppo-sparse``) or on
+hand-shaped step rewards (``ppo-dense``).
+
+Schulman et al., 2017, https://arxiv.org/abs/1707.06347, as sb3-contrib's ``MaskablePPO`` (Huang & Ontañón,
+2020, https://arxiv.org/abs/2006.14171) with the env's action masks. These are the first two baselines the
+evidence-calibrated method (:mod:`baselines.ecpo`, docs/ecpo.md) is compared with:
+
+- ``reward="sparse"``: the env's own reward, the task quality Q paid on the last step (minus the cost term
+  when the env was built with a ``cost_weight``);
+- ``reward="dense"``: the same plus the hand-shaped step rewards of the usual kind (the seed blog's
+  "small reward for an import that works, a little more for syntactically correct code"), fixed before any
+  run and read only from what the controller sees (the observation and ``info["evidence"]``):
+
+  | event | shaped reward |
+  |---|---|
+  | an OBSERVE / RETRIEVE that revealed something | +0.02 |
+  | a TOOL call that returned without an error | +0.05 |
+  | a TOOL call that returned an error | -0.1 |
+  | a DRAFT / REVISE whose content agrees with the knowledge base (``knowledge`` = +1) | +0.1 |
+  | the first CHECK of a draft version, when it passes | +0.1 |
+  | an inapplicable action (a no-op) | -0.05 |
+
+What the three online trainers share (settings, the vector env, the periodic evaluation on the validation
+split, the model file) is defined here; :mod:`baselines.ecpo` extends it. The model file is an SB3 zip that
+``harness-gym eval ENV --policy FILE`` runs (:mod:`baselines.sb3_policy`).
+
+Run ``harness-gym train ppo-sparse --env ENV --steps N --seed S --out FILE`` (or ``ppo-dense``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+import harness_gym  # noqa: F401  (registers the env ids)
+from baselines.sb3_policy import SB3Policy
+from baselines.training import seed_everything
+from harness_gym.core.actions import Action
+from harness_gym.core.state import FEATURE_NAMES
+from harness_gym.rollout import Episode, episode_seed, play_episode
+
+_F = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+@dataclass
+class OnlineConfig:
+    """The settings every online trainer has; each field is a flag of ``harness-gym train NAME``."""
+
+    env_id: str = field(default="HarnessResearchQA-v0", metadata={"flags": ("--env",), "required": True})
+    """the env id to train on (episodes are drawn from its train split)"""
+    steps: int = 30_000
+    """environment steps of training (summed over the parallel envs)"""
+    out: str = "models/ppo.zip"
+    """where the model (an SB3 zip) is written"""
+    seed: int = 0
+    """seed of random, numpy, torch, the envs and the evaluation episodes"""
+    cost_weight: float = 0.0
+    """passed to the env when its constructor takes a ``cost_weight`` (the reward then includes the cost term)"""
+    n_envs: int = 4
+    """parallel envs (one process: SB3's DummyVecEnv)"""
+    n_steps: int = 128
+    """steps per env per rollout (a PPO update uses n_envs * n_steps transitions)"""
+    batch_size: int = 128
+    """transitions per minibatch"""
+    n_epochs: int = 4
+    """passes over each rollout"""
+    learning_rate: float = 3e-4
+    """Adam learning rate"""
+    gamma: float = 0.99
+    """discount factor"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    clip_range: float = 0.2
+    """PPO clipping parameter"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """widths of the policy's and the value's hidden layers"""
+    eval_every: int = 4
+    """run an evaluation on the validation split every this many PPO updates (0: none)"""
+    eval_episodes: int = 30
+    """episodes of each evaluation (the current policy, sampling as in training)"""
+    log_dir: str = "runs"
+    """TensorBoard log folder (run name {env_id}__{algo}__{seed}__{time})"""
+    torch_threads: int = 1
+    """CPU threads torch may use"""
+
+
+@dataclass
+class PPOConfig(OnlineConfig):
+    """The online settings plus which reward PPO maximises."""
+
+    reward: Literal["sparse", "dense"] = "sparse"
+    """the env's reward (sparse) or that plus the hand-shaped step rewards of the module docstring (dense)"""
+
+
+def env_constructor_kwargs(env_id: str, cost_weight: float) -> dict[str, Any]:
+    """Keyword arguments of ``gym.make(env_id, ...)``: ``cost_weight`` when the env's constructor takes one.
+
+    :param env_id: a registered env id
+    :param cost_weight: the weight of the cost term (0: none)
+    """
+    gym.spec(env_id)  # a clear error for an unknown id
+    if "cost_weight" in inspect.signature(harness_gym.HarnessEnv).parameters:
+        return {"cost_weight": cost_weight}
+    if cost_weight:
+        raise ValueError(f"cost_weight={cost_weight}: the constructor of {env_id} takes no cost_weight")
+    return {}
+
+
+def make_training_env(cfg: OnlineConfig) -> VecEnv:
+    """``cfg.n_envs`` copies of the env (train split) in a DummyVecEnv with SB3's Monitor, seeded from ``cfg.seed``.
+
+    :param cfg: the trainer's settings
+    """
+    kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight)
+    return make_vec_env(lambda: gym.make(cfg.env_id, **kwargs), n_envs=cfg.n_envs, seed=cfg.seed)
+
+
+def make_model(cfg: OnlineConfig, venv: VecEnv) -> MaskablePPO:
+    """The MaskablePPO learner with the settings of ``cfg``.
+
+    :param cfg: the trainer's settings
+    :param venv: the (wrapped) training env
+    """
+    arch = list(cfg.hidden_sizes)
+    return MaskablePPO("MlpPolicy", venv, learning_rate=cfg.learning_rate, n_steps=cfg.n_steps,
+                       batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, gamma=cfg.gamma,
+                       gae_lambda=cfg.gae_lambda, clip_range=cfg.clip_range, ent_coef=cfg.ent_coef,
+                       policy_kwargs={"net_arch": {"pi": arch, "vf": arch}}, seed=cfg.seed, device="cpu",
+                       verbose=0)
+
+
+def run_name(cfg: OnlineConfig, algo: str) -> str:
+    """``{env_id}__{algo}__{seed}__{time}``, the TensorBoard run folder under ``cfg.log_dir``."""
+    return f"{cfg.env_id}__{algo}__{cfg.seed}__{int(time.time())}"
+
+
+def episode_return(episode: Episode) -> float:
+    """The episode's task return: the sum of the env's rewards (Q minus the cost term)."""
+    return float(sum(episode.rewards))
+
+
+class DenseShapingReward(VecEnvWrapper):
+    """Adds the hand-shaped step rewards of the module docstring's table to the env's reward.
+
+    Observations, dones and infos pass through untouched.
+
+    :param venv: the training env
+    """
+
+    def __init__(self, venv: VecEnv) -> None:
+        super().__init__(venv)
+        self._prev_obs: np.ndarray | None = None
+        self._actions: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:
+        obs = self.venv.reset()
+        self._prev_obs = np.array(obs, copy=True)
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        assert self._prev_obs is not None and self._actions is not None
+        shaped = np.asarray(rewards, dtype=np.float32).copy()
+        for i, info in enumerate(infos):
+            shaped[i] += dense_step_reward(int(self._actions[i]), info, self._prev_obs[i], obs[i], bool(dones[i]))
+        self._prev_obs = np.array(obs, copy=True)
+        return obs, shaped, dones, infos
+
+
+def dense_step_reward(action: int, info: dict[str, Any], prev_obs: np.ndarray, obs: np.ndarray,
+                      done: bool) -> float:
+    """The hand-shaped reward of one step (the module docstring's table).
+
+    :param action: the action taken
+    :param info: the step's info
+    :param prev_obs: the observation the action was taken in
+    :param obs: the observation after the step (the next episode's first one when ``done``)
+    :param done: the step ended the episode
+    """
+    if info["invalid_action"]:
+        return -0.05
+    act = Action(action)
+    if act in (Action.OBSERVE, Action.RETRIEVE):
+        return 0.02
+    if act == Action.TOOL:
+        return 0.05 if info["evidence"]["env"] >= 0 else -0.1
+    if act in (Action.DRAFT, Action.REVISE):
+        return 0.1 if info["evidence"]["knowledge"] > 0 else 0.0
+    if act == Action.CHECK and not done and prev_obs[_F["checked_since_change"]] == 0:
+        return 0.1 if obs[_F["last_check_result"]] > 0 else 0.0
+    return 0.0
+
+
+class ValidationEvalCallback(BaseCallback):
+    """Every ``eval_every`` PPO updates (and once before training), plays ``episodes`` validation episodes
+    with the current policy (sampling, as in training) and logs ``eval/val_success_rate``,
+    ``eval/val_quality``, ``eval/val_return`` (the task return) and ``eval/val_hms``; the records are kept in
+    :attr:`history`. Subclasses act on the episodes in :meth:`on_evaluation`.
+
+    :param env_id: the env to evaluate on
+    :param env_kwargs: its constructor keywords
+    :param eval_every: PPO updates between evaluations (0: none)
+    :param episodes: episodes per evaluation
+    :param seed: the evaluation's seed (episode ``i`` resets with ``episode_seed(seed, i)``, the same tasks
+        at every evaluation)
+    """
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], *, eval_every: int, episodes: int,
+                 seed: int) -> None:
+        super().__init__()
+        self.env_id, self.env_kwargs = env_id, env_kwargs
+        self.eval_every, self.episodes, self.seed = eval_every, episodes, seed
+        self.history: list[dict[str, float]] = []
+        self.updates = 0
+        self.eval_seconds = 0.0
+        self._env: gym.Env | None = None
+
+    def _on_training_start(self) -> None:
+        if self.eval_every > 0:
+            self._evaluate()
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        # called right before the PPO update of this rollout: the update count after it is updates + 1
+        self.updates += 1
+        if self.eval_every > 0 and self.updates % self.eval_every == 0:
+            self._evaluate()
+
+    def _on_training_end(self) -> None:
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+
+    def _evaluate(self) -> None:
+        start = time.perf_counter()
+        if self._env is None:
+            self._env = gym.make(self.env_id, **self.env_kwargs)
+        policy = SB3Policy(self.model, name="current", deterministic=False)
+        episodes = [play_episode(self._env, policy, seed=episode_seed(self.seed, i), split="val")
+                    for i in range(self.episodes)]
+        finals = [e.final_info for e in episodes]
+        hms = [f["hms"] for f in finals if not np.isnan(f["hms"])]
+        record = {"timesteps": int(self.num_timesteps), "updates": self.updates,
+                  "success_rate": float(np.mean([f["success"] for f in finals])),
+                  "quality": float(np.mean([f["quality"] for f in finals])),
+                  "return": float(np.mean([episode_return(e) for e in episodes])),
+                  "hms": float(np.mean(hms)) if hms else float("nan")}
+        self.on_evaluation(episodes, record)
+        self.eval_seconds += time.perf_counter() - start
+        record["eval_seconds"] = self.eval_seconds
+        self.history.append(record)
+        for key in ("success_rate", "quality", "return", "hms"):
+            self.logger.record(f"eval/val_{key}", record[key])
+        self.logger.dump(self.num_timesteps)
+
+    def on_evaluation(self, episodes: list[Episode], record: dict[str, float]) -> None:
+        """Hook for subclasses: act on an evaluation's episodes (``record`` may be extended).
+
+        :param episodes: the validation episodes just played
+        :param record: the evaluation's summary (added to :attr:`history`)
+        """
+
+
+def save_model(model: MaskablePPO, cfg: Any, algo: str, **diagnostics: Any) -> Path:
+    """Write the model zip to ``cfg.out`` with a ``harness_gym`` attribute (algo, env id, feature names, the
+    config and ``diagnostics``) that :mod:`baselines.sb3_policy` reads back.
+
+    :param model: the trained model
+    :param cfg: the trainer's settings (a dataclass)
+    :param algo: the trainer's name
+    :param diagnostics: JSON-compatible training records (evaluation history, weights, ...)
+    """
+    path = Path(cfg.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model.harness_gym = {"algo": algo, "env_id": cfg.env_id, "feature_names": list(FEATURE_NAMES),
+                         "config": asdict(cfg), **diagnostics}
+    model.save(path)
+    if path.suffix != ".zip":  # SB3 appends .zip to a path without it
+        Path(f"{path}.zip").replace(path)
+    return path
+
+
+def train(cfg: PPOConfig, data: Any = None) -> SB3Policy:
+    """Train MaskablePPO on the sparse or dense reward, save the zip to ``cfg.out`` and return the controller.
+
+    :param cfg: the configuration
+    :param data: must be ``None`` (an online trainer learns from the env, not from a dataset)
+    """
+    if data is not None:
+        raise ValueError("ppo is an online trainer: it takes no dataset")
+    algo = f"ppo-{cfg.reward}"
+    seed_everything(cfg.seed, cfg.torch_threads)
+    env_kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight)
+    venv = make_training_env(cfg)
+    if cfg.reward == "dense":
+        venv = DenseShapingReward(venv)
+    model = make_model(cfg, venv)
+    model.set_logger(configure(f"{cfg.log_dir}/{run_name(cfg, algo)}", ["tensorboard"]))
+    callback = ValidationEvalCallback(cfg.env_id, env_kwargs, eval_every=cfg.eval_every,
+                                      episodes=cfg.eval_episodes, seed=cfg.seed)
+    start = time.perf_counter()
+    model.learn(total_timesteps=cfg.steps, callback=callback)
+    train_seconds = time.perf_counter() - start
+    venv.close()
+    save_model(model, cfg, algo, eval_history=callback.history, train_seconds=train_seconds)
+    return SB3Policy(model, name=algo)
+
+
+Config = PPOConfig
+"""the trainer's settings (:mod:`baselines.trainers`)"""
+
+if __name__ == "__main__":
+    from baselines.dataclass_args import parse_config
+
+    cfg = parse_config(PPOConfig, prog="python -m baselines.ppo", description=__doc__.splitlines()[0])
+    print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.env_id}, seed {cfg.seed})")
