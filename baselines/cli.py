@@ -29,6 +29,7 @@ from baselines.evaluate import evaluate
 from baselines.registry import POLICIES, make_policy, policy_help
 from baselines.reproduce import reproduce
 from baselines.trainers import TRAINERS, load_trainer
+from harness_gym.parallel import BACKENDS, PARALLEL_MODES
 
 
 def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | None) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     result = evaluate(args.env_id, args.policy, episodes=args.episodes, split=args.split, seed=args.seed,
                       env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox),
-                      progress=not args.json)
+                      progress=not args.json, **scale_options(args))
     if args.json:
         print(json.dumps(_clean(result), default=_json_default))
     else:
@@ -112,7 +113,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     kwargs = parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox)
     results = [evaluate(args.env_id, p, episodes=args.episodes, split=args.split, seed=args.seed,
-                        env_kwargs=kwargs, progress=not args.json) for p in args.policy]
+                        env_kwargs=kwargs, progress=not args.json, **scale_options(args)) for p in args.policy]
     if args.json:
         print(json.dumps(_clean(results), default=_json_default))
         return 0
@@ -169,7 +170,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     refs = (make_policy("random"), make_policy("oracle")) if args.ref_episodes > 0 else None
     dataset = collect(args.env_id, make_policy(args.policy), args.out, episodes=args.episodes, seed=args.seed,
                       split=args.split, env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox),
-                      ref_policies=refs, ref_episodes=args.ref_episodes)
+                      ref_policies=refs, ref_episodes=args.ref_episodes, **scale_options(args))
     meta = dataset.storage.metadata
     print(f"{dataset.id}: {dataset.total_episodes} episodes, {dataset.total_steps} steps, ref scores "
           f"{meta.get('ref_min_score')} (random) .. {meta.get('ref_max_score')} (oracle), "
@@ -220,12 +221,43 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sandbox", default=None, help="sandbox backend: process (default) or docker")
 
 
+def _add_scale_options(p: argparse.ArgumentParser) -> None:
+    """``--num-envs``, ``--parallel``, ``--backend``, ``--address``, ``--envs-per-actor`` (docs/scale_out.md)."""
+    p.add_argument("--num-envs", type=int, default=1, metavar="N",
+                   help="episodes played at once (default 1: one after another); same results for any N "
+                        "with the simulated worker")
+    p.add_argument("--parallel", choices=PARALLEL_MODES, default=None,
+                   help="processes or threads (default: threads for --worker openai, else processes)")
+    p.add_argument("--backend", choices=BACKENDS, default="local",
+                   help="local (this machine) or ray (a Ray cluster; needs the [ray] extra)")
+    p.add_argument("--address", default=None, metavar="ADDR",
+                   help="the Ray cluster to join, e.g. auto or ray://HOST:10001 (default: start Ray locally)")
+    p.add_argument("--envs-per-actor", type=int, default=1, metavar="K",
+                   help="with --backend ray: envs per actor, played in the actor's threads (for LLM workers)")
+
+
+def scale_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of ``evaluate`` / ``collect`` that :func:`_add_scale_options` parsed, checked.
+
+    :param args: the parsed command line
+    """
+    if args.num_envs < 1:
+        raise SystemExit(f"--num-envs must be >= 1, got {args.num_envs}")
+    if args.envs_per_actor < 1:
+        raise SystemExit(f"--envs-per-actor must be >= 1, got {args.envs_per_actor}")
+    if args.address is not None and args.backend != "ray":
+        raise SystemExit(f"--address {args.address} needs --backend ray")
+    return {"num_envs": args.num_envs, "parallel": args.parallel, "backend": args.backend,
+            "address": args.address, "envs_per_actor": args.envs_per_actor}
+
+
 def _add_run_options(p: argparse.ArgumentParser, json_help: str) -> None:
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help=json_help)
     _add_env_options(p)
+    _add_scale_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -269,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref-episodes", type=int, default=100,
                    help="episodes of the random and oracle controllers for ref_min/max_score (0: none)")
     _add_env_options(p)
+    _add_scale_options(p)
     p.set_defaults(func=cmd_collect)
 
     p = sub.add_parser("train", help=f"train an offline controller ({' | '.join(TRAINERS)}) on a Minari dataset",
