@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
 
 from harness_gym.rollout import Policy
 
@@ -83,6 +84,12 @@ class EpisodeSpec:
     split: str
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     slot_env_kwargs: Sequence[Mapping[str, Any]] = ()
+    env_spec: EnvSpec | None = field(default=None, repr=False)
+    """the registration, taken here so that an id registered at run time is known in a fresh process too"""
+
+    def __post_init__(self) -> None:
+        if self.env_spec is None:
+            self.env_spec = gym.spec(self.env_id)
 
     def build(self, slot: int) -> tuple[gym.Env, Policy]:
         """The env and controller copy of slot ``slot``.
@@ -92,7 +99,7 @@ class EpisodeSpec:
         kwargs = dict(self.env_kwargs)
         if self.slot_env_kwargs:
             kwargs.update(self.slot_env_kwargs[slot % len(self.slot_env_kwargs)])
-        return gym.make(self.env_id, **copy.deepcopy(kwargs)), copy.deepcopy(self.policy)
+        return gym.make(self.env_spec, **copy.deepcopy(kwargs)), copy.deepcopy(self.policy)
 
     def play(self, env: gym.Env, policy: Policy, index: int, seed: int) -> Any:
         """Play job ``(index, seed)`` on a slot's env.
