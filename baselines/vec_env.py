@@ -10,9 +10,11 @@ masks that sb3-contrib's ``MaskablePPO`` asks for pass through (``env_method("ac
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
+import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
@@ -31,8 +33,10 @@ def make_sb3_vec_env(env_id: str, n_envs: int, seed: int, env_kwargs: Mapping[st
     """
     if int(n_envs) < 1:
         raise ValueError(f"n_envs must be >= 1, got {n_envs}")
-    kwargs = {"render_mode": None, **(env_kwargs or {})}  # SB3 asks for rgb_array by default; harness envs render text
+    # the registration travels with the factory, so a fresh env process need not import harness_gym first
+    make_env = functools.partial(gym.make, gym.spec(env_id))
+    kwargs = dict(env_kwargs or {})
     if int(n_envs) == 1:
-        return make_vec_env(env_id, n_envs=1, seed=seed, env_kwargs=kwargs, vec_env_cls=DummyVecEnv)
-    return make_vec_env(env_id, n_envs=int(n_envs), seed=seed, env_kwargs=kwargs, vec_env_cls=SubprocVecEnv,
+        return make_vec_env(make_env, n_envs=1, seed=seed, env_kwargs=kwargs, vec_env_cls=DummyVecEnv)
+    return make_vec_env(make_env, n_envs=int(n_envs), seed=seed, env_kwargs=kwargs, vec_env_cls=SubprocVecEnv,
                         vec_env_kwargs={"start_method": start_method})
