@@ -178,6 +178,15 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_merge_cache(args: argparse.Namespace) -> int:
+    from harness_gym.workers.llm_cache import merge_caches
+
+    report = merge_caches(args.dest, args.sources)
+    print(f"{args.dest}: {report.added} entries added, {report.kept} already held, {report.replaced} failures "
+          f"replaced, {report.conflicts} conflicting keys (the first outcome kept)")
+    return 0
+
+
 def train_parser(trainer_name: str) -> argparse.ArgumentParser:
     """The parser of ``harness-gym train NAME``: one flag per field of the trainer's ``Config``.
 
@@ -303,6 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_env_options(p)
     _add_scale_options(p)
     p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("merge-cache", help="merge LLM record/replay caches recorded on several nodes into one file")
+    p.add_argument("dest", help="the merged cache (created when missing)")
+    p.add_argument("sources", nargs="+", help="cache files to merge in, in order (the first outcome of a key wins)")
+    p.set_defaults(func=cmd_merge_cache)
 
     p = sub.add_parser("train", help=f"train an offline controller ({' | '.join(TRAINERS)}) on a Minari dataset",
                        description="harness-gym train NAME --help lists the flags of trainer NAME")

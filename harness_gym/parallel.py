@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import multiprocessing
 import queue
+import socket
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -76,6 +77,10 @@ class EpisodeSpec:
     :param env_kwargs: constructor keywords for ``gym.make``
     :param slot_env_kwargs: per-slot overrides: slot ``k`` adds ``slot_env_kwargs[k % len]`` to
         ``env_kwargs`` (e.g. one ``base_url`` per single-slot LLM server)
+
+    An LLM cache path (``env_kwargs["cache"]``) may contain ``{slot}`` and ``{host}``: each slot then opens
+    the file named with its slot number and host name (one file per actor or per node, to merge afterwards
+    with :func:`harness_gym.workers.llm_cache.merge_caches`).
     """
 
     env_id: str
@@ -99,6 +104,8 @@ class EpisodeSpec:
         kwargs = dict(self.env_kwargs)
         if self.slot_env_kwargs:
             kwargs.update(self.slot_env_kwargs[slot % len(self.slot_env_kwargs)])
+        if isinstance(kwargs.get("cache"), str):  # one LLM cache file per slot or per host, where asked
+            kwargs["cache"] = kwargs["cache"].replace("{slot}", str(slot)).replace("{host}", socket.gethostname())
         return gym.make(self.env_spec, **copy.deepcopy(kwargs)), copy.deepcopy(self.policy)
 
     def play(self, env: gym.Env, policy: Policy, index: int, seed: int) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sqlite3
 
 import gymnasium as gym
 import numpy as np
@@ -22,6 +23,7 @@ from harness_gym import datasets
 from harness_gym.parallel import EpisodeError, EpisodeSpec, default_parallel, map_episodes
 from harness_gym.workers import SimulatedWorker, WorkerProfile
 from harness_gym.workers.latency import CallMeter, LatencyWorker
+from harness_gym.workers.llm_cache import LLMCache, merge_caches
 from tests.fake_openai_server import FakeOpenAIServer
 
 ENV_ID = "HarnessKnowledge-v0"  # no sandbox: cheap episodes, so the tests time the machinery, not the domain
@@ -152,6 +154,28 @@ def test_llm_episodes_recorded_by_threads_replay_one_by_one(tmp_path):
     replayed = evaluate(ENV_ID, "forced-check", episodes=6, seed=1, env_kwargs=replay)
     recorded.pop("seconds"), replayed.pop("seconds")
     assert replayed == recorded and recorded["quality_mean"] > 0
+
+
+def test_per_slot_llm_caches_merge_into_one_that_replays(tmp_path, capsys):
+    from tests.test_llm_worker import ReferenceModel
+
+    with FakeOpenAIServer(ReferenceModel(ENV_ID)) as srv:
+        live = {"worker": "openai", "base_url": srv.base_url, "model": "fake",
+                "cache": str(tmp_path / "calls-{host}-{slot}.sqlite")}
+        recorded = evaluate(ENV_ID, "forced-check", episodes=6, seed=8, env_kwargs=live, num_envs=2)
+    parts = sorted(tmp_path.glob("calls-*.sqlite"))
+    assert [p.name.rsplit("-", 1)[1] for p in parts] == ["0.sqlite", "1.sqlite"]
+    merged = tmp_path / "merged.sqlite"
+    assert main(["merge-cache", str(merged), *map(str, parts)]) == 0
+    total = sum(len(LLMCache(p, "replay")) for p in parts)
+    assert f"{total} entries added, 0 already held" in capsys.readouterr().out
+    again = merge_caches(merged, parts)  # merging twice adds nothing
+    assert (again.added, again.kept, again.conflicts) == (0, total, 0)
+    assert sqlite3.connect(merged).execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    replay = {"worker": "openai", "model": "fake", "cache": str(merged), "cache_mode": "replay"}
+    replayed = evaluate(ENV_ID, "forced-check", episodes=6, seed=8, env_kwargs=replay)
+    recorded.pop("seconds"), replayed.pop("seconds")
+    assert replayed == recorded
 
 
 def test_bad_settings_are_named():
