@@ -136,6 +136,7 @@ def map_episodes_ray(spec: EpisodeSpec, jobs: Sequence[tuple[int, int]], *, num_
                         raise EpisodeError(f"{restarts} Ray actors died during the run (at most {budget} are "
                                            f"replaced); last: {exc}") from exc
                     generation[k] += 1
+                    ray.kill(actors[k])  # an actor that is only unreachable would otherwise keep its CPU
                     actors[k] = new_actor(k)
                     sync_out()
                 for j in range(len(actors)):
