@@ -25,19 +25,14 @@ class sets ``io_bound = True``, processes otherwise. ``backend="ray"`` hands the
 
 from __future__ import annotations
 
-import copy
 import multiprocessing
 import queue
-import socket
 import threading
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import gymnasium as gym
-from gymnasium.envs.registration import EnvSpec
-
+from harness_gym.episode_jobs import EpisodeError, EpisodeFn, EpisodeSpec
 from harness_gym.rollout import Policy
 
 PARALLEL_MODES: tuple[str, ...] = ("process", "thread")
@@ -46,10 +41,6 @@ BACKENDS: tuple[str, ...] = ("local", "ray")
 """where they run: this machine, or a Ray cluster"""
 IO_BOUND_WORKERS: tuple[str, ...] = ("openai",)
 """worker names whose episodes wait on a server and so run in threads by default"""
-
-EpisodeFn = Callable[..., Any]
-"""``fn(env, policy, *, index, seed, split) -> result``: plays one episode (a module-level function, so that
-processes and Ray actors can import it)"""
 
 _POLL_S = 0.5
 
@@ -64,63 +55,6 @@ def default_parallel(env_kwargs: Mapping[str, Any] | None) -> str:
     if isinstance(worker, str):
         return "thread" if worker in IO_BOUND_WORKERS else "process"
     return "thread" if getattr(worker, "io_bound", False) else "process"
-
-
-@dataclass
-class EpisodeSpec:
-    """Everything a slot needs to make its env and controller and to play a job.
-
-    :param env_id: a registered env id
-    :param policy: the controller; every slot plays with its own copy
-    :param episode_fn: what plays one job (see :data:`EpisodeFn`)
-    :param split: the task split
-    :param env_kwargs: constructor keywords for ``gym.make``
-    :param slot_env_kwargs: per-slot overrides: slot ``k`` adds ``slot_env_kwargs[k % len]`` to
-        ``env_kwargs`` (e.g. one ``base_url`` per single-slot LLM server)
-
-    An LLM cache path (``env_kwargs["cache"]``) may contain ``{slot}`` and ``{host}``: each slot then opens
-    the file named with its slot number and host name (one file per actor or per node, to merge afterwards
-    with :func:`harness_gym.workers.llm_cache.merge_caches`).
-    """
-
-    env_id: str
-    policy: Policy
-    episode_fn: EpisodeFn
-    split: str
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    slot_env_kwargs: Sequence[Mapping[str, Any]] = ()
-    env_spec: EnvSpec | None = field(default=None, repr=False)
-    """the registration, taken here so that an id registered at run time is known in a fresh process too"""
-
-    def __post_init__(self) -> None:
-        if self.env_spec is None:
-            self.env_spec = gym.spec(self.env_id)
-
-    def build(self, slot: int) -> tuple[gym.Env, Policy]:
-        """The env and controller copy of slot ``slot``.
-
-        :param slot: the slot's number, from 0
-        """
-        kwargs = dict(self.env_kwargs)
-        if self.slot_env_kwargs:
-            kwargs.update(self.slot_env_kwargs[slot % len(self.slot_env_kwargs)])
-        if isinstance(kwargs.get("cache"), str):  # one LLM cache file per slot or per host, where asked
-            kwargs["cache"] = kwargs["cache"].replace("{slot}", str(slot)).replace("{host}", socket.gethostname())
-        return gym.make(self.env_spec, **copy.deepcopy(kwargs)), copy.deepcopy(self.policy)
-
-    def play(self, env: gym.Env, policy: Policy, index: int, seed: int) -> Any:
-        """Play job ``(index, seed)`` on a slot's env.
-
-        :param env: the slot's env
-        :param policy: the slot's controller
-        :param index: the episode's index in the run
-        :param seed: its reset seed
-        """
-        return self.episode_fn(env, policy, index=index, seed=seed, split=self.split)
-
-
-class EpisodeError(RuntimeError):
-    """An episode (or a slot's env) raised; the message names the episode and carries the traceback."""
 
 
 def _slot_main(spec: EpisodeSpec, slot: int, jobs: Any, results: Any, stop: Any) -> None:

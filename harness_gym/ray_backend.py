@@ -33,7 +33,7 @@ try:
 except ImportError as exc:  # the env library installs without Ray
     raise ImportError(f"backend='ray' needs Ray ({exc}); install it with pip install \"harness-gym[ray]\"") from exc
 
-from harness_gym.parallel import EpisodeError, EpisodeSpec
+from harness_gym.episode_jobs import EpisodeError, EpisodeSpec
 
 
 class EpisodeActor:
