@@ -101,6 +101,7 @@ def _map_local(spec: EpisodeSpec, jobs: Sequence[tuple[int, int]], num_envs: int
         job_queue.put(tuple(job))
     for _ in slots:
         job_queue.put(None)
+    remaining = {int(index) for index, _ in jobs}
     try:
         for slot in slots:
             try:
@@ -110,17 +111,16 @@ def _map_local(spec: EpisodeSpec, jobs: Sequence[tuple[int, int]], num_envs: int
                                    f"{spec.policy.name!r} ({type(exc).__name__}: {exc}); the controller and the "
                                    "env arguments must be picklable for parallel='process' (use "
                                    "parallel='thread' or num_envs=1)") from exc
-        remaining = {int(index) for index, _ in jobs}
         while remaining:
             try:
                 kind, index, payload = result_queue.get(timeout=_POLL_S)
             except queue.Empty:
                 dead = [(k, getattr(s, "exitcode", None)) for k, s in enumerate(slots) if not s.is_alive()]
                 if len(dead) == len(slots):
-                    raise EpisodeError(f"every episode {parallel} ended with {len(remaining)} episode(s) not "
-                                       f"played (exit codes {[c for _, c in dead]}; their errors are on stderr; a script that "
-                                       "starts processes needs an `if __name__ == \"__main__\":` guard); rerun to "
-                                       "resume") from None
+                    raise EpisodeError(
+                        f"every episode {parallel} ended with {len(remaining)} episode(s) not played (exit codes "
+                        f"{[c for _, c in dead]}; their errors are on stderr; a script that starts processes needs "
+                        "an `if __name__ == \"__main__\":` guard); rerun to resume") from None
                 continue
             if kind == "failed":
                 raise EpisodeError(payload)
@@ -129,10 +129,12 @@ def _map_local(spec: EpisodeSpec, jobs: Sequence[tuple[int, int]], num_envs: int
     finally:
         stop.set()
         for slot in slots:
-            if parallel == "process" and slot.is_alive():
+            if slot.ident is None:
+                continue
+            if not remaining:  # done: each slot closes its env (and its sandbox server) and exits
+                slot.join(timeout=30)
+            elif parallel == "process":  # stopped early; a thread stops after the episode it is in
                 slot.terminate()
-        for slot in slots:
-            if slot.ident is not None:
                 slot.join(timeout=30)
 
 
