@@ -40,6 +40,7 @@ from baselines.usage import (
     make_env,
     positive_int,
 )
+from harness_gym.parallel import BACKENDS, PARALLEL_MODES
 from harness_gym.paths import data_path
 from harness_gym.rollout import Policy
 from harness_gym.workers import WORKER_NAMES, WorkerProfile
@@ -195,7 +196,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     kwargs = env_kwargs(args)
     result = evaluate(args.env_id, load_policy_arg(args.policy), episodes=args.episodes, split=args.split,
-                      seed=args.seed, env_kwargs=kwargs, progress=not args.json)
+                      seed=args.seed, env_kwargs=kwargs, progress=not args.json, **scale_options(args))
     result["policy"] = args.policy
     if args.json:
         print(json.dumps(_clean(result), default=_json_default))
@@ -246,7 +247,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     results = []
     for spec, policy in zip(args.policy, policies):
         result = evaluate(args.env_id, policy, episodes=args.episodes, split=args.split, seed=args.seed,
-                          env_kwargs=kwargs, progress=not args.json)
+                          env_kwargs=kwargs, progress=not args.json, **scale_options(args))
         results.append({**result, "policy": spec})
     if args.json:
         print(json.dumps(_clean(results), default=_json_default))
@@ -326,7 +327,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
     refs = (make_policy("random"), make_policy("oracle")) if args.ref_episodes > 0 else None
     dataset = collect(args.env_id, load_policy_arg(args.policy), args.out, episodes=args.episodes, seed=args.seed,
                       split=args.split, env_kwargs=kwargs, ref_policies=refs, ref_episodes=args.ref_episodes,
-                      info_keys=None if "all" in args.info_key else (*STEP_INFO_KEYS, *args.info_key))
+                      info_keys=None if "all" in args.info_key else (*STEP_INFO_KEYS, *args.info_key),
+                      **scale_options(args))
     meta = dataset.storage.metadata
     print(f"{dataset.id}: {dataset.total_episodes} episodes, {dataset.total_steps} steps, ref scores "
           f"{meta.get('ref_min_score')} (random) .. {meta.get('ref_max_score')} (oracle), "
@@ -342,12 +344,12 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     try:
         weights = parse_cost_weights(args.cost_weights)
     except ValueError as exc:
-        raise SystemExit(str(exc)) from None
+        raise UsageError(f"--cost-weights {args.cost_weights}: {exc}") from None
     specs = list(FIXED_POLICIES) + list(args.policy)
     for spec in args.policy:
         _, name, _ = parse_policy_spec(spec)
         if name not in POLICIES and not Path(name).is_file():
-            raise SystemExit(f"--policy {spec!r}: {name!r} is neither a registered policy nor an existing model file")
+            raise UsageError(f"--policy {spec!r}: {name!r} is neither a registered policy nor an existing model file")
     rows = frontier_rows(args.env_id, specs, weights, episodes=args.episodes, split=args.split, seed=args.seed,
                          env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args)))
     paths = write_frontier(Path(args.out), args.env_id, rows, weights)
@@ -356,6 +358,15 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     else:
         print(paths["md"].read_text())
         print(f"wrote {paths['png']}, {paths['json']}, {paths['md']}")
+    return 0
+
+
+def cmd_merge_cache(args: argparse.Namespace) -> int:
+    from harness_gym.workers.llm_cache import merge_caches
+
+    report = merge_caches(args.dest, args.sources)
+    print(f"{args.dest}: {report.added} entries added, {report.kept} already held, {report.replaced} failures "
+          f"replaced, {report.conflicts} conflicting keys (the first outcome kept)")
     return 0
 
 
@@ -438,12 +449,43 @@ def _add_width_option(p: argparse.ArgumentParser) -> None:
                    help="columns of the output (default: the terminal's); long text wraps, nothing is cut")
 
 
+def _add_scale_options(p: argparse.ArgumentParser) -> None:
+    """``--num-envs``, ``--parallel``, ``--backend``, ``--address``, ``--envs-per-actor`` (docs/scale_out.md)."""
+    p.add_argument("--num-envs", type=int, default=1, metavar="N",
+                   help="episodes played at once (default 1: one after another); same results for any N "
+                        "with the simulated worker")
+    p.add_argument("--parallel", choices=PARALLEL_MODES, default=None,
+                   help="processes or threads (default: threads for --worker openai, else processes)")
+    p.add_argument("--backend", choices=BACKENDS, default="local",
+                   help="local (this machine) or ray (a Ray cluster; needs the [ray] extra)")
+    p.add_argument("--address", default=None, metavar="ADDR",
+                   help="the Ray cluster to join, e.g. auto or ray://HOST:10001 (default: start Ray locally)")
+    p.add_argument("--envs-per-actor", type=int, default=1, metavar="K",
+                   help="with --backend ray: envs per actor, played in the actor's threads (for LLM workers)")
+
+
+def scale_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of ``evaluate`` / ``collect`` that :func:`_add_scale_options` parsed, checked.
+
+    :param args: the parsed command line
+    """
+    if args.num_envs < 1:
+        raise UsageError(f"--num-envs must be >= 1, got {args.num_envs}")
+    if args.envs_per_actor < 1:
+        raise UsageError(f"--envs-per-actor must be >= 1, got {args.envs_per_actor}")
+    if args.address is not None and args.backend != "ray":
+        raise UsageError(f"--address {args.address} needs --backend ray")
+    return {"num_envs": args.num_envs, "parallel": args.parallel, "backend": args.backend,
+            "address": args.address, "envs_per_actor": args.envs_per_actor}
+
+
 def _add_run_options(p: argparse.ArgumentParser, json_help: str) -> None:
     p.add_argument("--episodes", type=positive_int, default=100)
     p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help=json_help)
     _add_env_options(p)
+    _add_scale_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -520,7 +562,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "action_mask and invalid_action are stored per step, and each episode's outcome "
                         "(quality, success, hms, patterns, ...) once as episode metadata")
     _add_env_options(p)
+    _add_scale_options(p)
     p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("merge-cache", help="merge LLM record/replay caches recorded on several nodes into one file")
+    p.add_argument("dest", help="the merged cache (created when missing)")
+    p.add_argument("sources", nargs="+", help="cache files to merge in, in order (the first outcome of a key wins)")
+    p.set_defaults(func=cmd_merge_cache)
 
     p = sub.add_parser("train", help=f"train a controller ({' | '.join(TRAINERS)}): offline on a Minari dataset "
                                      "or online on an env",

@@ -21,6 +21,7 @@ from tqdm import tqdm
 import harness_gym  # noqa: F401  (registers the env ids)
 from baselines.registry import make_policy
 from harness_gym.core.maturity import PATTERNS
+from harness_gym.parallel import is_concurrent, map_episodes
 from harness_gym.rollout import Policy, episode_seed, play_episode
 
 
@@ -60,15 +61,47 @@ def run_episodes(env: gym.Env, policy: Policy, episodes: int, *, split: str, see
     """
     records: list[dict[str, Any]] = []
     for ep in tqdm(range(episodes), disable=not progress, desc=f"{policy.name}", leave=False):
-        played = play_episode(env, policy, seed=episode_seed(seed, ep), split=split)
-        info = played.final_info
-        records.append({"task_id": info["task_id"], "quality": info["quality"], "success": info["success"],
-                        "hms": info["hms"], "patterns": dict(info["patterns"]), "steps": len(played.actions),
-                        "invalid_actions": sum(int(i["invalid_action"]) for i in played.infos[1:]),
-                        "forced_submit": info["forced_submit"],
-                        "cost": float(sum(i["cost"]["units"] for i in played.infos)),
-                        "return": float(sum(played.rewards))})
+        records.append(episode_record(env, policy, index=ep, seed=episode_seed(seed, ep), split=split))
     return records
+
+
+def episode_record(env: gym.Env, policy: Policy, *, index: int, seed: int, split: str) -> dict[str, Any]:
+    """Play one episode and return its evaluation record (quality, success, hms, patterns, steps, ...).
+
+    :param env: a harness env
+    :param policy: the controller
+    :param index: the episode's position in the run (unused: the record depends on the seed alone)
+    :param seed: its reset seed
+    :param split: the task split
+    """
+    played = play_episode(env, policy, seed=seed, split=split)
+    info = played.final_info
+    return {"task_id": info["task_id"], "quality": info["quality"], "success": info["success"],
+            "hms": info["hms"], "patterns": dict(info["patterns"]), "steps": len(played.actions),
+            "invalid_actions": sum(int(i["invalid_action"]) for i in played.infos[1:]),
+            "forced_submit": info["forced_submit"], "cost": float(sum(i["cost"]["units"] for i in played.infos)),
+            "return": float(sum(played.rewards))}
+
+
+def run_episodes_concurrently(env_id: str, policy: Policy, episodes: int, *, split: str, seed: int,
+                              env_kwargs: dict[str, Any] | None = None, progress: bool = False,
+                              **scale: Any) -> list[dict[str, Any]]:
+    """:func:`run_episodes` with several episodes at once (:func:`harness_gym.parallel.map_episodes`); the
+    records come back in episode order, the same records as the sequential loop's for a simulated worker.
+
+    :param env_id: a registered env id
+    :param policy: the controller (each env plays with its own copy)
+    :param episodes: number of episodes
+    :param split: the task split
+    :param seed: the run's seed
+    :param env_kwargs: constructor keywords for ``gym.make``
+    :param progress: show a tqdm progress bar
+    :param scale: ``num_envs``, ``parallel``, ``backend``, ``address``, ``envs_per_actor`` of ``map_episodes``
+    """
+    jobs = [(ep, episode_seed(seed, ep)) for ep in range(episodes)]
+    finished = map_episodes(env_id, policy, jobs, episode_record, split=split, env_kwargs=env_kwargs, **scale)
+    by_index = dict(tqdm(finished, disable=not progress, desc=f"{policy.name}", leave=False, total=episodes))
+    return [by_index[ep] for ep in range(episodes)]
 
 
 def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split: str, seconds: float,
@@ -115,7 +148,9 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
 
 
 def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: str = "test", seed: int = 0,
-             env_kwargs: dict[str, Any] | None = None, progress: bool = False) -> dict[str, Any]:
+             env_kwargs: dict[str, Any] | None = None, progress: bool = False, num_envs: int = 1,
+             parallel: str | None = None, backend: str = "local", address: str | None = None,
+             envs_per_actor: int = 1) -> dict[str, Any]:
     """Evaluate a policy on an env id; returns the summary (module docstring).
 
     :param env_id: a registered env id
@@ -125,16 +160,28 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     :param seed: the run's seed (episode ``i`` resets with ``seed * 1000003 + i``)
     :param env_kwargs: constructor keywords for ``gym.make``
     :param progress: show a tqdm progress bar
+    :param num_envs: episodes played at once (``docs/scale_out.md``); the summary does not depend on it for
+        a simulated worker
+    :param parallel: ``"process"`` or ``"thread"`` (default: threads for an LLM worker, else processes)
+    :param backend: ``"local"`` or ``"ray"``
+    :param address: the Ray cluster to join (``backend="ray"``)
+    :param envs_per_actor: with Ray, envs per actor
     """
     pol = make_policy(policy) if isinstance(policy, str) else policy
     env = gym.make(env_id, **(env_kwargs or {}))
     cost_weight = env.unwrapped.cost_weight
+    start = time.perf_counter()
     try:
-        start = time.perf_counter()
-        records = run_episodes(env, pol, episodes, split=split, seed=seed, progress=progress)
-        seconds = time.perf_counter() - start
+        if is_concurrent(num_envs, backend):
+            env.close()
+            records = run_episodes_concurrently(env_id, pol, episodes, split=split, seed=seed, env_kwargs=env_kwargs,
+                                                progress=progress, num_envs=num_envs, parallel=parallel,
+                                                backend=backend, address=address, envs_per_actor=envs_per_actor)
+        else:
+            records = run_episodes(env, pol, episodes, split=split, seed=seed, progress=progress)
     finally:
         env.close()
+    seconds = time.perf_counter() - start
     name = policy if isinstance(policy, str) else pol.name
     return summarise(records, env_id=env_id, policy=name, split=split, seconds=seconds, seed=seed,
                      cost_weight=cost_weight)

@@ -48,7 +48,7 @@ import os
 import re
 import shutil
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,7 @@ except ImportError as exc:  # the env library installs without the offline stack
     raise ImportError(f"harness_gym.datasets needs Minari ({exc}); install it with "
                       'pip install "harness-gym[offline]"') from exc
 
+from harness_gym.parallel import is_concurrent, map_episodes
 from harness_gym.rollout import Policy, episode_seed, harness_env, play_episode
 
 WORK_DIR = ".harness_gym_work"
@@ -274,6 +275,20 @@ def mean_return(env: gym.Env, policy: Policy, *, episodes: int, seed: int, split
     return total / episodes
 
 
+def _episode_return(env: gym.Env, policy: Policy, *, index: int, seed: int, split: str) -> float:
+    """One term of :func:`mean_return` (the episode function of its concurrent form)."""
+    return float(np.sum(rollout(env, policy, index=index, seed=seed, split=split).rewards))
+
+
+def _ordered_mean(returns: Iterable[tuple[int, float]]) -> float:
+    """The mean of ``(index, return)`` pairs summed in index order (so equal, bit for bit, to :func:`mean_return`)."""
+    ordered = sorted(returns)
+    total = 0.0
+    for _, value in ordered:
+        total += value
+    return total / len(ordered)
+
+
 def _check_settings(path: Path, settings: dict[str, Any]) -> None:
     if path.exists():
         saved = json.loads(path.read_text())
@@ -289,7 +304,8 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
             split: str = "train", env_kwargs: Mapping[str, Any] | None = None,
             ref_policies: tuple[Policy, Policy] | None = None, ref_episodes: int = 100,
             progress: bool = True, info_keys: Sequence[str] | None = STEP_INFO_KEYS,
-            eval_split: str = "test") -> minari.MinariDataset:
+            eval_split: str = "test", num_envs: int = 1, parallel: str | None = None, backend: str = "local",
+            address: str | None = None, envs_per_actor: int = 1) -> minari.MinariDataset:
     """Collect ``episodes`` episodes of ``policy`` on ``env_id`` into the Minari dataset ``dataset_id``.
 
     Resumable: rerunning after an interruption continues where it stopped. If the dataset already exists with
@@ -309,6 +325,12 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
     :param info_keys: the info keys stored at every step (default :data:`STEP_INFO_KEYS`; ``None``: all);
         ``action_mask`` is always stored, the final step's :data:`OUTCOME_KEYS` always once per episode
     :param eval_split: the split of the dataset's ``eval_env_spec`` (``recover_environment(eval_env=True)``)
+    :param num_envs: episodes played at once (:func:`harness_gym.parallel.map_episodes`); the dataset is the
+        same for any value (with the simulated worker), and a rerun may resume with another one
+    :param parallel: ``"process"`` or ``"thread"`` (default: threads for an LLM worker, else processes)
+    :param backend: ``"local"`` or ``"ray"`` (``docs/scale_out.md``)
+    :param address: the Ray cluster to join (``backend="ray"``)
+    :param envs_per_actor: with Ray, envs per actor
     """
     parse_dataset_id(dataset_id)  # fail early on a malformed id
     env_kwargs = dict(env_kwargs or {})
@@ -330,13 +352,21 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
     try:
         done = _finished(folder, seed)
         todo = [i for i in range(episodes) if i not in done]
-        for i in tqdm(todo, disable=not progress, desc=f"collect {dataset_id}", initial=episodes - len(todo),
-                      total=episodes):
-            _save_episode(folder, rollout(env, policy, index=i, seed=episode_seed(seed, i), split=split))
+        concurrent = is_concurrent(num_envs, backend)
+        scale = {"split": split, "env_kwargs": env_kwargs, "num_envs": num_envs, "parallel": parallel,
+                 "backend": backend, "address": address, "envs_per_actor": envs_per_actor}
+        jobs = [(i, episode_seed(seed, i)) for i in todo]
+        played = (map_episodes(env_id, policy, jobs, rollout, **scale) if concurrent else
+                  ((i, rollout(env, policy, index=i, seed=s, split=split)) for i, s in jobs))
+        for _, ep in tqdm(played, disable=not progress, desc=f"collect {dataset_id}", initial=episodes - len(todo),
+                          total=episodes):  # concurrent episodes arrive in the order they finish
+            _save_episode(folder, ep)
 
         refs_file = folder / "ref_scores.json"
         if ref_policies and not refs_file.exists():
+            ref_jobs = [(i, episode_seed(seed, i)) for i in range(ref_episodes)]
             refs_file.write_text(json.dumps([
+                _ordered_mean(map_episodes(env_id, p, ref_jobs, _episode_return, **scale)) if concurrent else
                 mean_return(env, p, episodes=ref_episodes, seed=seed, split=split) for p in ref_policies]))
         ref_min, ref_max = json.loads(refs_file.read_text()) if ref_policies else (None, None)
 

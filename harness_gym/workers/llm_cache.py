@@ -19,7 +19,10 @@ Modes:
   stored (the first writer of a key wins; everyone continues with the stored outcome).
 
 The file uses WAL journaling and a busy timeout, and every write is one short transaction, so several
-processes can record into one file at once.
+processes and threads (each on its own connection) can record into one file at once, on one machine. WAL
+needs shared memory between the processes, so it does not work on a network filesystem (NFS, SMB):
+across machines give each node (or actor) its own file on local disk and join them with
+:func:`merge_caches` (``harness-gym merge-cache``; ``docs/scale_out.md``).
 """
 
 from __future__ import annotations
@@ -230,3 +233,59 @@ class LLMCache:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+@dataclass(frozen=True)
+class MergeReport:
+    """What :func:`merge_caches` did.
+
+    :param added: entries new to the destination
+    :param kept: entries the destination already held (the same outcome, or a completed call where the source
+        has a failure)
+    :param replaced: stored failures replaced by a completed call from a source
+    :param conflicts: keys held with another completed outcome; the destination's (the first seen) was kept
+    """
+
+    added: int = 0
+    kept: int = 0
+    replaced: int = 0
+    conflicts: int = 0
+
+
+def merge_caches(dest: str | Path, sources: list[str | Path]) -> MergeReport:
+    """Merge the entries of cache files recorded separately (one per node or per actor) into ``dest``.
+
+    A key new to ``dest`` is copied with its recording time; a key ``dest`` holds as a failure takes a source's
+    completed call; for a key held with two different completed outcomes the first one seen (``dest``'s, then
+    the sources' in order) is kept, as ``auto`` mode keeps the first writer, and counted as a conflict.
+    ``dest`` is left in rollback-journal mode (not WAL), so that it is one self-contained file that replay
+    readers can open read-only, from a network filesystem too.
+
+    :param dest: the merged cache (created when missing)
+    :param sources: cache files written by :class:`LLMCache`
+    """
+    counts = {"added": 0, "kept": 0, "replaced": 0, "conflicts": 0}
+    dest_path = Path(dest).resolve()
+    merged = LLMCache(dest_path, "auto")
+    conn = merged._connect()
+    for source in sources:
+        if Path(source).resolve() == dest_path:
+            raise ValueError(f"merge source {source} is the destination itself")
+        reader = LLMCache(source, "replay")  # a clear error for a missing file or one that is not a cache
+        rows = reader._connect().execute("SELECT key, model, request, outcome, created FROM calls "
+                                         "ORDER BY created, key").fetchall()
+        reader.close()
+        for key, model, request, outcome, created in rows:
+            held = merged.get(key)
+            new = CallOutcome.from_json(outcome)
+            if held is None or (not held.ok and new.ok):
+                conn.execute("INSERT OR REPLACE INTO calls (key, model, request, outcome, created) VALUES "
+                             "(?, ?, ?, ?, ?)", (key, model, request, outcome, created))
+                counts["added" if held is None else "replaced"] += 1
+            elif held == new or not new.ok:
+                counts["kept"] += 1
+            else:
+                counts["conflicts"] += 1
+    conn.execute("PRAGMA journal_mode = DELETE")
+    merged.close()
+    return MergeReport(**counts)
