@@ -9,6 +9,7 @@ cost_ci95, return_mean, cost_weight, seconds``. ``cost_mean`` is the mean episod
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from collections.abc import Callable
@@ -20,9 +21,13 @@ from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the env ids)
 from baselines.registry import make_policy
+from harness_gym.core.env import HarnessEnv
 from harness_gym.core.maturity import PATTERNS
 from harness_gym.parallel import is_concurrent, map_episodes
 from harness_gym.rollout import Policy, episode_seed, play_episode
+
+HARNESS_DEFAULT_COST_WEIGHT: float = inspect.signature(HarnessEnv.__init__).parameters["cost_weight"].default
+"""the env's ``cost_weight`` when none is given"""
 
 
 def bootstrap_ci(values: np.ndarray, stat: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000,
@@ -168,19 +173,19 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     :param envs_per_actor: with Ray, envs per actor
     """
     pol = make_policy(policy) if isinstance(policy, str) else policy
-    env = gym.make(env_id, **(env_kwargs or {}))
-    cost_weight = env.unwrapped.cost_weight
     start = time.perf_counter()
-    try:
-        if is_concurrent(num_envs, backend):
-            env.close()
-            records = run_episodes_concurrently(env_id, pol, episodes, split=split, seed=seed, env_kwargs=env_kwargs,
-                                                progress=progress, num_envs=num_envs, parallel=parallel,
-                                                backend=backend, address=address, envs_per_actor=envs_per_actor)
-        else:
+    if is_concurrent(num_envs, backend):  # each slot makes its own env; no env is made here
+        cost_weight = float((env_kwargs or {}).get("cost_weight", HARNESS_DEFAULT_COST_WEIGHT))
+        records = run_episodes_concurrently(env_id, pol, episodes, split=split, seed=seed, env_kwargs=env_kwargs,
+                                            progress=progress, num_envs=num_envs, parallel=parallel,
+                                            backend=backend, address=address, envs_per_actor=envs_per_actor)
+    else:
+        env = gym.make(env_id, **(env_kwargs or {}))
+        cost_weight = env.unwrapped.cost_weight
+        try:
             records = run_episodes(env, pol, episodes, split=split, seed=seed, progress=progress)
-    finally:
-        env.close()
+        finally:
+            env.close()
     seconds = time.perf_counter() - start
     name = policy if isinstance(policy, str) else pol.name
     return summarise(records, env_id=env_id, policy=name, split=split, seconds=seconds, seed=seed,

@@ -39,7 +39,6 @@ from baselines.evaluate import episode_record
 from baselines.registry import make_policy
 from harness_gym.parallel import map_episodes
 from harness_gym.rollout import episode_seed
-from harness_gym.workers import SimulatedWorker, WorkerProfile
 from harness_gym.workers.latency import CallMeter, LatencyWorker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,12 +91,12 @@ def simulated_part(env_id: str, episodes: int) -> list[dict[str, Any]]:
 
 def latency_part(env_id: str, latency_s: float) -> list[dict[str, Any]]:
     probe = gym.make(env_id)
-    domain_name = probe.unwrapped.domain.name
+    simulated = probe.unwrapped.worker  # the env's own simulated worker, bound to its domain's tools and prompts
     probe.close()
     rows = []
     for threads in (1, 4, 16):
         meter = CallMeter()
-        worker = LatencyWorker(SimulatedWorker(WorkerProfile.for_domain(domain_name)), latency_s, meter)
+        worker = LatencyWorker(simulated, latency_s, meter)
         episodes = max(8, 4 * threads)
         row = run(env_id, {"worker": worker}, episodes, threads, "thread")
         row.update(part=f"{latency_s * 1000:.0f} ms latency worker", mode="sequential" if threads == 1 else "thread",

@@ -21,7 +21,6 @@ from baselines.evaluate import evaluate
 from baselines.registry import make_policy
 from harness_gym import datasets
 from harness_gym.parallel import EpisodeError, EpisodeSpec, default_parallel, map_episodes
-from harness_gym.workers import SimulatedWorker, WorkerProfile
 from harness_gym.workers.latency import CallMeter, LatencyWorker
 from harness_gym.workers.llm_cache import LLMCache, merge_caches
 from tests.fake_openai_server import FakeOpenAIServer
@@ -116,7 +115,7 @@ class FailsOnOneSeed:
 
 
 def test_concurrent_collect_checkpoints_and_resumes(minari_root):
-    bad = datasets.episode_reset_seed(2, 6)
+    bad = datasets.episode_seed(2, 6)
     with pytest.raises(EpisodeError, match=rf"(?s)episode 6 \(reset seed {bad}\).*controller crashed"):
         datasets.collect(ENV_ID, FailsOnOneSeed(bad), "harness/scale-resume-v0", episodes=12, seed=2,
                          progress=False, num_envs=2, parallel="thread")
@@ -131,7 +130,9 @@ def test_concurrent_collect_checkpoints_and_resumes(minari_root):
 
 def test_threads_keep_n_calls_in_flight_and_play_the_simulated_episodes():
     meter = CallMeter()
-    worker = LatencyWorker(SimulatedWorker(WorkerProfile.for_domain("knowledge")), latency_s=0.1, meter=meter)
+    probe = gym.make(ENV_ID)  # wrap the env's own simulated worker (bound to the domain's tools and prompts)
+    worker = LatencyWorker(probe.unwrapped.worker, latency_s=0.1, meter=meter)
+    probe.close()
     assert default_parallel({"worker": worker}) == "thread" and default_parallel({"worker": "openai"}) == "thread"
     assert default_parallel({}) == "process"
     delayed = evaluate(ENV_ID, "forced-check", episodes=12, seed=4, env_kwargs={"worker": worker}, num_envs=4)
@@ -190,10 +191,12 @@ def test_bad_settings_are_named():
         map_episodes(*spec_args, split="test", parallel="fiber")
     with pytest.raises(ValueError, match=r"repeated: \[0\]"):
         map_episodes(ENV_ID, make_policy("static"), [(0, 1), (0, 2)], datasets.rollout, split="test")
-    with pytest.raises(SystemExit, match="needs --backend ray"):
-        main(["eval", ENV_ID, "--policy", "static", "--address", "auto"])
-    with pytest.raises(SystemExit, match="--num-envs must be >= 1"):
-        main(["eval", ENV_ID, "--policy", "static", "--num-envs", "0"])
+
+def test_bad_scale_flags_are_one_line_usage_errors(capsys):
+    assert main(["eval", ENV_ID, "--policy", "static", "--address", "auto"]) == 2
+    assert "needs --backend ray" in capsys.readouterr().err
+    assert main(["eval", ENV_ID, "--policy", "static", "--num-envs", "0"]) == 2
+    assert "--num-envs must be >= 1" in capsys.readouterr().err
 
 
 def test_sb3_vec_env_seeds_env_i_with_seed_plus_i():
@@ -249,7 +252,7 @@ def test_ray_collect_equals_the_sequential_dataset(local_ray, minari_root):
 def test_a_killed_ray_actor_is_replaced_and_every_episode_comes_back_once(local_ray):
     from harness_gym.ray_backend import map_episodes_ray
 
-    jobs = [(i, datasets.episode_reset_seed(4, i)) for i in range(10)]
+    jobs = [(i, datasets.episode_seed(4, i)) for i in range(10)]
     spec = EpisodeSpec(ENV_ID, make_policy("behaviour"), datasets.rollout, "train")
     actors: list = []
     got: list = []
