@@ -559,8 +559,8 @@ def test_unshare_mode() -> None:
 
 
 def test_no_isolation_mode_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(process_mod, "_warned_reduced", False)
-    with pytest.warns(RuntimeWarning, match="without namespace isolation"):
+    monkeypatch.setattr(process_mod, "_warned", set())
+    with pytest.warns(RuntimeWarning, match="weaker than bubblewrap"):
         sb = ProcessSandbox(isolation="none")
         assert_serves(sb)
     try:
