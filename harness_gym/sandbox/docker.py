@@ -216,6 +216,7 @@ class DockerSandbox(ServerSandbox):
             "max_output": self.max_output_bytes,
             "nproc": self.max_processes + 1,  # the server counts: it runs as the jobs' uid
             "work_root": "/tmp",
+            "scrub": ["/tmp"],  # jobs share the server's uid, so they can write /tmp: empty it after each
             "env": JOB_ENV,
         }
         uid = self.job_uid

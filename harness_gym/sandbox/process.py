@@ -129,7 +129,8 @@ def _bwrap_command(server_argv: list[str], as_root: bool, hide: Sequence[str]) -
         made.add(path)
         bound.append(path)
     for path in hide:
-        if _inside(path, bound) and os.path.exists(path):
+        covered = _inside(path, [h for h in hide if h != path])
+        if _inside(path, bound) and not covered and os.path.exists(path):
             if os.path.isdir(path):
                 cmd += ["--size", "4096", "--perms", "0755", "--tmpfs", path, "--remount-ro", path]
             else:

@@ -147,6 +147,8 @@ def setup_mounts(expose: list[str], cover: dict[str, int], hide: list[str]) -> N
         for fd in held:
             os.close(fd)
     for path in hide:
+        if any(path.startswith(h.rstrip("/") + "/") for h in hide if h != path):
+            continue  # inside another hidden directory, already covered
         if os.path.isdir(path):
             _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_RDONLY, "mode=755,size=4096")
         elif os.path.exists(path):
