@@ -118,3 +118,29 @@ def test_code_expect_that_is_not_a_literal_names_file_line_task_field(code_copy:
     with pytest.raises(TaskFileError, match=rf"tasks.jsonl, line 2, task '{rec['task_id']}', field "
                                             r"'hidden_tests\[2\].expect': .* is not a plain Python literal"):
         CodeDomain(code_copy)
+
+
+# ----- bounded caches -------------------------------------------------------------------------------------
+def test_execution_cache_is_bounded_in_bytes_lru() -> None:
+    from harness_gym.sandbox import ExecResult, ResultCache
+
+    cache = ResultCache(max_bytes=10 * 1024 * 1024)
+    big = "x" * (1024 * 1024)
+    for i in range(50):
+        cache.put(f"k{i}", ExecResult(stdout=big, stderr="", exit_code=0, timed_out=False, duration_s=0.0))
+        cache.get("k0")  # kept in use: never the least recently used
+    assert cache.nbytes <= 10 * 1024 * 1024 and 5 <= len(cache) <= 10
+    assert cache.get("k0") is not None and cache.get("k1") is None and cache.get("k49") is not None
+
+
+def test_data_knowledge_cache_is_bounded_in_bytes() -> None:
+    from harness_gym.core.types import Context
+    from harness_gym.domains.data.domain import CACHE_MAX_BYTES, load_data_domain
+    from tests.domain_cases import draft
+
+    domain = load_data_domain()
+    task = domain.all_tasks()[0]
+    filler = "# " + "y" * (256 * 1024) + "\n"
+    for i in range(3 * CACHE_MAX_BYTES // len(filler)):
+        domain.knowledge_signal(task, Context(task=task, draft=draft(f"{filler}print({i})\n")))
+    assert domain._knowledge.bytes <= CACHE_MAX_BYTES

@@ -34,9 +34,12 @@ from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
 
 
-@lru_cache(maxsize=4096)
 def defines(source: str, name: str) -> bool:
     """Whether ``source`` parses and binds ``name`` at module level (a def, a class or an assignment)."""
+    return _defines_cached(source, name) if len(source) <= 16384 else _defines(source, name)
+
+
+def _defines(source: str, name: str) -> bool:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -47,6 +50,10 @@ def defines(source: str, name: str) -> bool:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             return True
     return False
+
+
+_defines_cached = lru_cache(maxsize=4096)(_defines)
+"""Answers for drafts of at most 16 KiB are cached (at most 4096 of them, so at most 64 MiB of keys)."""
 
 
 def _tests(rec: dict[str, Any], key: str, where: dict[str, Any]) -> tuple[TestCase, ...]:
