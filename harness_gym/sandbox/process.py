@@ -4,22 +4,29 @@ One long-lived server process (``server.py``) is started lazily per sandbox and 
 so a job costs a fork rather than an interpreter start. The server is launched, best first:
 
 ``"bwrap"``
-    bubblewrap with new PID, network, IPC, UTS and cgroup namespaces and a minimal read-only root: ``/usr``,
-    the Python installation (``sys.prefix``, ``sys.base_prefix``, site-packages), a few files of ``/etc``,
-    a fresh ``/proc``, ``/dev`` and a size-limited private ``/tmp``. Nothing of ``/root``, ``/home`` or
-    ``/work`` is visible. As root no user namespace is made (the kernel never enforces ``RLIMIT_NPROC``
+    bubblewrap with new PID, network, IPC, UTS and cgroup namespaces and a minimal read-only root: a fresh
+    ``/proc``, ``/dev``, size-limited private ``/tmp`` and ``/dev/shm`` (mounted first, so that a Python
+    installation under ``/tmp`` stays visible), then ``/usr``, the Python installation (``sys.prefix``,
+    ``sys.base_prefix``, site-packages) and a few files of ``/etc``, with the package and its data
+    (:func:`hidden_paths`) covered by empty read-only mounts. Nothing of ``/root``, ``/home`` or ``/work``
+    is visible. As root no user namespace is made (the kernel never enforces ``RLIMIT_NPROC``
     for uid 0, which a user namespace would map the job to); the server keeps only CAP_SETUID,
     CAP_SETGID, CAP_KILL, CAP_CHOWN and CAP_DAC_OVERRIDE, runs as PID 1 of its namespace (jobs cannot
     signal it) and every job runs as an unprivileged uid (one per sandbox) with no capabilities and ``no_new_privs``.
 ``"unshare"``
     util-linux ``unshare`` (root only): new PID, network, IPC, UTS and mount namespaces with a fresh
-    ``/proc``. The host file system stays visible (to the jobs' uid, as its permissions say), except that a
-    directory on the way to the Python installation that others cannot enter (e.g. ``/root``) is covered
-    with an empty tmpfs and the installation bind-mounted back read-only.
+    ``/proc``. The host file system stays visible (to the jobs' uid, as its permissions say), except that
+    ``/tmp``, ``/dev/shm`` and ``/run`` are private size-limited tmpfs mounts, the package and its data are
+    masked, and a directory on the way to the Python installation that others cannot enter (e.g. ``/root``)
+    is covered with an empty tmpfs and the installation bind-mounted back read-only. Weaker than
+    ``"bwrap"``: it warns.
 ``"none"``
-    a plain process, still dropping jobs to an unprivileged uid when root. A warning is issued once per process.
+    a plain process, still dropping jobs to an unprivileged uid when root. It warns.
 
-``isolation="auto"`` takes the first that starts. Per-job limits are set by the server (see its
+``isolation="auto"`` takes the first that starts; a mode weaker than ``"bwrap"`` warns with the reason
+bubblewrap did not start (once per process and reason), and with ``require_isolation`` (or
+``HG_REQUIRE_ISOLATION=1``) is an :class:`IsolationError` instead. Every mode refuses jobs new user
+namespaces (the server's seccomp filter). Per-job limits are set by the server (see its
 docstring): wall-clock timeout, CPU time, address space (``memory_mb`` on top of the server's own
 size, which includes the ``preload`` modules), processes, open files, file size, output size.
 """

@@ -12,13 +12,16 @@ Response: ``{"stdout", "stderr", "exit_code", "timed_out", "duration_s", "reason
 
 Containment done here (namespaces and mounts are the launcher's job):
 
+- the child installs a seccomp filter refusing new user namespaces (:func:`block_user_namespaces`; the
+  handshake reports whether it works, ``userns_blocked``);
 - the child runs in its own session and process group, as uid/gid ``job_uid`` when the server is root
   (so that ``RLIMIT_NPROC`` is enforced: the kernel exempts uid 0 from it), with ``no_new_privs`` (setuid
   binaries give nothing); a server that is not root (in a container) makes itself non-dumpable, so that
   jobs of the same uid can neither ptrace it nor open its ``/proc`` files;
 - rlimits: CPU (timeout + 1 s), address space (the server's own size + ``memory_mb``), open files,
   processes, file size, no core dumps;
-- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job;
+- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job, and the
+  ``scrub`` directories (a private ``/dev/shm``; the container's ``/tmp``) emptied after it;
 - a scrubbed environment, stdin from a memfd, stdout/stderr to pipes, every other descriptor closed;
 - a wall-clock deadline after which the job's process group (and, as PID 1 of a PID namespace, every
   other process in it) is SIGKILLed; output over ``max_output`` bytes on a stream kills the job too.
