@@ -383,6 +383,14 @@ def decode_literal(text: str) -> Any:
         raise ValueError(f"not a Python literal: {exc}") from None
 
 
+_decode_short = lru_cache(maxsize=16384)(decode_literal)
+
+
+def _reported_value(text: str) -> Any:
+    """A value a job reported, decoded (values of at most 256 characters through a bounded cache)."""
+    return _decode_short(text) if len(text) <= 256 else decode_literal(text)
+
+
 @lru_cache(maxsize=8192)
 def expected_value(expect: str) -> Any:
     """The decoded expected value of a test (cached: the texts come from the task files, a bounded set).
@@ -418,8 +426,13 @@ def run_calls(sandbox: Sandbox, source: str, calls: Sequence[str]) -> ExecResult
     :param source: the draft's Python source
     :param calls: the expressions to evaluate (nothing else about the tests enters the job)
     """
-    files = {SOLUTION_FILE: source, CALLS_FILE: json.dumps(list(calls))}
+    files = {SOLUTION_FILE: source, CALLS_FILE: _calls_json(tuple(calls))}
     return sandbox.run(HARNESS_SCRIPT, files=files, timeout_s=JOB_TIMEOUT_S)
+
+
+@lru_cache(maxsize=1024)
+def _calls_json(calls: tuple[str, ...]) -> str:
+    return json.dumps(list(calls))
 
 
 def job_failure(result: ExecResult) -> tuple[str, str]:
@@ -433,12 +446,10 @@ def job_failure(result: ExecResult) -> tuple[str, str]:
     return "crash", f"the program stopped without a result ({why})"
 
 
-def _rows(result: ExecResult, n_calls: int) -> list[dict[str, Any]] | None:
+def _rows(stdout: str, n_calls: int) -> list[dict[str, Any]] | None:
     """The harness's per-call rows: its report must be the job's whole stdout, one JSON object."""
-    if not result.ok:
-        return None
     try:
-        report = json.loads(result.stdout)
+        report = json.loads(stdout)
     except (json.JSONDecodeError, RecursionError):
         return None
     rows = report.get("results") if isinstance(report, dict) else None
@@ -480,12 +491,17 @@ def judge(test: TestCase, msg: dict[str, Any]) -> TestOutcome:
     if "value" not in msg or not isinstance(msg["value"], str):
         return TestOutcome(False, "crash", "malformed report")
     try:
-        got = decode_literal(msg["value"])
+        got = _reported_value(msg["value"])
     except ValueError:
         return TestOutcome(False, "crash", "malformed value")
     if test.raises is not None or not same(got, expected_value(test.expect or "")):
         return TestOutcome(False, "returned", _short(got))
     return TestOutcome(True, "", "")
+
+
+@lru_cache(maxsize=1024)
+def _exprs(tests: tuple[TestCase, ...]) -> tuple[str, ...]:
+    return tuple(t.expr for t in tests)
 
 
 def run_tests(sandbox: Sandbox, tests: Sequence[TestCase], source: str) -> RunReport:
@@ -495,11 +511,27 @@ def run_tests(sandbox: Sandbox, tests: Sequence[TestCase], source: str) -> RunRe
     :param tests: the tests (only their expressions enter the job)
     :param source: the Python source under test
     """
-    result = run_calls(sandbox, source, [t.expr for t in tests])
-    rows = _rows(result, len(tests))
-    if rows is None:
+    tests = tuple(tests)
+    result = run_calls(sandbox, source, _exprs(tests))
+    report = None
+    if result.ok:
+        stdout = result.stdout
+        report = _judge_cached(tests, stdout) if len(stdout) <= 4096 else judge_report(tests, stdout)
+    if report is None:
         kind, message = job_failure(result)
         return RunReport(outcomes=(), error=message, error_kind=kind)
+    return report
+
+
+def judge_report(tests: tuple[TestCase, ...], stdout: str) -> RunReport | None:
+    """The host's verdicts on every test from the harness's report (None when the report is malformed).
+
+    :param tests: the tests, with their expectations
+    :param stdout: the job's whole standard output (the harness's one JSON line)
+    """
+    rows = _rows(stdout, len(tests))
+    if rows is None:
+        return None
     outcomes = []
     for test, row in zip(tests, rows):
         if row.get("status") in ("slow", "unrun"):
@@ -517,6 +549,10 @@ def run_tests(sandbox: Sandbox, tests: Sequence[TestCase], source: str) -> RunRe
     return RunReport(outcomes=tuple(outcomes))
 
 
+_judge_cached = lru_cache(maxsize=4096)(judge_report)
+"""Verdicts on reports of at most 4 KiB are cached (a job served from the execution cache is judged once)."""
+
+
 def call_once(sandbox: Sandbox, source: str, call: str) -> tuple[bool, str]:
     """Evaluate one call on the draft: ``(ok, text)`` with the value's repr, or the error line.
 
@@ -525,7 +561,7 @@ def call_once(sandbox: Sandbox, source: str, call: str) -> tuple[bool, str]:
     :param call: the expression
     """
     result = run_calls(sandbox, source, [call])
-    rows = _rows(result, 1)
+    rows = _rows(result.stdout, 1) if result.ok else None
     if rows is None:
         return False, job_failure(result)[1]
     if rows[0].get("status") != "exited":
