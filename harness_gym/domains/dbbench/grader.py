@@ -17,12 +17,16 @@ import ast
 import hashlib
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from harness_gym.domains.dbbench.engines import DatabaseSession, SQLError, run_statement
 
-if TYPE_CHECKING:
-    from harness_gym.domains.dbbench.records import DBTaskPayload
+
+class GradedTask(Protocol):
+    """What :func:`grade_content` reads of a task's payload (a ``records.DBTaskPayload``)."""
+
+    record: Any
+    mode: str
 
 GROUP_CONCAT_MAX_LEN = 1024
 """MySQL's default ``group_concat_max_len``: the joined row hashes are cut at this many bytes."""
@@ -180,7 +184,7 @@ def answers_match(answer: Any, label: Any) -> bool:
     return set(got) == set(want)
 
 
-def grade_content(session: DatabaseSession, payload: DBTaskPayload, content: str) -> float:
+def grade_content(session: DatabaseSession, payload: GradedTask, content: str) -> float:
     """Upstream score (0 or 1) of a draft: run it on a scratch copy of the table and compare."""
     record = payload.record
     if payload.mode == "answer":

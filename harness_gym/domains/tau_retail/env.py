@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.env import HarnessEnv, document_env
+from harness_gym.core.env import PENDING, HarnessEnv, document_env
 from harness_gym.domains.tau_retail.domain import load_tau_retail_domain
 from harness_gym.domains.tau_retail.grader import OUTPUT_MATCHES, rewards
 
@@ -120,7 +120,7 @@ class HarnessTauRetailEnv(HarnessEnv):
     ``data_dir`` is a folder in either public layout (default: the synthetic store); ``output_match`` is
     ``"strict"`` (default) or ``"substring"`` (the benchmark's own comparison), see
     :mod:`~harness_gym.domains.tau_retail.grader`; the episode's last ``info`` holds both rewards
-    (``reward_strict``, ``reward_substring``). The other keywords are those of
+    (``reward_strict``, ``reward_substring``; -1 before the end, like ``quality``). The other keywords are those of
     :class:`~harness_gym.core.env.HarnessEnv`. Loading is cached per ``data_dir``.
 
     ## Example
@@ -152,8 +152,13 @@ class HarnessTauRetailEnv(HarnessEnv):
             dict.fromkeys(OUTPUT_MATCHES, 0.0)
         return self._final_rewards[self.output_match]
 
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        obs, info = super().reset(seed=seed, options=options)
+        info.update({f"reward_{match}": PENDING for match in OUTPUT_MATCHES})
+        return obs, info
+
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         obs, reward, terminated, truncated, info = super().step(action)
-        if terminated:
-            info.update({f"reward_{match}": value for match, value in self._final_rewards.items()})
+        final = self._final_rewards if terminated else {}
+        info.update({f"reward_{match}": final.get(match, PENDING) for match in OUTPUT_MATCHES})
         return obs, reward, terminated, truncated, info
