@@ -7,11 +7,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 venv=$(mktemp -d /tmp/hg-venv.XXXXXX)
-trap 'rm -rf "$venv" "$root/build"' EXIT
+chmod 755 "$venv"   # as a virtualenv made by hand is: the jobs' uid must reach its interpreter
+work=$(mktemp -d /tmp/hg-tests.XXXXXX)
+trap 'rm -rf "$venv" "$work" "$root/build"' EXIT
 python -m venv --system-site-packages "$venv"
-"$venv/bin/pip" install -q --no-deps --no-build-isolation "$root"
-cp -r "$root/tests" "$venv/tests"   # outside the checkout, so that the tests import the installed package
-cd "$venv"
+"$venv/bin/pip" install -q --no-deps "$root"   # a real (non-editable) install: the data lands in site-packages
+cp -r "$root/tests" "$work/tests"   # outside the checkout, so that the tests import the installed package
+cd "$work"
 export HG_REQUIRE_ISOLATION=1
 "$venv/bin/python" -c 'import harness_gym; print("package under test:", harness_gym.__file__)'
 "$venv/bin/python" -m baselines.cli doctor --require
