@@ -256,13 +256,11 @@ def like_match(pattern: str, value: str, escape: str = "\\") -> bool:
     t = v = 0
     star_t, star_v = -1, 0
     while v < len(value):
-        if t < len(tokens) and tokens[t][0] == "one":
+        kind, char = tokens[t] if t < len(tokens) else ("", "")
+        if kind == "one" or (kind == "lit" and char == value[v]):
             t += 1
             v += 1
-        elif t < len(tokens) and tokens[t][0] == "lit" and tokens[t][1] == value[v]:
-            t += 1
-            v += 1
-        elif t < len(tokens) and tokens[t][0] == "any":
+        elif kind == "any":
             star_t, star_v = t, v
             t += 1
         elif star_t >= 0:
