@@ -16,6 +16,7 @@ import difflib
 import json
 import math
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -193,6 +194,38 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Print the isolation in force for each sandbox backend; 1 when it is weaker than required."""
+    from harness_gym.sandbox import DockerUnavailableError, IsolationError, make_sandbox
+
+    reports, status = [], 0
+    for backend in ("process", "docker") if args.docker else ("process",):
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RuntimeWarning)
+                box = make_sandbox(backend, require_isolation=args.require or None)
+                report = box.isolation_report()
+                box.close()
+            report["warnings"] = [str(w.message) for w in caught]
+        except (IsolationError, DockerUnavailableError, RuntimeError) as exc:
+            report = {"backend": backend, "error": f"{type(exc).__name__}: {exc}"}
+            status = 1
+        reports.append(report)
+    if args.json:
+        print(json.dumps(reports))
+        return status
+    for report in reports:
+        if "error" in report:
+            print(f"{report['backend']}: ERROR {report['error']}")
+            continue
+        print(f"{report['backend']}: isolation in force: {report['in_force']}"
+              + (f" (DEGRADED: {report['reason']})" if report["degraded"] else "")
+              + f"; user namespaces refused: {report['userns_blocked']}; required: {report['require_isolation']}")
+        for text in report["warnings"]:
+            print(f"  warning: {text}")
+    return status
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     kwargs = env_kwargs(args)
     result = evaluate(args.env_id, load_policy_arg(args.policy), episodes=args.episodes, split=args.split,
@@ -344,7 +377,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     try:
         weights = parse_cost_weights(args.cost_weights)
     except ValueError as exc:
-        raise UsageError(f"--cost-weights {args.cost_weights}: {exc}") from None
+        raise UsageError(str(exc)) from None
     specs = list(FIXED_POLICIES) + list(args.policy)
     for spec in args.policy:
         _, name, _ = parse_policy_spec(spec)
@@ -509,6 +542,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="where to write the fitted profile JSON")
     p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("doctor", help="the sandbox isolation in force (bubblewrap, unshare, none; docker)")
+    p.add_argument("--docker", action="store_true", help="also start the docker backend")
+    p.add_argument("--require", action="store_true",
+                   help="fail unless full isolation starts (as HG_REQUIRE_ISOLATION=1 does)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("eval", help="evaluate a policy and print the summary")
     p.add_argument("env_id")

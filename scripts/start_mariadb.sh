@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Install (Debian's mariadb-server) and start MariaDB bound to the loopback interface only, then create the
-# user the HarnessDBBench-v0 MySQL engine uses. Idempotent: a server that already answers is left running.
+# account the HarnessDBBench-v0 MySQL engine administers episodes with: it may create the episode schemas
+# (${PREFIX}_<hex>) and, per episode, an account that reaches only that episode's schema (granted SELECT,
+# INSERT, UPDATE, DELETE there, with a MAX_STATEMENT_TIME), through which every statement of the episode runs.
+# Idempotent: a server that already answers is left running.
 # Prints the DSN on the last line of stdout, e.g.
 #   export HG_MYSQL_DSN="$(scripts/start_mariadb.sh | tail -n 1)"
 # A throwaway test server: durability is traded for speed (no doublewrite, log flushed once a second, one
@@ -37,8 +40,10 @@ fi
 mariadb --protocol=socket <<SQL
 CREATE USER IF NOT EXISTS '${USER_NAME}'@'127.0.0.1' IDENTIFIED BY '${PASSWORD}';
 CREATE USER IF NOT EXISTS '${USER_NAME}'@'localhost' IDENTIFIED BY '${PASSWORD}';
-GRANT ALL PRIVILEGES ON \`${PREFIX}\\_%\`.* TO '${USER_NAME}'@'127.0.0.1';
-GRANT ALL PRIVILEGES ON \`${PREFIX}\\_%\`.* TO '${USER_NAME}'@'localhost';
+GRANT ALL PRIVILEGES ON \`${PREFIX}\\_%\`.* TO '${USER_NAME}'@'127.0.0.1' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON \`${PREFIX}\\_%\`.* TO '${USER_NAME}'@'localhost' WITH GRANT OPTION;
+GRANT CREATE USER ON *.* TO '${USER_NAME}'@'127.0.0.1';
+GRANT CREATE USER ON *.* TO '${USER_NAME}'@'localhost';
 FLUSH PRIVILEGES;
 SQL
 

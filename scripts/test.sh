@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install everything (the local llama.cpp server with SmolLM2 included), start the services the tests use
-# (MariaDB on loopback, a Docker engine with the sandbox image), then run the whole test suite. Extra arguments go to pytest.
+# (MariaDB on loopback, a Docker engine with the sandbox image), then run the whole test suite with full sandbox
+# isolation required (printing the isolation in force), and the sandbox tests again from a virtualenv under
+# /tmp. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -9,4 +11,6 @@ HG_MYSQL_DSN="$(bash scripts/start_mariadb.sh | tail -n 1)"
 export HG_MYSQL_DSN
 bash scripts/start_docker.sh
 trap 'bash scripts/stop_docker.sh' EXIT
-python -m pytest -q tests "$@"
+HG_REQUIRE_ISOLATION=1 python -m baselines.cli doctor --require --docker
+bash scripts/test_isolation.sh
+HG_REQUIRE_ISOLATION=1 python -m pytest -q tests "$@"

@@ -6,7 +6,6 @@ import json
 import multiprocessing
 import re
 import sqlite3
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -18,9 +17,19 @@ from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.workers import OpenAIWorker, make_worker
 from harness_gym.workers.llm_cache import CacheMissError, CallOutcome, LLMCache, request_key
-from harness_gym.workers.prompting import (DRAFT_FORMATS, PromptSet, parse_answer, parse_confidence, parse_draft,
-                                           parse_json_object, parse_python, parse_sql_or_list, parse_tool_call,
-                                           parse_verdict, render_context)
+from harness_gym.workers.prompting import (
+    DRAFT_FORMATS,
+    PromptSet,
+    parse_answer,
+    parse_confidence,
+    parse_draft,
+    parse_json_object,
+    parse_python,
+    parse_sql_or_list,
+    parse_tool_call,
+    parse_verdict,
+    render_context,
+)
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.test_envs import same
 

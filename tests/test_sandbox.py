@@ -25,12 +25,15 @@ from pathlib import Path
 
 import pytest
 
+from harness_gym.core.actions import Action
+from harness_gym.core.types import Draft
 from harness_gym.sandbox import (
     CachedSandbox,
     DockerSandbox,
     DockerUnavailableError,
     ExecRecorder,
     ExecResult,
+    IsolationError,
     ProcessSandbox,
     ResultCache,
     Sandbox,
@@ -544,7 +547,7 @@ def test_pickle_and_close(backend: str) -> None:
     not (IS_ROOT and process_mod.shutil.which("unshare")), reason="unshare mode needs root and util-linux unshare"
 )
 def test_unshare_mode() -> None:
-    with ProcessSandbox(isolation="unshare") as sb:
+    with ProcessSandbox(isolation="unshare", require_isolation=False) as sb:
         assert_serves(sb)
         assert sb.active_isolation == "unshare"
         res = sb.run("import os, decimal, socket\nprint(os.getuid(), os.getpid() > 1, os.path.exists('/proc/1'))")
@@ -559,20 +562,183 @@ def test_unshare_mode() -> None:
 
 
 def test_no_isolation_mode_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(process_mod, "_warned_reduced", False)
-    with pytest.warns(RuntimeWarning, match="without namespace isolation"):
-        sb = ProcessSandbox(isolation="none")
+    monkeypatch.setattr(process_mod, "_warned", set())
+    with pytest.warns(RuntimeWarning, match="weaker than bubblewrap"):
+        sb = ProcessSandbox(isolation="none", require_isolation=False)
         assert_serves(sb)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            other = ProcessSandbox(isolation="none")
+            other = ProcessSandbox(isolation="none", require_isolation=False)
             assert_serves(other)
             other.close()
         assert sb.run("while True:\n    pass", timeout_s=0.3).timed_out
         assert_serves(sb)
     finally:
         sb.close()
+
+
+# ----- isolation in force, degradation, hidden data --------------------------------------------------------
+USERNS_PROBE = (
+    "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "print('created' if libc.unshare(0x10000000) == 0 else 'refused', ctypes.get_errno())\n"
+)
+
+
+def test_user_namespaces_refused(sandbox: ServerSandbox) -> None:
+    res = sandbox.run(USERNS_PROBE)
+    assert res.stdout.split()[0] == "refused", res
+    assert sandbox.isolation_report()["userns_blocked"] is True
+    assert_serves(sandbox)
+
+
+def test_shared_memory_and_tmp_are_private_per_job(sandbox: ServerSandbox) -> None:
+    marker = uuid.uuid4().hex
+    first = sandbox.run(
+        "import os\nfor d in ('/dev/shm', '/tmp'):\n"
+        "    try:\n"
+        f"        open(os.path.join(d, {marker!r}), 'w').write('x')\n"
+        "        print('wrote', d)\n"
+        "    except OSError:\n"
+        "        print('refused', d)\n"
+    )
+    assert first.ok, first
+    assert not any(Path(d, marker).exists() for d in ("/dev/shm", "/tmp")), "a job wrote into the host's directories"
+    later = sandbox.run(f"import os\nprint([d for d in ('/dev/shm', '/tmp') if os.path.exists(os.path.join(d, {marker!r}))])")
+    assert later.stdout == "[]\n", (first, later)
+    assert_serves(sandbox)
+
+
+def test_isolation_in_force_is_reported(sandbox: ServerSandbox) -> None:
+    report = sandbox.isolation_report()
+    assert report["in_force"] == sandbox.isolation_in_force
+    if isinstance(sandbox, DockerSandbox):
+        assert report["in_force"] == "docker" and not report["degraded"]
+    else:
+        assert report["in_force"] == sandbox.active_isolation and report["degraded"] == (report["in_force"] != "bwrap")
+
+
+def _no_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_which = process_mod.shutil.which
+    monkeypatch.setattr(process_mod.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
+    monkeypatch.setattr(process_mod, "_warned", set())
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the unshare fallback needs root")
+def test_degraded_isolation_warns_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_bwrap(monkeypatch)
+    with pytest.warns(RuntimeWarning, match=r"isolation 'unshare', weaker than bubblewrap \(bwrap: bwrap not found"):
+        sb = ProcessSandbox(require_isolation=False)
+        assert_serves(sb)
+    try:
+        report = sb.isolation_report()
+        assert report["degraded"] and report["in_force"] == "unshare" and "bwrap not found" in report["reason"]
+    finally:
+        sb.close()
+
+
+@pytest.mark.parametrize("via", ["argument", "environment"])
+def test_required_isolation_turns_degradation_into_an_error(monkeypatch: pytest.MonkeyPatch, via: str) -> None:
+    _no_bwrap(monkeypatch)
+    kwargs: dict = {}
+    if via == "argument":
+        kwargs["require_isolation"] = True
+        monkeypatch.delenv("HG_REQUIRE_ISOLATION", raising=False)
+    else:
+        monkeypatch.setenv("HG_REQUIRE_ISOLATION", "1")
+    sb = ProcessSandbox(**kwargs)
+    with pytest.raises(IsolationError, match="bwrap not found"):
+        sb.run("print(1)")
+    with pytest.raises(IsolationError, match="weaker than required"):
+        ProcessSandbox(isolation="unshare", **kwargs)
+    import gymnasium as gym
+
+    env = gym.make("HarnessCode-v0", **kwargs).unwrapped
+    env.reset(seed=0)
+    env.context.draft = Draft(content="x = 1\n", candidate=-1, version=1)
+    with pytest.raises(IsolationError):
+        env.step(int(Action.CHECK))
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def installed_copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A virtualenv under /tmp holding a copy of the package laid out as a wheel installs it (its data in
+    site-packages/harness_gym/envs_data), as a user's ``pip install`` in a /tmp virtualenv gives."""
+    import shutil
+    import tempfile
+
+    import harness_gym
+    from harness_gym.paths import data_root
+
+    venv = Path(tempfile.mkdtemp(prefix="hg-test-venv-", dir="/tmp"))
+    venv.chmod(0o755)  # as a virtualenv made by hand is
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+                       check=True)
+        site = next(venv.glob("lib/python*/site-packages"))
+        package = site / "harness_gym"
+        shutil.copytree(Path(harness_gym.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+        if not (package / "envs_data").exists():
+            shutil.copytree(data_root(), package / "envs_data")
+        yield venv
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+
+
+def _in_venv(venv: Path, code: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HG_REQUIRE_ISOLATION")}
+    return subprocess.run([str(venv / "bin" / "python"), "-c", code], cwd="/tmp", env={**clean, **env},
+                          capture_output=True, text=True, timeout=120)
+
+
+_PROBE_INSTALLED = """
+import json, os, warnings
+import harness_gym
+from harness_gym.paths import data_path
+from harness_gym.sandbox import ProcessSandbox
+warnings.simplefilter("ignore")
+tasks = str(data_path("code", "tasks.jsonl"))
+assert os.path.dirname(harness_gym.__file__).startswith(os.environ["VENV"]), harness_gym.__file__
+sb = ProcessSandbox(isolation=os.environ["ISOLATION"])
+res = sb.run("import os\\nprint(os.path.exists(%r), os.listdir(%r))" % (tasks, os.path.dirname(harness_gym.__file__)))
+print(json.dumps({"in_force": sb.active_isolation, "stdout": res.stdout, "stderr": res.stderr}))
+"""
+
+
+def test_bubblewrap_starts_from_a_virtualenv_under_tmp(installed_copy: Path) -> None:
+    got = _in_venv(installed_copy, _PROBE_INSTALLED, VENV=str(installed_copy), ISOLATION="bwrap",
+                   HG_REQUIRE_ISOLATION="1")
+    assert got.returncode == 0, got.stderr[-2000:]
+    import json
+
+    report = json.loads(got.stdout.strip().splitlines()[-1])
+    assert report["in_force"] == "bwrap" and report["stdout"] == "False []\n", report
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the unshare mode needs root")
+def test_unshare_mode_masks_the_installed_package_data(installed_copy: Path) -> None:
+    got = _in_venv(installed_copy, _PROBE_INSTALLED, VENV=str(installed_copy), ISOLATION="unshare")
+    assert got.returncode == 0, got.stderr[-2000:]
+    import json
+
+    report = json.loads(got.stdout.strip().splitlines()[-1])
+    assert report["in_force"] == "unshare" and report["stdout"] == "False []\n", report
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the unshare mode needs root")
+def test_writable_space_is_bounded_without_bubblewrap() -> None:
+    with ProcessSandbox(isolation="unshare", require_isolation=False) as sb, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = sb.run(
+            "import os\nblock = b'x' * (1 << 20)\nwritten = 0\n"
+            "try:\n    for i in range(12):\n        with open(f'f{i}', 'wb') as fh:\n"
+            "            for _ in range(40):\n                fh.write(block)\n                written += 1\n"
+            "except OSError as exc:\n    print('stopped', exc.errno)\nprint(written)\n",
+            timeout_s=20,
+        )
+        assert "stopped" in res.stdout and int(res.stdout.split()[-1]) <= 260, res
+        assert_serves(sb)
 
 
 # ----- docker only ----------------------------------------------------------------------------------------

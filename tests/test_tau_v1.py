@@ -20,9 +20,8 @@ from harness_gym.domains.tau_retail.data import OOD_HELD_OUT_TOOL, load_dataset
 from harness_gym.domains.tau_retail.domain import TauRetailDomain, load_tau_retail_domain
 from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft, replay
 from harness_gym.domains.tau_retail.grader import reward
-from harness_gym.domains.tau_retail.tools import call_once
 from harness_gym.domains.tau_retail.store import TABLES, RetailDB, RetailSnapshot
-from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, WRITE_TOOLS
+from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, WRITE_TOOLS, call_once
 from harness_gym.domains.tau_retail.v1_tasks import read_v1_task_list
 from tests.shared_data import SHARED_DATA, shared_data_mark
 from tests.test_tau_retail import ORDERS, PRODUCTS, USERS
@@ -99,8 +98,10 @@ def test_the_v1_reward_needs_the_database_and_every_output(tmp_path):
     lower-cased with its commas removed (so an output holding a comma can never be found)."""
     domain = TauRetailDomain(load_dataset(write_v1_folder(tmp_path / "v1")))
     data = domain.task("dev-0").payload
-    assert reward(data, encode_draft([], "Your lamp cost 55.5; the LARGE mug is 12.25.")) == 1.0
-    assert reward(data, encode_draft([], "Your lamp cost 55.5.")) == 0.0
+    assert reward(data, encode_draft([], "Your lamp cost 55.5; the LARGE mug is 12.25."), "substring") == 1.0
+    assert reward(data, encode_draft([], "Your lamp cost 55.5; the LARGE mug is 12.25.")) == 0.0  # strict: 12.25
+    assert reward(data, encode_draft([], "Your lamp cost 55.5; the mug is LARGE.")) == 1.0
+    assert reward(data, encode_draft([], "Your lamp cost 55.5."), "substring") == 0.0
     cancel = ToolCall("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"})
     assert reward(data, encode_draft([cancel], "55.5, large")) == 0.0  # outputs found, database changed
     with pytest.raises(TaskFileError, match=r"tasks_dev.py.*task 'dev-0'.*field 'outputs'"):

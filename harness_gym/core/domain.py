@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness_gym.core.retrieval import BM25Index
+from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.tools import ToolSpec, validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.sandbox.base import Sandbox
@@ -75,7 +76,12 @@ class Domain(ABC):
             if task.split not in self._tasks:
                 raise ValueError(f"{self.name}: task {task.task_id!r} has unknown split {task.split!r}")
             if task.task_id in self._by_id:
-                raise ValueError(f"{self.name}: duplicate task id {task.task_id!r}")
+                first = self._by_id[task.task_id].source
+                also = f" (first on line {first[1]} of {first[0]})" if first else ""
+                if task.source is not None:
+                    raise TaskFileError(task.source[0], f"duplicate task id{also}", line=task.source[1],
+                                        task_id=task.task_id, field="task_id")
+                raise ValueError(f"{self.name}: duplicate task id {task.task_id!r}{also}")
             self._tasks[task.split].append(task)
             self._by_id[task.task_id] = task
 

@@ -18,7 +18,7 @@ from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, features_table
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task
-from harness_gym.sandbox import ExecRecorder, Sandbox, make_sandbox
+from harness_gym.sandbox import SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Usage, Worker, WorkerProfile, make_worker
 
 PENDING = -1.0
@@ -54,6 +54,17 @@ class UnsupportedRenderMode(TypeError, ValueError):
     """
 
 
+RESET_OPTIONS: tuple[str, ...] = ("task_id", "split")
+"""The keys ``reset(options=...)`` understands; any other raises."""
+
+
+def _is_int(value: Any) -> bool:
+    """Whether ``value`` is an integer (Python or NumPy, a 0-d integer array included), never a bool."""
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _pending_patterns() -> dict[str, float]:
     return dict.fromkeys(PATTERNS, PENDING)
 
@@ -87,6 +98,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         (a SQLite record/replay file), ``cache_mode`` (``"off"``, ``"record"``, ``"replay"``, ``"auto"``),
         ``backoff_s``, ``max_backoff_s``, ``prompts_dir`` (see :class:`~harness_gym.workers.OpenAIWorker`
         and ``docs/llm_worker.md``)
+    :param require_isolation: for a sandbox made from a name: refuse to run code with weaker isolation than
+        bubblewrap (or a container); default the ``HG_REQUIRE_ISOLATION`` environment variable
+    :raises TypeError, ValueError: for arguments of the wrong type or out of range
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -104,20 +118,32 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         sandbox: str | Sandbox = "process",
         action_costs: Mapping[int, int] | None = None,
         render_mode: str | None = None,
+        require_isolation: bool | None = None,
         **worker_options: Any,
     ) -> None:
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if not _is_int(budget):
+            raise TypeError(f"budget must be an int, got {type(budget).__name__} {budget!r}")
         if not 1 <= int(budget) <= MAX_BUDGET:
             raise ValueError(f"budget must be in [1, {MAX_BUDGET}], got {budget}")
+        if isinstance(cost_weight, bool) or not isinstance(cost_weight, (int, float, np.integer, np.floating)):
+            raise TypeError(f"cost_weight must be a number, got {type(cost_weight).__name__} {cost_weight!r}")
+        if not math.isfinite(float(cost_weight)) or float(cost_weight) < 0:
+            raise ValueError(f"cost_weight must be finite and >= 0, got {cost_weight}")
+        if isinstance(sandbox, str) and sandbox not in SANDBOX_NAMES:
+            raise ValueError(f"unknown sandbox {sandbox!r}; choose one of {SANDBOX_NAMES} or pass a Sandbox")
+        if not isinstance(sandbox, str) and not isinstance(sandbox, Sandbox):
+            raise TypeError(f"sandbox must be a name or a Sandbox, got {type(sandbox).__name__}")
+        if action_costs is not None and not all(_is_int(a) and _is_int(c) for a, c in action_costs.items()):
+            raise TypeError(f"action_costs must map action ints to int costs, got {dict(action_costs)!r}")
+        if action_costs is not None and not set(action_costs) <= set(range(N_ACTIONS)):
+            raise ValueError(f"action_costs has unknown actions {sorted(set(action_costs) - set(range(N_ACTIONS)))}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise UnsupportedRenderMode(f"render_mode must be None or 'ansi', got {render_mode!r}")
         costs = {Action(a): int(c) for a, c in (action_costs or DEFAULT_ACTION_COST).items()}
         if set(costs) != set(Action) or min(costs.values()) < 1:
             raise ValueError("action_costs must give every action a cost >= 1")
-        if isinstance(cost_weight, bool) or not isinstance(cost_weight, (int, float)) or not (
-                math.isfinite(cost_weight) and cost_weight >= 0):
-            raise ValueError(f"cost_weight must be a finite number >= 0, got {cost_weight!r}")
         if not domain.tasks(split):
             raise ValueError(f"{domain.name}: split {split!r} has no tasks")
 
@@ -131,6 +157,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self.worker: Worker = make_worker(worker, domain.name, profile, tools=domain.tools, options=worker_options,
                                           wrong_tool_calls=domain.wrong_tool_calls)
         self._sandbox_spec = sandbox
+        self._require_isolation = require_isolation
         self._sandbox: ExecRecorder | None = None
 
         self.action_space = spaces.Discrete(N_ACTIONS)
@@ -159,8 +186,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         """The sandbox as the domain's hooks get it: wrapped to note which results came from the cache."""
         if self._sandbox is None and self.domain.uses_sandbox:
             spec = self._sandbox_spec
-            inner = (make_sandbox(spec, cache=True, **self.domain.sandbox_options) if isinstance(spec, str)
-                     else make_sandbox(spec))
+            inner = (make_sandbox(spec, cache=True, require_isolation=self._require_isolation,
+                                  **self.domain.sandbox_options) if isinstance(spec, str) else make_sandbox(spec))
             self._sandbox = ExecRecorder(inner)
         return self._sandbox
 
@@ -259,6 +286,14 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     # ----- Gymnasium API -----------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        if options is not None:
+            if not isinstance(options, Mapping):
+                raise TypeError(f"options must be a dict, got {type(options).__name__}")
+            unknown = sorted(map(str, set(options) - set(RESET_OPTIONS)))
+            if unknown:
+                raise ValueError(f"unknown reset option(s) {unknown}; known: {list(RESET_OPTIONS)}")
+            if "split" in options and options["split"] not in SPLITS:
+                raise ValueError(f"options['split'] must be one of {SPLITS}, got {options['split']!r}")
         super().reset(seed=seed)
         self._end_episode()
         self._task = self._pick_task(options)
@@ -277,12 +312,16 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         return self._state.encode(), self._info(None)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self._ctx is None or self._state is None:
+            raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("episode is over; call reset()")
-        assert self.action_space.contains(action), f"invalid action {action!r}"
+        if not _is_int(action):
+            raise TypeError(f"action must be an int in [0, {N_ACTIONS}), got {type(action).__name__} {action!r}")
+        if not 0 <= int(action) < N_ACTIONS:
+            raise ValueError(f"action must be in [0, {N_ACTIONS}), got {action!r}")
         act = Action(int(action))
         ctx, st = self._ctx, self._state
-        assert ctx is not None and st is not None
 
         valid = bool(self.action_masks()[act])
         checked_before = ctx.draft is not None and ctx.checked_version == ctx.draft.version

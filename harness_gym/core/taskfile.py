@@ -31,8 +31,13 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     path = Path(path)
     if not path.is_file():
         raise TaskFileError(path, "file not found")
-    with path.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+    with path.open("rb") as fh:
+        for lineno, raw_bytes in enumerate(fh, start=1):
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise TaskFileError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)",
+                                    line=lineno) from None
             if not raw.strip():
                 continue
             try:
@@ -61,8 +66,14 @@ def read_json(path: str | Path) -> Any:
     path = Path(path)
     if not path.is_file():
         raise TaskFileError(path, "file not found")
+    data = path.read_bytes()
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TaskFileError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})", line=line) from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TaskFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
 
@@ -145,7 +156,7 @@ def parse_task(rec: dict[str, Any], *, path: str | Path, line: int | None = None
                 difficulty=difficulty, prompt=require(rec, "prompt", str, **where),
                 candidates=tuple(candidates), observations=tuple(observations),
                 required_observations=frozenset(required), relevant_docs=frozenset(items("relevant_docs", str)),
-                tool_calls=tuple(calls), payload=payload)
+                tool_calls=tuple(calls), payload=payload, source=(str(path), line))
 
 
 def read_documents(path: str | Path) -> list[Document]:

@@ -99,6 +99,8 @@ class Task:
     relevant_docs: frozenset[str] = frozenset()
     tool_calls: tuple[ToolCall, ...] = ()
     payload: Any = None
+    source: tuple[str, int | None] | None = field(default=None, compare=False)
+    """Where the task was read from (file, line), for errors; None for tasks built in code."""
 
     @property
     def reference(self) -> Candidate:

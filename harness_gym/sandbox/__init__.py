@@ -12,15 +12,17 @@ from typing import Any
 from harness_gym.sandbox.base import ExecResult, Sandbox
 from harness_gym.sandbox.cache import CachedSandbox, ExecRecorder, ResultCache, default_cache
 from harness_gym.sandbox.docker import DockerSandbox, DockerUnavailableError
-from harness_gym.sandbox.process import ISOLATIONS, ProcessSandbox
+from harness_gym.sandbox.process import ISOLATIONS, IsolationError, ProcessSandbox
 
 __all__ = [
     "ISOLATIONS",
+    "SANDBOX_NAMES",
     "CachedSandbox",
     "DockerSandbox",
     "DockerUnavailableError",
     "ExecRecorder",
     "ExecResult",
+    "IsolationError",
     "ProcessSandbox",
     "ResultCache",
     "Sandbox",

@@ -2,7 +2,8 @@
 
 A job whose code, files, stdin and limits are identical gives the same result when the code is
 deterministic, so its result can be reused. The cache is an in-process LRU shared by every sandbox of
-the process (bounded, thread-safe). Only results of jobs that ran to completion (``reason == ""``, no
+the process (thread-safe), bounded by the total size of the results it holds (their stdout, stderr and key,
+:data:`DEFAULT_MAX_BYTES` by default) and by their count. Only results of jobs that ran to completion (``reason == ""``, no
 timeout, no kill) are stored; code that reads the clock or a random source is cached too, which is why
 caching is opt-in. Cached results come back with ``cached=True``; the env reports it in ``info["exec_cached"]``.
 """
@@ -13,33 +14,47 @@ import dataclasses
 import hashlib
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
+from harness_gym.core.lru import ByteLRU
 from harness_gym.sandbox.base import ExecResult, Sandbox
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+"""Default bound on the bytes a :class:`ResultCache` holds (a result's stdout and stderr are at most 64 KiB each)."""
+
+
+def _result_bytes(key: str, result: ExecResult) -> int:
+    return len(key) + len(result.stdout) + len(result.stderr) + 200
 
 
 class ResultCache:
-    """A thread-safe LRU of :class:`ExecResult` by job key.
+    """A thread-safe LRU of :class:`ExecResult` by job key, bounded in bytes and entries.
 
-    :param maxsize: the most results kept; the least recently used go first
+    :param maxsize: the most results kept
+    :param max_bytes: the most bytes kept (a result counts its stdout, stderr and key); the least recently
+        used results go first
     """
 
-    def __init__(self, maxsize: int = 8192) -> None:
+    def __init__(self, maxsize: int = 8192, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.maxsize = maxsize
+        self.max_bytes = max_bytes
         self.hits = 0
         self.misses = 0
-        self._data: OrderedDict[str, ExecResult] = OrderedDict()
+        self._data: ByteLRU[str, ExecResult] = ByteLRU(max_bytes, _result_bytes, max_entries=maxsize)
         self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the cached results hold now."""
+        return self._data.bytes
 
     def get(self, key: str) -> ExecResult | None:
         """The stored result for ``key`` (marked ``cached=True``), or None."""
+        res = self._data.get(key)
         with self._lock:
-            res = self._data.get(key)
             if res is None:
                 self.misses += 1
                 return None
-            self._data.move_to_end(key)
             self.hits += 1
         return dataclasses.replace(res, cached=True)
 
@@ -47,16 +62,12 @@ class ResultCache:
         """Store ``result`` if it is cacheable (a completed job)."""
         if not cacheable(result):
             return
-        with self._lock:
-            self._data[key] = dataclasses.replace(result, cached=False)
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
+        self._data.put(key, dataclasses.replace(result, cached=False))
 
     def clear(self) -> None:
         """Forget every result and reset the counters."""
+        self._data.clear()
         with self._lock:
-            self._data.clear()
             self.hits = self.misses = 0
 
     def __len__(self) -> int:

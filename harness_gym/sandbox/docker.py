@@ -7,7 +7,8 @@ server forks one child per job, so a job costs a fork plus two pipe hops through
 
 - no network (``network_mode="none"``: only a loopback of its own), no IPC namespace sharing, no ``/dev/shm``;
 - a read-only root file system and a size-limited tmpfs ``/tmp`` where each job gets a fresh work dir;
-- a non-root uid (one per sandbox, no passwd entry), every capability dropped, ``no-new-privileges``;
+- a non-root uid (one per sandbox, no passwd entry), every capability dropped, ``no-new-privileges``, and
+  for every job the server's seccomp filter that refuses new user namespaces;
 - memory (no swap), pids and CPU limits for the whole container, on top of the server's per-job rlimits;
 - labels ``harness_gym.sandbox=1`` and ``harness_gym.sandbox.owner=<client pid>`` (see :func:`list_containers`).
 
@@ -140,6 +141,8 @@ class DockerSandbox(ServerSandbox):
         limited by ``run(memory_mb=...)``
     :param cpus: CPU limit of the whole container
     :param tmp_mb: size of the tmpfs ``/tmp`` that holds the jobs' work dirs
+    :param require_isolation: accepted for symmetry with :class:`~harness_gym.sandbox.ProcessSandbox`; a
+        container is always fully isolated (no host file system, no network, no ``/dev/shm``)
     :raises DockerUnavailableError: when dockerd cannot be reached or the image is not built
     """
 
@@ -155,6 +158,7 @@ class DockerSandbox(ServerSandbox):
         container_memory_mb: int = 2048,
         cpus: float = 1.0,
         tmp_mb: int = 256,
+        require_isolation: bool | None = None,
     ) -> None:
         import docker
 
@@ -170,6 +174,21 @@ class DockerSandbox(ServerSandbox):
         self.tmp_mb = int(tmp_mb)
         self.container_id = ""
         """The id of the running (or last) container, "" before the first job."""
+        self.userns_blocked = False
+        """Whether the running container's jobs are refused new user namespaces (a seccomp filter)."""
+
+    @property
+    def isolation_in_force(self) -> str:
+        """Always ``"docker"``: a locked-down container."""
+        return "docker"
+
+    def isolation_report(self) -> dict[str, Any]:
+        """What isolates this sandbox's jobs (starts the container if needed); see
+        :meth:`harness_gym.sandbox.ProcessSandbox.isolation_report`."""
+        self.start()
+        return {"backend": "docker", "requested": "docker", "in_force": "docker", "degraded": False, "reason": "",
+                "require_isolation": True, "userns_blocked": self.userns_blocked, "private_tmp": True,
+                "hidden": ["the whole host file system (only the image is visible)"], "image": self.image}
 
     @property
     def cache_salt(self) -> str:
@@ -178,7 +197,7 @@ class DockerSandbox(ServerSandbox):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state["container_id"] = ""
+        state.update(container_id="", userns_blocked=False)
         return state
 
     @property
@@ -197,6 +216,7 @@ class DockerSandbox(ServerSandbox):
             "max_output": self.max_output_bytes,
             "nproc": self.max_processes + 1,  # the server counts: it runs as the jobs' uid
             "work_root": "/tmp",
+            "scrub": ["/tmp"],  # jobs share the server's uid, so they can write /tmp: empty it after each
             "env": JOB_ENV,
         }
         uid = self.job_uid
@@ -235,4 +255,5 @@ class DockerSandbox(ServerSandbox):
             failed = server.info["preload_errors"]
             warnings.warn(f"DockerSandbox could not preload {failed}", RuntimeWarning, stacklevel=4)
         self.container_id = container.id
+        self.userns_blocked = bool(server.info.get("userns_blocked"))
         return server

@@ -4,22 +4,29 @@ One long-lived server process (``server.py``) is started lazily per sandbox and 
 so a job costs a fork rather than an interpreter start. The server is launched, best first:
 
 ``"bwrap"``
-    bubblewrap with new PID, network, IPC, UTS and cgroup namespaces and a minimal read-only root: ``/usr``,
-    the Python installation (``sys.prefix``, ``sys.base_prefix``, site-packages), a few files of ``/etc``,
-    a fresh ``/proc``, ``/dev`` and a size-limited private ``/tmp``. Nothing of ``/root``, ``/home`` or
-    ``/work`` is visible. As root no user namespace is made (the kernel never enforces ``RLIMIT_NPROC``
+    bubblewrap with new PID, network, IPC, UTS and cgroup namespaces and a minimal read-only root: a fresh
+    ``/proc``, ``/dev``, size-limited private ``/tmp`` and ``/dev/shm`` (mounted first, so that a Python
+    installation under ``/tmp`` stays visible), then ``/usr``, the Python installation (``sys.prefix``,
+    ``sys.base_prefix``, site-packages) and a few files of ``/etc``, with the package and its data
+    (:func:`hidden_paths`) covered by empty read-only mounts. Nothing of ``/root``, ``/home`` or ``/work``
+    is visible. As root no user namespace is made (the kernel never enforces ``RLIMIT_NPROC``
     for uid 0, which a user namespace would map the job to); the server keeps only CAP_SETUID,
     CAP_SETGID, CAP_KILL, CAP_CHOWN and CAP_DAC_OVERRIDE, runs as PID 1 of its namespace (jobs cannot
     signal it) and every job runs as an unprivileged uid (one per sandbox) with no capabilities and ``no_new_privs``.
 ``"unshare"``
     util-linux ``unshare`` (root only): new PID, network, IPC, UTS and mount namespaces with a fresh
-    ``/proc``. The host file system stays visible (to the jobs' uid, as its permissions say), except that a
-    directory on the way to the Python installation that others cannot enter (e.g. ``/root``) is covered
-    with an empty tmpfs and the installation bind-mounted back read-only.
+    ``/proc``. The host file system stays visible (to the jobs' uid, as its permissions say), except that
+    ``/tmp``, ``/dev/shm`` and ``/run`` are private size-limited tmpfs mounts, the package and its data are
+    masked, and a directory on the way to the Python installation that others cannot enter (e.g. ``/root``)
+    is covered with an empty tmpfs and the installation bind-mounted back read-only. Weaker than
+    ``"bwrap"``: it warns.
 ``"none"``
-    a plain process, still dropping jobs to an unprivileged uid when root. A warning is issued once per process.
+    a plain process, still dropping jobs to an unprivileged uid when root. It warns.
 
-``isolation="auto"`` takes the first that starts. Per-job limits are set by the server (see its
+``isolation="auto"`` takes the first that starts; a mode weaker than ``"bwrap"`` warns with the reason
+bubblewrap did not start (once per process and reason), and with ``require_isolation`` (or
+``HG_REQUIRE_ISOLATION=1``) is an :class:`IsolationError` instead. Every mode refuses jobs new user
+namespaces (the server's seccomp filter). Per-job limits are set by the server (see its
 docstring): wall-clock timeout, CPU time, address space (``memory_mb`` on top of the server's own
 size, which includes the ``preload`` modules), processes, open files, file size, output size.
 """
@@ -50,13 +57,16 @@ from harness_gym.sandbox.server import blocked_ancestor
 
 ISOLATIONS: tuple[str, ...] = ("bwrap", "unshare", "none")
 _TMP_SIZE = 256 * 1024 * 1024
+_SHM_SIZE = 64 * 1024 * 1024
+_RUN_SIZE = 1024 * 1024
 _ETC_FILES = (
     "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
     "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/hosts", "/etc/mime.types", "/etc/ssl/certs",
 )  # fmt: skip
 
-_failed_isolations: set[str] = set()
-_warned_reduced = False
+_failed_isolations: dict[str, str] = {}
+"""Modes that failed to start in this process under ``isolation="auto"``, with why (not tried again)."""
+_warned: set[str] = set()
 _warn_lock = threading.Lock()
 
 
@@ -75,8 +85,28 @@ def _python_paths() -> list[str]:
     return out
 
 
-def _bwrap_command(server_argv: list[str], as_root: bool) -> list[str]:
-    """The bubblewrap command line that runs ``server_argv`` in the sandbox."""
+def hidden_paths() -> list[str]:
+    """What jobs must never see wherever the package lives: the package itself and its data (hidden tests,
+    reference solutions, expected answers), in a checkout or in site-packages."""
+    here = Path(__file__).resolve().parents[1]
+    out = {str(here)}
+    for data in (here / "envs_data", here.parent / "envs_data"):
+        if data.is_dir():
+            out.add(str(data))
+    return sorted(out)
+
+
+def _inside(path: str, roots: Sequence[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _bwrap_command(server_argv: list[str], as_root: bool, hide: Sequence[str]) -> list[str]:
+    """The bubblewrap command line that runs ``server_argv`` in the sandbox.
+
+    The private ``/tmp`` and ``/dev`` are mounted first, so that a Python installation under ``/tmp`` (a
+    virtualenv) bind-mounted after them stays visible; ``hide`` paths inside what is bound are covered
+    with empty read-only tmpfs mounts afterwards.
+    """
     cmd = ["bwrap", "--die-with-parent", "--new-session", "--as-pid-1", "--unshare-pid", "--unshare-net",
            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]  # fmt: skip
     if as_root:
@@ -85,6 +115,8 @@ def _bwrap_command(server_argv: list[str], as_root: bool) -> list[str]:
             cmd += ["--cap-add", cap]
     else:
         cmd += ["--unshare-user"]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(_SHM_SIZE), "--perms", "1777", "--tmpfs", "/dev/shm"]
+    cmd += ["--size", str(_TMP_SIZE), "--perms", "0755", "--tmpfs", "/tmp"]
     cmd += ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
         if os.path.islink(top):
@@ -92,6 +124,7 @@ def _bwrap_command(server_argv: list[str], as_root: bool) -> list[str]:
         elif os.path.isdir(top):
             cmd += ["--ro-bind", top, top]
     made: set[str] = {"/", "/usr", "/tmp", "/proc", "/dev"}
+    bound = ["/usr"]
     for path in [p for p in _ETC_FILES if os.path.exists(p)] + _python_paths():
         parents = Path(path).parents
         for parent in reversed(parents):
@@ -101,7 +134,14 @@ def _bwrap_command(server_argv: list[str], as_root: bool) -> list[str]:
                 cmd += ["--perms", "0755", "--dir", par]
         cmd += ["--ro-bind", path, path]
         made.add(path)
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(_TMP_SIZE), "--perms", "0755", "--tmpfs", "/tmp"]
+        bound.append(path)
+    for path in hide:
+        covered = _inside(path, [h for h in hide if h != path])
+        if _inside(path, bound) and not covered and os.path.exists(path):
+            if os.path.isdir(path):
+                cmd += ["--size", "4096", "--perms", "0755", "--tmpfs", path, "--remount-ro", path]
+            else:
+                cmd += ["--ro-bind", "/dev/null", path]
     cmd += ["--chdir", "/tmp", "--clearenv"]
     for key, value in _server_env().items():
         cmd += ["--setenv", key, value]
@@ -128,17 +168,39 @@ def _user_process_count() -> int:
     return count
 
 
-def _warn_reduced(why: str) -> None:
-    global _warned_reduced
+class IsolationError(RuntimeError):
+    """The sandbox would run jobs with weaker isolation than required (``require_isolation``)."""
+
+
+def isolation_required(require: bool | None) -> bool:
+    """``require``, or when None the environment variable ``HG_REQUIRE_ISOLATION`` (``1``, ``true``, ``yes``).
+
+    :param require: the caller's explicit choice, if any
+    """
+    if require is not None:
+        return bool(require)
+    return os.environ.get("HG_REQUIRE_ISOLATION", "").strip().lower() in ("1", "true", "yes")
+
+
+_DEGRADED = {
+    "unshare": "jobs see the host file system (except the package, its data, /tmp, /dev/shm and /run, which are "
+               "masked)",
+    "none": "jobs run as plain processes: they see the host file system, the package's data and the network",
+}  # fmt: skip
+
+
+def _warn_degraded(mode: str, why: str) -> None:
+    key = f"{mode}: {why}"
     with _warn_lock:
-        if _warned_reduced:
+        if key in _warned:
             return
-        _warned_reduced = True
+        _warned.add(key)
     warnings.warn(
-        f"ProcessSandbox runs without namespace isolation ({why}); jobs can see the host file system and "
-        "network. Install bubblewrap (apt-get install bubblewrap) for full isolation.",
+        f"ProcessSandbox runs with isolation {mode!r}, weaker than bubblewrap ({why}); {_DEGRADED[mode]}. "
+        "Install bubblewrap (apt-get install bubblewrap) for full isolation; set require_isolation=True "
+        "or HG_REQUIRE_ISOLATION=1 to make this an error.",
         RuntimeWarning,
-        stacklevel=5,
+        stacklevel=6,
     )
 
 
@@ -147,7 +209,8 @@ class ProcessSandbox(ServerSandbox):
 
     :param preload: modules the server imports once so that jobs importing them start fast
         (e.g. ``("pandas",)``); a module that fails to import is skipped
-    :param isolation: ``"auto"`` (best available), ``"bwrap"``, ``"unshare"`` or ``"none"``
+    :param isolation: ``"auto"`` (best available), ``"bwrap"``, ``"unshare"`` or ``"none"``; any mode
+        weaker than ``"bwrap"`` warns, naming why bubblewrap was not used
     :param max_output_bytes: cap of each of stdout and stderr; a job writing more is killed
         (``reason="output_limit"``) and its output truncated
     :param max_processes: RLIMIT_NPROC of a job (processes and threads)
@@ -156,6 +219,12 @@ class ProcessSandbox(ServerSandbox):
     :param job_uid: uid and gid the jobs run as when the caller is root (default: one unused uid per
         sandbox, so that the per-uid process limit of one sandbox's jobs never starves another's)
     :param recycle_after: restart the server after this many jobs (None: never)
+    :param require_isolation: refuse to run jobs with less than bubblewrap: :class:`IsolationError` at
+        construction for ``isolation="unshare"`` or ``"none"``, and from :meth:`start` or :meth:`run` when
+        bubblewrap cannot start (default: the ``HG_REQUIRE_ISOLATION`` environment variable)
+    :param hide: more paths jobs must not see, besides :func:`hidden_paths`
+    :raises ValueError: for an unknown isolation mode
+    :raises IsolationError: for a weaker mode than required
     """
 
     def __init__(
@@ -167,13 +236,38 @@ class ProcessSandbox(ServerSandbox):
         cache: bool | ResultCache = False,
         job_uid: int | None = None,
         recycle_after: int | None = None,
+        require_isolation: bool | None = None,
+        hide: Sequence[str] = (),
     ) -> None:
         if isolation not in ("auto",) + ISOLATIONS:
             raise ValueError(f"isolation must be 'auto' or one of {ISOLATIONS}, not {isolation!r}")
+        self.require_isolation = isolation_required(require_isolation)
+        if self.require_isolation and isolation in ("unshare", "none"):
+            raise IsolationError(f"isolation={isolation!r} is weaker than required (bubblewrap): "
+                                 "require_isolation / HG_REQUIRE_ISOLATION is set")
         super().__init__(tuple(preload), max_output_bytes, max_processes, cache, job_uid, recycle_after)
         self.isolation = isolation
+        self.hide = tuple(sorted(set(hidden_paths()) | {os.path.realpath(p) for p in hide}))
         self.active_isolation = ""
         """The isolation the running (or last) server got: one of ``ISOLATIONS``, "" before the first job."""
+        self.degraded_reason = ""
+        """Why the running server has less than bubblewrap ("" under bubblewrap or before the first job)."""
+        self.userns_blocked = False
+        """Whether the running server's jobs are refused new user namespaces (a seccomp filter)."""
+
+    @property
+    def isolation_in_force(self) -> str:
+        """The isolation of the running (or last) server: ``"bwrap"``, ``"unshare"``, ``"none"``; "" before."""
+        return self.active_isolation
+
+    def isolation_report(self) -> dict[str, Any]:
+        """What isolates this sandbox's jobs (starts the server if needed): backend, requested and actual mode,
+        why it is weaker than bubblewrap, whether user namespaces are refused, what is hidden."""
+        self.start()
+        return {"backend": "process", "requested": self.isolation, "in_force": self.active_isolation,
+                "degraded": self.active_isolation != "bwrap", "reason": self.degraded_reason,
+                "require_isolation": self.require_isolation, "userns_blocked": self.userns_blocked,
+                "private_tmp": self.active_isolation != "none", "hidden": list(self.hide)}
 
     @property
     def cache_salt(self) -> str:
@@ -182,13 +276,14 @@ class ProcessSandbox(ServerSandbox):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state["active_isolation"] = ""
+        state.update(active_isolation="", degraded_reason="", userns_blocked=False)
         return state
 
     def start(self) -> str:
         """Start the server now (it otherwise starts on the first job); returns the isolation used.
 
         :raises RuntimeError: when no isolation mode starts
+        :raises IsolationError: when only a weaker mode than required would start
         """
         super().start()
         return self.active_isolation
@@ -199,29 +294,38 @@ class ProcessSandbox(ServerSandbox):
         errors: list[str] = []
         for mode in modes:
             if self.isolation == "auto" and mode in _failed_isolations:
+                errors.append(f"{mode}: {_failed_isolations[mode]}")
                 continue
             why = self._unavailable(mode)
             if why:
                 errors.append(f"{mode}: {why}")
                 continue
+            if mode != "bwrap" and self.require_isolation:
+                raise IsolationError("bubblewrap isolation is required (require_isolation / HG_REQUIRE_ISOLATION) "
+                                     f"but cannot start: {'; '.join(errors)}")
             server = self._launch(mode)
             err = server.handshake()
             if err:
                 errors.append(f"{mode}: {err}")
                 if self.isolation == "auto":
-                    _failed_isolations.add(mode)
+                    _failed_isolations[mode] = err
                 continue
-            if mode == "none":
-                why = "; ".join(errors) or "isolation='none'"
-                if server.info.get("uid") == 0 and any(map(blocked_ancestor, _python_paths())):
+            self.degraded_reason = ""
+            if mode != "bwrap":
+                why = "; ".join(errors) or f"isolation={mode!r} was asked for"
+                if mode == "none" and server.info.get("uid") == 0 and any(map(blocked_ancestor, _python_paths())):
                     why += "; the Python installation is not readable by the jobs' uid, so jobs can only import "
                     why += "modules the server preloaded"
-                _warn_reduced(why)
+                self.degraded_reason = why
+                _warn_degraded(mode, why)
             if server.info.get("preload_errors"):
                 failed = server.info["preload_errors"]
                 warnings.warn(f"ProcessSandbox could not preload {failed}", RuntimeWarning, stacklevel=4)
             self.active_isolation = mode
+            self.userns_blocked = bool(server.info.get("userns_blocked"))
             return server
+        if self.require_isolation:
+            raise IsolationError(f"bubblewrap isolation is required but cannot start: {'; '.join(errors)}")
         return "; ".join(errors) or "no isolation mode available"
 
     @staticmethod
@@ -249,18 +353,21 @@ class ProcessSandbox(ServerSandbox):
         }
         work_root: str | None = None
         if mode == "bwrap":
-            config.update(work_root="/tmp", lock_tmp=True)
+            config.update(work_root="/tmp", lock_tmp=True, scrub=["/dev/shm"])
+        elif mode == "unshare":
+            config.update(work_root="/tmp/hg-jobs", lock_tmp=True, scrub=["/dev/shm"], expose=_python_paths(),
+                          cover={"/tmp": _TMP_SIZE, "/dev/shm": _SHM_SIZE, "/run": _RUN_SIZE}, hide=list(self.hide))
         else:
             work_root = tempfile.mkdtemp(prefix="hg-sandbox-")
             os.chmod(work_root, 0o711)
             config["work_root"] = work_root
-        if mode == "unshare":
-            config["expose"] = _python_paths()
         argv = [sys.executable, "-I", "-c", server_source(), json.dumps(config)]
         if mode == "bwrap":
-            return ServerProcess(_bwrap_command(argv, as_root), _server_env())
+            return ServerProcess(_bwrap_command(argv, as_root, self.hide), _server_env())
         if mode == "unshare":
             argv = ["unshare", "--pid", "--net", "--ipc", "--uts", "--mount", "--fork", "--kill-child",
                     "--mount-proc", "--"] + argv  # fmt: skip
+        if work_root is None:
+            return ServerProcess(argv, _server_env(), "/")
         cleanup = functools.partial(shutil.rmtree, work_root, ignore_errors=True)
         return ServerProcess(argv, _server_env(), work_root, cleanup)

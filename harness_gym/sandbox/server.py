@@ -12,13 +12,16 @@ Response: ``{"stdout", "stderr", "exit_code", "timed_out", "duration_s", "reason
 
 Containment done here (namespaces and mounts are the launcher's job):
 
+- the child installs a seccomp filter refusing new user namespaces (:func:`block_user_namespaces`; the
+  handshake reports whether it works, ``userns_blocked``);
 - the child runs in its own session and process group, as uid/gid ``job_uid`` when the server is root
   (so that ``RLIMIT_NPROC`` is enforced: the kernel exempts uid 0 from it), with ``no_new_privs`` (setuid
   binaries give nothing); a server that is not root (in a container) makes itself non-dumpable, so that
   jobs of the same uid can neither ptrace it nor open its ``/proc`` files;
 - rlimits: CPU (timeout + 1 s), address space (the server's own size + ``memory_mb``), open files,
   processes, file size, no core dumps;
-- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job;
+- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job, and the
+  ``scrub`` directories (a private ``/dev/shm``; the container's ``/tmp``) emptied after it;
 - a scrubbed environment, stdin from a memfd, stdout/stderr to pipes, every other descriptor closed;
 - a wall-clock deadline after which the job's process group (and, as PID 1 of a PID namespace, every
   other process in it) is SIGKILLed; output over ``max_output`` bytes on a stream kills the job too.
@@ -51,6 +54,8 @@ _STATUS_MEMORY = b"M"
 _JOB_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ")
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -69,6 +74,10 @@ class _Config:
         self.lock_tmp: bool = bool(raw.get("lock_tmp", False))
         self.env: dict[str, str] = dict(raw.get("env", {}))
         self.expose: list[str] = list(raw.get("expose", []))
+        self.cover: dict[str, int] = {str(k): int(v) for k, v in raw.get("cover", {}).items()}
+        self.hide: list[str] = list(raw.get("hide", []))
+        self.scrub: list[str] = list(raw.get("scrub", []))
+        self.block_userns: bool = bool(raw.get("block_userns", True))
 
 
 def _set_subreaper() -> None:
@@ -98,36 +107,126 @@ def blocked_ancestor(path: str) -> str | None:
     return None
 
 
-def expose_paths(paths: list[str], staging_root: str) -> None:
-    """Make ``paths`` readable to the job uid in a private mount namespace (root only).
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    enc = (lambda v: None if v is None else v.encode())
+    _libc_call("mount", enc(source), enc(target), enc(fstype), flags, enc(data))
 
-    Each top-most directory on the way that others cannot traverse (e.g. ``/root``, mode 700) is covered
-    with an empty tmpfs, which also hides the rest of it, and the paths are bind-mounted back read-only.
 
-    :param paths: directories (the Python installation) the job must be able to read
-    :param staging_root: a directory where the paths are held while their ancestors are covered
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+
+
+def setup_mounts(expose: list[str], cover: dict[str, int], hide: list[str]) -> None:
+    """Shape the file system of a private mount namespace (root only; the ``unshare`` launcher).
+
+    Every top-most directory on the way to an ``expose`` path that others cannot traverse (e.g. ``/root``,
+    mode 700), and every ``cover`` directory, is covered with an empty tmpfs (a ``cover`` one limited to its
+    size in bytes, sticky and writable by all); the ``expose`` paths are then bind-mounted back read-only
+    (from descriptors opened before they were covered, so they may lie under a covered directory) and each
+    existing ``hide`` path is covered with an empty read-only tmpfs. Only ``/dev/shm`` is writable by all
+    (the server empties it after every job).
+
+    :param expose: directories (the Python installation) the jobs must be able to read
+    :param cover: directory -> tmpfs size in bytes (``/tmp``, ``/dev/shm``, ``/run``)
+    :param hide: files or directories the jobs must not see (the package's data)
     """
-    ms_rdonly, ms_nosuid, ms_nodev, ms_remount, ms_bind, ms_rec, ms_private = 1, 2, 4, 32, 4096, 16384, 1 << 18
-    todo = [(p, blocked_ancestor(p)) for p in paths]
-    todo = [(p, b) for p, b in todo if b is not None]
-    if not todo:
-        return
-    _libc_call("mount", None, b"/", None, ms_rec | ms_private, None)
-    staged = []
-    for i, (path, _) in enumerate(todo):
-        stage = os.path.join(staging_root, f"stage{i}")
-        os.mkdir(stage)
-        _libc_call("mount", path.encode(), stage.encode(), None, ms_bind | ms_rec, None)
-        staged.append(stage)
-    for blocked in sorted({b for _, b in todo}, key=len):
-        if not any(blocked.startswith(o + "/") for _, o in todo if o != blocked):
-            _libc_call("mount", b"tmpfs", blocked.encode(), b"tmpfs", ms_nosuid | ms_nodev, b"mode=755")
-    for (path, _), stage in zip(todo, staged):
-        os.makedirs(path, mode=0o755, exist_ok=True)
-        _libc_call("mount", stage.encode(), path.encode(), None, ms_bind | ms_rec, None)
-        _libc_call("mount", None, path.encode(), None, ms_remount | ms_bind | ms_rdonly | ms_nosuid, None)
-        _libc_call("umount2", stage.encode(), 2)  # MNT_DETACH
-        os.rmdir(stage)
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
+    blocked = {b for b in map(blocked_ancestor, expose) if b is not None}
+    todo = [p for p in expose if blocked_ancestor(p) is not None
+            or any(p == c or p.startswith(c.rstrip("/") + "/") for c in cover)]
+    held = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in todo]
+    try:
+        for top in sorted(blocked, key=len):
+            if not any(top.startswith(o + "/") for o in blocked if o != top):
+                _mount("tmpfs", top, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755")
+        for top, size in sorted(cover.items()):
+            if os.path.isdir(top):
+                mode = "1777" if top == "/dev/shm" else "755"
+                _mount("tmpfs", top, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode={mode},size={size}")
+        for path, fd in zip(todo, held):
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC, None)
+            _mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID, None)
+    finally:
+        for fd in held:
+            os.close(fd)
+    for path in hide:
+        if any(path.startswith(h.rstrip("/") + "/") for h in hide if h != path):
+            continue  # inside another hidden directory, already covered
+        if os.path.isdir(path):
+            _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_RDONLY, "mode=755,size=4096")
+        elif os.path.exists(path):
+            _mount("/dev/null", path, None, _MS_BIND, None)
+
+
+# A seccomp filter that refuses new user namespaces (unshare or clone with CLONE_NEWUSER), clone3 (whose
+# flags a filter cannot read; the C library then falls back to clone) and system calls of other ABIs.
+_AUDIT_ARCH = {"x86_64": (0xC000003E, 272, 56, 435), "aarch64": (0xC00000B7, 97, 220, 435)}
+_CLONE_NEWUSER = 0x10000000
+_X32_BIT = 0x40000000
+
+
+def _userns_filter() -> bytes | None:
+    """The BPF program (struct sock_filter[]) for this machine, None where it is not known."""
+    import platform
+    import struct
+
+    spec = _AUDIT_ARCH.get(platform.machine())
+    if spec is None:
+        return None
+    arch, nr_unshare, nr_clone, nr_clone3 = spec
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
+    prog = [
+        (ld, 0, 0, 4),  # arch
+        (jeq, 0, 9, arch),
+        (ld, 0, 0, 0),  # syscall number
+        (jge, 7, 0, _X32_BIT),
+        (jeq, 3, 0, nr_unshare),
+        (jeq, 2, 0, nr_clone),
+        (jeq, 5, 0, nr_clone3),
+        (ret, 0, 0, allow),
+        (ld, 0, 0, 16),  # args[0] (low 32 bits): the flags of unshare and clone
+        (jset, 1, 0, _CLONE_NEWUSER),
+        (ret, 0, 0, allow),
+        (ret, 0, 0, eperm),
+        (ret, 0, 0, enosys),
+    ]
+    return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
+
+
+_FILTER = _userns_filter()
+
+
+def block_user_namespaces() -> bool:
+    """Install the seccomp filter in this process (needs ``no_new_privs``); False where none is known."""
+    if _FILTER is None:
+        return False
+    n = len(_FILTER) // 8
+    buf = ctypes.create_string_buffer(_FILTER, len(_FILTER))
+
+    class _Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    prog = _Prog(n, ctypes.cast(buf, ctypes.c_void_p))
+    _libc_call("prctl", _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0)
+    return True
+
+
+def _userns_blocked_probe() -> bool:
+    """Whether a job would be refused a user namespace: try it in a child with the filter installed."""
+    if _FILTER is None:
+        return False
+    pid = os.fork()
+    if pid == 0:
+        ok = 1
+        try:
+            _libc_call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            block_user_namespaces()
+            ok = 0 if _LIBC.unshare(_CLONE_NEWUSER) != 0 else 1
+        finally:
+            os._exit(ok)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 def _own_children() -> list[int]:
@@ -212,6 +311,8 @@ def _job_child(cfg: _Config, req: dict, workdir: str, fds: dict[str, int], as_ro
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         _libc_call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        if cfg.block_userns:
+            block_user_namespaces()
         if as_root:
             os.setgroups([])
             os.setgid(cfg.job_gid)
@@ -323,6 +424,25 @@ def _run_job(cfg: _Config, req: dict, as_root: bool) -> dict:
         for fd in (out_r, err_r, st_r):
             os.close(fd)
         shutil.rmtree(workdir, ignore_errors=True)
+        for shared in cfg.scrub:
+            _empty_dir(shared)
+
+
+def _empty_dir(path: str) -> None:
+    """Remove everything inside ``path`` (a private ``/dev/shm``), so that no job leaves files for the next."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    for name in names:
+        full = os.path.join(path, name)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, ignore_errors=True)
+        else:
+            try:
+                os.unlink(full)
+            except OSError:
+                pass
 
 
 def _supervise(cfg: _Config, pid: int, start: float, timeout: float, out_r: int, err_r: int, st_r: int) -> dict:
@@ -439,12 +559,14 @@ def main() -> None:
     if not as_root:
         # Jobs share the server's uid: keep them from ptracing it or opening its /proc files (its pipes).
         _libc_call("prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
+    _set_subreaper()
+    if cfg.expose or cfg.cover or cfg.hide:
+        setup_mounts(cfg.expose, cfg.cover, cfg.hide)
+        os.makedirs(cfg.work_root, mode=0o755, exist_ok=True)
     if cfg.lock_tmp:
         os.chmod(cfg.work_root, 0o755)
-    _set_subreaper()
-    if cfg.expose:
-        expose_paths(cfg.expose, cfg.work_root)
     errors = _preload(cfg.preload)
+    userns_blocked = cfg.block_userns and _userns_blocked_probe()
 
     def send(obj: dict) -> None:
         data = (json.dumps(obj) + "\n").encode("utf-8")
@@ -452,7 +574,8 @@ def main() -> None:
         while view:
             view = view[os.write(proto_out, view):]
 
-    send({"ready": True, "pid": os.getpid(), "uid": os.geteuid(), "preload_errors": errors})
+    send({"ready": True, "pid": os.getpid(), "uid": os.geteuid(), "preload_errors": errors,
+          "userns_blocked": userns_blocked})
     for line in proto_in:
         if not line.strip():
             continue

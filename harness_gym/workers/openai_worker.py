@@ -37,8 +37,15 @@ from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import CheckResult, Context, Draft, ToolCall
 from harness_gym.workers.base import Usage
 from harness_gym.workers.llm_cache import CACHE_MODES, CallOutcome, LLMCache, request_key
-from harness_gym.workers.prompting import (PromptSet, parse_confidence, parse_draft, parse_tool_call,
-                                           parse_verdict, render_context, render_tools)
+from harness_gym.workers.prompting import (
+    PromptSet,
+    parse_confidence,
+    parse_draft,
+    parse_tool_call,
+    parse_verdict,
+    render_context,
+    render_tools,
+)
 
 T = TypeVar("T")
 

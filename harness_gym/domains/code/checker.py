@@ -1,9 +1,16 @@
-"""CHECK for code drafts: the visible tests in one sandbox job; the feedback names the first failing case."""
+"""CHECK for code drafts: the visible tests' calls in one sandbox job, judged on the host; the feedback names
+the first failing case."""
 
 from __future__ import annotations
 
 from harness_gym.core.types import CheckResult, Draft
-from harness_gym.domains.code.sandbox_jobs import SOLUTION_FILE, TEST_CPU_LIMIT_S, CodePayload, run_tests
+from harness_gym.domains.code.sandbox_jobs import (
+    SOLUTION_FILE,
+    TEST_CPU_LIMIT_S,
+    TEST_WALL_LIMIT_S,
+    CodePayload,
+    run_tests,
+)
 from harness_gym.sandbox.base import Sandbox
 
 SPECIFICITY = {"returned": 0.9, "raised": 0.7, "load": 0.6, "slow": 0.4, "timeout": 0.2, "crash": 0.2}
@@ -15,11 +22,11 @@ traceback line; a slow case names only the case; a timed-out or crashed job says
 def check_draft(payload: CodePayload, draft: Draft, sandbox: Sandbox) -> CheckResult:
     """Run the visible tests; the feedback names the first failing case.
 
-    :param payload: the task's tests and scripts
+    :param payload: the task's tests
     :param draft: the draft to check
     :param sandbox: where the draft runs
     """
-    report = run_tests(sandbox, payload.check_script, draft.content, len(payload.visible))
+    report = run_tests(sandbox, payload.visible, draft.content)
     if report.error_kind == "load":
         return CheckResult(False, f"{SOLUTION_FILE} failed to load: {report.error}", SPECIFICITY["load"])
     if report.error_kind:
@@ -33,7 +40,10 @@ def check_draft(payload: CodePayload, draft: Draft, sandbox: Sandbox) -> CheckRe
         what = f"{test.expr} returned {outcome.detail}; expected {test.describe_expected()}"
     elif outcome.kind == "raised":
         what = f"{test.expr} raised {outcome.detail}; expected {test.describe_expected()}"
+    elif outcome.kind == "crash":
+        what = f"{test.expr}: {outcome.detail}"
     else:
-        what = f"{test.expr} did not finish within {TEST_CPU_LIMIT_S:g} s of CPU time"
+        what = (f"{test.expr} did not finish within {TEST_CPU_LIMIT_S:g} s of CPU time "
+                f"({TEST_WALL_LIMIT_S:g} s of wall-clock time)")
     return CheckResult(False, f"{len(failed)} of {n} visible tests failed; first: {what}",
                        SPECIFICITY[outcome.kind])

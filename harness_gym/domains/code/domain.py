@@ -10,7 +10,9 @@ Data (``envs_data/code/``, written by :mod:`harness_gym.domains.code.generate`):
   for reporting; grading always runs the code again);
 - ``corpus.jsonl``: the documents RETRIEVE ranks.
 
-Every test row is ``{"call": EXPR, "expect": REPR}`` or ``{"call": EXPR, "raises": EXCEPTION_NAME}``.
+Every test row is ``{"call": EXPR, "expect": REPR}`` or ``{"call": EXPR, "raises": EXCEPTION_NAME}``; ``REPR``
+must be a plain literal (:func:`~harness_gym.domains.code.sandbox_jobs.decode_literal`). The checker and
+the grader send only the calls into the sandbox and compare the returned values on the host.
 """
 
 from __future__ import annotations
@@ -26,15 +28,18 @@ from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents,
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.code.checker import check_draft
 from harness_gym.domains.code.grader import grade_draft
-from harness_gym.domains.code.sandbox_jobs import CodePayload, TestCase, tests_script
+from harness_gym.domains.code.sandbox_jobs import CodePayload, TestCase, decode_literal
 from harness_gym.domains.code.tools import TOOLS
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
 
 
-@lru_cache(maxsize=4096)
 def defines(source: str, name: str) -> bool:
     """Whether ``source`` parses and binds ``name`` at module level (a def, a class or an assignment)."""
+    return _defines_cached(source, name) if len(source) <= 16384 else _defines(source, name)
+
+
+def _defines(source: str, name: str) -> bool:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -45,6 +50,10 @@ def defines(source: str, name: str) -> bool:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             return True
     return False
+
+
+_defines_cached = lru_cache(maxsize=4096)(_defines)
+"""Answers for drafts of at most 16 KiB are cached (at most 4096 of them, so at most 64 MiB of keys)."""
 
 
 def _tests(rec: dict[str, Any], key: str, where: dict[str, Any]) -> tuple[TestCase, ...]:
@@ -61,7 +70,13 @@ def _tests(rec: dict[str, Any], key: str, where: dict[str, Any]) -> tuple[TestCa
         if ("expect" in row) == ("raises" in row):
             raise TaskFileError(message="needs exactly one of 'expect' and 'raises'", field=label, **where)
         if "expect" in row:
-            out.append(TestCase(expr, expect=require(fields, f"{label}.expect", str, **where)))
+            expect = require(fields, f"{label}.expect", str, **where)
+            try:
+                decode_literal(expect)
+            except ValueError as exc:
+                raise TaskFileError(message=f"{expect[:60]!r} is not a plain Python literal ({exc})",
+                                    field=f"{label}.expect", **where) from None
+            out.append(TestCase(expr, expect=expect))
         else:
             out.append(TestCase(expr, raises=require(fields, f"{label}.raises", str, **where)))
     return tuple(out)
@@ -85,7 +100,7 @@ def read_task(path: Path, line: int, rec: dict[str, Any], doc_ids: set[str]) -> 
         raise TaskFileError(message=f"unknown document ids {unknown}", field="relevant_docs", **where)
     visible, hidden = _tests(rec, "visible_tests", where), _tests(rec, "hidden_tests", where)
     payload = CodePayload(function=require(rec, "function", str, **where), kind=kind, visible=visible,
-                          hidden=hidden, check_script=tests_script(visible), grade_script=tests_script(hidden))
+                          hidden=hidden)
     return dataclasses.replace(task, payload=payload)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from harness_gym.core.taskfile import read_documents
 from harness_gym.domains.code.mutation import Mutant, mutants
 from harness_gym.domains.code.problems import OOD_FAMILIES, TaskSpec, all_specs
-from harness_gym.domains.code.sandbox_jobs import SOLUTION_FILE, RunReport, TestCase, run_tests, tests_script
+from harness_gym.domains.code.sandbox_jobs import SOLUTION_FILE, RunReport, TestCase, decode_literal, run_tests, same
 from harness_gym.domains.sources import source_path
 from harness_gym.paths import data_path
 from harness_gym.sandbox import Sandbox, make_sandbox
@@ -59,19 +59,22 @@ class Tried:
 
 
 def expected_tests(reference: str, exprs: Sequence[str]) -> list[TestCase]:
-    """Run the reference on ``exprs`` in one namespace, in order, as the sandbox harness does."""
-    namespace: dict[str, Any] = {"__name__": "solution"}
-    exec(compile(reference, SOLUTION_FILE, "exec"), namespace)
+    """Run the reference on each of ``exprs`` in a fresh namespace, as the sandbox harness does."""
     tests: list[TestCase] = []
     for expr in exprs:
+        namespace: dict[str, Any] = {"__name__": "solution"}
+        exec(compile(reference, SOLUTION_FILE, "exec"), namespace)
         try:
             value = eval(expr, namespace)
         except Exception as exc:  # the reference raising is the expected behaviour of this case
             tests.append(TestCase(expr, raises=type(exc).__name__))
             continue
         text = repr(value)
-        back = ast.literal_eval(text)
-        if back != value or type(back) is not type(value):
+        try:
+            back = decode_literal(text)
+        except ValueError:
+            back = None
+        if not same(back, value) or type(back) is not type(value):
             raise ValueError(f"{expr}: expected value {text} is not a Python literal")
         tests.append(TestCase(expr, expect=text))
     return tests
@@ -152,14 +155,13 @@ def build_task(spec: TaskSpec, sandbox: Sandbox, rng: random.Random) -> tuple[di
     reference = ast.unparse(ast.parse(spec.reference)) + "\n"
     visible = expected_tests(reference, spec.visible)
     hidden = expected_tests(reference, spec.visible + spec.hidden)
-    check_script, grade_script = tests_script(visible), tests_script(hidden)
-    for script, tests in ((check_script, visible), (grade_script, hidden)):
-        report = run_tests(sandbox, script, reference, len(tests))
+    for tests in (visible, hidden):
+        report = run_tests(sandbox, tests, reference)
         if report.error or report.n_passed != len(tests):
             raise RuntimeError(f"{spec.task_id}: the reference fails its own tests: {report}")
     tried = []
     for mutant in mutants(reference):
-        verdict, quality = classify(run_tests(sandbox, grade_script, mutant.source, len(hidden)), len(visible))
+        verdict, quality = classify(run_tests(sandbox, hidden, mutant.source), len(visible))
         tried.append(Tried(mutant, verdict, quality))
     bank = select_bank(tried, rng)
     if not bank:

@@ -1,4 +1,5 @@
-"""SUBMIT for code drafts: the fraction of the hidden tests passed, in one sandbox job."""
+"""SUBMIT for code drafts: the fraction of the hidden tests passed; the job returns the values of the calls, the
+host compares them with the expected values (which never enter the job)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from harness_gym.sandbox.base import Sandbox
 def grade_draft(payload: CodePayload, draft: Draft, sandbox: Sandbox) -> float:
     """The fraction of hidden tests passed (0 when the draft does not load or the job fails).
 
-    :param payload: the task's tests and scripts
+    :param payload: the task's tests
     :param draft: the draft to grade
     :param sandbox: where the draft runs
     """
-    report = run_tests(sandbox, payload.grade_script, draft.content, len(payload.hidden))
+    report = run_tests(sandbox, payload.hidden, draft.content)
     if report.error_kind:
         return 0.0
     return report.n_passed / len(payload.hidden)

@@ -1,135 +1,286 @@
-"""The scripts that run a draft in the sandbox, and the parsing of what they report.
+"""The code domain's sandbox job, and the judging of what it returns, which happens on the host.
 
-A draft is written to the job's work dir as ``solution.py``; a small harness script (run as ``__main__``)
-loads it, evaluates test expressions or one example call in its namespace, and prints one JSON line after
-:data:`MARKER`. Whatever the draft itself prints goes to a discarded buffer, and the harness leaves with
-``os._exit`` so that no ``atexit`` hook of the draft can print after it.
+The job only evaluates. It receives the draft (``solution.py``) and the call expressions (``calls.json``),
+never an expected value, and answers with the *values* the calls gave; the host decodes each value with a
+strict literal grammar (:func:`decode_literal`) and compares it with the expected value it kept to itself
+(:func:`same`). A draft therefore scores exactly when its calls return the right values: patching builtins,
+the serialiser or the job's own functions, walking frames, reading ``linecache`` or exiting early can at
+best change the values reported, which the draft could as well have returned.
 
-Each test gets :data:`TEST_CPU_LIMIT_S` seconds of CPU (``ITIMER_PROF``, so a loaded machine does not fail a
-correct draft); after :data:`MAX_SLOW_TESTS` such time-outs the remaining tests fail unrun (as a judge stops
-on repeated time limits); the whole job gets :data:`JOB_TIMEOUT_S` seconds of wall-clock time from the sandbox.
+Inside the job, the harness script (run as ``__main__``) never executes draft code itself. It makes itself
+non-dumpable (a draft process of the same uid can neither ptrace it nor open its ``/proc`` files), keeps the
+job's stdout for itself, and forks a child that
+
+1. keeps one descriptor: a pipe the harness made for it (stdout, stderr and stdin are ``/dev/null``,
+   everything else is closed, so no draft code and no process it forks can write to the job's stdout);
+2. loads ``solution.py`` and evaluates the calls in order in its namespace (as the generator computed the
+   expected values), each with :data:`TEST_CPU_LIMIT_S` seconds of CPU (``ITIMER_PROF`` with its default
+   action: the child is killed) and :data:`TEST_WALL_LIMIT_S` seconds of wall-clock time (the harness kills
+   the child's process group);
+3. writes one JSON line per call to the pipe: ``{"value": LITERAL}``, ``{"raised": [class names of the
+   exception's MRO], "error": LAST_TRACEBACK_LINE}`` or ``{"unencodable": TYPE_NAME}``, each with
+   ``"printed"`` (the end of what the draft printed), or once ``{"load_error": ...}``.
+
+A child stopped on a call (over a limit, or dead without its line) fails that call, and a new child
+continues with the next one; after :data:`MAX_SLOW_TESTS` calls over a limit the remaining ones are not run
+(as a judge stops on repeated time limits). The harness then prints one JSON line, ``{"results": [...]}``
+with per call ``{"status": "exited" | "slow" | "unrun", "exit": CODE, "message": LINE}``, and leaves with
+``os._exit``. The whole job gets :data:`JOB_TIMEOUT_S` seconds of wall-clock time from the sandbox.
+
+Values travel as Python literal text made of ``None``, ``bool``, ``int``, ``float`` (``nan``, ``inf`` and
+``-inf`` included), ``str``, ``bytes``, ``list``, ``tuple``, ``dict``, ``set`` and ``frozenset``, with exact
+types: an instance of a subclass (or of any other class) is reported as unencodable and fails its test.
+Comparison rule (:func:`same`): ``bool`` is never a number (``True`` does not match ``1``); when either side
+is a ``float``, two numbers match when :func:`math.isclose` within 1e-9 (so ``1`` matches ``1.0``); any other
+value matches only a value of exactly the same type and equal contents (a ``tuple`` never matches a
+``list``); an expected exception matches when its class name appears in the MRO of the raised exception's class.
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from harness_gym.sandbox.base import ExecResult, Sandbox
 
-MARKER = "@@harness_gym.code.result@@"
 TEST_CPU_LIMIT_S = 0.25
+"""CPU seconds of one call (and of loading the draft)."""
+TEST_WALL_LIMIT_S = 1.0
+"""Wall-clock seconds of one call (a draft that sleeps uses no CPU)."""
 MAX_SLOW_TESTS = 2
-"""After this many tests over the CPU limit, the remaining tests are failed without running them."""
+"""After this many calls over a limit, the remaining tests are failed without running them."""
 JOB_TIMEOUT_S = 4.0
+MAX_MESSAGE_BYTES = 64 * 1024
+"""The most one call may report; a longer report fails the call."""
 SOLUTION_FILE = "solution.py"
-CALL_FILE = "call.txt"
+CALLS_FILE = "calls.json"
 
-_PRELUDE = r'''
-import io, json, math, os, signal, sys, traceback
-from ast import literal_eval
+HARNESS_SCRIPT = r'''
+import ast, builtins, ctypes, io, json, os, select, signal, sys, time, traceback
 
-MARKER = %(marker)r
+SOLUTION = %(solution)r
+CPU_LIMIT_S = %(cpu)r
+WALL_LIMIT_S = %(wall)r
+MAX_SLOW = %(max_slow)r
+MAX_MESSAGE = %(max_message)r
+NO_PREIMPORT = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "webbrowser"})
+
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+REPORT_FD = os.dup(1)
+os.set_inheritable(REPORT_FD, False)
+_null = os.open(os.devnull, os.O_RDWR)
+os.dup2(_null, 0)
+os.dup2(_null, 1)
+with open(%(calls)r, encoding="utf-8") as fh:
+    CALLS = json.load(fh)
+with open(SOLUTION, encoding="utf-8") as fh:
+    SOURCE = fh.read()
 
 
-def _last_line(exc):
-    return traceback.format_exception_only(type(exc), exc)[-1].strip()
-
-
-def _emit(report):
-    sys.__stdout__.write("\n" + MARKER + json.dumps(report) + "\n")
-    sys.__stdout__.flush()
-    os._exit(0)
-
-
-def _short_repr(value):
+def preimport():
+    """Import the standard-library modules the draft names, once, so that each call's child finds them loaded."""
     try:
-        text = repr(value)
-    except BaseException as exc:
-        text = "<repr failed: " + _last_line(exc) + ">"
-    return text if len(text) <= 300 else text[:297] + "..."
+        tree = ast.parse(SOURCE)
+    except (SyntaxError, ValueError):
+        return
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    here = os.getcwd()
+    saved = sys.path[:]
+    sys.path[:] = [p for p in sys.path if p not in ("", here)]
+    for name in sorted(names):
+        if name.split(".")[0] in sys.stdlib_module_names and name.split(".")[0] not in NO_PREIMPORT:
+            try:
+                __import__(name)
+            except BaseException:
+                pass
+    sys.path[:] = saved
 
 
-sys.stdout = io.StringIO()
-namespace = {"__name__": "solution"}
-try:
-    with open(%(solution)r, encoding="utf-8") as fh:
-        exec(compile(fh.read(), %(solution)r, "exec"), namespace)
-except BaseException as exc:
-    _emit({"load_error": _last_line(exc)})
-'''
+def last_line(exc):
+    try:
+        return traceback.format_exception_only(type(exc), exc)[-1].strip()[:300]
+    except BaseException:
+        return type(exc).__name__
 
-_TESTS_BODY = r'''
 
-class _OverCpuLimit(Exception):
+class Unencodable(Exception):
     pass
 
 
-def _on_alarm(signum, frame):
-    raise _OverCpuLimit()
+def encode(value):
+    kind = type(value)
+    if value is None or kind is bool or kind is int or kind is float or kind is str or kind is bytes:
+        return repr(value)
+    if kind is list:
+        return "[" + ", ".join(map(encode, value)) + "]"
+    if kind is tuple:
+        return "(" + ", ".join(map(encode, value)) + ("," if len(value) == 1 else "") + ")"
+    if kind is dict:
+        return "{" + ", ".join(encode(k) + ": " + encode(v) for k, v in value.items()) + "}"
+    if kind is set or kind is frozenset:
+        inner = "{" + ", ".join(map(encode, value)) + "}" if value else ""
+        return kind.__name__ + "(" + inner + ")"
+    raise Unencodable(kind.__module__ + "." + kind.__qualname__)
 
 
-def _same(got, want):
-    if isinstance(got, float) or isinstance(want, float):
-        numbers = (int, float)
-        return (isinstance(got, numbers) and isinstance(want, numbers) and not isinstance(got, bool)
-                and not isinstance(want, bool) and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9))
-    if type(got) is not type(want):
+def report(msg, printed):
+    try:
+        msg["printed"] = printed.getvalue()[-300:]
+        printed.seek(0)
+        printed.truncate()
+    except BaseException:
+        msg["printed"] = ""
+    view = memoryview((json.dumps(msg) + "\n").encode("utf-8")[: MAX_MESSAGE])
+    while view:
+        view = view[os.write(3, view):]
+
+
+def evaluate(expr, namespace):
+    try:
+        value = eval(compile(expr, "<call>", "eval"), namespace)
+    except BaseException as exc:
+        try:
+            mro = [c.__name__ for c in type(exc).__mro__]
+        except BaseException:
+            mro = []
+        return {"raised": mro, "error": last_line(exc)}
+    try:
+        return {"value": encode(value)}
+    except Unencodable as exc:
+        return {"unencodable": str(exc)}
+    except BaseException as exc:
+        return {"unencodable": last_line(exc)}
+
+
+def child(calls, fd):
+    """Load the draft, evaluate ``calls`` in order and report one line per call on ``fd``. Never returns."""
+    os.setpgid(0, 0)
+    os.dup2(fd, 3)
+    os.closerange(4, 1 << 16)
+    os.dup2(0, 2)
+    signal.signal(signal.SIGPROF, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    printed = io.StringIO()
+    sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = printed
+    namespace = {"__name__": "solution", "__file__": SOLUTION, "__builtins__": builtins}
+    signal.setitimer(signal.ITIMER_PROF, CPU_LIMIT_S)
+    try:
+        exec(compile(SOURCE, SOLUTION, "exec"), namespace)
+    except BaseException as exc:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        report({"load_error": last_line(exc)}, printed)
+        return
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    for expr in calls:
+        signal.setitimer(signal.ITIMER_PROF, CPU_LIMIT_S)
+        msg = evaluate(expr, namespace)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        report(msg, printed)
+
+
+def run_from(first):
+    """Fork a child for ``CALLS[first:]``; the rows of the calls it reported, then of the one it stopped on."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_fd)
+            child(CALLS[first:], write_fd)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    pidfd = os.pidfd_open(pid)
+    rows, buf = [], bytearray()
+    n_left = len(CALLS) - first
+    deadline = time.monotonic() + WALL_LIMIT_S
+    late = False
+    try:
+        while len(rows) < n_left:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                late = True
+                break
+            ready, _, _ = select.select([read_fd, pidfd], [], [], left)
+            if read_fd in ready:
+                chunk = os.read(read_fd, 65536)
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf and len(rows) < n_left:
+                    line, _, rest = bytes(buf).partition(b"\n")
+                    buf = bytearray(rest)
+                    rows.append({"status": "exited", "exit": 0, "message": line.decode("utf-8", "replace")})
+                    deadline = time.monotonic() + WALL_LIMIT_S
+                    if load_failed(rows[-1]["message"]):
+                        rows.extend(dict(UNRUN) for _ in range(n_left - len(rows)))
+                if len(buf) > MAX_MESSAGE:
+                    break
+            elif pidfd in ready:
+                break
+    finally:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _, status = os.waitpid(pid, 0)
+        os.close(pidfd)
+        os.close(read_fd)
+    if len(rows) < n_left:
+        code = os.waitstatus_to_exitcode(status)
+        slow = late or code in (-signal.SIGPROF, -signal.SIGXCPU)
+        rows.append({"status": "slow" if slow else "exited", "exit": code, "message": None})
+    return rows
+
+
+def load_failed(message):
+    try:
+        return "load_error" in json.loads(message)
+    except BaseException:
         return False
-    if isinstance(got, (list, tuple)):
-        return len(got) == len(want) and all(map(_same, got, want))
-    if isinstance(got, dict):
-        return got.keys() == want.keys() and all(_same(got[k], want[k]) for k in got)
-    return got == want
 
 
-TESTS = %(tests)r
-signal.signal(signal.SIGPROF, _on_alarm)
+UNRUN = {"status": "unrun", "exit": 0, "message": None}
+preimport()
 results = []
 n_slow = 0
-for expr, expect, raises in TESTS:
-    if n_slow >= %(max_slow)r:
-        results.append([0, "slow", "not run after repeated time-outs"])
+while len(results) < len(CALLS):
+    if n_slow >= MAX_SLOW:
+        results.append(dict(UNRUN))
         continue
-    outcome = None
-    try:
-        signal.setitimer(signal.ITIMER_PROF, %(limit)r)
-        try:
-            got = eval(expr, namespace)
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-        if raises is not None:
-            outcome = [0, "returned", _short_repr(got)]
-        elif not _same(got, literal_eval(expect)):
-            outcome = [0, "returned", _short_repr(got)]
-    except _OverCpuLimit:
-        n_slow += 1
-        outcome = [0, "slow", ""]
-    except BaseException as exc:
-        if raises is None or type(exc).__name__ != raises:
-            outcome = [0, "raised", _last_line(exc)]
-    results.append(outcome or [1, "", ""])
-_emit({"results": results})
-'''
-
-_CALL_BODY = r'''
-with open(%(call)r, encoding="utf-8") as fh:
-    call = fh.read()
-try:
-    value = eval(compile(call, "<call>", "eval"), namespace)
-except BaseException as exc:
-    _emit({"error": _last_line(exc), "printed": sys.stdout.getvalue()[-300:]})
-_emit({"value": _short_repr(value), "printed": sys.stdout.getvalue()[-300:]})
-'''
+    rows = run_from(len(results))
+    results.extend(rows)
+    n_slow += rows[-1]["status"] == "slow"
+view = memoryview((json.dumps({"results": results[: len(CALLS)]}) + "\n").encode("utf-8"))
+while view:
+    view = view[os.write(REPORT_FD, view):]
+os._exit(0)
+''' % {"solution": SOLUTION_FILE, "calls": CALLS_FILE, "cpu": TEST_CPU_LIMIT_S, "wall": TEST_WALL_LIMIT_S,
+       "max_slow": MAX_SLOW_TESTS, "max_message": MAX_MESSAGE_BYTES}
+"""The job's ``__main__``: evaluates the calls of ``calls.json`` in a forked child and prints what each returned."""
 
 
 @dataclass(frozen=True)
 class TestCase:
     """One test: an expression evaluated in the draft's namespace and what it must give.
 
-    Exactly one of ``expect`` (the ``repr`` of the expected value, a Python literal) and ``raises`` (the name
-    of the exception class the expression must raise) is set.
+    Exactly one of ``expect`` (the ``repr`` of the expected value, a literal :func:`decode_literal` reads)
+    and ``raises`` (the name of the exception class the expression must raise) is set. The job only ever
+    sees ``expr``.
     """
 
     __test__ = False  # not a pytest test class
@@ -144,24 +295,26 @@ class TestCase:
 
 @dataclass(frozen=True)
 class TestOutcome:
-    """The result of one test as the harness reported it."""
+    """The host's verdict on one test."""
 
     __test__ = False
 
     passed: bool
     kind: str
-    """``""`` (passed), ``"returned"`` (a wrong value), ``"raised"`` (an unexpected exception), ``"slow"``."""
+    """``""`` (passed), ``"returned"`` (a wrong value), ``"raised"`` (an unexpected exception), ``"slow"``
+    (over a limit, or not run after repeated time-outs), ``"crash"`` (the call's process died without
+    a report, or reported something malformed)."""
     detail: str
 
 
 @dataclass(frozen=True)
 class RunReport:
-    """What one harness job established: per-test outcomes, or why there are none (``error``)."""
+    """What one job established: per-test outcomes, or why there are none (``error``)."""
 
     outcomes: tuple[TestOutcome, ...]
     error: str = ""
     error_kind: str = ""
-    """``"load"`` (the draft failed to import), ``"timeout"``, ``"crash"`` (no result line)."""
+    """``"load"`` (the draft failed to import), ``"timeout"``, ``"crash"`` (no well-formed report)."""
 
     @property
     def n_passed(self) -> int:
@@ -176,38 +329,114 @@ class CodePayload:
     kind: str
     visible: tuple[TestCase, ...]
     hidden: tuple[TestCase, ...]
-    check_script: str
-    grade_script: str
 
 
-def _prelude() -> str:
-    return _PRELUDE % {"marker": MARKER, "solution": SOLUTION_FILE}
+# ----- the strict literal grammar -----------------------------------------------------------------------
+_NAMED_FLOATS = {"nan": math.nan, "inf": math.inf}
+_MAX_DEPTH = 100
 
 
-def tests_script(tests: Sequence[TestCase]) -> str:
-    """The harness that runs ``tests`` against ``solution.py`` and reports one outcome per test."""
-    rows = [(t.expr, t.expect, t.raises) for t in tests]
-    return _prelude() + _TESTS_BODY % {"tests": rows, "limit": TEST_CPU_LIMIT_S, "max_slow": MAX_SLOW_TESTS}
+def _literal(node: ast.AST, depth: int) -> Any:
+    if depth > _MAX_DEPTH:
+        raise ValueError("nested too deeply")
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, str, bytes, bool, type(None)):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _NAMED_FLOATS:
+        return _NAMED_FLOATS[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _literal(node.operand, depth + 1)
+        if type(value) not in (int, float):
+            raise ValueError("a sign applies to numbers only")
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.List):
+        return [_literal(e, depth + 1) for e in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(_literal(e, depth + 1) for e in node.elts)
+    if isinstance(node, ast.Dict) and None not in node.keys:
+        return {_literal(k, depth + 1): _literal(v, depth + 1) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.Set):
+        return {_literal(e, depth + 1) for e in node.elts}
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("set", "frozenset")
+            and not node.keywords and len(node.args) <= 1):
+        items = _literal(node.args[0], depth + 1) if node.args else set()
+        if type(items) is not set:
+            raise ValueError(f"{node.func.id}() takes a set display")
+        return items if node.func.id == "set" else frozenset(items)
+    raise ValueError(f"not a plain literal: {ast.dump(node)[:80]}")
 
 
-CALL_SCRIPT: str = _prelude() + _CALL_BODY % {"call": CALL_FILE}
-"""The harness of the ``run_example`` tool: evaluates the expression in ``call.txt``."""
+def decode_literal(text: str) -> Any:
+    """The value of ``text``, a literal of the grammar in this module's docstring.
 
-
-def _result_line(result: ExecResult) -> dict | None:
-    at = result.stdout.rfind(MARKER)
-    if at < 0:
-        return None
-    line = result.stdout[at + len(MARKER):].split("\n", 1)[0]
+    :param text: the literal (an expected value from a task file, or a value a job reported)
+    :raises ValueError: for anything else (names, calls, operators, comprehensions, ...)
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"expected literal text, got {type(text).__name__}")
     try:
-        report = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return report if isinstance(report, dict) else None
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        raise ValueError(f"not a Python literal: {exc}") from None
+    try:
+        return _literal(tree.body, 0)
+    except TypeError as exc:  # an unhashable set member or dict key
+        raise ValueError(f"not a Python literal: {exc}") from None
+
+
+_decode_short = lru_cache(maxsize=16384)(decode_literal)
+
+
+def _reported_value(text: str) -> Any:
+    """A value a job reported, decoded (values of at most 256 characters through a bounded cache)."""
+    return _decode_short(text) if len(text) <= 256 else decode_literal(text)
+
+
+@lru_cache(maxsize=8192)
+def expected_value(expect: str) -> Any:
+    """The decoded expected value of a test (cached: the texts come from the task files, a bounded set).
+
+    :param expect: the test's ``expect`` text
+    """
+    return decode_literal(expect)
+
+
+def same(got: Any, want: Any) -> bool:
+    """Whether value ``got`` matches expected value ``want`` under the rule of this module's docstring."""
+    if type(got) is bool or type(want) is bool:
+        return type(got) is type(want) and got == want
+    if type(got) is float or type(want) is float:
+        numbers = (int, float)
+        return (type(got) in numbers and type(want) in numbers
+                and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9)) or (
+            type(got) is float and type(want) is float and math.isnan(got) and math.isnan(want))
+    if type(got) is not type(want):
+        return False
+    if type(got) in (list, tuple):
+        return len(got) == len(want) and all(map(same, got, want))
+    if type(got) is dict:
+        return got.keys() == want.keys() and all(same(got[k], want[k]) for k in got)
+    return bool(got == want)
+
+
+# ----- running and judging -----------------------------------------------------------------------------
+def run_calls(sandbox: Sandbox, source: str, calls: Sequence[str]) -> ExecResult:
+    """Run the harness job: ``source`` as ``solution.py``, one child per call expression.
+
+    :param sandbox: where the job runs
+    :param source: the draft's Python source
+    :param calls: the expressions to evaluate (nothing else about the tests enters the job)
+    """
+    files = {SOLUTION_FILE: source, CALLS_FILE: _calls_json(tuple(calls))}
+    return sandbox.run(HARNESS_SCRIPT, files=files, timeout_s=JOB_TIMEOUT_S)
+
+
+@lru_cache(maxsize=1024)
+def _calls_json(calls: tuple[str, ...]) -> str:
+    return json.dumps(list(calls))
 
 
 def job_failure(result: ExecResult) -> tuple[str, str]:
-    """Why a job produced no result line: ``(kind, message)``."""
+    """Why a job produced no well-formed report: ``(kind, message)``."""
     if result.timed_out or result.reason == "timeout":
         return "timeout", f"timed out after {JOB_TIMEOUT_S:g} s"
     lines = [ln for ln in result.stderr.strip().splitlines() if ln.strip()]
@@ -217,41 +446,138 @@ def job_failure(result: ExecResult) -> tuple[str, str]:
     return "crash", f"the program stopped without a result ({why})"
 
 
-def parse_tests(result: ExecResult, n_tests: int) -> RunReport:
-    """Turn a :func:`tests_script` job into a :class:`RunReport` (never raises)."""
-    report = _result_line(result)
+def _rows(stdout: str, n_calls: int) -> list[dict[str, Any]] | None:
+    """The harness's per-call rows: its report must be the job's whole stdout, one JSON object."""
+    try:
+        report = json.loads(stdout)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    rows = report.get("results") if isinstance(report, dict) else None
+    if not isinstance(rows, list) or len(rows) != n_calls or not all(isinstance(r, dict) for r in rows):
+        return None
+    return rows
+
+
+def _message(row: dict[str, Any]) -> dict[str, Any] | None:
+    """What one call's child reported (None when it died first or wrote something malformed)."""
+    text = row.get("message")
+    if row.get("status") != "exited" or not isinstance(text, str) or len(text) > MAX_MESSAGE_BYTES:
+        return None
+    try:
+        msg = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def judge(test: TestCase, msg: dict[str, Any]) -> TestOutcome:
+    """The host's verdict on one test from its call's report.
+
+    :param test: the test, with its expectation
+    :param msg: the call's report (see this module's docstring)
+    """
+    if "raised" in msg:
+        mro, error = msg.get("raised"), str(msg.get("error", ""))[:300]
+        if test.raises is not None and isinstance(mro, list) and test.raises in mro:
+            return TestOutcome(True, "", "")
+        return TestOutcome(False, "raised", error)
+    if "unencodable" in msg:
+        return TestOutcome(False, "returned", f"an instance of {str(msg['unencodable'])[:200]} (not a plain value)")
+    if "value" not in msg or not isinstance(msg["value"], str):
+        return TestOutcome(False, "crash", "malformed report")
+    try:
+        got = _reported_value(msg["value"])
+    except ValueError:
+        return TestOutcome(False, "crash", "malformed value")
+    if test.raises is not None or not same(got, expected_value(test.expect or "")):
+        return TestOutcome(False, "returned", _short(got))
+    return TestOutcome(True, "", "")
+
+
+@lru_cache(maxsize=1024)
+def _exprs(tests: tuple[TestCase, ...]) -> tuple[str, ...]:
+    return tuple(t.expr for t in tests)
+
+
+def run_tests(sandbox: Sandbox, tests: Sequence[TestCase], source: str) -> RunReport:
+    """Run ``source`` on the expressions of ``tests`` in the sandbox and judge the values on the host.
+
+    :param sandbox: where the job runs
+    :param tests: the tests (only their expressions enter the job)
+    :param source: the Python source under test
+    """
+    tests = tuple(tests)
+    result = run_calls(sandbox, source, _exprs(tests))
+    report = None
+    if result.ok:
+        stdout = result.stdout
+        report = _judge_cached(tests, stdout) if len(stdout) <= 4096 else judge_report(tests, stdout)
     if report is None:
         kind, message = job_failure(result)
         return RunReport(outcomes=(), error=message, error_kind=kind)
-    if "load_error" in report:
-        return RunReport(outcomes=(), error=str(report["load_error"]), error_kind="load")
-    rows = report.get("results")
-    if not isinstance(rows, list) or len(rows) != n_tests:
-        return RunReport(outcomes=(), error="malformed result line", error_kind="crash")
-    return RunReport(outcomes=tuple(TestOutcome(bool(p), str(k), str(d)) for p, k, d in rows))
+    return report
 
 
-def run_tests(sandbox: Sandbox, script: str, source: str, n_tests: int) -> RunReport:
-    """Run a :func:`tests_script` job on ``source`` (written to ``solution.py``) and parse its report.
+def judge_report(tests: tuple[TestCase, ...], stdout: str) -> RunReport | None:
+    """The host's verdicts on every test from the harness's report (None when the report is malformed).
+
+    :param tests: the tests, with their expectations
+    :param stdout: the job's whole standard output (the harness's one JSON line)
+    """
+    rows = _rows(stdout, len(tests))
+    if rows is None:
+        return None
+    outcomes = []
+    for test, row in zip(tests, rows):
+        if row.get("status") in ("slow", "unrun"):
+            detail = "" if row.get("status") == "slow" else "not run after repeated time-outs"
+            outcomes.append(TestOutcome(False, "slow", detail))
+            continue
+        msg = _message(row)
+        if msg is None:
+            outcomes.append(TestOutcome(False, "crash", f"the call's process stopped without a report "
+                                                         f"(exit code {row.get('exit')})"))
+        elif "load_error" in msg:
+            return RunReport(outcomes=(), error=str(msg["load_error"])[:300], error_kind="load")
+        else:
+            outcomes.append(judge(test, msg))
+    return RunReport(outcomes=tuple(outcomes))
+
+
+_judge_cached = lru_cache(maxsize=4096)(judge_report)
+"""Verdicts on reports of at most 4 KiB are cached (a job served from the execution cache is judged once)."""
+
+
+def call_once(sandbox: Sandbox, source: str, call: str) -> tuple[bool, str]:
+    """Evaluate one call on the draft: ``(ok, text)`` with the value's repr, or the error line.
 
     :param sandbox: where the job runs
-    :param script: the harness script
-    :param source: the Python source under test
-    :param n_tests: how many tests the script runs (a report with another count is malformed)
+    :param source: the draft's Python source
+    :param call: the expression
     """
-    result = sandbox.run(script, files={SOLUTION_FILE: source}, timeout_s=JOB_TIMEOUT_S)
-    return parse_tests(result, n_tests)
-
-
-def parse_call(result: ExecResult) -> tuple[bool, str]:
-    """Turn a :data:`CALL_SCRIPT` job into ``(ok, text)``: the value's repr, or the error line."""
-    report = _result_line(result)
-    if report is None:
+    result = run_calls(sandbox, source, [call])
+    rows = _rows(result.stdout, 1) if result.ok else None
+    if rows is None:
         return False, job_failure(result)[1]
-    printed = str(report.get("printed") or "")
+    if rows[0].get("status") != "exited":
+        return False, f"did not finish within {TEST_CPU_LIMIT_S:g} s of CPU time"
+    msg = _message(rows[0])
+    if msg is None:
+        return False, f"the call's process stopped without a report (exit code {rows[0].get('exit')})"
+    printed = str(msg.get("printed") or "")
     suffix = f"\n(printed: {printed.strip()})" if printed.strip() else ""
-    if "load_error" in report:
-        return False, f"{SOLUTION_FILE} failed to load: {report['load_error']}"
-    if "error" in report:
-        return False, str(report["error"]) + suffix
-    return True, str(report.get("value", "")) + suffix
+    if "load_error" in msg:
+        return False, f"{SOLUTION_FILE} failed to load: {msg['load_error']}"
+    if "raised" in msg:
+        return False, str(msg.get("error", "")) + suffix
+    if "unencodable" in msg:
+        return True, f"<an instance of {msg['unencodable']}>" + suffix
+    try:
+        return True, _short(decode_literal(str(msg.get("value"))))[:300] + suffix
+    except ValueError:
+        return False, "malformed value" + suffix

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness_gym.core.types import ToolResult
-from harness_gym.domains.code.sandbox_jobs import CALL_FILE, CALL_SCRIPT, JOB_TIMEOUT_S, SOLUTION_FILE, parse_call
+from harness_gym.domains.code.sandbox_jobs import call_once
 from harness_gym.domains.tooling import ToolTable
 from harness_gym.sandbox.base import Sandbox
 
@@ -28,8 +28,7 @@ def run_example(sandbox: Sandbox, source: str, call: str) -> ToolResult:
     :param source: the draft's Python source
     :param call: the expression to evaluate
     """
-    result = sandbox.run(CALL_SCRIPT, files={SOLUTION_FILE: source, CALL_FILE: call}, timeout_s=JOB_TIMEOUT_S)
-    ok, text = parse_call(result)
+    ok, text = call_once(sandbox, source, call)
     if ok:
         return ToolResult(ok=True, output=f"{call} -> {text}", ran_code=True)
     return ToolResult(ok=False, output="", error=f"{call} -> {text}", ran_code=True)

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from harness_gym.core.domain import Domain
+from harness_gym.core.lru import ByteLRU
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
@@ -32,6 +33,9 @@ from harness_gym.paths import data_path
 from harness_gym.sandbox.base import ExecResult, Sandbox
 
 MEMORY_MB = 768
+CACHE_MAX_BYTES = 8 * 1024 * 1024
+"""Bound on each of the domain's caches (tool reports by call, knowledge signals by draft text): least
+recently used entries go first once their keys and values hold more bytes than this."""
 
 _REFERENCED = re.compile(r'(?:\[\s*|groupby\(\s*|subset=\[\s*)"([^"]+)"')
 _ASSIGNED = re.compile(r'df\[\s*"([^"]+)"\s*\]\s*=(?!=)')
@@ -80,8 +84,10 @@ class DataDomain(Domain):
         self.tables = self._load_tables(root)
         self.corpus = read_documents(root / "corpus.jsonl")
         self.tools = TOOLS.specs
-        self._tool_results: dict[tuple[str, str], ToolResult] = {}
-        self._knowledge: dict[tuple[str, str], float] = {}
+        self._tool_results: ByteLRU[tuple[str, str], ToolResult] = ByteLRU(
+            CACHE_MAX_BYTES, lambda key, res: len(key[1]) + len(res.output) + len(res.error) + 100)
+        self._knowledge: ByteLRU[tuple[str, str], float] = ByteLRU(
+            CACHE_MAX_BYTES, lambda key, _: len(key[0]) + len(key[1]) + 100)
         path = root / "tasks.jsonl"
         tasks = []
         for line, rec in read_jsonl(path):
@@ -142,7 +148,8 @@ class DataDomain(Domain):
         key = (table.name, call.key())
         result = self._tool_results.get(key)
         if result is None:
-            result = self._tool_results[key] = run_tool(table, call)
+            result = run_tool(table, call)
+            self._tool_results.put(key, result)
         return result
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
@@ -174,7 +181,8 @@ class DataDomain(Domain):
         key = (task.task_id, ctx.draft.content)
         got = self._knowledge.get(key)
         if got is None:
-            got = self._knowledge[key] = draft_knowledge(ctx.draft.content, set(columns))
+            got = draft_knowledge(ctx.draft.content, set(columns))
+            self._knowledge.put(key, got)
         return got
 
 

@@ -20,45 +20,43 @@ not reproduce the label, the answer list itself (``"['Vienna']"``).
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from sqlglot import exp
 
 from harness_gym.core.domain import Domain
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.taskfile import TaskFileError
-from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import Candidate, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
+from harness_gym.domains.dbbench.checker import (
+    _SINGLE_VALUE_TYPES,
+    check_answer,
+    check_sql,
+)
+from harness_gym.domains.dbbench.checker import (
+    quote_name as _quote,
+)
+from harness_gym.domains.dbbench.checker import (
+    tables_and_columns as _tables_and_columns,
+)
 from harness_gym.domains.dbbench.engines import (
-    READ_KINDS,
     DatabaseSession,
     Engine,
     SQLError,
     SQLiteEngine,
-    fold_text,
     make_engine,
     parse_mysql,
-    rows_changed,
-    run_statement,
-    statement_kind,
 )
-from harness_gym.domains.dbbench.grader import (
-    answers_match,
-    format_result,
-    normalize_answer,
-    rows_to_answer,
-    table_hash,
-)
+from harness_gym.domains.dbbench.grader import format_result, grade_content
 from harness_gym.domains.dbbench.mutations import answer_mutants, sql_mutants
 from harness_gym.domains.dbbench.mysql_notes import MYSQL_NOTES, QUOTING_DOC, TYPE_DOCS
-from harness_gym.domains.dbbench.records import DBRecord, LeftOutRecord, load_records
+from harness_gym.domains.dbbench.records import DBRecord, DBTaskPayload, LeftOutRecord, load_records
+from harness_gym.domains.dbbench.tools import EXECUTE_SQL, execute_sql
 from harness_gym.paths import data_path
 from harness_gym.sandbox.base import Sandbox
 
@@ -73,67 +71,6 @@ KNOWN_MISMATCHES: dict[str, str] = {
 }
 """Upstream records whose reference statement does not reproduce their ``answer_md5``, keyed by the statement,
 with the reason. Such records have no correct draft and are left out of the task set."""
-
-_SINGLE_VALUE_TYPES = frozenset({"counting", "aggregation-SUM", "aggregation-AVG", "aggregation-MIN", "aggregation-MAX"})
-_NUMERIC_TYPES = frozenset({"counting", "aggregation-SUM"})
-"""Types whose answer is always a number (MIN / MAX / AVG of a text column may be text in upstream labels)."""
-_TOKEN = re.compile(r"\w+")
-
-EXECUTE_SQL = ToolSpec(
-    name="execute_sql",
-    description="Run one read-only MySQL query (SELECT, SHOW TABLES, DESCRIBE) on the task's database and return "
-                "its rows as a Python list of tuples (cut at 800 characters).",
-    parameters={"type": "object", "properties": {"sql": {"type": "string", "minLength": 1}},
-                "required": ["sql"], "additionalProperties": False},
-)
-
-
-@dataclass(frozen=True)
-class DBTaskPayload:
-    """What the checker and grader of a task need: its record and whether drafts are SQL or answer lists."""
-
-    record: DBRecord
-    mode: str
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _expected_kind(qtype: str) -> str:
-    return qtype.lower() if qtype in ("INSERT", "UPDATE", "DELETE") else "select"
-
-
-def _is_number(text: Any) -> bool:
-    try:
-        float(str(text))
-    except ValueError:
-        return False
-    return True
-
-
-def grade_content(session: DatabaseSession, payload: DBTaskPayload, content: str) -> float:
-    """Upstream score (0 or 1) of a draft: run it on a scratch copy of the table and compare."""
-    record = payload.record
-    if payload.mode == "answer":
-        return float(answers_match(content, record.label))
-    try:
-        result, rows = run_statement(session, content)
-    except SQLError:
-        return 0.0
-    if record.is_mutation:
-        return float(table_hash(rows) == record.answer_md5)
-    return float(answers_match(rows_to_answer(result.rows), record.label))
-
-
-def _tables_and_columns(sql: str) -> tuple[set[str], set[str]]:
-    tree = parse_mysql(sql)
-    tables = {t.name.lower() for t in tree.find_all(exp.Table)}
-    aliases = {a.alias.lower() for a in tree.find_all(exp.Alias)}
-    columns = {c.name.lower() for c in tree.find_all(exp.Column) if c.name} - aliases
-    if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Schema):
-        columns |= {i.name.lower() for i in tree.this.expressions if isinstance(i, exp.Identifier)}
-    return tables, columns
 
 
 def _where_column(sql: str) -> str | None:
@@ -356,63 +293,15 @@ class DBBenchDomain(Domain):
     # ----- TOOL ------------------------------------------------------------------------------------------
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None, *,
                   resource: DatabaseSession | None = None) -> ToolResult:
-        sql = str(call.args["sql"])
-        try:
-            kind = statement_kind(sql)
-            if kind not in READ_KINDS:
-                return ToolResult(ok=False, output="", error=f"execute_sql runs read-only queries; a {kind.upper()} "
-                                  "belongs in the draft, which CHECK dry-runs and SUBMIT grades")
-            with self._session(task, resource) as session:
-                result, _ = run_statement(session, sql)
-        except SQLError as exc:
-            return ToolResult(ok=False, output="", error=str(exc), ran_code=True)
-        return ToolResult(ok=True, output=format_result(result.rows), ran_code=True)
+        return execute_sql(lambda: self._session(task, resource), str(call.args["sql"]))
 
     # ----- CHECK -----------------------------------------------------------------------------------------
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *,
               resource: DatabaseSession | None = None) -> CheckResult:
         payload: DBTaskPayload = task.payload
         if payload.mode == "answer":
-            return self._check_answer(payload.record, draft.content)
-        record = payload.record
-        sql = draft.content
-        try:
-            kind = statement_kind(sql)
-            want = _expected_kind(record.qtype)
-            if kind != want:
-                return CheckResult(False, f"the question asks for {want.upper()}, the draft is {kind.upper()}", 0.9)
-            tables, _ = _tables_and_columns(sql)
-            if tables != {record.table.name.lower()}:
-                return CheckResult(False, f"the draft uses table(s) {sorted(tables)}; the task's table is "
-                                   f"{_quote(record.table.name)}", 0.9)
-            with self._session(task, resource) as session:
-                result, after = run_statement(session, sql)
-        except SQLError as exc:
-            return CheckResult(False, f"SQL error: {exc}", 0.8)
-        if record.is_mutation:
-            changed = rows_changed(record.table.rows, after)
-            if changed == 0:
-                return CheckResult(False, f"dry run: the {kind.upper()} changed no rows (does its WHERE match "
-                                   "the intended row?)", 0.6)
-            return CheckResult(True, f"dry run ok: {changed} row(s) changed", 0.5)
-        problem = _shape_problem(record.qtype, result.rows)
-        if problem:
-            return CheckResult(False, f"dry run: {problem}; result {format_result(result.rows)[:200]}", 0.6)
-        return CheckResult(True, f"dry run ok: {format_result(result.rows)[:200]}", 0.5)
-
-    def _check_answer(self, record: DBRecord, content: str) -> CheckResult:
-        values = normalize_answer(content)
-        if not values or not content.strip() or content.strip() == "[]":
-            return CheckResult(False, "the answer is empty", 0.5)
-        problem = _shape_problem(record.qtype, [(v,) for v in values])
-        if problem:
-            return CheckResult(False, f"answer {values}: {problem}", 0.6)
-        cells = [fold_text(v) for row in record.table.rows for v in row]
-        tokens = {t for c in [*cells, fold_text(record.description)] for t in _TOKEN.findall(c)}
-        missing = [v for v in values if not _is_number(v) and not _in_table(fold_text(v), cells, tokens)]
-        if missing:
-            return CheckResult(False, f"value(s) {missing} appear neither in the table nor in the question", 0.6)
-        return CheckResult(True, "every value appears in the table or the question", 0.5)
+            return check_answer(payload.record, draft.content)
+        return check_sql(payload.record, draft.content, lambda: self._session(task, resource))
 
     # ----- SUBMIT ----------------------------------------------------------------------------------------
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *,
@@ -436,25 +325,6 @@ class DBBenchDomain(Domain):
             return -1.0
         known = {c.lower() for c in table.columns}
         return 1.0 if tables <= {table.name.lower()} and columns <= known else -1.0
-
-
-def _shape_problem(qtype: str, rows: list[tuple[Any, ...]]) -> str:
-    """What is wrong with a result's shape for the question type ('' when nothing)."""
-    if not rows:
-        return "no rows"
-    if qtype in _SINGLE_VALUE_TYPES:
-        if len(rows) != 1 or len(rows[0]) != 1:
-            return f"a {qtype} question takes one value, got {len(rows)} row(s) of {len(rows[0])} column(s)"
-        if rows[0][0] is None:
-            return f"a {qtype} question takes one value, got NULL (no row matched)"
-        if qtype in _NUMERIC_TYPES and not _is_number(rows[0][0]):
-            return f"a {qtype} question takes a number, got {rows[0][0]!r}"
-    return ""
-
-
-def _in_table(value: str, cells: list[str], tokens: set[str]) -> bool:
-    """Whether a (folded) answer value is part of some cell or shares a word with the table or question."""
-    return any(value in c for c in cells) or any(t in tokens for t in _TOKEN.findall(value))
 
 
 @lru_cache(maxsize=8)

@@ -15,12 +15,18 @@ and generates SQLite SQL:
 * ``SHOW TABLES``, ``SHOW COLUMNS FROM t`` and ``DESCRIBE t`` are answered in MySQL's shape.
 
 :class:`MySQLEngine` (``engine="mysql", dsn="mysql://user:password@host:port/prefix"``) creates one schema
-``<prefix>_<hex>`` per session and drops it when the session closes.
+``<prefix>_<hex>`` and one account reaching only that schema per session, and drops both when the session
+closes (see :class:`MySQLSession`).
 
 Sessions keep the loaded table pristine: callers run each draft inside :meth:`DatabaseSession.scratch`,
-which rolls back whatever the statement changed. Statements other than SELECT / INSERT / UPDATE / DELETE /
-SHOW / DESCRIBE (DDL, transactions, several statements) are refused before they reach the server, so nothing
-can commit implicitly.
+which rolls back whatever the statement changed. :func:`statement_kind` classifies each statement from
+sqlglot's parse of its whole text; anything but one SELECT / INSERT / UPDATE / DELETE / SHOW / DESCRIBE (DDL,
+``SET``, transactions, ``SELECT ... INTO``, several statements) and every MariaDB executable comment
+(``/*! ... */``) is refused before it reaches a server, so nothing can commit implicitly or lift a limit.
+
+Limits on both engines: :data:`STATEMENT_TIMEOUT_S` per statement, :data:`MAX_RESULT_ROWS` per result;
+SQLite also :data:`SQLITE_MAX_VALUE_BYTES` per value and :data:`SQLITE_MAX_DB_BYTES` per database, and its
+LIKE is :func:`like_match` (no regular expressions, interruptible).
 """
 
 from __future__ import annotations
@@ -49,6 +55,16 @@ from sqlglot.tokens import Token, TokenType
 _MYSQL = sqlglot.Dialect.get_or_raise("mysql")
 READ_KINDS = frozenset({"select", "show", "describe"})
 STATEMENT_TIMEOUT_S = 5.0
+"""Wall-clock limit of one statement on both engines (SQLite: a progress handler and the registered
+functions check it; MariaDB: the per-episode account's MAX_STATEMENT_TIME, and the client's read timeout)."""
+CLIENT_GRACE_S = 5.0
+"""The MySQL client's read and write timeouts exceed :data:`STATEMENT_TIMEOUT_S` by this much."""
+MAX_RESULT_ROWS = 100_000
+"""A statement returning more rows is an error (DB-Bench tables have at most a few thousand rows)."""
+SQLITE_MAX_VALUE_BYTES = 1_000_000
+"""SQLite's limit on one string or blob (``randomblob(1e9)`` fails) and on a statement's text."""
+SQLITE_MAX_DB_BYTES = 64 * 1024 * 1024
+"""SQLite's limit on the episode database (``max_page_count``): a statement that grows it further fails."""
 
 
 class SQLError(Exception):
@@ -72,28 +88,51 @@ class QueryResult:
     kind: str
 
 
-_FIRST_WORD = re.compile(r"^(?:\s|/\*.*?\*/|--[^\n]*\n|#[^\n]*\n|\()*([A-Za-z]+)", re.DOTALL)
-_KIND_OF_WORD = {"select": "select", "with": "select", "insert": "insert", "replace": "insert",
-                 "update": "update", "delete": "delete", "show": "show", "describe": "describe",
-                 "desc": "describe", "explain": "describe"}
+_EXECUTABLE_COMMENT = re.compile(r"/\*M?!")
+_KIND_OF_TREE: tuple[tuple[type[exp.Expression], str], ...] = (
+    (exp.Select, "select"), (exp.Union, "select"), (exp.Intersect, "select"), (exp.Except, "select"),
+    (exp.Subquery, "select"), (exp.Insert, "insert"), (exp.Update, "update"), (exp.Delete, "delete"),
+    (exp.Show, "show"), (exp.Describe, "describe"),
+)  # fmt: skip
+STATEMENT_CACHE_MAX_CHARS = 4096
+"""Statements longer than this are parsed every time instead of being cached (the caches hold short texts)."""
 
 
 def statement_kind(sql: str) -> str:
-    """``select``, ``insert``, ``update``, ``delete``, ``show`` or ``describe``.
+    """``select``, ``insert``, ``update``, ``delete``, ``show`` or ``describe``, from sqlglot's parse of the whole
+    text the server would execute.
 
-    :raises SQLError: for an empty statement or any other kind (DDL, transaction control, ...)
+    MariaDB executes the body of ``/*! ... */`` and ``/*M! ... */`` comments, which a parser reads as
+    comments; such statements are refused, as is anything that is not one statement of the kinds above
+    (DDL, ``SET`` and ``SET STATEMENT ... FOR``, transaction control, ``SELECT ... INTO``, several statements).
+
+    :raises SQLError: for an empty, unparsable or refused statement
     """
+    if not isinstance(sql, str):
+        raise SQLError(f"the statement must be text, got {type(sql).__name__}")
     if "\x00" in sql:
         raise SQLError("the statement contains a NUL character")
-    match = _FIRST_WORD.match(sql)
-    if not match:
+    if _EXECUTABLE_COMMENT.search(sql):
+        raise SQLError("executable comments (/*! ... */, /*M! ... */) are not allowed here")
+    if not sql.strip():
         raise SQLError("empty statement")
-    word = match.group(1).lower()
-    kind = _KIND_OF_WORD.get(word)
-    if kind is None:
-        raise SQLError(f"statement {word.upper()} is not allowed here; use one SELECT, INSERT, UPDATE, DELETE, "
-                       "SHOW or DESCRIBE statement")
-    return kind
+    return _classify(sql) if len(sql) <= STATEMENT_CACHE_MAX_CHARS else _classify.__wrapped__(sql)
+
+
+@lru_cache(maxsize=8192)
+def _classify(sql: str) -> str:
+    tree = parse_mysql(sql)
+    if isinstance(tree, exp.Command) and str(tree.this).upper() == "REPLACE":
+        return "insert"  # REPLACE INTO, which sqlglot leaves unparsed
+    for cls, kind in _KIND_OF_TREE:
+        if isinstance(tree, cls):
+            if kind == "select" and tree.find(exp.Into) is not None:
+                raise SQLError("SELECT ... INTO is not allowed here")
+            return kind
+    word = str(tree.this).split()[0].upper() if isinstance(tree, exp.Command) and str(tree.this).strip() else \
+        tree.key.upper()
+    raise SQLError(f"statement {word} is not allowed here; use one SELECT, INSERT, UPDATE, DELETE, SHOW or "
+                   "DESCRIBE statement")
 
 
 def _syntax_error(exc: Exception) -> SQLError:
@@ -168,11 +207,18 @@ class Engine(ABC):
 # ----- SQLite ---------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=65536)
 def fold_text(text: str) -> str:
     """Case- and accent-insensitive key of a string (what ``utf8mb4_general_ci`` compares)."""
+    return _fold_cached(text) if len(text) <= 256 else _fold(text)
+
+
+def _fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+_fold_cached = lru_cache(maxsize=65536)(_fold)
+"""Keys of short strings (table cells, names) are cached: at most 65536 of at most 256 characters."""
 
 
 def _mysql_ci(a: str, b: str) -> int:
@@ -180,25 +226,52 @@ def _mysql_ci(a: str, b: str) -> int:
     return (ka > kb) - (ka < kb)
 
 
-@lru_cache(maxsize=1024)
-def _like_regex(pattern: str, escape: str) -> re.Pattern[str]:
-    out, i = [], 0
+class _Interrupted(Exception):
+    """Raised inside a registered SQLite function once the statement's deadline has passed."""
+
+
+def like_match(pattern: str, value: str, escape: str = "\\") -> bool:
+    """Whether ``value`` matches the SQL LIKE ``pattern`` (``%`` any run, ``_`` one character, ``escape``
+    quoting the next character), without regular expressions: one pass that backtracks only to the last
+    ``%``, so the time is at most ``len(pattern) * len(value)`` steps, never exponential.
+
+    :param pattern: the LIKE pattern (already case-folded by the caller)
+    :param value: the text tested
+    :param escape: the escape character
+    """
+    tokens: list[tuple[str, str]] = []  # ("lit", ch), ("one", ""), ("any", "")
+    i = 0
     while i < len(pattern):
         ch = pattern[i]
         if ch == escape and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
+            tokens.append(("lit", pattern[i + 1]))
             i += 2
             continue
-        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        if ch == "%":
+            if not tokens or tokens[-1][0] != "any":
+                tokens.append(("any", ""))
+        else:
+            tokens.append(("one", "") if ch == "_" else ("lit", ch))
         i += 1
-    return re.compile("".join(out), re.DOTALL)
-
-
-def _mysql_like(pattern: Any, value: Any, escape: str = "\\") -> int | None:
-    if pattern is None or value is None:
-        return None
-    regex = _like_regex(fold_text(str(pattern)), escape)
-    return int(regex.fullmatch(fold_text(str(value))) is not None)
+    t = v = 0
+    star_t, star_v = -1, 0
+    while v < len(value):
+        kind, char = tokens[t] if t < len(tokens) else ("", "")
+        if kind == "one" or (kind == "lit" and char == value[v]):
+            t += 1
+            v += 1
+        elif kind == "any":
+            star_t, star_v = t, v
+            t += 1
+        elif star_t >= 0:
+            star_v += 1
+            v = star_v
+            t = star_t + 1
+        else:
+            return False
+    while t < len(tokens) and tokens[t][0] == "any":
+        t += 1
+    return t == len(tokens)
 
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ)
@@ -285,6 +358,18 @@ _DESCRIBE = re.compile(r"^\s*(?:describe|desc|explain|show\s+(?:full\s+)?(?:colu
                        r"(`[^`]+`|\"[^\"]+\"|[^\s;]+)\s*;?\s*$", re.IGNORECASE)
 
 
+def _fetch_capped(cursor: Any) -> list[tuple[Any, ...]]:
+    """All rows of a cursor, or :class:`SQLError` past :data:`MAX_RESULT_ROWS`."""
+    rows: list[tuple[Any, ...]] = []
+    while True:
+        chunk = cursor.fetchmany(1000)
+        if not chunk:
+            return rows
+        rows.extend(tuple(r) for r in chunk)
+        if len(rows) > MAX_RESULT_ROWS:
+            raise SQLError(f"the result has more than {MAX_RESULT_ROWS} rows")
+
+
 def _unquote_identifier(name: str) -> str:
     return name[1:-1] if len(name) > 1 and name[0] == name[-1] and name[0] in "`\"" else name
 
@@ -300,10 +385,16 @@ class SQLiteSession(DatabaseSession):
         super().__init__(table)
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._conn.create_collation("MYSQL_CI", _mysql_ci)
-        self._conn.create_function("like", 2, _mysql_like, deterministic=True)
-        self._conn.create_function("like", 3, _mysql_like, deterministic=True)
+        self._conn.create_function("like", 2, self._like, deterministic=True)
+        self._conn.create_function("like", 3, self._like, deterministic=True)
         self._deadline = 0.0
-        self._conn.set_progress_handler(lambda: int(time.monotonic() > self._deadline), 20000)
+        self._interrupted = False
+        self._conn.set_progress_handler(lambda: int(time.monotonic() > self._deadline), 1000)
+        self._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
+        self._conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, SQLITE_MAX_VALUE_BYTES)
+        self._conn.execute("PRAGMA page_size = 4096")
+        self._conn.execute(f"PRAGMA max_page_count = {SQLITE_MAX_DB_BYTES // 4096}")
+        self._conn.execute("PRAGMA temp_store = MEMORY")
         cols = ", ".join(f"{_quote_sqlite(c)} TEXT COLLATE MYSQL_CI" for c in table.columns)
         self._deadline = time.monotonic() + 60.0
         try:
@@ -333,18 +424,31 @@ class SQLiteSession(DatabaseSession):
             if name.lower() != self.table.name.lower():
                 raise SQLError(f"Table '{name}' doesn't exist")
             return QueryResult([(c, "text", "YES", "", None, "") for c in self.table.columns], kind)  # MySQL's shape
-        translated = mysql_to_sqlite(sql)
+        translated = mysql_to_sqlite(sql) if len(sql) <= STATEMENT_CACHE_MAX_CHARS else \
+            mysql_to_sqlite.__wrapped__(sql)
         self._deadline = time.monotonic() + STATEMENT_TIMEOUT_S
+        self._interrupted = False
         try:
             cursor = self._conn.execute(translated)
-            rows = [tuple(r) for r in cursor.fetchall()] if cursor.description else []
-        except sqlite3.OperationalError as exc:
-            if str(exc) == "interrupted":
-                raise SQLError(f"Query execution was interrupted (max_statement_time {STATEMENT_TIMEOUT_S:g}s exceeded)") from None
-            raise SQLError(self._mysql_message(str(exc))) from None
+            rows = _fetch_capped(cursor) if cursor.description else []
         except sqlite3.Error as exc:
+            if str(exc) == "interrupted" or self._interrupted:
+                raise SQLError(f"Query execution was interrupted (max_statement_time {STATEMENT_TIMEOUT_S:g}s exceeded)") from None
+            if isinstance(exc, sqlite3.DataError) or "too big" in str(exc) or "database or disk is full" in str(exc):
+                raise SQLError(f"the statement exceeds the engine's memory bound ({exc})") from None
             raise SQLError(self._mysql_message(str(exc))) from None
+        finally:
+            self._deadline = time.monotonic() + 60.0
         return QueryResult(rows, kind)
+
+    def _like(self, pattern: Any, value: Any, escape: str = "\\") -> int | None:
+        """MySQL's LIKE (case- and accent-insensitive), interruptible at the statement's deadline."""
+        if time.monotonic() > self._deadline:
+            self._interrupted = True
+            raise _Interrupted()
+        if pattern is None or value is None:
+            return None
+        return int(like_match(fold_text(str(pattern)), fold_text(str(value)), escape))
 
     def _mysql_message(self, message: str) -> str:
         """SQLite's error text in MySQL's words where the two differ in a way an agent would notice."""
@@ -398,7 +502,10 @@ class MySQLDsn:
         prefix = url.path.strip("/") or "hgdb"
         if not re.fullmatch(r"[A-Za-z0-9_]{1,40}", prefix):
             raise ValueError(f"dsn schema prefix must be letters, digits or _, got {prefix!r}")
-        return cls(url.hostname, url.port or 3306, unquote(url.username or "root"), unquote(url.password or ""), prefix)
+        if not url.username:
+            raise ValueError(f"dsn {dsn!r} names no user: give the account scripts/start_mariadb.sh makes "
+                             "(mysql://user:password@host:port/prefix); the engine never defaults to root")
+        return cls(url.hostname, url.port or 3306, unquote(url.username), unquote(url.password or ""), prefix)
 
 
 def _quote_mysql(name: str) -> str:
@@ -406,38 +513,77 @@ def _quote_mysql(name: str) -> str:
 
 
 class MySQLSession(DatabaseSession):
-    """A schema of its own on a MySQL / MariaDB server, dropped on :meth:`close`."""
+    """A schema of its own on a MySQL / MariaDB server, reached through an account of its own.
+
+    The DSN's account (the *admin*, made by ``scripts/start_mariadb.sh``) creates the schema, loads the
+    table and creates a per-session account granted SELECT, INSERT, UPDATE and DELETE on that schema only,
+    with ``MAX_STATEMENT_TIME`` :data:`STATEMENT_TIMEOUT_S`. Statements run through that account, whose
+    connection also has client read and write timeouts; a statement the server does not answer in time is
+    killed from the admin connection and the session reconnects. :meth:`close` drops the schema and the account.
+    """
 
     def __init__(self, table: TableSpec, dsn: MySQLDsn) -> None:
         import pymysql
 
         super().__init__(table)
+        self._pymysql = pymysql
         self._errors = pymysql.MySQLError
-        self.schema = f"{dsn.prefix}_{uuid.uuid4().hex[:16]}"
-        self._conn = pymysql.connect(host=dsn.host, port=dsn.port, user=dsn.user, password=dsn.password,
-                                     charset="utf8mb4", autocommit=True, connect_timeout=10,
-                                     ssl_disabled=dsn.host in ("127.0.0.1", "localhost", "::1"))
-        self._finalizer = weakref.finalize(self, MySQLSession._drop, self._conn, self.schema)
+        self._dsn = dsn
+        token = uuid.uuid4().hex[:16]
+        self.schema = f"{dsn.prefix}_{token}"
+        self.account = f"{dsn.prefix}_u{token}"
+        self._password = uuid.uuid4().hex
+        self._admin = self._connect(dsn.user, dsn.password, None)
+        self._conn: Any = None
+        self._finalizer = weakref.finalize(self, MySQLSession._drop, self._admin, [None], self.schema, self.account)
         qtable = _quote_mysql(table.name)
         cols = ", ".join(f"{_quote_mysql(c)} TEXT" for c in table.columns)
+        qschema = _quote_mysql(self.schema)
         try:
-            with self._conn.cursor() as cur:
-                cur.execute(f"CREATE DATABASE {_quote_mysql(self.schema)} "
-                            "CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
-                cur.execute(f"USE {_quote_mysql(self.schema)}")
-                # Non-strict mode, as the records' answer hashes were made: a text value compared with a
-                # number in an UPDATE's WHERE is a warning there, not an error.
-                cur.execute(f"SET SESSION max_statement_time = {STATEMENT_TIMEOUT_S:g}, "
-                            "SESSION group_concat_max_len = 1024, SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'")
-                cur.execute(f"CREATE TABLE {qtable} ({cols})")
+            with self._admin.cursor() as cur:
+                cur.execute(f"CREATE DATABASE {qschema} CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
+                cur.execute(f"CREATE TABLE {qschema}.{qtable} ({cols})")
                 if table.rows:
                     marks = "(" + ", ".join(["%s"] * len(table.columns)) + ")"
-                    cur.execute(f"INSERT INTO {qtable} VALUES " + ", ".join([marks] * len(table.rows)),
+                    cur.execute(f"INSERT INTO {qschema}.{qtable} VALUES " + ", ".join([marks] * len(table.rows)),
                                 [v for row in table.rows for v in row])
+                cur.execute(f"CREATE USER '{self.account}'@'%' IDENTIFIED BY '{self._password}' WITH "
+                            f"MAX_STATEMENT_TIME {STATEMENT_TIMEOUT_S:g} MAX_USER_CONNECTIONS 2")
+                # In GRANT a database name is a pattern: escape its "_" so that it names this schema only.
+                pattern = _quote_mysql(self.schema.replace("_", "\\_"))
+                cur.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {pattern}.* TO '{self.account}'@'%'")
+            self._reconnect()
         except pymysql.MySQLError as exc:
             self.close()
             raise SQLError(f"cannot load table {table.name!r}: {exc}") from None
         self._select_all = f"SELECT {', '.join(map(_quote_mysql, table.columns))} FROM {qtable}"
+
+    def _connect(self, user: str, password: str, database: str | None) -> Any:
+        dsn = self._dsn
+        return self._pymysql.connect(host=dsn.host, port=dsn.port, user=user, password=password, database=database,
+                                     charset="utf8mb4", autocommit=True, connect_timeout=10,
+                                     read_timeout=STATEMENT_TIMEOUT_S + CLIENT_GRACE_S,
+                                     write_timeout=STATEMENT_TIMEOUT_S + CLIENT_GRACE_S,
+                                     ssl_disabled=dsn.host in ("127.0.0.1", "localhost", "::1"))
+
+    def _reconnect(self) -> None:
+        """(Re)open the session's own connection."""
+        if self._conn is not None:
+            try:
+                with self._admin.cursor() as cur:
+                    cur.execute(f"KILL CONNECTION {int(self._conn.thread_id())}")
+            except self._errors:
+                pass
+            self._conn.close()
+        self._conn = self._connect(self.account, self._password, self.schema)
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, MySQLSession._drop, self._admin, [self._conn], self.schema,
+                                           self.account)
+        with self._conn.cursor() as cur:
+            # Non-strict mode, as the records' answer hashes were made: a text value compared with a
+            # number in an UPDATE's WHERE is a warning there, not an error.
+            cur.execute("SET SESSION group_concat_max_len = 1024, SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION', "
+                        f"SESSION sql_select_limit = {MAX_RESULT_ROWS + 1}")
 
     def execute(self, sql: str) -> QueryResult:
         kind = statement_kind(sql)
@@ -445,8 +591,16 @@ class MySQLSession(DatabaseSession):
             with self._conn.cursor() as cur:
                 cur.execute(sql)
                 rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
+        except self._pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] in (2013, 2006):  # lost connection: the client's timeout
+                self._reconnect()
+                raise SQLError(f"Query execution was interrupted (the server did not answer within "
+                               f"{STATEMENT_TIMEOUT_S + CLIENT_GRACE_S:g} s)") from None
+            raise SQLError(str(exc)) from None
         except self._errors as exc:
             raise SQLError(str(exc)) from None
+        if len(rows) > MAX_RESULT_ROWS:
+            raise SQLError(f"the result has more than {MAX_RESULT_ROWS} rows")
         return QueryResult(rows, kind)
 
     def table_rows(self) -> list[tuple[Any, ...]]:
@@ -464,14 +618,18 @@ class MySQLSession(DatabaseSession):
         self._finalizer()
 
     @staticmethod
-    def _drop(conn: Any, schema: str) -> None:
-        """Drop the session's schema and close its connection (also run when the session is collected)."""
-        if conn.open:
+    def _drop(admin: Any, conns: list[Any], schema: str, account: str) -> None:
+        """Drop the session's schema and account and close its connections (also run at garbage collection)."""
+        for conn in conns:
+            if conn is not None and conn.open:
+                conn.close()
+        if admin.open:
             try:
-                with conn.cursor() as cur:
+                with admin.cursor() as cur:
+                    cur.execute(f"DROP USER IF EXISTS '{account}'@'%'")
                     cur.execute(f"DROP DATABASE IF EXISTS {_quote_mysql(schema)}")
             finally:
-                conn.close()
+                admin.close()
 
 
 class MySQLEngine(Engine):

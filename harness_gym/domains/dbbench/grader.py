@@ -17,7 +17,16 @@ import ast
 import hashlib
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
+
+from harness_gym.domains.dbbench.engines import DatabaseSession, SQLError, run_statement
+
+
+class GradedTask(Protocol):
+    """What :func:`grade_content` reads of a task's payload (a ``records.DBTaskPayload``)."""
+
+    record: Any
+    mode: str
 
 GROUP_CONCAT_MAX_LEN = 1024
 """MySQL's default ``group_concat_max_len``: the joined row hashes are cut at this many bytes."""
@@ -173,3 +182,17 @@ def answers_match(answer: Any, label: Any) -> bool:
             unmatched.pop(hit)
         return True
     return set(got) == set(want)
+
+
+def grade_content(session: DatabaseSession, payload: GradedTask, content: str) -> float:
+    """Upstream score (0 or 1) of a draft: run it on a scratch copy of the table and compare."""
+    record = payload.record
+    if payload.mode == "answer":
+        return float(answers_match(content, record.label))
+    try:
+        result, rows = run_statement(session, content)
+    except SQLError:
+        return 0.0
+    if record.is_mutation:
+        return float(table_hash(rows) == record.answer_md5)
+    return float(answers_match(rows_to_answer(result.rows), record.label))

@@ -227,3 +227,11 @@ def read_records(path: str | Path) -> list[DBRecord]:
     """Every record of a DB-Bench JSONL file, raising on the first that cannot be read (see
     :func:`load_records`)."""
     return list(load_records(path, strict=True).records)
+
+
+@dataclass(frozen=True)
+class DBTaskPayload:
+    """What the checker and grader of a task need: its record and whether drafts are SQL or answer lists."""
+
+    record: DBRecord
+    mode: str

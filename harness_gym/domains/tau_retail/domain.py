@@ -22,7 +22,7 @@ from harness_gym.domains.tau_retail.drafts import (
     parse_draft,
     replay,
 )
-from harness_gym.domains.tau_retail.grader import reward
+from harness_gym.domains.tau_retail.grader import MAX_REPLY_CHARS, reward, rewards
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, WRITE_TOOLS, call_once, tool_specs
 from harness_gym.paths import data_path
@@ -86,9 +86,10 @@ class TauRetailDomain(Domain):
                               gold_hash=replay(snap, raw.actions).state_hash())
         plan = data.gold_plan
         reference = encode_draft(plan, compose_reply(plan, raw.outputs))
-        if reward(data, reference) != 1.0:
+        if min(rewards(data, reference).values()) != 1.0:
             raise TaskFileError(raw.source, "the gold plan with a reply stating every output does not earn reward 1 "
-                                "(an output the benchmark's comparison can never find?)", task_id=raw.task_id,
+                                "under both output matches (an output the benchmark's comparison can never "
+                                "find?)", task_id=raw.task_id,
                                 field="outputs")
         seed = int(hashlib.sha256(raw.task_id.encode()).hexdigest()[:8], 16)
         wrong = [(kind, encode_draft(p, compose_reply(p, raw.outputs)))
@@ -151,6 +152,13 @@ class TauRetailDomain(Domain):
         return ToolResult(ok=True, output=out) if ok else ToolResult(ok=False, output="", error=out)
 
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+        try:
+            reply = parse_draft(draft.content).reply
+        except DraftFormatError:
+            reply = ""
+        if len(reply) > MAX_REPLY_CHARS:
+            return CheckResult(False, f"the reply is {len(reply)} characters long; at most {MAX_REPLY_CHARS} are "
+                                      "graded", 0.9)
         return verify(task.payload, draft.content)
 
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.env import HarnessEnv, document_env
+from harness_gym.core.env import PENDING, HarnessEnv, document_env
 from harness_gym.domains.tau_retail.domain import load_tau_retail_domain
+from harness_gym.domains.tau_retail.grader import OUTPUT_MATCHES, rewards
 
 
 @document_env
@@ -62,8 +63,11 @@ class HarnessTauRetailEnv(HarnessEnv):
       missing the requested information passes it and fails the grader (the support ceiling).
     - **Grader** (SUBMIT): the benchmark's reward, v1's definition (τ² without its LLM-judged parts). 1 if
       the hash of the database after running the plan equals the hash after replaying all gold actions on a
-      fresh database (a failing call, gold or not, changes nothing) and every required output appears in the
-      reply (output lower-cased, reply lower-cased with commas removed, as v1 compares); else 0. Both sides
+      fresh database (a failing call, gold or not, changes nothing), the reply is at most 1000 characters
+      and every required output appears in it; else 0. By default an output must appear as a whole value and
+      the reply may state no figure beyond the outputs and the plan's ids (``output_match="strict"``: a
+      reply listing candidate figures fails); ``output_match="substring"`` compares as v1 does (output
+      lower-cased, reply lower-cased with commas removed). Both are reported. Both sides
       run the same tool code. (Older v1 commits checked only the outputs when a task had any; the current
       upstream checks both, as here. The published v1 train and dev tasks have no outputs.)
     - **Worker candidates**: the gold plan (gold writes and transfers that succeed) with a reply confirming
@@ -114,8 +118,11 @@ class HarnessTauRetailEnv(HarnessEnv):
                    worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
     ```
 
-    ``data_dir`` is a folder in either public layout (default: the synthetic store); the other keywords are
-    those of :class:`~harness_gym.core.env.HarnessEnv`. Loading is cached per ``data_dir``.
+    ``data_dir`` is a folder in either public layout (default: the synthetic store); ``output_match`` is
+    ``"strict"`` (default) or ``"substring"`` (the benchmark's own comparison), see
+    :mod:`~harness_gym.domains.tau_retail.grader`; the episode's last ``info`` holds both rewards
+    (``reward_strict``, ``reward_substring``; -1 before the end, like ``quality``). The other keywords are those of
+    :class:`~harness_gym.core.env.HarnessEnv`. Loading is cached per ``data_dir``.
 
     ## Example
 
@@ -131,6 +138,28 @@ class HarnessTauRetailEnv(HarnessEnv):
     ```
     """
 
-    def __init__(self, data_dir: str | Path | None = None, **kwargs: Any) -> None:
+    def __init__(self, data_dir: str | Path | None = None, output_match: str = "strict", **kwargs: Any) -> None:
+        if output_match not in OUTPUT_MATCHES:
+            raise ValueError(f"output_match must be one of {OUTPUT_MATCHES}, got {output_match!r}")
         super().__init__(load_tau_retail_domain(None if data_dir is None else str(Path(data_dir).resolve())),
                          **kwargs)
+        self.output_match = output_match
+        self._final_rewards: dict[str, float] = {}
+
+    def _grade(self) -> float:
+        """The reward under :attr:`output_match`; both matches are kept for the episode's last ``info``."""
+        draft = self.context.draft
+        self._final_rewards = rewards(self.task.payload, draft.content) if draft is not None else \
+            dict.fromkeys(OUTPUT_MATCHES, 0.0)
+        return self._final_rewards[self.output_match]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        obs, info = super().reset(seed=seed, options=options)
+        info.update({f"reward_{match}": PENDING for match in OUTPUT_MATCHES})
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        final = self._final_rewards if terminated else {}
+        info.update({f"reward_{match}": final.get(match, PENDING) for match in OUTPUT_MATCHES})
+        return obs, reward, terminated, truncated, info

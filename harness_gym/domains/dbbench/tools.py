@@ -1,0 +1,38 @@
+"""The DB-Bench domain's tool: ``execute_sql`` runs a read-only query on the episode's database."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from harness_gym.core.tools import ToolSpec
+from harness_gym.core.types import ToolResult
+from harness_gym.domains.dbbench.engines import READ_KINDS, DatabaseSession, SQLError, run_statement, statement_kind
+from harness_gym.domains.dbbench.grader import format_result
+
+EXECUTE_SQL = ToolSpec(
+    name="execute_sql",
+    description="Run one read-only MySQL query (SELECT, SHOW TABLES, DESCRIBE) on the task's database and return "
+                "its rows as a Python list of tuples (cut at 800 characters).",
+    parameters={"type": "object", "properties": {"sql": {"type": "string", "minLength": 1}},
+                "required": ["sql"], "additionalProperties": False},
+)
+
+
+
+def execute_sql(session_scope: Callable[[], AbstractContextManager[DatabaseSession]], sql: str) -> ToolResult:
+    """Run a read-only query and answer as upstream does (the rows' repr, cut at 800 characters).
+
+    :param session_scope: gives the episode's database (a context manager)
+    :param sql: the query
+    """
+    try:
+        kind = statement_kind(sql)
+        if kind not in READ_KINDS:
+            return ToolResult(ok=False, output="", error=f"execute_sql runs read-only queries; a {kind.upper()} "
+                              "belongs in the draft, which CHECK dry-runs and SUBMIT grades")
+        with session_scope() as session:
+            result, _ = run_statement(session, sql)
+    except SQLError as exc:
+        return ToolResult(ok=False, output="", error=str(exc), ran_code=True)
+    return ToolResult(ok=True, output=format_result(result.rows), ran_code=True)
