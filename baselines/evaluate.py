@@ -115,7 +115,8 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
 
 
 def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: str = "test", seed: int = 0,
-             env_kwargs: dict[str, Any] | None = None, progress: bool = False) -> dict[str, Any]:
+             env_kwargs: dict[str, Any] | None = None, progress: bool = False,
+             wrap_env: Callable[[gym.Env], gym.Env] | None = None) -> dict[str, Any]:
     """Evaluate a policy on an env id; returns the summary (module docstring).
 
     :param env_id: a registered env id
@@ -125,9 +126,12 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     :param seed: the run's seed (episode ``i`` resets with ``seed * 1000003 + i``)
     :param env_kwargs: constructor keywords for ``gym.make``
     :param progress: show a tqdm progress bar
+    :param wrap_env: applied to the env before the episodes (e.g. :class:`baselines.episode_view.EpisodeRecorder`)
     """
     pol = make_policy(policy) if isinstance(policy, str) else policy
     env = gym.make(env_id, **(env_kwargs or {}))
+    if wrap_env is not None:
+        env = wrap_env(env)
     cost_weight = env.unwrapped.cost_weight
     try:
         start = time.perf_counter()
