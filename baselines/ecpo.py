@@ -60,7 +60,7 @@ from baselines.sb3_policy import SB3Policy
 from baselines.training import seed_everything
 from harness_gym.core.actions import N_ACTIONS
 from harness_gym.core.evidence import EVIDENCE_SOURCES
-from harness_gym.rollout import Episode, play_episode
+from harness_gym.rollout import Episode, episode_seed, play_episode
 
 SOURCES: tuple[str, ...] = (*EVIDENCE_SOURCES, "preference")
 """the evidence sources, in the column order of every evidence array here"""
@@ -287,24 +287,22 @@ def preference_buffer(cfg: ECPOConfig) -> tuple[list[np.ndarray], np.ndarray]:
     if cfg.preference_dataset:
         import minari
 
-        from harness_gym.datasets import dataset_settings, read_columns  # Minari only when a dataset is named
+        from harness_gym.datasets import dataset_settings, episode_outcomes, read_columns  # Minari only if named
 
         ds = minari.load_dataset(cfg.preference_dataset)
         collected_on = dataset_settings(ds)["settings"]["env_id"]
         if collected_on != cfg.env_id:
             raise ValueError(f"preference_dataset {cfg.preference_dataset} was collected on {collected_on}, "
                              f"not on {cfg.env_id}")
-        for ep in read_columns(ds, ("observations", "actions", "infos/quality")):
+        for ep, outcome in zip(read_columns(ds, ("observations", "actions")), episode_outcomes(ds)):
             feats.append(step_features(ep["observations"][:-1], ep["actions"]))
-            quality.append(float(ep["infos/quality"][-1]))
+            quality.append(float(outcome["quality"]))
     else:
-        from harness_gym.datasets import episode_reset_seed  # the seeds `harness-gym collect` uses
-
         env = gym.make(cfg.env_id, **env_constructor_kwargs(cfg.env_id, cfg.cost_weight))
         policy = BehaviourPolicy()
         try:
             for i in range(cfg.preference_episodes):
-                ep = play_episode(env, policy, seed=episode_reset_seed(cfg.seed, i), split="train")
+                ep = play_episode(env, policy, seed=episode_seed(cfg.seed, i), split="train")
                 feats.append(step_features(np.array(ep.observations[:-1]), np.array(ep.actions)))
                 quality.append(float(ep.final_info["quality"]))
         finally:
