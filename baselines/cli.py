@@ -433,8 +433,17 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    reproduce(Path(args.out), quick=args.quick, env_ids=args.env or None, tau_data=args.tau_data,
-              dbbench_data=args.dbbench_data)
+    from baselines.frontier import parse_cost_weights
+
+    try:
+        weights = parse_cost_weights(args.cost_weights) if args.cost_weights else None
+        for env_id in [*args.env, *args.envs]:
+            check_env_id(env_id)
+        reproduce(Path(args.out), quick=args.quick, env_ids=[*args.env, *args.envs] or None, tau_data=args.tau_data,
+                  dbbench_data=args.dbbench_data, seeds=args.seeds, size_overrides=args.size, cost_weights=weights,
+                  ppo_dense=args.ppo_dense, argv=["harness-gym", *sys.argv[1:]])
+    except (ValueError, FileNotFoundError) as exc:
+        raise UsageError(str(exc)) from None
     return 0
 
 
@@ -572,12 +581,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=positive_int, default=50, help="at most this many episodes (default 50)")
     p.set_defaults(func=cmd_view)
 
-    p = sub.add_parser("reproduce", help="the paper tables (Markdown, CSV) and figures (PNG)")
+    p = sub.add_parser("reproduce", help="every table and figure of both papers, and report.html")
     p.add_argument("--out", required=True, help="output folder; rerun with the same folder to resume")
-    p.add_argument("--quick", action="store_true", help="small sizes: checks the pipeline, not the paper numbers")
-    p.add_argument("--env", action="append", default=[], help="repeatable; default every registered env")
-    p.add_argument("--tau-data", default=None, help="also evaluate the reference harnesses on this τ-bench data")
-    p.add_argument("--dbbench-data", default=None, help="also evaluate them on this DB-Bench JSONL file")
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes (at most 15 minutes on 2 cores): checks the pipeline, not the paper numbers")
+    p.add_argument("--envs", nargs="+", default=[], metavar="ENV", help="the envs (default every registered env)")
+    p.add_argument("--env", action="append", default=[], help="one env (repeatable; same as --envs)")
+    p.add_argument("--seeds", type=positive_int, default=None, help="seeds of every training (default 5 / quick 2 "
+                   "offline, 3 / quick 1 online)")
+    p.add_argument("--cost-weights", default=None, help="comma-separated cost weights of the frontier (default "
+                   "0,0.01,0.1)")
+    p.add_argument("--size", action="append", default=[], metavar="FIELD=VALUE",
+                   help="change one size (repeatable; fields of baselines.reproduce.Sizes, e.g. online_steps=8192)")
+    p.add_argument("--ppo-dense", action="store_true", help="also train ppo-dense for every env of the harness table")
+    p.add_argument("--tau-data", default=None, help="also run the τ-bench retail rows on this data folder")
+    p.add_argument("--dbbench-data", default=None, help="also run the DB-Bench rows on this JSONL file")
     p.set_defaults(func=cmd_reproduce)
     return parser
 
