@@ -179,7 +179,7 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
                 if not model.exists():
                     data = data if data is not None else load_transitions(dsid)
                     common = {"dataset_id": dsid, "out": str(model), "seed": seed, "epochs": args.epochs,
-                              "eval_episodes": 0, "log_dir": str(out / "runs")}
+                              "eval_episodes": 0, "log_dir": str(out / "runs"), "progress": not args.quiet}
                     t0 = time.perf_counter()
                     if name == "bc":
                         train_bc(BCConfig(**common), data)

@@ -69,11 +69,6 @@ def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
     return [np.array([float(r[key]) for r in c["records"]], dtype=float) for c in cells]
 
 
-def _nanmean(values: np.ndarray) -> float:
-    kept = values[~np.isnan(values)]
-    return float(kept.mean()) if len(kept) else math.nan
-
-
 def base_env(label: str) -> str:
     """The env id of a table label (``HarnessTauRetail-v0+tau`` -> ``HarnessTauRetail-v0``)."""
     return label.split("+", 1)[0]
@@ -118,9 +113,9 @@ def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[
             per = by_name[name]
             row = offline_compare.pooled(label, name, per)
             row["success_ci95"] = offline_compare.two_level_bootstrap(_per_seed(per, "success"), np.mean)
-            hms = _per_seed(per, "hms")
-            row["hms_ci95"] = (offline_compare.two_level_bootstrap(hms, _nanmean)
-                               if any(np.any(~np.isnan(h)) for h in hms) else (math.nan, math.nan))
+            hms = [h[~np.isnan(h)] for h in _per_seed(per, "hms")]  # HMS is NaN where no pattern applies
+            hms = [h for h in hms if len(h)]
+            row["hms_ci95"] = offline_compare.two_level_bootstrap(hms, np.mean) if hms else (math.nan, math.nan)
             row["forced_submit_rate"] = float(np.mean([r["forced_submit"] for c in per for r in c["records"]]))
             row["verdict"] = verdict(name, row, per, sizes)
             row["gain_vs_static"] = row["gain_vs_static_ci95"] = None
@@ -268,14 +263,20 @@ def fig_quality_hms(path: Path, rows: list[dict[str, Any]], banner: str) -> None
             vals = np.array([by[(e, name)][key] if (e, name) in by else np.nan for e in labels], dtype=float)
             ci = np.array([by[(e, name)][ci_key] if (e, name) in by else (np.nan, np.nan) for e in labels], dtype=float)
             err = np.abs(np.nan_to_num(ci.T - vals))
-            ax.bar(x + (i - (len(names) - 1) / 2) * width, np.nan_to_num(vals), width, yerr=err, capsize=1.5,
-                   label=name, color=colours(i % 10), error_kw={"linewidth": 0.7})
+            bars = ax.bar(x + (i - (len(names) - 1) / 2) * width, np.nan_to_num(vals), width, yerr=err,
+                          capsize=1.5, label=name, color=colours(i % 10), error_kw={"linewidth": 0.7})
+            for bar, e in zip(bars, labels):
+                if by.get((e, name), {}).get("verdict", "").startswith("not meaningful"):
+                    bar.set_hatch("///")
+                    bar.set_alpha(0.35)
         ax.set_ylabel(ylabel)
         ax.set_ylim(0, 1.05)
         ax.grid(axis="y", alpha=0.3)
     axes[1].set_xticks(x, [_short(e) for e in labels], rotation=20)
     axes[1].set_xlabel("environment")
     axes[0].legend(ncol=min(len(names), 9), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.02))
+    axes[1].text(1.0, -0.22, "hatched, pale: not meaningful (see the verdict column)", transform=axes[1].transAxes,
+                 ha="right", fontsize=8, color="#555")
     fig.suptitle(f"Q and HMS per env and controller (95% two-level bootstrap CIs){banner}", y=0.995)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -290,7 +291,8 @@ def fig_patterns(path: Path, rows: list[dict[str, Any]], banner: str) -> None:
     by = {(r["env_id"], r["policy"]): r for r in rows}
     cols = min(4, len(labels))
     nrows = math.ceil(len(labels) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 3.0 * nrows + 0.8), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(nrows, cols, figsize=(max(7.0, 3.6 * cols), 3.0 * nrows + 1.2), squeeze=False,
+                             sharey=True)
     x = np.arange(len(PATTERNS))
     width = 0.8 / len(names)
     for k, label in enumerate(labels):
@@ -309,9 +311,10 @@ def fig_patterns(path: Path, rows: list[dict[str, Any]], banner: str) -> None:
     for k in range(len(labels), nrows * cols):
         axes[k // cols][k % cols].axis("off")
     handles, names_ = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names_, ncol=len(names), loc="upper center", bbox_to_anchor=(0.5, 0.97), fontsize=8)
-    fig.suptitle(f"Pattern rates before (static, BC) and after AWR{banner}", y=0.995)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.legend(handles, names_, ncol=len(names), loc="upper center", bbox_to_anchor=(0.5, 0.905), fontsize=8)
+    fig.suptitle(f"Pattern rates before (static, BC) and after AWR (no bar: rate 0 or the pattern never applied)"
+                 f"{banner}", y=0.995)
+    fig.tight_layout(rect=(0, 0, 1, 0.86))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -541,7 +544,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
 
     quick, sizes = settings["quick"], settings["sizes"]
     run = "quick" if quick else "full"
-    banner = (f" — QUICK RUN ({sizes['seeds']} offline seed(s), {sizes['buffer_episodes']}-episode buffers, "
+    banner = (f"\nQUICK RUN ({sizes['seeds']} offline seed(s), {sizes['buffer_episodes']}-episode buffers, "
               f"{sizes['online_steps']} online steps): not the paper numbers") if quick else ""
     text_banner = (f"QUICK RUN: {sizes['seeds']} offline seed(s) x {sizes['eval_episodes']} test episodes, "
                    f"{sizes['buffer_episodes']}-episode buffers, {sizes['online_seeds']} online seed(s) of "
@@ -575,17 +578,23 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     # the ECPO table, as ecpo_experiments wrote it
     online = out / "online"
     ecpo_rows = stages["ecpo"]["result"]["rows"]
+    online_verdict = (f"not meaningful: trained {sizes['online_steps']} steps (< {MIN_ONLINE_STEPS}, the budget of "
+                      "docs/ecpo.md)" if sizes["online_steps"] < MIN_ONLINE_STEPS else "meaningful")
     (out / "table_ecpo.md").write_text(f"ECPO comparison (baselines/ecpo_experiments.py). {text_banner}\n\n"
+                                       f"Verdict of the ppo-sparse, ppo-dense and ECPO rows: {online_verdict}.\n\n"
                                        + (online / "table.md").read_text())
     with open(online / "table.csv") as src, open(out / "table_ecpo.csv", "w", newline="") as dst:
         reader = csv.reader(src)
         writer = csv.writer(dst)
-        writer.writerow(["run", *next(reader), "seed_reported_success", "seed_reported_score", "seed_reported_ood"])
+        writer.writerow(["run", *next(reader), "seed_reported_success", "seed_reported_score", "seed_reported_ood",
+                         "verdict"])
         from baselines.ecpo_experiments import SEED_REPORTED
 
         for row in reader:
             method = row[2]
-            writer.writerow([run, *row, *SEED_REPORTED.get(method, ("", "", ""))])
+            writer.writerow([run, *row, *SEED_REPORTED.get(method, ("", "", "")),
+                             online_verdict if method in ("ppo-sparse", "ppo-dense", "ecpo") else
+                             "fixed script" if method in FIXED else "meaningful"])
     corruption = stages["corruption"]["result"]["runs"]
     plot_corruption(corruption, settings["corruption_env"], sizes["corrupt_from"], out / "fig_ecpo_corruption.png")
     sim = stages["sim_to_real"]["result"]

@@ -370,9 +370,33 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
         progress.console.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
         progress.advance(task)
     if not quiet:
-        Console().print((out / "table_harness.md").read_text(), markup=False, highlight=False)
+        print_summary(out, quick)
         Console().print(f"wrote {out / 'report.html'} and {len(manifest['outputs'])} other files in {out}")
     return manifest
+
+
+def print_summary(out: Path, quick: bool) -> None:
+    """The main table (``table_harness.csv``) on the terminal: Q with its CI, success, HMS, cost, the pattern
+    rates and the verdict per env and controller."""
+    import csv
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"table_harness ({'QUICK RUN, not the paper numbers' if quick else 'full run'})")
+    for col in ("env", "controller", "Q [95% CI]", "success", "HMS", "cost", "check<submit", "early submit",
+                "AWR-static", "paper", "verdict"):
+        table.add_column(col, overflow="fold")
+    with open(out / "table_harness.csv") as fh:
+        for r in csv.DictReader(fh):
+            gain = f"{float(r['awr_minus_static_points']):+.1f}" if r["awr_minus_static_points"] else ""
+            paper = f"{float(r['paper_awr_minus_static']):+.1f}" if r["paper_awr_minus_static"] else ""
+            num = (lambda key, r=r: "n/a" if r[key] in ("", "nan") else f"{float(r[key]):.2f}")  # noqa: E731
+            table.add_row(r["env"].removeprefix("Harness"), r["controller"],
+                          f"{float(r['Q']):.3f} [{float(r['Q_ci_lo']):.3f}, {float(r['Q_ci_hi']):.3f}]", num("success"),
+                          num("hms"), num("cost"), num("check_before_submit"), num("early_submit"), gain, paper,
+                          r["verdict"].replace("not meaningful", "[red]not meaningful[/red]", 1))
+    Console().print(table)
 
 
 def _sim_to_real_result(result: tuple[Any, Any, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import numpy as np
 from baselines.sim_to_real import POLICIES, run_on_task
 from harness_gym.workers.profile import WorkerProfile
 
+
 def finalise_cache(cache: Path) -> None:
     """Fold the WAL into the file and switch it to a rollback journal, so it opens read-only anywhere.
 
