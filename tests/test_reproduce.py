@@ -61,7 +61,7 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
     assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "ppo-sparse", "ecpo"}
     for r in rows:
         for key in ("Q", "success", "check_before_submit", "forced_submit"):
-            assert r[key] == "" or 0.0 <= float(r[key]) <= 1.0, (r["controller"], key, r[key])
+            assert r[key] in ("", "nan") or 0.0 <= float(r[key]) <= 1.0, (r["controller"], key, r[key])
         assert 0.0 <= float(r["Q_ci_lo"]) <= float(r["Q"]) <= float(r["Q_ci_hi"]) <= 1.0
         assert float(r["cost_ci_lo"]) <= float(r["cost"]) <= float(r["cost_ci_hi"])
         assert float(r["cost"]) > 0
