@@ -232,6 +232,28 @@ def harness_table(out: Path, rows: list[dict[str, Any]], per_env_poi: dict, bann
         writer.writerows([[run, *row] for row in csv_rows])
 
 
+def main_table(out: Path, rows: list[dict[str, Any]], banner: str) -> None:
+    """``table_main.md``: one line per env, Q of every controller (``*``: not meaningful), check-before-submit
+    of static and AWR-q, and AWR-q minus static beside the paper's figure (the README shows this table)."""
+    by = {(r["env_id"], r["policy"]): r for r in rows}
+    names = [n for n in (*FIXED, *LEARNED) if any(r["policy"] == n for r in rows)]
+    head = ["env", *(f"Q {n}" for n in names), "check<submit static / awr-q", "AWR-q - static (paper)"]
+    lines = [f"Q per env and controller, test split (`*`: not meaningful, see table_harness.md). {banner}", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label in dict.fromkeys(r["env_id"] for r in rows):
+        cells = []
+        for n in names:
+            r = by.get((label, n))
+            cells.append("" if r is None else f"{r['quality_mean']:.2f}" + ("*" if r["verdict"].startswith("not") else ""))
+        cbs = " / ".join(_f(by[(label, n)]["patterns"]["check_before_submit"], ".2f") if (label, n) in by else "n/a"
+                         for n in ("static", "awr-q"))
+        gain = by.get((label, "awr-q"), {}).get("gain_vs_static")
+        paper = PAPER_GAIN.get(base_env(label))
+        lines.append(f"| {_short(label)} | " + " | ".join(cells) + f" | {cbs} | "
+                     + ("" if gain is None else f"{gain:+.1f}") + (f" ({paper:+.1f})" if paper else "") + " |")
+    (out / "table_main.md").write_text("\n".join(lines) + "\n")
+
+
 # ----- figures ------------------------------------------------------------------------------------------
 def _plt() -> Any:
     import matplotlib
@@ -589,6 +611,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     agg, per_env_poi = aggregate_rows(rows, cells, base_labels)
     harness_table(out, rows, per_env_poi, text_banner + " 95% two-level bootstrap CIs (seeds, then episodes); "
                   "P(> best fixed): probability of improvement over the env's best fixed script.", run)
+    main_table(out, rows, text_banner)
     write_table(out / "table_aggregate", ["controller", "envs", "IQM [95% CI]", "mean Q", "P(> best fixed) [95% CI]"],
                 [[r["controller"], r["envs"], _ci(r["iqm"], r["iqm_ci95"]), r["mean_q"],
                   _ci(r.get("p_improvement"), r.get("p_improvement_ci95"), ".2f") if "p_improvement" in r else ""]
@@ -661,7 +684,8 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                 f'<code>{html.escape(" ".join(argv))}</code>.</p>',
                 "<h2>Reading: what agrees with the papers and what does not</h2><ul>"
                 + "".join(f"<li>{html.escape(s)}</li>" for s in lines) + "</ul>",
-                "<h2>Harness controllers (offline-RL paper)</h2>", _md_table_html((out / "table_harness.md").read_text()),
+                "<h2>Harness controllers (offline-RL paper)</h2>", _md_table_html((out / "table_main.md").read_text()),
+                _md_table_html((out / "table_harness.md").read_text()),
                 "<h2>Aggregate statistics</h2>", _md_table_html((out / "table_aggregate.md").read_text()),
                 _img(out / figures[0][0], figures[0][1]), _img(out / figures[1][0], figures[1][1]),
                 "<h2>Support-ceiling ablation</h2>", _md_table_html((out / "table_ablation.md").read_text()),
