@@ -237,8 +237,10 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
 
 
 def examples_stage(out: Path, env_id: str, sizes: Sizes) -> dict[str, Any]:
-    """Record ``sizes.examples`` test episodes step by step: static, forced-check and AWR with the fitted
-    advantage (seed-0 model) on episode 0 of seed 0, then more episodes of the AWR model.
+    """Record ``sizes.examples`` test episodes of seed 0 step by step: static, forced-check and AWR with the
+    fitted advantage (the seed-0 model), on the first of the first 30 episodes in which forced-check's CHECK
+    fails (so the examples show a check's feedback and a revise), or on episode 0 if none does; more examples
+    repeat the controllers on the following episodes.
 
     :param out: the run folder
     :param env_id: the env of the examples
@@ -251,24 +253,24 @@ def examples_stage(out: Path, env_id: str, sizes: Sizes) -> dict[str, Any]:
     from baselines.registry import make_policy
     from harness_gym.rollout import episode_seed, play_episode
 
-    awr_model = out / "offline" / "models" / env_id / "awr-q-seed0.pt"
-    plan: list[tuple[str, Any, int]] = [("static", make_policy("static"), 0),
-                                        ("forced-check", make_policy("forced-check"), 0)]
-    if awr_model.exists():
-        plan.append(("awr-q", load_policy(awr_model), 0))
-    while len(plan) < sizes.examples:
-        name, policy, index = plan[-1]
-        plan.append((name, policy, index + 1))
-    episodes = []
-    for name, policy, index in plan[: sizes.examples]:
+    def record(name: str, policy: Any, index: int) -> dict[str, Any]:
         env = EpisodeRecorder(gym.make(env_id, render_mode="ansi"), policy=name)
         try:
             play_episode(env, policy, seed=episode_seed(0, index), split="test")
         finally:
             env.close()
-        episodes += env.episodes
+        return env.episodes[0]
+
+    controllers: list[tuple[str, Any]] = [("static", make_policy("static")), ("forced-check", make_policy("forced-check"))]
+    awr_model = out / "offline" / "models" / env_id / "awr-q-seed0.pt"
+    if awr_model.exists():
+        controllers.append(("awr-q", load_policy(awr_model)))
+    start = next((i for i in range(30) if any(s["action"] == "CHECK" and (s["text"] or "").startswith("CHECK: FAIL")
+                                              for s in record("forced-check", controllers[1][1], i)["steps"])), 0)
+    episodes = [record(*controllers[k % len(controllers)], start + k // len(controllers))
+                for k in range(sizes.examples)]
     path = save_episodes(out / "examples.json", episodes, env_id=env_id, split="test", seed=0)
-    return {"file": str(path), "episodes": len(episodes)}
+    return {"file": str(path), "episodes": len(episodes), "first_episode_index": start}
 
 
 def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = None, tau_data: str | None = None,
