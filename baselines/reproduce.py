@@ -74,7 +74,7 @@ class Sizes:
     """test- and ood-split episodes per cell of the ECPO table"""
     corruption_seeds: int
     corruption_steps: int
-    """ECPO steps per arm of the corruption experiment (the corruption starts halfway... see corrupt_from)"""
+    """ECPO steps per arm of the corruption experiment"""
     corrupt_from: int
     """training step at which the knowledge corruption starts"""
     sim_seeds: int
@@ -109,7 +109,11 @@ def parse_size_overrides(base: Sizes, pairs: list[str]) -> Sizes:
             raise ValueError(f"--size {pair!r}: {value!r} is not an integer") from None
         if changes[name] < (0 if name == "examples" else 1):
             raise ValueError(f"--size {pair!r}: must be positive")
-    return dataclasses.replace(base, **changes)
+    sizes = dataclasses.replace(base, **changes)
+    if sizes.corrupt_from >= sizes.corruption_steps:
+        raise ValueError(f"--size: corrupt_from ({sizes.corrupt_from}) must be below corruption_steps "
+                         f"({sizes.corruption_steps}), or the corruption never starts")
+    return sizes
 
 
 @dataclass

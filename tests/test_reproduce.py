@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from baselines.cli import main
+from tests.shared_data import SHARED_DATA, shared_data_mark
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ENV = "HarnessMultiTool-v0"
@@ -226,3 +227,34 @@ def test_benchmark_script_and_cli_do_not_import_benchmarks():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert out.stdout.strip() == "False"
+
+
+@shared_data_mark("tau2-retail", "db.json")
+@shared_data_mark("dbbench", "standard.jsonl")
+def test_public_data_variants_get_their_own_rows(tmp_path):
+    out = tmp_path / "run"
+    args = [*TINY, "--tau-data", str(SHARED_DATA / "tau2-retail"),
+            "--dbbench-data", str(SHARED_DATA / "dbbench" / "standard.jsonl")]
+    assert main(["reproduce", "--out", str(out), *args]) == 0
+    with open(out / "table_harness.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    envs = {r["env"] for r in rows}
+    assert envs == {ENV, "HarnessTauRetail-v0+tau", "HarnessDBBench-v0+dbbench"}
+    tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v0+tau"}
+    assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q"}  # no online rows on public data
+    assert float(tau["awr"]["paper_awr_minus_static"]) == 18.2
+    cells = json.loads(next((out / "offline" / "cells" / "HarnessTauRetail-v0+tau").glob("static-seed0.json"))
+                       .read_text())
+    import gymnasium as gym
+
+    def test_ids(**kwargs):
+        env = gym.make("HarnessTauRetail-v0", **kwargs)
+        ids = {t.task_id for t in env.unwrapped.domain.tasks("test")}
+        env.close()
+        return ids
+
+    played = {r["task_id"] for r in cells["records"]}
+    assert played <= test_ids(data_dir=str(SHARED_DATA / "tau2-retail")) and not played <= test_ids()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert any(k.endswith("tau2-retail/db.json") for k in manifest["data_hashes"])
+    assert main(["reproduce", "--out", str(tmp_path / "bad"), *TINY, "--tau-data", str(tmp_path / "nope")]) == 2
