@@ -650,7 +650,8 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                              online_verdict if method in ("ppo-sparse", "ppo-dense", "ecpo") else
                              "fixed script" if method in FIXED else "meaningful"])
     corruption = stages["corruption"]["result"]["runs"]
-    plot_corruption(corruption, settings["corruption_env"], sizes["corrupt_from"], out / "fig_ecpo_corruption.png")
+    plot_corruption(corruption, settings["corruption_env"], sizes["corrupt_from"], out / "fig_ecpo_corruption.png",
+                    title_suffix=banner)
     sim = stages["sim_to_real"]["result"]
     (out / "table_sim_to_real.md").write_text(
         f"Sim-to-real: {sim['model']} replayed from the shipped recording ({sim['recording']}), no server; the "
