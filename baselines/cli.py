@@ -228,9 +228,32 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     kwargs = env_kwargs(args)
+    recorded: list[Any] = []  # the EpisodeRecorder that evaluate() wraps its env in (--save-episodes)
+    wrap = None
+    if args.save_episodes:
+        if args.num_envs != 1 or args.backend != "local":
+            raise UsageError("--save-episodes records the episodes one after another: drop --num-envs / --backend")
+        from baselines.episode_view import EpisodeRecorder
+
+        kwargs = {**kwargs, "render_mode": "ansi"}
+
+        def wrap(env: gym.Env) -> gym.Env:
+            recorded.append(EpisodeRecorder(env, policy=args.policy))
+            return recorded[-1]
+
     result = evaluate(args.env_id, load_policy_arg(args.policy), episodes=args.episodes, split=args.split,
-                      seed=args.seed, env_kwargs=kwargs, progress=not args.json, **scale_options(args))
+                      seed=args.seed, env_kwargs=kwargs, progress=not args.json, wrap_env=wrap,
+                      **scale_options(args))
     result["policy"] = args.policy
+    if recorded:
+        from baselines.episode_view import save_episodes
+
+        save_episodes(args.save_episodes, recorded[0].episodes, env_id=args.env_id, policy=args.policy,
+                      split=args.split, seed=args.seed, env_kwargs={k: v for k, v in kwargs.items()
+                                                                   if k != "render_mode"})
+        if not args.json:
+            print(f"wrote {len(recorded[0].episodes)} episodes to {args.save_episodes} "
+                  f"(harness-gym view {args.save_episodes} --out FILE.html)")
     if args.json:
         print(json.dumps(_clean(result), default=_json_default))
     else:
@@ -442,9 +465,32 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    from baselines.episode_view import episodes_page, load_run
+
+    try:
+        episodes = load_run(args.run, limit=args.limit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(episodes_page(episodes, f"harness_gym episodes: {args.run}"))
+    print(f"wrote {out} ({len(episodes)} episodes of {args.run})")
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    reproduce(Path(args.out), quick=args.quick, env_ids=args.env or None, tau_data=args.tau_data,
-              dbbench_data=args.dbbench_data)
+    from baselines.frontier import parse_cost_weights
+
+    try:
+        weights = parse_cost_weights(args.cost_weights) if args.cost_weights else None
+        for env_id in [*args.env, *args.envs]:
+            check_env_id(env_id)
+        reproduce(Path(args.out), quick=args.quick, env_ids=[*args.env, *args.envs] or None, tau_data=args.tau_data,
+                  dbbench_data=args.dbbench_data, seeds=args.seeds, size_overrides=args.size, cost_weights=weights,
+                  ppo_dense=args.ppo_dense, argv=["harness-gym", *sys.argv[1:]])
+    except (ValueError, FileNotFoundError) as exc:
+        raise UsageError(str(exc)) from None
     return 0
 
 
@@ -553,6 +599,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a policy and print the summary")
     p.add_argument("env_id")
     p.add_argument("--policy", required=True, type=policy_name, help=policy_help())
+    p.add_argument("--save-episodes", default=None, metavar="FILE",
+                   help="also write every episode step by step (action, env feedback, draft, cost) to this JSON "
+                        "file, for harness-gym view")
     _add_run_options(p, "print the summary as one JSON object")
     p.set_defaults(func=cmd_eval)
 
@@ -617,12 +666,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("options", nargs=argparse.REMAINDER, help="the trainer's flags (from its Config dataclass)")
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("reproduce", help="the paper tables (Markdown, CSV) and figures (PNG)")
+    p = sub.add_parser("view", help="render the episodes of a dataset or an eval run step by step as HTML")
+    p.add_argument("run", help="an episodes file (harness-gym eval --save-episodes) or a Minari dataset id or folder")
+    p.add_argument("--out", required=True, help="the HTML file to write")
+    p.add_argument("--limit", type=positive_int, default=50, help="at most this many episodes (default 50)")
+    p.set_defaults(func=cmd_view)
+
+    p = sub.add_parser("reproduce", help="every table and figure of both papers, and report.html")
     p.add_argument("--out", required=True, help="output folder; rerun with the same folder to resume")
-    p.add_argument("--quick", action="store_true", help="small sizes: checks the pipeline, not the paper numbers")
-    p.add_argument("--env", action="append", default=[], help="repeatable; default every registered env")
-    p.add_argument("--tau-data", default=None, help="also evaluate the reference harnesses on this τ-bench data")
-    p.add_argument("--dbbench-data", default=None, help="also evaluate them on this DB-Bench JSONL file")
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes (at most 15 minutes on 2 cores): checks the pipeline, not the paper numbers")
+    p.add_argument("--envs", nargs="+", default=[], metavar="ENV", help="the envs (default every registered env)")
+    p.add_argument("--env", action="append", default=[], help="one env (repeatable; same as --envs)")
+    p.add_argument("--seeds", type=positive_int, default=None, help="seeds of every training (default 5 / quick 2 "
+                   "offline, 3 / quick 1 online)")
+    p.add_argument("--cost-weights", default=None, help="comma-separated cost weights of the frontier (default "
+                   "0,0.01,0.1)")
+    p.add_argument("--size", action="append", default=[], metavar="FIELD=VALUE",
+                   help="change one size (repeatable; fields of baselines.reproduce.Sizes, e.g. online_steps=8192)")
+    p.add_argument("--ppo-dense", action="store_true", help="also train ppo-dense for every env of the harness table")
+    p.add_argument("--tau-data", default=None, help="also run the τ-bench retail rows on this data folder")
+    p.add_argument("--dbbench-data", default=None, help="also run the DB-Bench rows on this JSONL file")
     p.set_defaults(func=cmd_reproduce)
     return parser
 

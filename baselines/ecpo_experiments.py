@@ -326,8 +326,15 @@ def corruption(args: argparse.Namespace) -> dict[str, Any]:
     return runs
 
 
-def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: Path) -> None:
-    """w_knowledge and validation success over training, adaptive vs frozen (mean over seeds)."""
+def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: Path, title_suffix: str = "") -> None:
+    """w_knowledge and validation success over training, adaptive vs frozen (mean over seeds).
+
+    :param runs: the corruption runs (``corruption.json``)
+    :param env_id: the env (title)
+    :param corrupt_from: the step the corruption starts (a vertical line)
+    :param out: the PNG to write
+    :param title_suffix: appended to the title
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -347,9 +354,10 @@ def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: P
     for ax, title in ((ax_w, "w_knowledge"), (ax_s, "validation success (sampling policy)")):
         ax.axvline(corrupt_from, color="grey", linestyle="--", label="corruption on")
         ax.set_xlabel("training steps")
+        ax.set_ylabel(title + " (mean over seeds)")
         ax.set_title(title)
         ax.legend()
-    fig.suptitle(f"{env_id}: 30% of correct knowledge signals flipped from step {corrupt_from}")
+    fig.suptitle(f"{env_id}: 30% of correct knowledge signals flipped from step {corrupt_from}{title_suffix}")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)

@@ -155,7 +155,7 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
 def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: str = "test", seed: int = 0,
              env_kwargs: dict[str, Any] | None = None, progress: bool = False, num_envs: int = 1,
              parallel: str | None = None, backend: str = "local", address: str | None = None,
-             envs_per_actor: int = 1) -> dict[str, Any]:
+             envs_per_actor: int = 1, wrap_env: Callable[[gym.Env], gym.Env] | None = None) -> dict[str, Any]:
     """Evaluate a policy on an env id; returns the summary (module docstring).
 
     :param env_id: a registered env id
@@ -171,16 +171,22 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     :param backend: ``"local"`` or ``"ray"``
     :param address: the Ray cluster to join (``backend="ray"``)
     :param envs_per_actor: with Ray, envs per actor
+    :param wrap_env: applied to the env before the episodes (e.g. :class:`baselines.episode_view.EpisodeRecorder`);
+        sequential runs only
     """
     pol = make_policy(policy) if isinstance(policy, str) else policy
     start = time.perf_counter()
     if is_concurrent(num_envs, backend):  # each slot makes its own env; no env is made here
+        if wrap_env is not None:
+            raise ValueError("wrap_env needs the sequential path (num_envs=1, backend='local')")
         cost_weight = float((env_kwargs or {}).get("cost_weight", HARNESS_DEFAULT_COST_WEIGHT))
         records = run_episodes_concurrently(env_id, pol, episodes, split=split, seed=seed, env_kwargs=env_kwargs,
                                             progress=progress, num_envs=num_envs, parallel=parallel,
                                             backend=backend, address=address, envs_per_actor=envs_per_actor)
     else:
         env = gym.make(env_id, **(env_kwargs or {}))
+        if wrap_env is not None:
+            env = wrap_env(env)
         cost_weight = env.unwrapped.cost_weight
         try:
             records = run_episodes(env, pol, episodes, split=split, seed=seed, progress=progress)

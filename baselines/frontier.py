@@ -81,7 +81,6 @@ def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[f
     """
     import gymnasium as gym
 
-    from baselines.evaluate import summarise
     from baselines.registry import make_policy
 
     kwargs = {k: v for k, v in (env_kwargs or {}).items() if k != "cost_weight"}
@@ -94,13 +93,32 @@ def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[f
             records = run_episodes(env, policy, episodes, split=split, seed=seed)
         finally:
             env.close()
-        summary = summarise(records, env_id=env_id, policy=label, split=split, seconds=0.0, seed=seed)
-        q = np.array([r["quality"] for r in records], dtype=float)
-        cost = np.array([r["cost"] for r in records], dtype=float)
-        summary["return_at"] = {str(w): float(np.mean(q - w * cost)) for w in cost_weights}
-        summary["trained_at"] = trained_at
-        rows.append(summary)
+        rows.append(frontier_row(records, label, cost_weights, trained_at=trained_at, env_id=env_id, split=split,
+                                 seed=seed))
     return rows
+
+
+def frontier_row(records: Sequence[dict[str, Any]], label: str, cost_weights: Sequence[float], *,
+                 trained_at: float | None, env_id: str, split: str = "test", seed: int = 0) -> dict[str, Any]:
+    """One frontier row from a controller's evaluated episodes (:func:`baselines.evaluate.run_episodes`
+    records): the evaluation summary plus ``return_at`` and ``trained_at``.
+
+    :param records: per-episode records (quality, cost, ...)
+    :param label: the controller's name in the plot and table
+    :param cost_weights: the cost weights to report returns at
+    :param trained_at: the cost weight a learned model was trained at (``None`` for a fixed script)
+    :param env_id: the env id reported
+    :param split: the split reported
+    :param seed: seed of the bootstrap CIs
+    """
+    from baselines.evaluate import summarise
+
+    summary = summarise(list(records), env_id=env_id, policy=label, split=split, seconds=0.0, seed=seed)
+    q = np.array([r["quality"] for r in records], dtype=float)
+    cost = np.array([r["cost"] for r in records], dtype=float)
+    summary["return_at"] = {str(w): float(np.mean(q - w * cost)) for w in cost_weights}
+    summary["trained_at"] = trained_at
+    return summary
 
 
 def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float], path: Path, title: str) -> Path:

@@ -57,9 +57,15 @@ notes explain. Everything else (buffers, beta, weight clip, epochs) is the same 
 ADVANTAGE = {"awr": "mc", "awr-ablation": "mc", "awr-q": "q", "awr-q-ablation": "q"}
 
 
-def dataset_id(env_id: str, seed: int) -> str:
-    slug = env_id.removeprefix("Harness").removesuffix("-v0").lower()
+def dataset_id(env_id: str, seed: int, variant: str = "") -> str:
+    """The Minari id of the behaviour buffer of ``env_id`` (on the data ``variant`` names, if any) for ``seed``."""
+    slug = env_id.removeprefix("Harness").removesuffix("-v0").lower() + (f"-{variant}" if variant else "")
     return f"harness/{slug}-behaviour-seed{seed}-v0"
+
+
+def env_label(env_id: str, variant: str = "") -> str:
+    """How tables and cell folders name an env on a data variant: ``HarnessTauRetail-v0+tau2`` (else the id)."""
+    return f"{env_id}+{variant}" if variant else env_id
 
 
 def has_successful_revise(actions: np.ndarray, observations: np.ndarray, invalid: np.ndarray, success: bool,
@@ -110,13 +116,15 @@ def two_level_bootstrap(per_seed: list[np.ndarray], stat: Callable[[np.ndarray],
 
 
 def run_cell(path: Path, env_id: str, policy: Any, name: str, *, episodes: int, seed: int,
-             extra: dict[str, Any] | None = None, cost_weight: float = 0.0) -> dict[str, Any]:
-    """Evaluate one (env, policy, seed) cell on the test split, or read it back if it is already done."""
+             extra: dict[str, Any] | None = None, cost_weight: float = 0.0,
+             env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Evaluate one (env, policy, seed) cell on the test split, or read it back if it is already done
+    (``env_kwargs``: other constructor arguments, e.g. ``data_dir`` of a public-data variant)."""
     from baselines.evaluate import run_episodes, summarise
 
     if path.exists():
         return json.loads(path.read_text())
-    env = gym.make(env_id, cost_weight=cost_weight)
+    env = gym.make(env_id, cost_weight=cost_weight, **(env_kwargs or {}))
     try:
         start = time.perf_counter()
         records = run_episodes(env, policy, episodes, split="test", seed=seed)
@@ -132,8 +140,10 @@ def run_cell(path: Path, env_id: str, policy: Any, name: str, *, episodes: int, 
     return cell
 
 
-def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
-    """Every cell of one env: {policy: [cell per seed]}."""
+def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
+            env_kwargs: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Every cell of one env: {policy: [cell per seed]}; with ``variant`` and ``env_kwargs`` on that data
+    (cells under ``cells/<env_label>``)."""
     from baselines.awr import AWRConfig
     from baselines.awr import train as train_awr
     from baselines.bc import BCConfig
@@ -145,15 +155,16 @@ def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, A
 
     cells: dict[str, list[dict[str, Any]]] = {p: [] for p in POLICIES}
     out = Path(args.out)
+    label = env_label(env_id, variant)
     for seed in range(args.seeds):
-        dsid = dataset_id(env_id, seed)
+        dsid = dataset_id(env_id, seed, variant)
         t0 = time.perf_counter()
         collect(env_id, BehaviourPolicy(), dsid, episodes=args.episodes, seed=seed, progress=not args.quiet,
-                env_kwargs={"cost_weight": args.cost_weight},
+                env_kwargs={"cost_weight": args.cost_weight, **(env_kwargs or {})},
                 ref_policies=(make_policy("random"), make_policy("oracle")), ref_episodes=args.ref_episodes)
         collect_s = time.perf_counter() - t0
-        cell_dir = out / "cells" / env_id
-        model_dir = out / "models" / env_id
+        cell_dir = out / "cells" / label
+        model_dir = out / "models" / label
         data = None
         for name in POLICIES:
             path = cell_dir / f"{name}-seed{seed}.json"
@@ -168,7 +179,7 @@ def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, A
                 if not model.exists():
                     data = data if data is not None else load_transitions(dsid)
                     common = {"dataset_id": dsid, "out": str(model), "seed": seed, "epochs": args.epochs,
-                              "eval_episodes": 0, "log_dir": str(out / "runs")}
+                              "eval_episodes": 0, "log_dir": str(out / "runs"), "progress": not args.quiet}
                     t0 = time.perf_counter()
                     if name == "bc":
                         train_bc(BCConfig(**common), data)
@@ -183,7 +194,7 @@ def run_env(env_id: str, args: argparse.Namespace) -> dict[str, list[dict[str, A
                 policy = load_policy(model)
                 policy.name = name
             cells[name].append(run_cell(path, env_id, policy, name, episodes=args.eval_episodes, seed=seed,
-                                        extra=extra, cost_weight=args.cost_weight))
+                                        extra=extra, cost_weight=args.cost_weight, env_kwargs=env_kwargs))
     return cells
 
 

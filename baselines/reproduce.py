@@ -1,155 +1,413 @@
-"""``harness-gym reproduce``: the paper's tables and figures from one command.
+"""``harness-gym reproduce``: every table and figure of both papers from one command, in one report.
 
-Two experiments, each resumable (rerun with the same ``--out`` to continue an interrupted run):
+Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is skipped on a rerun with the same
+``--out``; inside a stage the experiment modules skip their finished cells, datasets and models):
 
-1. reference harnesses (:mod:`baselines.reference_policies`): static, forced-CHECK and oracle on every env;
-2. offline learning (:mod:`baselines.offline_compare`): behaviour buffers, BC, AWR (sample and fitted advantage)
-   and the support-ceiling ablation, pooled over seeds with two-level bootstrap CIs.
+1. ``harness:<env>`` per env (and per public-data variant when ``--tau-data`` / ``--dbbench-data`` is given):
+   :func:`baselines.offline_compare.run_env` (behaviour buffers, static, forced-check, thorough, BC, AWR with
+   both advantage estimators, the support-ceiling ablation), then the online controllers ppo-sparse and ECPO
+   (and ppo-dense with ``--ppo-dense``) trained with :func:`baselines.ecpo_experiments.train_cell` and
+   evaluated on the same test episodes with :func:`baselines.offline_compare.run_cell`, and the random and
+   oracle references for the frontier. The online trainers take no env constructor arguments, so the
+   public-data variants have no online rows.
+2. ``ecpo``: :func:`baselines.ecpo_experiments.table` (ppo-sparse, ppo-dense, BC, ECPO, static,
+   forced-check, thorough; test and ood splits; deterministic and sampling) on the ECPO envs among ``--envs``.
+   It shares the model folder with stage 1, so the ppo-sparse and ECPO models are trained once; its
+   behaviour buffers hold the same episodes as stage 1's (same policy, seeds and size).
+3. ``corruption``: :func:`baselines.ecpo_experiments.corruption` (adaptive vs frozen trust weights).
+4. ``sim_to_real``: :func:`baselines.sim_to_real.sim_to_real` on the shipped SmolLM2 recording (replayed).
+5. ``examples``: a few test episodes recorded step by step (:class:`baselines.episode_view.EpisodeRecorder`).
+6. ``report``: :mod:`baselines.report` writes the tables, figures, ``report.html`` and ``manifest.json``.
 
-Written under ``--out``: ``table1_quality.{md,csv}`` (Q with 95% CI, success, HMS and check-before-submit per env
-and controller), ``table2_ablation.{md,csv}``, ``table3_reference.md``, ``fig1_quality.png`` (Q per env and
-controller with CIs), ``fig2_check_before_submit.png``, and the raw results of both experiments.
-``--quick`` shrinks every size (2 seeds, 300-episode buffers, 50 evaluation episodes) to check the pipeline
-in minutes; its numbers are not the paper tables.
+Sizes: :data:`FULL` and :data:`QUICK` (``--quick``); ``--seeds N`` and ``--size FIELD=VALUE`` change single
+fields. Quick outputs say so everywhere (titles, a ``run`` column, the report's banner, the manifest), and
+every learned row carries a verdict, meaningful or not and why (:func:`baselines.report.verdict`).
 """
 
 from __future__ import annotations
 
-import csv
+import argparse
+import dataclasses
 import json
-import math
+import os
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import harness_gym
-from baselines import offline_compare, reference_policies
+from baselines import offline_compare
+
+ECPO_ENVS = ("HarnessData-v0", "HarnessResearchQA-v0")
+"""the envs of the ECPO table (docs/ecpo.md), when they are among ``--envs``"""
+CORRUPTION_ENV = "HarnessResearchQA-v0"
+FIXED = ("static", "forced-check", "thorough")
+OFFLINE = ("bc", "awr", "awr-q")
+ONLINE = ("ppo-sparse", "ecpo")
+REFERENCES = ("random", "oracle")
+"""evaluated for the quality-cost frontier only"""
+DEFAULT_COST_WEIGHTS = (0.0, 0.01, 0.1)
+"""the cost weights fixed before any run (docs/cost_results.md)"""
 
 
 @dataclass(frozen=True)
 class Sizes:
-    """How big each experiment is."""
+    """How big each stage is (``--size FIELD=VALUE`` sets one field)."""
 
     seeds: int
-    """seeds of the offline comparison (buffer + training)"""
+    """training seeds of the offline learners (buffer + training)"""
     buffer_episodes: int
-    """episodes per rollout buffer"""
+    """episodes per behaviour buffer"""
     eval_episodes: int
-    """test-split episodes per offline cell"""
-    reference_episodes: int
-    """episodes per reference-harness row (HarnessCode-v0 gets 5/3 of it)"""
-    ref_score_episodes: int
-    """episodes of the random and oracle policies for a dataset's reference scores"""
+    """test-split episodes per (env, controller, seed) cell"""
     epochs: int
     """training epochs of BC and AWR"""
+    ref_score_episodes: int
+    """episodes of random and oracle for a dataset's reference scores"""
+    online_seeds: int
+    """training seeds of ppo-sparse, ppo-dense and ECPO"""
+    online_steps: int
+    """environment steps per online training run"""
+    ecpo_episodes: int
+    """test- and ood-split episodes per cell of the ECPO table"""
+    corruption_seeds: int
+    corruption_steps: int
+    """ECPO steps per arm of the corruption experiment"""
+    corrupt_from: int
+    """training step at which the knowledge corruption starts"""
+    sim_seeds: int
+    """simulated-worker seeds per recorded episode (sim-to-real)"""
+    examples: int
+    """example episodes rendered in the report"""
 
 
-FULL = Sizes(seeds=5, buffer_episodes=2000, eval_episodes=200, reference_episodes=300, ref_score_episodes=100,
-             epochs=30)
-QUICK = Sizes(seeds=2, buffer_episodes=300, eval_episodes=50, reference_episodes=60, ref_score_episodes=20,
-              epochs=10)
-CONTROLLERS = ("static", "forced-check", "bc", "awr", "awr-q")
-ABLATION = ("awr", "awr-ablation", "awr-q", "awr-q-ablation")
+FULL = Sizes(seeds=5, buffer_episodes=2000, eval_episodes=200, epochs=30, ref_score_episodes=100, online_seeds=3,
+             online_steps=20_000, ecpo_episodes=100, corruption_seeds=3, corruption_steps=30_000,
+             corrupt_from=10_000, sim_seeds=20, examples=3)
+QUICK = Sizes(seeds=2, buffer_episodes=300, eval_episodes=50, epochs=30, ref_score_episodes=20, online_seeds=1,
+              online_steps=4096, ecpo_episodes=50, corruption_seeds=1, corruption_steps=6144, corrupt_from=3072,
+              sim_seeds=5, examples=3)
 
 
-def _fmt(value: float) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+def parse_size_overrides(base: Sizes, pairs: list[str]) -> Sizes:
+    """``base`` with ``FIELD=VALUE`` overrides; a clear error naming a bad field or value.
+
+    :param base: the sizes to start from
+    :param pairs: ``--size`` values
+    """
+    fields = {f.name for f in dataclasses.fields(Sizes)}
+    changes: dict[str, int] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name not in fields:
+            raise ValueError(f"--size {pair!r}: expected FIELD=VALUE with FIELD one of {', '.join(sorted(fields))}")
+        try:
+            changes[name] = int(value)
+        except ValueError:
+            raise ValueError(f"--size {pair!r}: {value!r} is not an integer") from None
+        if changes[name] < (0 if name == "examples" else 1):
+            raise ValueError(f"--size {pair!r}: must be positive")
+    sizes = dataclasses.replace(base, **changes)
+    if sizes.corrupt_from >= sizes.corruption_steps:
+        raise ValueError(f"--size: corrupt_from ({sizes.corrupt_from}) must be below corruption_steps "
+                         f"({sizes.corruption_steps}), or the corruption never starts")
+    return sizes
 
 
-def _write_table(path: Path, header: list[str], rows: list[list[Any]], title: str) -> None:
-    with open(path.with_suffix(".csv"), "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        w.writerows(rows)
-    lines = [title, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_fmt(c) if isinstance(c, float) else str(c) for c in row) + " |" for row in rows]
-    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+@dataclass
+class Variant:
+    """One row group of the harness table: an env, on its default data or on public data."""
+
+    env_id: str
+    variant: str = ""
+    env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    data_path: str | None = None
+
+    @property
+    def label(self) -> str:
+        return offline_compare.env_label(self.env_id, self.variant)
 
 
-def write_tables(out: Path, rows: list[dict[str, Any]], sizes: Sizes) -> None:
-    """Tables 1 and 2 from the pooled offline rows."""
-    by = {(r["env_id"], r["policy"]): r for r in rows}
-    envs = list(dict.fromkeys(r["env_id"] for r in rows))
-    setup = (f"Test split; {sizes.seeds} seeds x {sizes.eval_episodes} episodes; buffers of "
-             f"{sizes.buffer_episodes} behaviour episodes; 95% two-level bootstrap CIs.")
-    t1 = []
-    for env in envs:
-        for name in CONTROLLERS:
-            r = by[(env, name)]
-            t1.append([env, name, r["quality_mean"], r["quality_ci95"][0], r["quality_ci95"][1], r["quality_iqm"],
-                       r["success_rate"], r["hms_mean"], r["patterns"]["check_before_submit"]])
-    _write_table(out / "table1_quality", ["env", "controller", "Q", "Q CI low", "Q CI high", "Q IQM", "success",
-                                          "HMS", "check_before_submit"], t1, f"Table 1. Quality and process. {setup}")
-    t2 = [[env, name, by[(env, name)]["quality_mean"], by[(env, name)]["patterns"]["check_before_submit"]]
-          for env in envs for name in ABLATION]
-    _write_table(out / "table2_ablation", ["env", "learner", "Q", "check_before_submit"], t2,
-                 "Table 2. Support-ceiling ablation: the same learner without the episodes holding a successful "
-                 f"revise. {setup}")
+def variants(env_ids: list[str], tau_data: str | None, dbbench_data: str | None) -> list[Variant]:
+    """The env ids, then the public-data variants whose data is given (a missing path is an error).
+
+    :param env_ids: the envs
+    :param tau_data: a τ-bench retail data folder
+    :param dbbench_data: a DB-Bench JSONL file
+    """
+    out = [Variant(e) for e in env_ids]
+    if tau_data:
+        if not Path(tau_data).is_dir():
+            raise FileNotFoundError(f"--tau-data {tau_data}: no such folder")
+        out.append(Variant("HarnessTauRetail-v0", "tau", {"data_dir": str(Path(tau_data).resolve())}, tau_data))
+    if dbbench_data:
+        if not Path(dbbench_data).is_file():
+            raise FileNotFoundError(f"--dbbench-data {dbbench_data}: no such file")
+        out.append(Variant("HarnessDBBench-v0", "dbbench", {"data_path": str(Path(dbbench_data).resolve())},
+                           dbbench_data))
+    return out
 
 
-def write_figures(out: Path, rows: list[dict[str, Any]]) -> None:
-    """Figure 1 (Q with CIs) and Figure 2 (check-before-submit rate), grouped by env."""
-    import matplotlib
+class Stages:
+    """Per-stage result files under ``OUT/stages``: run a stage unless its file says it finished."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    def __init__(self, out: Path, progress: Any = None):
+        self.dir = out / "stages"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.progress = progress
 
-    by = {(r["env_id"], r["policy"]): r for r in rows}
-    envs = list(dict.fromkeys(r["env_id"] for r in rows))
-    x = np.arange(len(envs))
-    width = 0.8 / len(CONTROLLERS)
-    for fname, ylabel, value, with_ci in (
-            ("fig1_quality.png", "task quality Q (test)", lambda r: r["quality_mean"], True),
-            ("fig2_check_before_submit.png", "check-before-submit rate",
-             lambda r: r["patterns"]["check_before_submit"], False)):
-        fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(envs)), 3.6))
-        for i, name in enumerate(CONTROLLERS):
-            vals = np.array([value(by[(e, name)]) for e in envs])
-            kw: dict[str, Any] = {}
-            if with_ci:
-                ci = np.array([by[(e, name)]["quality_ci95"] for e in envs])
-                kw["yerr"] = np.abs(ci.T - vals)
-            ax.bar(x + (i - (len(CONTROLLERS) - 1) / 2) * width, vals, width, label=name, capsize=2, **kw)
-        ax.set_xticks(x, [e.removeprefix("Harness").removesuffix("-v0") for e in envs], rotation=20)
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel(ylabel)
-        ax.legend(ncol=len(CONTROLLERS), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.15))
-        fig.tight_layout()
-        fig.savefig(out / fname, dpi=120)
-        plt.close(fig)
+    def path(self, name: str) -> Path:
+        return self.dir / (name.replace(":", "__").replace("+", "_") + ".json")
+
+    def done(self, name: str) -> dict[str, Any] | None:
+        path = self.path(name)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def run(self, name: str, fn: Callable[[], Any], command: str) -> dict[str, Any]:
+        """Run ``fn`` as stage ``name`` unless it finished before; returns its record (seconds, command, result).
+
+        :param name: the stage name
+        :param fn: the stage; returns something JSON-serialisable
+        :param command: the equivalent command line, for the manifest
+        """
+        record = self.done(name)
+        if record is not None:
+            record["resumed"] = True
+            return record
+        start = time.perf_counter()
+        result = fn()
+        record = {"stage": name, "seconds": time.perf_counter() - start, "command": command, "result": result,
+                  "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        self.path(name).write_text(json.dumps(record, indent=1, default=str))
+        return record
+
+
+def _offline_args(out: Path, sizes: Sizes, quiet: bool) -> argparse.Namespace:
+    from baselines.awr import AWRConfig
+
+    return argparse.Namespace(out=str(out), seeds=sizes.seeds, episodes=sizes.buffer_episodes,
+                              eval_episodes=sizes.eval_episodes, epochs=sizes.epochs, beta=AWRConfig.beta,
+                              ref_episodes=sizes.ref_score_episodes, cost_weight=0.0, quiet=quiet)
+
+
+def _online_args(out: Path, sizes: Sizes, envs: list[str]) -> argparse.Namespace:
+    return argparse.Namespace(out=out, env=envs, seeds=sizes.online_seeds, steps=sizes.online_steps,
+                              episodes=sizes.ecpo_episodes, buffer_episodes=sizes.buffer_episodes,
+                              corrupt_from=sizes.corrupt_from)
+
+
+def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...], quiet: bool) -> dict[str, Any]:
+    """Every cell of one env: the offline comparison, then the online controllers and the references.
+
+    :param out: the run folder
+    :param var: the env (and data variant)
+    :param sizes: the sizes
+    :param online: the online trainers to run (none on a public-data variant)
+    :param quiet: no progress bars of the sub-experiments
+    """
+    from baselines.ecpo_experiments import train_cell
+    from baselines.registry import make_policy
+
+    offline_dir = out / "offline"
+    cells = offline_compare.run_env(var.env_id, _offline_args(offline_dir, sizes, quiet), variant=var.variant,
+                                    env_kwargs=var.env_kwargs)
+    cell_dir = offline_dir / "cells" / var.label
+    for seed in range(sizes.seeds):
+        for name in REFERENCES:
+            cells.setdefault(name, []).append(offline_compare.run_cell(
+                cell_dir / f"{name}-seed{seed}.json", var.env_id, make_policy(name), name,
+                episodes=sizes.eval_episodes, seed=seed, env_kwargs=var.env_kwargs))
+    online_args = _online_args(out / "online", sizes, [var.env_id])
+    for seed in range(sizes.online_seeds):
+        dsid = offline_compare.dataset_id(var.env_id, seed, var.variant)
+        for name in online:
+            path = cell_dir / f"{name}-seed{seed}.json"
+            if not path.exists():
+                start = time.perf_counter()
+                model = train_cell(name, var.env_id, seed, online_args, dsid)
+                extra = {"model": str(model), "train_seconds": time.perf_counter() - start,
+                         "online_steps": sizes.online_steps}
+                policy = make_policy(str(model))
+                policy.name = name
+            else:
+                extra, policy = {}, None
+            cells.setdefault(name, []).append(offline_compare.run_cell(
+                path, var.env_id, policy, name, episodes=sizes.eval_episodes, seed=seed, extra=extra,
+                env_kwargs=var.env_kwargs))
+    return {"label": var.label, "cells": {name: [str(cell_dir / f"{name}-seed{c['seed']}.json") for c in per]
+                                          for name, per in cells.items()}}
+
+
+def examples_stage(out: Path, env_id: str, sizes: Sizes) -> dict[str, Any]:
+    """Record ``sizes.examples`` test episodes of seed 0 step by step: static, forced-check and AWR with the
+    fitted advantage (the seed-0 model), on the first of the first 30 episodes in which forced-check's CHECK
+    fails (so the examples show a check's feedback and a revise), or on episode 0 if none does; more examples
+    repeat the controllers on the following episodes.
+
+    :param out: the run folder
+    :param env_id: the env of the examples
+    :param sizes: the sizes
+    """
+    import gymnasium as gym
+
+    from baselines.episode_view import EpisodeRecorder, save_episodes
+    from baselines.learned import load_policy
+    from baselines.registry import make_policy
+    from harness_gym.rollout import episode_seed, play_episode
+
+    def record(name: str, policy: Any, index: int) -> dict[str, Any]:
+        env = EpisodeRecorder(gym.make(env_id, render_mode="ansi"), policy=name)
+        try:
+            play_episode(env, policy, seed=episode_seed(0, index), split="test")
+        finally:
+            env.close()
+        return env.episodes[0]
+
+    controllers: list[tuple[str, Any]] = [("static", make_policy("static")), ("forced-check", make_policy("forced-check"))]
+    awr_model = out / "offline" / "models" / env_id / "awr-q-seed0.pt"
+    if awr_model.exists():
+        controllers.append(("awr-q", load_policy(awr_model)))
+    start = next((i for i in range(30) if any(s["action"] == "CHECK" and (s["text"] or "").startswith("CHECK: FAIL")
+                                              for s in record("forced-check", controllers[1][1], i)["steps"])), 0)
+    episodes = [record(*controllers[k % len(controllers)], start + k // len(controllers))
+                for k in range(sizes.examples)]
+    path = save_episodes(out / "examples.json", episodes, env_id=env_id, split="test", seed=0)
+    return {"file": str(path), "episodes": len(episodes), "first_episode_index": start}
 
 
 def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = None, tau_data: str | None = None,
-              dbbench_data: str | None = None, quiet: bool = False) -> None:
-    """Run both experiments under ``out`` and write the tables and figures.
+              dbbench_data: str | None = None, seeds: int | None = None, size_overrides: list[str] | None = None,
+              cost_weights: list[float] | None = None, ppo_dense: bool = False, quiet: bool = False,
+              argv: list[str] | None = None) -> dict[str, Any]:
+    """Run (or resume) every stage under ``out`` and write the report; returns the manifest.
 
     :param out: output folder (reused to resume)
-    :param quick: the small sizes of :data:`QUICK` instead of :data:`FULL`
+    :param quick: the sizes of :data:`QUICK` instead of :data:`FULL`
     :param env_ids: the envs (default: every registered id)
-    :param tau_data: a τ-bench retail data folder for an extra reference row on the public data
-    :param dbbench_data: a DB-Bench JSONL file for an extra reference row on the public data
+    :param tau_data: a τ-bench retail data folder: adds the public-data variant of HarnessTauRetail-v0
+    :param dbbench_data: a DB-Bench JSONL file: adds the public-data variant of HarnessDBBench-v0
+    :param seeds: sets every seed count (offline, online, corruption)
+    :param size_overrides: ``FIELD=VALUE`` changes of the sizes
+    :param cost_weights: the cost weights of the frontier (default :data:`DEFAULT_COST_WEIGHTS`)
+    :param ppo_dense: also train ppo-dense for every env of the harness table
     :param quiet: no progress output
+    :param argv: the command line, for the manifest
     """
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from baselines import ecpo_experiments, report
+    from baselines.sim_to_real import sim_to_real
+
     sizes = QUICK if quick else FULL
+    if seeds is not None:
+        sizes = dataclasses.replace(sizes, seeds=seeds, online_seeds=seeds, corruption_seeds=seeds)
+    sizes = parse_size_overrides(sizes, list(size_overrides or []))
     env_ids = list(env_ids or harness_gym.ENV_IDS)
+    unknown = [e for e in env_ids if e not in harness_gym.ENV_IDS]
+    if unknown:
+        raise ValueError(f"--envs: unknown env id(s) {unknown}; registered: {', '.join(harness_gym.ENV_IDS)}")
+    cost_weights = list(cost_weights if cost_weights is not None else DEFAULT_COST_WEIGHTS)
+    groups = variants(env_ids, tau_data, dbbench_data)
+    online = (*ONLINE[:1], "ppo-dense", *ONLINE[1:]) if ppo_dense else ONLINE
+    ecpo_envs = [e for e in ECPO_ENVS if e in env_ids] or env_ids[:1]
+    corruption_env = CORRUPTION_ENV if CORRUPTION_ENV in env_ids else env_ids[0]
     out.mkdir(parents=True, exist_ok=True)
-    ref_args = ["--out", str(out / "reference"), "--episodes", str(sizes.reference_episodes),
-                "--code-episodes", str(sizes.reference_episodes * 5 // 3)]
-    ref_args += [a for e in env_ids for a in ("--env", e)]
-    ref_args += (["--tau-data", tau_data] if tau_data else []) + (["--dbbench-data", dbbench_data] if dbbench_data
-                                                                  else [])
-    ref_rows = reference_policies.main(ref_args + (["--quiet"] if quiet else []))
-    (out / "table3_reference.md").write_text((out / "reference" / "reference_policies.md").read_text())
-    offline_compare.main([*env_ids, "--out", str(out / "offline"), "--seeds", str(sizes.seeds),
-                          "--episodes", str(sizes.buffer_episodes), "--eval-episodes", str(sizes.eval_episodes),
-                          "--epochs", str(sizes.epochs), "--ref-episodes", str(sizes.ref_score_episodes),
-                          *(["--quiet"] if quiet else [])])
-    rows = [r for r in json.loads((out / "offline" / "summary.json").read_text()) if r["env_id"] in env_ids]
-    write_tables(out, rows, sizes)
-    write_figures(out, rows)
+    os.environ["MINARI_DATASETS_PATH"] = str((out / "minari").resolve())
+    settings = {"quick": quick, "sizes": dataclasses.asdict(sizes), "envs": env_ids,
+                "variants": [dataclasses.asdict(v) for v in groups], "online": list(online),
+                "ecpo_envs": ecpo_envs, "corruption_env": corruption_env, "cost_weights": cost_weights,
+                "tau_data": tau_data, "dbbench_data": dbbench_data}
+    settings_path = out / "settings.json"
+    if settings_path.exists():
+        before = json.loads(settings_path.read_text())
+        if before != json.loads(json.dumps(settings)):
+            changed = sorted(k for k in settings if before.get(k) != json.loads(json.dumps(settings)).get(k))
+            raise ValueError(f"{out} holds a run with other settings ({', '.join(changed)} differ; see "
+                             f"{settings_path}): use another --out, or delete the folder to start over")
+    settings_path.write_text(json.dumps(settings, indent=1))
+
+    console = Console(stderr=True, quiet=quiet)
+    plan: list[tuple[str, Callable[[], Any], str]] = []
+    for var in groups:
+        plan.append((f"harness:{var.label}",
+                     lambda var=var: harness_stage(out, var, sizes, () if var.variant else online, quiet),
+                     f"python -m baselines.offline_compare {var.env_id} --out {out / 'offline'} --seeds {sizes.seeds} "
+                     f"--episodes {sizes.buffer_episodes} --eval-episodes {sizes.eval_episodes} --epochs "
+                     f"{sizes.epochs}; harness-gym train {{{','.join(online)}}} --env {var.env_id} --steps "
+                     f"{sizes.online_steps}"))
+    online_dir = out / "online"
+    plan.append(("ecpo", lambda: {"rows": ecpo_experiments.table(_online_args(online_dir, sizes, ecpo_envs))},
+                 f"python -m baselines.ecpo_experiments table --out {online_dir} "
+                 + " ".join(f"--env {e}" for e in ecpo_envs)
+                 + f" --seeds {sizes.online_seeds} --steps {sizes.online_steps} --episodes {sizes.ecpo_episodes}"
+                 f" --buffer-episodes {sizes.buffer_episodes}"))
+    corruption_args = dataclasses.replace(sizes, online_seeds=sizes.corruption_seeds, online_steps=sizes.corruption_steps)
+    plan.append(("corruption",
+                 lambda: {"runs": ecpo_experiments.corruption(_online_args(out / "corruption", corruption_args,
+                                                                           [corruption_env]))},
+                 f"python -m baselines.ecpo_experiments corruption --out {out / 'corruption'} --env {corruption_env} "
+                 f"--seeds {sizes.corruption_seeds} --steps {sizes.corruption_steps} --corrupt-from "
+                 f"{sizes.corrupt_from}"))
+    plan.append(("sim_to_real", lambda: _sim_to_real_result(sim_to_real(sim_seeds=sizes.sim_seeds,
+                                                                        profiles_out=out / "fitted_profiles")),
+                 f"python benchmarks/sim_to_real.py --out {out / 'fitted_profiles'} --sim-seeds {sizes.sim_seeds}"))
+    if sizes.examples:
+        plan.append(("examples", lambda: examples_stage(out, env_ids[0], sizes),
+                     f"harness-gym eval {env_ids[0]} --policy ... --save-episodes {out / 'examples.json'}"))
+
+    records: dict[str, dict[str, Any]] = {}
+    total_start = time.perf_counter()
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=console, transient=False) as progress:
+        task = progress.add_task("reproduce" + (" (quick)" if quick else ""), total=len(plan) + 1)
+        for name, fn, command in plan:
+            progress.update(task, description=f"reproduce{' (quick)' if quick else ''}: {name}")
+            records[name] = Stages(out).run(name, fn, command)
+            state = "resumed from its result file" if records[name].get("resumed") else "done"
+            progress.console.print(f"  {name}: {state} ({records[name]['seconds']:.0f} s)")
+            progress.advance(task)
+        progress.update(task, description="reproduce: report")
+        start = time.perf_counter()
+        manifest = report.write_report(out, settings=settings, stages=records, argv=argv or sys.argv,
+                                       total_seconds=time.perf_counter() - total_start)
+        progress.console.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
+        progress.advance(task)
     if not quiet:
-        print((out / "table1_quality.md").read_text())
-        print((out / "table2_ablation.md").read_text())
-        print(f"reference harnesses: {len(ref_rows)} rows in {out / 'table3_reference.md'}; "
-              f"figures in {out}")
+        print_summary(out, quick)
+        Console().print(f"wrote {out / 'report.html'} and {len(manifest['outputs'])} other files in {out}")
+    return manifest
+
+
+def print_summary(out: Path, quick: bool) -> None:
+    """The main table (``table_harness.csv``) on the terminal: Q with its CI, success, HMS, cost, the pattern
+    rates and the verdict per env and controller."""
+    import csv
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"table_harness ({'QUICK RUN, not the paper numbers' if quick else 'full run'})")
+    for col in ("env", "controller", "Q [95% CI]", "success", "HMS", "cost", "check<submit", "early submit",
+                "AWR-static", "paper", "verdict"):
+        table.add_column(col, overflow="fold")
+    with open(out / "table_harness.csv") as fh:
+        for r in csv.DictReader(fh):
+            gain = f"{float(r['awr_minus_static_points']):+.1f}" if r["awr_minus_static_points"] else ""
+            paper = f"{float(r['paper_awr_minus_static']):+.1f}" if r["paper_awr_minus_static"] else ""
+            num = (lambda key, r=r: "n/a" if r[key] in ("", "nan") else f"{float(r[key]):.2f}")  # noqa: E731
+            table.add_row(r["env"].removeprefix("Harness"), r["controller"],
+                          f"{float(r['Q']):.3f} [{float(r['Q_ci_lo']):.3f}, {float(r['Q_ci_hi']):.3f}]", num("success"),
+                          num("hms"), num("cost"), num("check_before_submit"), num("early_submit"), gain, paper,
+                          r["verdict"].replace("not meaningful", "[red]not meaningful[/red]", 1))
+    Console().print(table)
+
+
+def _sim_to_real_result(result: tuple[Any, Any, Any]) -> dict[str, Any]:
+    from baselines.sim_to_real import markdown
+
+    rows, fits, manifest = result
+    return {"rows": [dataclasses.asdict(r) for r in rows], "markdown": markdown(rows, fits),
+            "recording": manifest.get("note", ""), "model": manifest["worker"].get("model")}

@@ -28,36 +28,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from baselines.policies import StaticPolicy
-from harness_gym.core.actions import Action
+from baselines.sim_to_real import POLICIES, run_on_task
 from harness_gym.workers.profile import WorkerProfile
-
-COST_KEYS = ("llm_calls", "llm_errors", "prompt_tokens", "completion_tokens", "latency_s")
-POLICIES = {"static": lambda: StaticPolicy(check=False), "forced-check": lambda: StaticPolicy(check=True)}
-
-
-def run(env: gym.Env, policy: Any, task_id: str, seed: int) -> dict[str, Any]:
-    """One episode of ``policy`` on ``task_id``: its actions, quality and summed cost.
-
-    :param env: the env
-    :param policy: a controller with ``reset`` and ``act``
-    :param task_id: the task
-    :param seed: the reset seed
-    """
-    obs, info = env.reset(seed=seed, options={"task_id": task_id})
-    policy.reset(env, seed)
-    actions: list[int] = []
-    cost = dict.fromkeys(COST_KEYS, 0.0)
-    term = trunc = False
-    while not (term or trunc):
-        act = int(policy.act(obs, env))
-        actions.append(act)
-        obs, reward, term, trunc, info = env.step(act)
-        for key in COST_KEYS:
-            cost[key] += info["cost"][key]
-    return {"task_id": task_id, "seed": seed, "actions": actions, "quality": float(info["quality"]),
-            "cost": {k: (round(v, 6) if k == "latency_s" else int(v)) for k, v in cost.items()},
-            "drafts": sum(a in (Action.DRAFT, Action.REVISE) for a in actions)}
 
 
 def finalise_cache(cache: Path) -> None:
@@ -103,12 +75,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             real_q, sim_q, costs = [], [], []
             for i, task_id in enumerate(task_ids):
                 start = time.perf_counter()
-                ep = run(env, POLICIES[name](), task_id, seed=i)
+                ep = run_on_task(env, POLICIES[name](), task_id, seed=i)
                 ep.update(env_id=env_id, policy=name, seconds=round(time.perf_counter() - start, 2))
                 episodes.append(ep)
                 real_q.append(ep["quality"])
                 costs.append(ep["cost"])
-                ep["sim_quality"] = run(sim, POLICIES[name](), task_id, seed=i)["quality"]
+                ep["sim_quality"] = run_on_task(sim, POLICIES[name](), task_id, seed=i)["quality"]
                 sim_q.append(ep["sim_quality"])
                 print(json.dumps(ep), flush=True)
             rows.append((env_id, name, len(task_ids), float(np.mean(real_q)), float(np.mean(sim_q)),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The main job: install, then compare the static and forced-CHECK harnesses on HarnessCode-v0.
+# The main job: install, then reproduce both papers' tables and figures at the quick sizes (about 6 minutes on
+# 2 shared cores): results/quick/report.html, table_*.md/.csv, fig_*.png, manifest.json (docs/reproduce.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
-harness-gym compare HarnessCode-v0 --policy static --policy forced-check --policy oracle \
-  --episodes "${EPISODES:-500}" --split test --seed 0
+harness-gym reproduce --quick --out "${OUT:-results/quick}"

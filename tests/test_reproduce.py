@@ -1,31 +1,262 @@
-"""`harness-gym reproduce --quick` writes every table and figure, and a rerun resumes to the same tables."""
+"""`harness-gym reproduce` end to end on a tiny budget (one env, one seed), the report in headless Chromium,
+the verdicts, the aggregate statistics and the episode viewer."""
 
 from __future__ import annotations
 
 import csv
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
 
 from baselines.cli import main
-from baselines.reproduce import ABLATION, CONTROLLERS
+from tests.shared_data import SHARED_DATA, shared_data_mark
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+ENV = "HarnessMultiTool-v0"
+TINY = ["--quick", "--envs", ENV, "--seeds", "1", "--size", "buffer_episodes=60", "--size", "eval_episodes=10",
+        "--size", "online_steps=512", "--size", "ecpo_episodes=10", "--size", "corruption_steps=1024",
+        "--size", "corrupt_from=512", "--size", "sim_seeds=1", "--size", "ref_score_episodes=5",
+        "--size", "examples=2"]
+TABLES = ("table_harness", "table_aggregate", "table_ablation", "table_ecpo")
+FIGURES = ("fig_quality_hms.png", "fig_patterns_awr.png", "fig_support_ceiling.png", "fig_ecpo_corruption.png",
+           f"fig_frontier_{ENV}.png")
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run")
 
 
-def test_reproduce_quick_writes_tables_and_figures_and_resumes(tmp_path, monkeypatch):
-    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
-    out = tmp_path / "paper"
-    args = ["reproduce", "--quick", "--out", str(out), "--env", "HarnessMultiTool-v0"]
-    assert main(args) == 0
-    with open(out / "table1_quality.csv") as fh:
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce") / "run"
+    assert main(["reproduce", "--out", str(out), *TINY]) == 0
+    return out
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC, path
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_every_file_exists_parses_and_is_in_range(run_dir):
+    for stem in TABLES:
+        md = (run_dir / f"{stem}.md").read_text()
+        assert "QUICK RUN" in md, stem
+        assert re.search(r"^\|.*\|\s*$", md, re.M), f"{stem}.md holds no table"
+        with open(run_dir / f"{stem}.csv") as fh:
+            rows = list(csv.DictReader(fh))
+        assert rows and all(r["run"] == "quick" for r in rows), stem
+    assert "QUICK RUN" in (run_dir / "table_sim_to_real.md").read_text()
+    assert "| HarnessCode-v0 | static |" in (run_dir / "table_sim_to_real.md").read_text()
+
+    with open(run_dir / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
-    assert [r["controller"] for r in rows] == list(CONTROLLERS)
-    assert all(0.0 <= float(r["Q CI low"]) <= float(r["Q"]) <= float(r["Q CI high"]) <= 1.0 for r in rows)
-    forced = next(r for r in rows if r["controller"] == "forced-check")
-    assert float(forced["check_before_submit"]) == 1.0
-    with open(out / "table2_ablation.csv") as fh:
-        assert [r["learner"] for r in csv.DictReader(fh)] == list(ABLATION)
-    assert "HarnessMultiTool-v0" in (out / "table3_reference.md").read_text()
-    for fig in ("fig1_quality.png", "fig2_check_before_submit.png"):
-        assert (out / fig).read_bytes()[:8] == PNG_MAGIC
-    first = (out / "table1_quality.md").read_text()
-    assert main(args) == 0
-    assert (out / "table1_quality.md").read_text() == first
+    by = {r["controller"]: r for r in rows}
+    assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "ppo-sparse", "ecpo"}
+    for r in rows:
+        for key in ("Q", "success", "check_before_submit", "forced_submit"):
+            assert r[key] in ("", "nan") or 0.0 <= float(r[key]) <= 1.0, (r["controller"], key, r[key])
+        assert 0.0 <= float(r["Q_ci_lo"]) <= float(r["Q"]) <= float(r["Q_ci_hi"]) <= 1.0
+        assert float(r["cost_ci_lo"]) <= float(r["cost"]) <= float(r["cost_ci_hi"])
+        assert float(r["cost"]) > 0
+    assert float(by["forced-check"]["check_before_submit"]) == 1.0
+    assert float(by["static"]["check_before_submit"]) == 0.0
+    assert by["static"]["verdict"] == "fixed script"
+    # 512 PPO steps is below the documented minimum: both online rows say so
+    for name in ("ppo-sparse", "ecpo"):
+        assert by[name]["verdict"].startswith("not meaningful") and "512 steps" in by[name]["verdict"]
+    assert -100 <= float(by["awr"]["awr_minus_static_points"]) <= 100
+    assert 0.0 <= float(by["awr"]["p_improvement_vs_best_fixed"]) <= 1.0
+
+    for fig in FIGURES:
+        width, height = _png_size(run_dir / fig)
+        assert width >= 600 and height >= 300, (fig, width, height)
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["quick"] is True
+    assert manifest["versions"]["numpy"] == np.__version__
+    assert set(manifest["stages"]) == {f"harness:{ENV}", "ecpo", "corruption", "sim_to_real", "examples"}
+    assert all(s["seconds"] >= 0 and s["command"] for s in manifest["stages"].values())
+    assert set(manifest["worker_profile_hashes"]) >= {"multitool.json", "code.json"}
+    assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in manifest["data_hashes"].values())
+    assert any(k.endswith("recordings/smollm2.sqlite") for k in manifest["data_hashes"])
+    assert manifest["seeds"]["offline"] == [0]
+
+    report = (run_dir / "report.html").read_text()
+    assert report.count('src="data:image/png;base64,') == len(FIGURES)
+    assert "QUICK RUN" in report and "what agrees with the papers" in report
+    examples = json.loads((run_dir / "examples.json").read_text())["episodes"]
+    assert [ep["policy"] for ep in examples] == ["static", "forced-check"]
+    assert all(s["cost"] is not None and s["text"] for ep in examples for s in ep["steps"])
+    assert examples[0]["steps"][-1]["action"] == "SUBMIT" and "CHECK" in [s["action"] for s in examples[1]["steps"]]
+    assert report.count('<div class="episode">') == 2
+
+
+def test_rerun_resumes_every_stage_and_writes_the_same_tables(run_dir):
+    before = {stem: (run_dir / f"{stem}.csv").read_text() for stem in TABLES}
+    assert main(["reproduce", "--out", str(run_dir), *TINY]) == 0
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert all(s["resumed"] for s in manifest["stages"].values())
+    assert {stem: (run_dir / f"{stem}.csv").read_text() for stem in TABLES} == before
+
+
+def test_rerun_with_other_settings_is_refused(run_dir, capsys):
+    assert main(["reproduce", "--out", str(run_dir), *TINY[:-2], "--size", "examples=1"]) == 2
+    assert "other settings" in capsys.readouterr().err
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+CHECK_SCRIPT = """<script>
+window.__errors = [];
+window.addEventListener('error', e => window.__errors.push(String(e.message || e.target && e.target.src)), true);
+const origError = console.error; console.error = (...a) => { window.__errors.push(a.join(' ')); origError(...a); };
+window.addEventListener('load', () => {
+  const imgs = Array.from(document.images);
+  const loaded = imgs.filter(i => i.complete && i.naturalWidth > 0).length;
+  const res = {images: imgs.length, loaded: loaded, widths: imgs.map(i => i.naturalWidth),
+               errors: window.__errors, tables: document.querySelectorAll('table').length,
+               bodyHeight: document.body.scrollHeight};
+  const pre = document.createElement('pre'); pre.id = 'hg-check'; pre.textContent = JSON.stringify(res);
+  document.body.appendChild(pre); document.title = 'HGCHECK ' + loaded + '/' + imgs.length;
+});
+</script>"""
+
+
+@pytest.mark.skipif(_chromium() is None and os.environ.get("HG_REQUIRE_CHROMIUM") != "1",
+                    reason="no chromium: apt-get install -y chromium (scripts/install.sh installs it for the test "
+                           "command; HG_REQUIRE_CHROMIUM=1 turns this skip into a failure)")
+def test_report_renders_in_headless_chromium(run_dir, tmp_path):
+    assert _chromium() is not None, "HG_REQUIRE_CHROMIUM=1 but no chromium is installed"
+    page = tmp_path / "report_checked.html"
+    page.write_text((run_dir / "report.html").read_text().replace("<head>", "<head>" + CHECK_SCRIPT, 1))
+    base = [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr",
+            "--v=0", "--virtual-time-budget=10000"]
+    proc = subprocess.run([*base, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    match = re.search(r'<pre id="hg-check">(.*?)</pre>', proc.stdout, re.S)
+    assert match, proc.stdout[-2000:]
+    result = json.loads(match.group(1).replace("&quot;", '"'))
+    assert result["images"] == len(FIGURES) and result["loaded"] == len(FIGURES), result
+    assert min(result["widths"]) >= 600, result
+    assert result["errors"] == [], result
+    assert result["tables"] >= 5
+    # the report has no script of its own, so any console message (an uncaught error, a console.error) is a fault
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == [], console
+    shot = tmp_path / "report.png"
+    subprocess.run([*base, "--window-size=1280,2200", f"--screenshot={shot}", (run_dir / "report.html").as_uri()],
+                   capture_output=True, text=True, timeout=120, check=True)
+    width, height = _png_size(shot)
+    assert (width, height) == (1280, 2200)
+    if os.environ.get("HG_KEEP_SCREENSHOT"):
+        shutil.copyfile(shot, os.environ["HG_KEEP_SCREENSHOT"])
+
+
+def test_verdict_marks_collapsed_and_undertrained_rows():
+    from baselines.report import verdict
+
+    sizes = {"online_steps": 50_000, "epochs": 30}
+    assert verdict("static", {"forced_submit_rate": 1.0}, [], sizes) == "fixed script"
+    assert verdict("awr-q", {"forced_submit_rate": 0.1}, [{}], sizes) == "meaningful"
+    collapsed = verdict("awr-q", {"forced_submit_rate": 1.0}, [{}], sizes)
+    assert collapsed.startswith("not meaningful") and "100%" in collapsed
+    short = verdict("ecpo", {"forced_submit_rate": 0.0}, [{"online_steps": 4096}], sizes)
+    assert "4096 steps" in short
+    assert "epochs" in verdict("bc", {"forced_submit_rate": 0.0}, [{}], {**sizes, "epochs": 10})
+
+
+def test_probability_of_improvement_and_aggregate_iqm():
+    from baselines.stats import aggregate_iqm_ci, prob_greater, probability_of_improvement
+
+    assert prob_greater(np.array([1.0, 1.0]), np.array([0.0, 0.0])) == 1.0
+    assert prob_greater(np.array([0.5]), np.array([0.5])) == 0.5
+    assert prob_greater(np.array([0.0, 1.0]), np.array([0.5])) == 0.5
+    rng = np.random.default_rng(0)
+    better = {"a": [rng.uniform(0.5, 1.0, 40) for _ in range(3)], "b": [rng.uniform(0.5, 1.0, 40) for _ in range(3)]}
+    worse = {"a": [rng.uniform(0.0, 0.6, 40) for _ in range(3)], "b": [rng.uniform(0.0, 0.6, 40) for _ in range(3)]}
+    p, (lo, hi) = probability_of_improvement(better, worse, n_boot=200)
+    assert 0.9 < p <= 1.0 and lo <= p <= hi
+    p_rev, _ = probability_of_improvement(worse, better, n_boot=50)
+    assert math.isclose(p + p_rev, 1.0)
+    value, (lo, hi) = aggregate_iqm_ci(better, n_boot=200)
+    assert 0.6 < lo <= value <= hi < 0.9
+    with pytest.raises(ValueError, match="envs differ"):
+        probability_of_improvement(better, {"a": worse["a"]})
+
+
+def test_eval_save_episodes_and_view(tmp_path, capsys):
+    episodes = tmp_path / "ep.json"
+    assert main(["eval", ENV, "--policy", "forced-check", "--episodes", "2", "--json",
+                 "--save-episodes", str(episodes)]) == 0
+    saved = json.loads(episodes.read_text())
+    assert saved["format"] == "harness_gym.episodes/1" and len(saved["episodes"]) == 2
+    steps = saved["episodes"][0]["steps"]
+    assert any(s["action"] == "CHECK" and s["text"].startswith("CHECK:") for s in steps)
+    assert any(s["action"] == "DRAFT" and s["draft"] for s in steps)
+    assert math.isclose(saved["episodes"][0]["cost"], sum(s["cost"] for s in steps))
+    page = tmp_path / "view.html"
+    assert main(["view", str(episodes), "--out", str(page)]) == 0
+    text = page.read_text()
+    assert text.count('<div class="episode">') == 2 and "CHECK: " in text
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "other"}')
+    assert main(["view", str(bad), "--out", str(page)]) == 2
+    assert "not an episodes file" in capsys.readouterr().err
+
+
+def test_view_renders_a_collected_dataset(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    assert main(["collect", ENV, "--episodes", "3", "--out", "harness/view-test-v0", "--ref-episodes", "0"]) == 0
+    page = tmp_path / "ds.html"
+    assert main(["view", "harness/view-test-v0", "--out", str(page)]) == 0
+    text = page.read_text()
+    assert text.count('<div class="episode">') == 3 and "not recorded" in text and "SUBMIT" in text
+
+
+def test_benchmark_script_and_cli_do_not_import_benchmarks():
+    code = ("import sys, baselines.cli, baselines.reproduce, baselines.report; "
+            "print(any(m.startswith('benchmarks') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert out.stdout.strip() == "False"
+
+
+@shared_data_mark("tau2-retail", "db.json")
+@shared_data_mark("dbbench", "standard.jsonl")
+def test_public_data_variants_get_their_own_rows(tmp_path):
+    out = tmp_path / "run"
+    args = [*TINY, "--tau-data", str(SHARED_DATA / "tau2-retail"),
+            "--dbbench-data", str(SHARED_DATA / "dbbench" / "standard.jsonl")]
+    assert main(["reproduce", "--out", str(out), *args]) == 0
+    with open(out / "table_harness.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    envs = {r["env"] for r in rows}
+    assert envs == {ENV, "HarnessTauRetail-v0+tau", "HarnessDBBench-v0+dbbench"}
+    tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v0+tau"}
+    assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q"}  # no online rows on public data
+    assert float(tau["awr"]["paper_awr_minus_static"]) == 18.2
+    cells = json.loads(next((out / "offline" / "cells" / "HarnessTauRetail-v0+tau").glob("static-seed0.json"))
+                       .read_text())
+    import gymnasium as gym
+
+    def test_ids(**kwargs):
+        env = gym.make("HarnessTauRetail-v0", **kwargs)
+        ids = {t.task_id for t in env.unwrapped.domain.tasks("test")}
+        env.close()
+        return ids
+
+    played = {r["task_id"] for r in cells["records"]}
+    assert played <= test_ids(data_dir=str(SHARED_DATA / "tau2-retail")) and not played <= test_ids()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert any(k.endswith("tau2-retail/db.json") for k in manifest["data_hashes"])
+    assert main(["reproduce", "--out", str(tmp_path / "bad"), *TINY, "--tau-data", str(tmp_path / "nope")]) == 2
