@@ -32,7 +32,7 @@ def measure(env_id: str, episodes: int, seed: int) -> dict[str, dict[str, float]
     :param episodes: episodes per dataset
     :param seed: the collection seed
     """
-    from baselines.registry import make_policy
+    from harness_gym_baselines.registry import make_policy
     from harness_gym import datasets
 
     results = {}

@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from baselines.sim_to_real import POLICIES, run_on_task
+from harness_gym_baselines.sim_to_real import POLICIES, run_on_task
 from harness_gym.workers.profile import WorkerProfile
 
 

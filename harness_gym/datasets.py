@@ -34,7 +34,7 @@ Resuming: while collecting, each finished episode is written atomically to
 same settings skips the episodes found there, so an interruption loses at most the episode in flight and never
 duplicates one. When all episodes exist the Minari dataset is built from them and the work folder removed.
 
-This module is part of the env library and does not import ``baselines``: controllers (any
+This module is part of the env library and does not import ``harness_gym_baselines``: controllers (any
 :class:`harness_gym.rollout.Policy`) are passed in. It needs the ``offline`` extra (``pip install
 "harness-gym[offline]"``: Minari, h5py).
 """

@@ -3,7 +3,7 @@ workers, or Ray actors across machines (``docs/scale_out.md``).
 
 The unit of work is a whole episode, keyed by its index in the run: a job is ``(index, reset seed)`` and the
 result is whatever the episode function returns for it (a Minari episode buffer for
-:func:`harness_gym.datasets.collect`, an evaluation record for ``baselines/evaluate.py``). Each of the
+:func:`harness_gym.datasets.collect`, an evaluation record for ``harness_gym_baselines/evaluate.py``). Each of the
 ``num_envs`` *slots* (a thread, a process or a Ray actor's env) makes its own env with ``gym.make`` and its
 own copy of the controller once, then plays the jobs it takes from a shared queue. Because an episode
 depends only on its reset seed (the env and the controller are both reset with it), which slot plays which

@@ -1,5 +1,5 @@
 """What a controller is and how one episode of it is played: the contract shared by evaluation
-(``baselines/evaluate.py``) and offline collection (:mod:`harness_gym.datasets`).
+(``harness_gym_baselines/evaluate.py``) and offline collection (:mod:`harness_gym.datasets`).
 
 - :class:`Policy`: a controller; ``reset`` at every episode start, ``act`` at every step.
 - :func:`episode_seed`: the reset seed of episode ``i`` of a run with seed ``K``, ``K * 1000003 + i``, for

@@ -11,6 +11,6 @@ HG_MYSQL_DSN="$(bash scripts/start_mariadb.sh | tail -n 1)"
 export HG_MYSQL_DSN
 bash scripts/start_docker.sh
 trap 'bash scripts/stop_docker.sh' EXIT
-HG_REQUIRE_ISOLATION=1 python -m baselines.cli doctor --require --docker
+HG_REQUIRE_ISOLATION=1 python -m harness_gym_baselines.cli doctor --require --docker
 bash scripts/test_isolation.sh
 HG_REQUIRE_ISOLATION=1 python -m pytest -q tests "$@"

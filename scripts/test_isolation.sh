@@ -16,7 +16,7 @@ cp -r "$root/tests" "$work/tests"   # outside the checkout, so that the tests im
 cd "$work"
 export HG_REQUIRE_ISOLATION=1
 "$venv/bin/python" -c 'import harness_gym; print("package under test:", harness_gym.__file__)'
-"$venv/bin/python" -m baselines.cli doctor --require
+"$venv/bin/python" -m harness_gym_baselines.cli doctor --require
 if PATH=/nonexistent "$venv/bin/python" -c 'from harness_gym.sandbox import ProcessSandbox; ProcessSandbox().start()' \
     2>/dev/null; then
   echo "FAIL: without bubblewrap a degraded sandbox started although isolation is required" >&2

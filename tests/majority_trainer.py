@@ -1,4 +1,4 @@
-"""A trainer added as a contributor would add one: this file plus one line in ``baselines.trainers.TRAINERS``
+"""A trainer added as a contributor would add one: this file plus one line in ``harness_gym_baselines.trainers.TRAINERS``
 (``tests/test_architecture.py`` adds that line and runs ``harness-gym train majority``).
 
 It needs no torch: it counts the logged actions of a Minari dataset and acts with the most frequent one among

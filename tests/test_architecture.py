@@ -1,4 +1,4 @@
-"""The layout's rules: ``harness_gym`` works without ``baselines``, no import circles, a trainer is one file
+"""The layout's rules: ``harness_gym`` works without ``harness_gym_baselines``, no import circles, a trainer is one file
 plus one registry line, and ``import harness_gym`` stays light."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines import trainers
-from baselines.cli import main
+from harness_gym_baselines import trainers
+from harness_gym_baselines.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("harness_gym", "baselines")
+PACKAGES = ("harness_gym", "harness_gym_baselines")
 HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "minari", "matplotlib", "tensorboard", "h5py", "pandas",
          "sqlglot")
 
@@ -25,7 +25,7 @@ import importlib.abc, sys
 
 class BlockBaselines(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "baselines" or name.startswith("baselines."):
+        if name == "harness_gym_baselines" or name.startswith("harness_gym_baselines."):
             raise ImportError(f"harness_gym imported {name}")
         return None
 
@@ -41,7 +41,7 @@ def run_python(code: str) -> str:
     return proc.stdout
 
 
-# ----- (a) the env library without baselines ---------------------------------------------------------------
+# ----- (a) the env library without harness_gym_baselines--------------------------------------------------------------
 def test_every_env_makes_resets_and_steps_with_baselines_unimportable():
     out = run_python(BLOCK_BASELINES + """
 import importlib, json, pkgutil
@@ -67,20 +67,20 @@ for env_id in harness_gym.ENV_IDS:
     env.close()
     steps[env_id] = [len(episode.actions), episode.terminations[-1] or episode.truncations[-1]]
 print(json.dumps({"modules": len(modules), "steps": steps,
-                  "baselines": [m for m in sys.modules if m.split(".")[0] == "baselines"]}))
+                  "harness_gym_baselines": [m for m in sys.modules if m.split(".")[0] == "harness_gym_baselines"]}))
 """)
     result = json.loads(out.splitlines()[-1])
     import harness_gym
 
     assert set(result["steps"]) == set(harness_gym.ENV_IDS)
     assert all(n >= 1 and ended for n, ended in result["steps"].values()), result["steps"]
-    assert result["modules"] > 20 and result["baselines"] == []
+    assert result["modules"] > 20 and result["harness_gym_baselines"] == []
 
 
 def test_the_blocker_would_catch_an_import_of_baselines():
-    proc = subprocess.run([sys.executable, "-c", BLOCK_BASELINES + "import baselines.registry"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-c", BLOCK_BASELINES + "import harness_gym_baselines.registry"], cwd=ROOT,
                           capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    assert proc.returncode != 0 and "harness_gym imported baselines" in proc.stderr
+    assert proc.returncode != 0 and "harness_gym imported harness_gym_baselines" in proc.stderr
 
 
 # ----- (b) no import circle ----------------------------------------------------------------------------------
@@ -149,20 +149,20 @@ def test_find_cycle_finds_one_hidden_in_a_function(tmp_path):
     assert find_cycle(graph) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
     src = tmp_path / "m.py"
-    src.write_text("def f():\n    from baselines import evaluate\n    import harness_gym.rollout\n")
-    assert imported_modules("baselines.x", src, project_modules()) == {"baselines.evaluate", "harness_gym.rollout"}
+    src.write_text("def f():\n    from harness_gym_baselines import evaluate\n    import harness_gym.rollout\n")
+    assert imported_modules("harness_gym_baselines.x", src, project_modules()) == {"harness_gym_baselines.evaluate", "harness_gym.rollout"}
 
 
 def test_no_import_circle_among_the_project_modules():
     graph = import_graph()
-    assert "baselines.cli" in graph and "harness_gym.rollout" in graph["baselines.evaluate"]
+    assert "harness_gym_baselines.cli" in graph and "harness_gym.rollout" in graph["harness_gym_baselines.evaluate"]
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle)
 
 
 def test_harness_gym_never_imports_baselines_not_even_inside_a_function():
     graph = import_graph()
-    offending = {m: sorted(t for t in targets if t.split(".")[0] == "baselines")
+    offending = {m: sorted(t for t in targets if t.split(".")[0] == "harness_gym_baselines")
                  for m, targets in graph.items() if m.split(".")[0] == "harness_gym"}
     assert not {m: t for m, t in offending.items() if t}
 
@@ -172,7 +172,7 @@ def test_harness_gym_never_imports_baselines_not_even_inside_a_function():
 def small_dataset(tmp_path, monkeypatch):
     import gymnasium as gym
 
-    from baselines.registry import make_policy
+    from harness_gym_baselines.registry import make_policy
     from harness_gym import datasets
 
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
@@ -218,8 +218,8 @@ def test_train_flags_come_from_the_config_dataclass():
     import argparse
     import dataclasses
 
-    from baselines.awr import AWRConfig
-    from baselines.dataclass_args import add_dataclass_arguments, config_from_args
+    from harness_gym_baselines.awr import AWRConfig
+    from harness_gym_baselines.dataclass_args import add_dataclass_arguments, config_from_args
 
     parser = argparse.ArgumentParser()
     add_dataclass_arguments(parser, AWRConfig)
@@ -237,3 +237,16 @@ def test_import_harness_gym_imports_nothing_heavy():
     out = run_python("import json, sys\nimport harness_gym, harness_gym.rollout\n"
                      f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
     assert json.loads(out) == []
+
+
+def test_the_distribution_installs_no_generic_top_level_package():
+    """The wheel's top-level import names are this project's own (an older RL package owns ``baselines``)."""
+    import configparser
+
+    from setuptools import find_namespace_packages
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    include = cfg["options.packages.find"]["include"].split()
+    tops = {name.split(".")[0] for name in find_namespace_packages(where=str(ROOT), include=include)}
+    assert tops == {"harness_gym", "harness_gym_baselines"}

@@ -8,8 +8,8 @@ import gymnasium as gym
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from baselines.cli import main, parse_env_kwargs
-from baselines.usage import UsageError
+from harness_gym_baselines.cli import main, parse_env_kwargs
+from harness_gym_baselines.usage import UsageError
 from harness_gym.workers import WorkerProfile
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import harness_gym
-from baselines.cli import main
-from baselines.registry import make_policy
+from harness_gym_baselines.cli import main
+from harness_gym_baselines.registry import make_policy
 from examples.toy_domain.env import HarnessToyEnv as make_toy_env
 from harness_gym.core.actions import Action
 from harness_gym.core.cost import COST_KEYS, Prices, estimate_tokens

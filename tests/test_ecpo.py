@@ -13,9 +13,9 @@ import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import harness_gym  # noqa: F401
-from baselines.behaviour import BehaviourPolicy
-from baselines.cli import main
-from baselines.ecpo import (
+from harness_gym_baselines.behaviour import BehaviourPolicy
+from harness_gym_baselines.cli import main
+from harness_gym_baselines.ecpo import (
     SOURCES,
     Calibrator,
     EvidenceReward,
@@ -28,8 +28,8 @@ from baselines.ecpo import (
     task_evidence,
     trust_weight,
 )
-from baselines.ppo import dense_step_reward
-from baselines.registry import make_policy
+from harness_gym_baselines.ppo import dense_step_reward
+from harness_gym_baselines.registry import make_policy
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.rollout import play_episode
 

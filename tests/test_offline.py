@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.awr import AWRConfig, advantage_weights
-from baselines.awr import train as train_awr
-from baselines.bc import BCConfig
-from baselines.bc import train as train_bc
-from baselines.cli import main
-from baselines.registry import make_policy
+from harness_gym_baselines.awr import AWRConfig, advantage_weights
+from harness_gym_baselines.awr import train as train_awr
+from harness_gym_baselines.bc import BCConfig
+from harness_gym_baselines.bc import train as train_bc
+from harness_gym_baselines.cli import main
+from harness_gym_baselines.registry import make_policy
 from harness_gym import datasets
 from harness_gym.core.actions import Action
 from harness_gym.rollout import episode_seed
@@ -176,7 +176,7 @@ def test_behaviour_policy_is_seeded():
 
 
 def test_ablation_filter_definition():
-    from baselines import offline_compare as mod
+    from harness_gym_baselines import offline_compare as mod
 
     D, C, R, S = Action.DRAFT, Action.CHECK, Action.REVISE, Action.SUBMIT
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.cli import main
+from harness_gym_baselines.cli import main
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -163,7 +163,7 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path):
 
 
 def test_verdict_marks_collapsed_and_undertrained_rows():
-    from baselines.report import verdict
+    from harness_gym_baselines.report import verdict
 
     sizes = {"online_steps": 50_000, "epochs": 30}
     assert verdict("static", {"forced_submit_rate": 1.0}, [], sizes) == "fixed script"
@@ -176,7 +176,7 @@ def test_verdict_marks_collapsed_and_undertrained_rows():
 
 
 def test_probability_of_improvement_and_aggregate_iqm():
-    from baselines.stats import aggregate_iqm_ci, prob_greater, probability_of_improvement
+    from harness_gym_baselines.stats import aggregate_iqm_ci, prob_greater, probability_of_improvement
 
     assert prob_greater(np.array([1.0, 1.0]), np.array([0.0, 0.0])) == 1.0
     assert prob_greater(np.array([0.5]), np.array([0.5])) == 0.5
@@ -224,7 +224,7 @@ def test_view_renders_a_collected_dataset(tmp_path, monkeypatch):
 
 
 def test_benchmark_script_and_cli_do_not_import_benchmarks():
-    code = ("import sys, baselines.cli, baselines.reproduce, baselines.report; "
+    code = ("import sys, harness_gym_baselines.cli, harness_gym_baselines.reproduce, harness_gym_baselines.report; "
             "print(any(m.startswith('benchmarks') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})

@@ -820,8 +820,8 @@ def test_docker_container_removed_when_owner_is_killed(docker_backend: str) -> N
 def test_code_env_same_qualities_under_both_backends(docker_backend: str) -> None:
     gym = pytest.importorskip("gymnasium")
     import harness_gym  # noqa: F401  (registers the envs)
-    from baselines.evaluate import run_episodes
-    from baselines.registry import make_policy
+    from harness_gym_baselines.evaluate import run_episodes
+    from harness_gym_baselines.registry import make_policy
 
     outcomes = {}
     for name in BACKENDS:

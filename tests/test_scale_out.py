@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import harness_gym  # noqa: F401
-from baselines.cli import main
-from baselines.evaluate import evaluate
-from baselines.registry import make_policy
+from harness_gym_baselines.cli import main
+from harness_gym_baselines.evaluate import evaluate
+from harness_gym_baselines.registry import make_policy
 from harness_gym import datasets
 from harness_gym.parallel import EpisodeError, EpisodeSpec, default_parallel, map_episodes
 from harness_gym.workers.latency import CallMeter, LatencyWorker
@@ -201,7 +201,7 @@ def test_bad_scale_flags_are_one_line_usage_errors(capsys):
 
 def test_sb3_vec_env_seeds_env_i_with_seed_plus_i():
     pytest.importorskip("stable_baselines3")
-    from baselines.vec_env import make_sb3_vec_env
+    from harness_gym_baselines.vec_env import make_sb3_vec_env
 
     venv = make_sb3_vec_env(ENV_ID, 2, seed=11)
     try:

@@ -11,7 +11,7 @@ import gymnasium as gym
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from baselines.cli import main as cli_main
+from harness_gym_baselines.cli import main as cli_main
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import Context, Draft, ToolCall
 from harness_gym.domains.tau_retail import generate

@@ -26,7 +26,7 @@ instance of check -> fail -> revise -> "fixed" as the controller can see it.
 
 Example (minutes per env on 2 cores)::
 
-    python -m baselines.offline_compare HarnessCode-v0 --out results/offline --seeds 5 --episodes 2000
+    python -m harness_gym_baselines.offline_compare HarnessCode-v0 --out results/offline --seeds 5 --episodes 2000
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ from harness_gym.core.actions import Action
 from harness_gym.core.maturity import PATTERNS
 
 FIXED = ("static", "forced-check", "thorough")
-"""The fixed scripts evaluated beside the learned controllers (:mod:`baselines.policies`)."""
+"""The fixed scripts evaluated beside the learned controllers (:mod:`harness_gym_baselines.policies`)."""
 POLICIES = ("static", "forced-check", "thorough", "bc", "awr", "awr-ablation", "awr-q", "awr-q-ablation")
 """``awr`` uses the sample advantage G - V(s) (the configuration fixed before any run); ``awr-q`` the fitted
-advantage Q(s, a) - V(s) (see :mod:`baselines.awr`), added after the ``awr`` results, for the mechanism the
+advantage Q(s, a) - V(s) (see :mod:`harness_gym_baselines.awr`), added after the ``awr`` results, for the mechanism the
 notes explain. Everything else (buffers, beta, weight clip, epochs) is the same for both."""
 ADVANTAGE = {"awr": "mc", "awr-ablation": "mc", "awr-q": "q", "awr-q-ablation": "q"}
 
@@ -120,7 +120,7 @@ def run_cell(path: Path, env_id: str, policy: Any, name: str, *, episodes: int, 
              env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Evaluate one (env, policy, seed) cell on the test split, or read it back if it is already done
     (``env_kwargs``: other constructor arguments, e.g. ``data_dir`` of a public-data variant)."""
-    from baselines.evaluate import run_episodes, summarise
+    from harness_gym_baselines.evaluate import run_episodes, summarise
 
     if path.exists():
         return json.loads(path.read_text())
@@ -144,13 +144,13 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
             env_kwargs: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
     """Every cell of one env: {policy: [cell per seed]}; with ``variant`` and ``env_kwargs`` on that data
     (cells under ``cells/<env_label>``)."""
-    from baselines.awr import AWRConfig
-    from baselines.awr import train as train_awr
-    from baselines.bc import BCConfig
-    from baselines.bc import train as train_bc
-    from baselines.behaviour import BehaviourPolicy
-    from baselines.learned import load_policy
-    from baselines.registry import make_policy
+    from harness_gym_baselines.awr import AWRConfig
+    from harness_gym_baselines.awr import train as train_awr
+    from harness_gym_baselines.bc import BCConfig
+    from harness_gym_baselines.bc import train as train_bc
+    from harness_gym_baselines.behaviour import BehaviourPolicy
+    from harness_gym_baselines.learned import load_policy
+    from harness_gym_baselines.registry import make_policy
     from harness_gym.datasets import collect, load_transitions
 
     cells: dict[str, list[dict[str, Any]]] = {p: [] for p in POLICIES}
@@ -200,7 +200,7 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
 
 def pooled(env_id: str, name: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
     """Statistics of one (env, policy) over all seeds."""
-    from baselines.evaluate import iqm
+    from harness_gym_baselines.evaluate import iqm
 
     per_seed = [np.array([r["quality"] for r in c["records"]], dtype=float) for c in cells]
     q = np.concatenate(per_seed)
@@ -278,7 +278,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from baselines.awr import AWRConfig
+    from harness_gym_baselines.awr import AWRConfig
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("env_ids", nargs="+")

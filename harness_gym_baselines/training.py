@@ -1,4 +1,4 @@
-"""What the offline trainers (:mod:`baselines.bc`, :mod:`baselines.awr`) share: seeding, minibatches, the
+"""What the offline trainers (:mod:`harness_gym_baselines.bc`, :mod:`harness_gym_baselines.awr`) share: seeding, minibatches, the
 (weighted) likelihood fit of the logged actions, the TensorBoard run (mirrored to Weights & Biases with
 ``wandb=True`` when wandb is installed), the progress bar, and the final save and evaluation.
 
@@ -8,7 +8,7 @@ folder, the last value of every ``losses/`` scalar and the final evaluation summ
 prints them.
 
 A trainer is one module with a dataclass ``Config`` and ``train(cfg, data=None)``, named in
-:data:`baselines.trainers.TRAINERS`; the command line builds its flags from the dataclass.
+:data:`harness_gym_baselines.trainers.TRAINERS`; the command line builds its flags from the dataclass.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from baselines.evaluate import evaluate
-from baselines.learned import MLP, LearnedPolicy, action_log_prob, save_model
+from harness_gym_baselines.evaluate import evaluate
+from harness_gym_baselines.learned import MLP, LearnedPolicy, action_log_prob, save_model
 from harness_gym.datasets import Transitions, load_transitions
 
 

@@ -1,5 +1,5 @@
-"""PPO on the task reward plus hand-shaped step rewards of the usual kind (the table in :mod:`baselines.ppo`):
-the dense baseline of docs/ecpo.md. Everything else is :mod:`baselines.ppo`.
+"""PPO on the task reward plus hand-shaped step rewards of the usual kind (the table in :mod:`harness_gym_baselines.ppo`):
+the dense baseline of docs/ecpo.md. Everything else is :mod:`harness_gym_baselines.ppo`.
 
 Run ``harness-gym train ppo-dense --env ENV --steps N --seed S --out FILE``.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from baselines.ppo import PPOConfig, train
+from harness_gym_baselines.ppo import PPOConfig, train
 
 
 @dataclass
 class Config(PPOConfig):
-    """The settings of :mod:`baselines.ppo` with the reward fixed to the dense one."""
+    """The settings of :mod:`harness_gym_baselines.ppo` with the reward fixed to the dense one."""
 
     out: str = "models/ppo-dense.zip"
     """where the model (an SB3 zip) is written"""

@@ -1,4 +1,4 @@
-"""The outputs of ``harness-gym reproduce`` (:mod:`baselines.reproduce`): tables, figures, ``report.html`` and
+"""The outputs of ``harness-gym reproduce`` (:mod:`harness_gym_baselines.reproduce`): tables, figures, ``report.html`` and
 ``manifest.json``, all computed from the stage result files under the run folder.
 
 Verdicts. Every learned row says whether it means something (:func:`verdict`). A row is marked *not
@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from baselines import offline_compare
-from baselines.episode_view import STYLE as EPISODE_STYLE
-from baselines.episode_view import episode_html, load_episodes
+from harness_gym_baselines import offline_compare
+from harness_gym_baselines.episode_view import STYLE as EPISODE_STYLE
+from harness_gym_baselines.episode_view import episode_html, load_episodes
 from harness_gym.core.maturity import PATTERNS
 
 FORCED_SUBMIT_LIMIT = 0.5
@@ -54,7 +54,7 @@ PACKAGES = ("harness-gym", "gymnasium", "numpy", "scipy", "pandas", "torch", "st
 def load_cells(stages: dict[str, dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """{env label: {controller: [cell per seed]}} from the harness stages' result files.
 
-    :param stages: stage name -> stage record (:class:`baselines.reproduce.Stages`)
+    :param stages: stage name -> stage record (:class:`harness_gym_baselines.reproduce.Stages`)
     """
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for name, record in stages.items():
@@ -139,13 +139,13 @@ def best_fixed(rows: list[dict[str, Any]], label: str) -> str:
 def aggregate_rows(rows: list[dict[str, Any]], cells: dict[str, dict[str, list[dict[str, Any]]]],
                    labels: list[str]) -> tuple[list[dict[str, Any]], dict[tuple[str, str], tuple[float, tuple]]]:
     """Per controller over ``labels``: aggregate IQM with a stratified bootstrap CI, mean Q, and P(controller
-    > best fixed script of each env) (:mod:`baselines.stats`); also the per-env probabilities of improvement.
+    > best fixed script of each env) (:mod:`harness_gym_baselines.stats`); also the per-env probabilities of improvement.
 
     :param rows: :func:`harness_rows`
     :param cells: :func:`load_cells`
     :param labels: the envs aggregated over (those where every controller ran)
     """
-    from baselines.stats import aggregate_iqm_ci, probability_of_improvement
+    from harness_gym_baselines.stats import aggregate_iqm_ci, probability_of_improvement
 
     quality = {label: {name: _per_seed(per, "quality") for name, per in cells[label].items()} for label in labels}
     best = {label: best_fixed(rows, label) for label in labels}
@@ -376,7 +376,7 @@ def fig_support_ceiling(path: Path, rows: list[dict[str, Any]], banner: str) -> 
 
 def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost_weights: list[float],
               banner: str) -> dict[str, Path]:
-    """The quality-cost frontier of every env (:mod:`baselines.frontier`) from the cells' episodes: the fixed
+    """The quality-cost frontier of every env (:mod:`harness_gym_baselines.frontier`) from the cells' episodes: the fixed
     scripts, random, oracle and the learned controllers (trained at cost weight 0) as points.
 
     :param out: the run folder (writes ``frontier/<env>/frontier.{json,md,png}``)
@@ -384,7 +384,7 @@ def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost
     :param cost_weights: the cost weights of the returns and the iso-return lines
     :param banner: appended to the titles
     """
-    from baselines.frontier import frontier_row, write_frontier
+    from harness_gym_baselines.frontier import frontier_row, write_frontier
 
     pngs = {}
     for label, by_name in cells.items():
@@ -587,12 +587,12 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     """Write every table, figure, ``report.html`` and ``manifest.json`` from the stage results.
 
     :param out: the run folder
-    :param settings: the run's settings (:func:`baselines.reproduce.reproduce`)
+    :param settings: the run's settings (:func:`harness_gym_baselines.reproduce.reproduce`)
     :param stages: stage name -> stage record
     :param argv: the command line
     :param total_seconds: wall time of the stages in this invocation
     """
-    from baselines.ecpo_experiments import plot_corruption
+    from harness_gym_baselines.ecpo_experiments import plot_corruption
     from harness_gym.paths import data_path
 
     quick, sizes = settings["quick"], settings["sizes"]
@@ -617,7 +617,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                   _ci(r.get("p_improvement"), r.get("p_improvement_ci95"), ".2f") if "p_improvement" in r else ""]
                  for r in agg],
                 f"Aggregate over {len(base_labels)} envs: IQM of episode quality with stratified bootstrap CIs, and "
-                f"the probability of improvement over each env's best fixed script (baselines/stats.py). {text_banner}",
+                f"the probability of improvement over each env's best fixed script (harness_gym_baselines/stats.py). {text_banner}",
                 run)
     ablation = [offline_compare.pooled(label, name, cells[label][name]) for label in cells for name in ABLATION
                 if name in cells[label]]
@@ -627,14 +627,14 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                   _f(r["patterns"]["check_before_submit"]),
                   ", ".join(str(n) for n in r.get("removed_episodes_per_seed", []))] for r in ablation],
                 "Support-ceiling ablation: the same learner on the buffer without the episodes holding a successful "
-                f"revise (baselines/offline_compare.py). {text_banner}", run)
+                f"revise (harness_gym_baselines/offline_compare.py). {text_banner}", run)
 
     # the ECPO table, as ecpo_experiments wrote it
     online = out / "online"
     ecpo_rows = stages["ecpo"]["result"]["rows"]
     online_verdict = (f"not meaningful: trained {sizes['online_steps']} steps (< {MIN_ONLINE_STEPS}, the budget of "
                       "docs/ecpo.md)" if sizes["online_steps"] < MIN_ONLINE_STEPS else "meaningful")
-    (out / "table_ecpo.md").write_text(f"ECPO comparison (baselines/ecpo_experiments.py). {text_banner}\n\n"
+    (out / "table_ecpo.md").write_text(f"ECPO comparison (harness_gym_baselines/ecpo_experiments.py). {text_banner}\n\n"
                                        f"Verdict of the ppo-sparse, ppo-dense and ECPO rows: {online_verdict}.\n\n"
                                        + (online / "table.md").read_text())
     with open(online / "table.csv") as src, open(out / "table_ecpo.csv", "w", newline="") as dst:
@@ -642,7 +642,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
         writer = csv.writer(dst)
         writer.writerow(["run", *next(reader), "seed_reported_success", "seed_reported_score", "seed_reported_ood",
                          "verdict"])
-        from baselines.ecpo_experiments import SEED_REPORTED
+        from harness_gym_baselines.ecpo_experiments import SEED_REPORTED
 
         for row in reader:
             method = row[2]

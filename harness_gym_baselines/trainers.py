@@ -3,8 +3,8 @@
 A trainer is one module that defines
 
 - ``Config``: a dataclass of its settings, one documented field per setting (the command line builds the
-  flags of ``harness-gym train NAME`` from it, see :mod:`baselines.dataclass_args`), including ``out`` and
-  either ``dataset_id`` (an offline trainer) or ``env_id`` (an online one: :mod:`baselines.ppo`, :mod:`baselines.ecpo`);
+  flags of ``harness-gym train NAME`` from it, see :mod:`harness_gym_baselines.dataclass_args`), including ``out`` and
+  either ``dataset_id`` (an offline trainer) or ``env_id`` (an online one: :mod:`harness_gym_baselines.ppo`, :mod:`harness_gym_baselines.ecpo`);
 - ``train(cfg: Config, data: Transitions | None = None) -> Policy``: learn from ``cfg.dataset_id`` (or from
   ``data``) or from episodes of ``cfg.env_id``, write the model file ``cfg.out`` and return the controller.
 
@@ -20,11 +20,11 @@ from dataclasses import dataclass, is_dataclass
 from typing import Any
 
 TRAINERS: dict[str, str] = {
-    "bc": "baselines.bc",
-    "awr": "baselines.awr",
-    "ppo-sparse": "baselines.ppo_sparse",
-    "ppo-dense": "baselines.ppo_dense",
-    "ecpo": "baselines.ecpo",
+    "bc": "harness_gym_baselines.bc",
+    "awr": "harness_gym_baselines.awr",
+    "ppo-sparse": "harness_gym_baselines.ppo_sparse",
+    "ppo-dense": "harness_gym_baselines.ppo_dense",
+    "ecpo": "harness_gym_baselines.ecpo",
 }
 """trainer name -> import path of its module"""
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.evaluate import run_episodes
+from harness_gym_baselines.evaluate import run_episodes
 
 FIXED_POLICIES: tuple[str, ...] = ("static", "forced-check", "thorough", "random", "oracle")
 """The registered controllers the frontier evaluates unless told otherwise."""
@@ -81,7 +81,7 @@ def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[f
     """
     import gymnasium as gym
 
-    from baselines.registry import make_policy
+    from harness_gym_baselines.registry import make_policy
 
     kwargs = {k: v for k, v in (env_kwargs or {}).items() if k != "cost_weight"}
     rows = []
@@ -100,7 +100,7 @@ def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[f
 
 def frontier_row(records: Sequence[dict[str, Any]], label: str, cost_weights: Sequence[float], *,
                  trained_at: float | None, env_id: str, split: str = "test", seed: int = 0) -> dict[str, Any]:
-    """One frontier row from a controller's evaluated episodes (:func:`baselines.evaluate.run_episodes`
+    """One frontier row from a controller's evaluated episodes (:func:`harness_gym_baselines.evaluate.run_episodes`
     records): the evaluation summary plus ``return_at`` and ``trained_at``.
 
     :param records: per-episode records (quality, cost, ...)
@@ -111,7 +111,7 @@ def frontier_row(records: Sequence[dict[str, Any]], label: str, cost_weights: Se
     :param split: the split reported
     :param seed: seed of the bootstrap CIs
     """
-    from baselines.evaluate import summarise
+    from harness_gym_baselines.evaluate import summarise
 
     summary = summarise(list(records), env_id=env_id, policy=label, split=split, seconds=0.0, seed=seed)
     q = np.array([r["quality"] for r in records], dtype=float)

@@ -4,24 +4,24 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
 ``--out``; inside a stage the experiment modules skip their finished cells, datasets and models):
 
 1. ``harness:<env>`` per env (and per public-data variant when ``--tau-data`` / ``--dbbench-data`` is given):
-   :func:`baselines.offline_compare.run_env` (behaviour buffers, static, forced-check, thorough, BC, AWR with
+   :func:`harness_gym_baselines.offline_compare.run_env` (behaviour buffers, static, forced-check, thorough, BC, AWR with
    both advantage estimators, the support-ceiling ablation), then the online controllers ppo-sparse and ECPO
-   (and ppo-dense with ``--ppo-dense``) trained with :func:`baselines.ecpo_experiments.train_cell` and
-   evaluated on the same test episodes with :func:`baselines.offline_compare.run_cell`, and the random and
+   (and ppo-dense with ``--ppo-dense``) trained with :func:`harness_gym_baselines.ecpo_experiments.train_cell` and
+   evaluated on the same test episodes with :func:`harness_gym_baselines.offline_compare.run_cell`, and the random and
    oracle references for the frontier. The online trainers take no env constructor arguments, so the
    public-data variants have no online rows.
-2. ``ecpo``: :func:`baselines.ecpo_experiments.table` (ppo-sparse, ppo-dense, BC, ECPO, static,
+2. ``ecpo``: :func:`harness_gym_baselines.ecpo_experiments.table` (ppo-sparse, ppo-dense, BC, ECPO, static,
    forced-check, thorough; test and ood splits; deterministic and sampling) on the ECPO envs among ``--envs``.
    It shares the model folder with stage 1, so the ppo-sparse and ECPO models are trained once; its
    behaviour buffers hold the same episodes as stage 1's (same policy, seeds and size).
-3. ``corruption``: :func:`baselines.ecpo_experiments.corruption` (adaptive vs frozen trust weights).
-4. ``sim_to_real``: :func:`baselines.sim_to_real.sim_to_real` on the shipped SmolLM2 recording (replayed).
-5. ``examples``: a few test episodes recorded step by step (:class:`baselines.episode_view.EpisodeRecorder`).
-6. ``report``: :mod:`baselines.report` writes the tables, figures, ``report.html`` and ``manifest.json``.
+3. ``corruption``: :func:`harness_gym_baselines.ecpo_experiments.corruption` (adaptive vs frozen trust weights).
+4. ``sim_to_real``: :func:`harness_gym_baselines.sim_to_real.sim_to_real` on the shipped SmolLM2 recording (replayed).
+5. ``examples``: a few test episodes recorded step by step (:class:`harness_gym_baselines.episode_view.EpisodeRecorder`).
+6. ``report``: :mod:`harness_gym_baselines.report` writes the tables, figures, ``report.html`` and ``manifest.json``.
 
 Sizes: :data:`FULL` and :data:`QUICK` (``--quick``); ``--seeds N`` and ``--size FIELD=VALUE`` change single
 fields. Quick outputs say so everywhere (titles, a ``run`` column, the report's banner, the manifest), and
-every learned row carries a verdict, meaningful or not and why (:func:`baselines.report.verdict`).
+every learned row carries a verdict, meaningful or not and why (:func:`harness_gym_baselines.report.verdict`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import harness_gym
-from baselines import offline_compare
+from harness_gym_baselines import offline_compare
 
 ECPO_ENVS = ("HarnessData-v0", "HarnessResearchQA-v0")
 """the envs of the ECPO table (docs/ecpo.md), when they are among ``--envs``"""
@@ -185,7 +185,7 @@ class Stages:
 
 
 def _offline_args(out: Path, sizes: Sizes, quiet: bool) -> argparse.Namespace:
-    from baselines.awr import AWRConfig
+    from harness_gym_baselines.awr import AWRConfig
 
     return argparse.Namespace(out=str(out), seeds=sizes.seeds, episodes=sizes.buffer_episodes,
                               eval_episodes=sizes.eval_episodes, epochs=sizes.epochs, beta=AWRConfig.beta,
@@ -207,8 +207,8 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
     :param online: the online trainers to run (none on a public-data variant)
     :param quiet: no progress bars of the sub-experiments
     """
-    from baselines.ecpo_experiments import train_cell
-    from baselines.registry import make_policy
+    from harness_gym_baselines.ecpo_experiments import train_cell
+    from harness_gym_baselines.registry import make_policy
 
     offline_dir = out / "offline"
     cells = offline_compare.run_env(var.env_id, _offline_args(offline_dir, sizes, quiet), variant=var.variant,
@@ -252,9 +252,9 @@ def examples_stage(out: Path, env_id: str, sizes: Sizes) -> dict[str, Any]:
     """
     import gymnasium as gym
 
-    from baselines.episode_view import EpisodeRecorder, save_episodes
-    from baselines.learned import load_policy
-    from baselines.registry import make_policy
+    from harness_gym_baselines.episode_view import EpisodeRecorder, save_episodes
+    from harness_gym_baselines.learned import load_policy
+    from harness_gym_baselines.registry import make_policy
     from harness_gym.rollout import episode_seed, play_episode
 
     def record(name: str, policy: Any, index: int) -> dict[str, Any]:
@@ -298,8 +298,8 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from baselines import ecpo_experiments, report
-    from baselines.sim_to_real import sim_to_real
+    from harness_gym_baselines import ecpo_experiments, report
+    from harness_gym_baselines.sim_to_real import sim_to_real
 
     sizes = QUICK if quick else FULL
     if seeds is not None:
@@ -334,13 +334,13 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     for var in groups:
         plan.append((f"harness:{var.label}",
                      lambda var=var: harness_stage(out, var, sizes, () if var.variant else online, quiet),
-                     f"python -m baselines.offline_compare {var.env_id} --out {out / 'offline'} --seeds {sizes.seeds} "
+                     f"python -m harness_gym_baselines.offline_compare {var.env_id} --out {out / 'offline'} --seeds {sizes.seeds} "
                      f"--episodes {sizes.buffer_episodes} --eval-episodes {sizes.eval_episodes} --epochs "
                      f"{sizes.epochs}; harness-gym train {{{','.join(online)}}} --env {var.env_id} --steps "
                      f"{sizes.online_steps}"))
     online_dir = out / "online"
     plan.append(("ecpo", lambda: {"rows": ecpo_experiments.table(_online_args(online_dir, sizes, ecpo_envs))},
-                 f"python -m baselines.ecpo_experiments table --out {online_dir} "
+                 f"python -m harness_gym_baselines.ecpo_experiments table --out {online_dir} "
                  + " ".join(f"--env {e}" for e in ecpo_envs)
                  + f" --seeds {sizes.online_seeds} --steps {sizes.online_steps} --episodes {sizes.ecpo_episodes}"
                  f" --buffer-episodes {sizes.buffer_episodes}"))
@@ -348,7 +348,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     plan.append(("corruption",
                  lambda: {"runs": ecpo_experiments.corruption(_online_args(out / "corruption", corruption_args,
                                                                            [corruption_env]))},
-                 f"python -m baselines.ecpo_experiments corruption --out {out / 'corruption'} --env {corruption_env} "
+                 f"python -m harness_gym_baselines.ecpo_experiments corruption --out {out / 'corruption'} --env {corruption_env} "
                  f"--seeds {sizes.corruption_seeds} --steps {sizes.corruption_steps} --corrupt-from "
                  f"{sizes.corrupt_from}"))
     plan.append(("sim_to_real", lambda: _sim_to_real_result(sim_to_real(sim_seeds=sizes.sim_seeds,
@@ -406,7 +406,7 @@ def print_summary(out: Path, quick: bool) -> None:
 
 
 def _sim_to_real_result(result: tuple[Any, Any, Any]) -> dict[str, Any]:
-    from baselines.sim_to_real import markdown
+    from harness_gym_baselines.sim_to_real import markdown
 
     rows, fits, manifest = result
     return {"rows": [dataclasses.asdict(r) for r in rows], "markdown": markdown(rows, fits),

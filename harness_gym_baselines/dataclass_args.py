@@ -110,7 +110,7 @@ def config_from_args(cls: type[ConfigT], namespace: argparse.Namespace) -> Confi
 
 def parse_config(cls: type[ConfigT], argv: Sequence[str] | None = None, *, prog: str | None = None,
                  description: str | None = None) -> ConfigT:
-    """Parse ``argv`` into an instance of ``cls`` (the whole command line of ``python -m baselines.bc``).
+    """Parse ``argv`` into an instance of ``cls`` (the whole command line of ``python -m harness_gym_baselines.bc``).
 
     :param cls: the dataclass
     :param argv: the arguments (default: ``sys.argv[1:]``)

@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from baselines.policies import StaticPolicy, ThoroughPolicy
+from harness_gym_baselines.policies import StaticPolicy, ThoroughPolicy
 from harness_gym.paths import data_path
 from harness_gym.workers.calibrate import ProfileFit, collect_events, fit_profile
 from harness_gym.workers.profile import WorkerProfile

@@ -1,7 +1,7 @@
 """The ECPO experiments of docs/ecpo.md: the comparison table and the knowledge-corruption experiment.
 
-    python -m baselines.ecpo_experiments table --out results/ecpo [--env ENV ...] [--seeds 3] [--steps 20000]
-    python -m baselines.ecpo_experiments corruption --out results/ecpo [--env HarnessResearchQA-v0] [--seeds 3]
+    python -m harness_gym_baselines.ecpo_experiments table --out results/ecpo [--env ENV ...] [--seeds 3] [--steps 20000]
+    python -m harness_gym_baselines.ecpo_experiments corruption --out results/ecpo [--env HarnessResearchQA-v0] [--seeds 3]
 
 ``table``: per env and seed s, a behaviour-policy buffer (``harness-gym collect``'s Minari format, train split,
 collection seed s), BC trained on it, ppo-sparse, ppo-dense and ECPO trained online for ``--steps`` steps with
@@ -20,7 +20,7 @@ seeds) and the mean cost per episode (``info["cost"]["units"]`` summed over the 
 a cost ledger, else the number of steps).
 
 ``corruption``: ECPO with adaptive weights against ECPO with the weights frozen at their value before the
-switch, the knowledge corruption on from ``--corrupt-from`` (:mod:`baselines.ecpo`); writes
+switch, the knowledge corruption on from ``--corrupt-from`` (:mod:`harness_gym_baselines.ecpo`); writes
 ``corruption.json`` and ``corruption.png`` (w_knowledge and validation success over training, mean over seeds).
 """
 
@@ -40,7 +40,7 @@ import gymnasium as gym
 import numpy as np
 
 import harness_gym  # noqa: F401
-from baselines.registry import make_policy
+from harness_gym_baselines.registry import make_policy
 from harness_gym.rollout import Episode, Policy, episode_seed, play_episode
 
 ENVS = ("HarnessData-v0", "HarnessResearchQA-v0")
@@ -109,7 +109,7 @@ def evaluate_split(env_id: str, policy: Policy, *, split: str, episodes: int, se
 # ----- training the cells -------------------------------------------------------------------------------
 def behaviour_dataset(env_id: str, seed: int, episodes: int) -> str:
     """Collect (or find) the behaviour buffer of ``env_id`` with collection seed ``seed``; returns its id."""
-    from baselines.behaviour import BehaviourPolicy
+    from harness_gym_baselines.behaviour import BehaviourPolicy
     from harness_gym.datasets import collect
 
     dsid = f"harness/{env_id.lower().removesuffix('-v0').removeprefix('harness')}-behaviour-s{seed}-v0"
@@ -119,7 +119,7 @@ def behaviour_dataset(env_id: str, seed: int, episodes: int) -> str:
 
 def train_cell(method: str, env_id: str, seed: int, args: argparse.Namespace, dsid: str) -> Path:
     """Train ``method`` for one env and seed (unless its model exists); returns the model path."""
-    from baselines.trainers import load_trainer
+    from harness_gym_baselines.trainers import load_trainer
 
     models = args.out / "models"
     models.mkdir(parents=True, exist_ok=True)
@@ -151,17 +151,17 @@ def sampling_policy(method: str, out: Path, env_id: str, seed: int) -> Policy | 
     if method not in TRAINED:
         return None
     if method == "bc":
-        from baselines.learned import load_policy
+        from harness_gym_baselines.learned import load_policy
 
         return load_policy(out / "models" / f"{env_id}__bc__{seed}.pt", sample=True)
-    from baselines.sb3_policy import load_sb3_policy
+    from harness_gym_baselines.sb3_policy import load_sb3_policy
 
     return load_sb3_policy(out / "models" / f"{env_id}__{method}__{seed}.zip", deterministic=False)
 
 
 def table(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run (or resume) every cell of the comparison and write the cells files, table.md and table.csv."""
-    from baselines.registry import POLICIES
+    from harness_gym_baselines.registry import POLICIES
 
     references = [p for p in REFERENCE if p in POLICIES]
     cells: dict[str, dict[str, Any]] = {}
@@ -301,7 +301,7 @@ def write_table(rows: list[dict[str, Any]], sampled_rows: list[dict[str, Any]], 
 # ----- the corruption experiment ------------------------------------------------------------------------
 def corruption(args: argparse.Namespace) -> dict[str, Any]:
     """ECPO adaptive vs frozen weights under the knowledge corruption; writes corruption.json and .png."""
-    from baselines.ecpo import ECPOConfig, train
+    from harness_gym_baselines.ecpo import ECPOConfig, train
 
     path = args.out / "corruption.json"
     runs: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}

@@ -46,8 +46,8 @@ import torch
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
-from baselines.behaviour import BehaviourPolicy
-from baselines.ppo import (
+from harness_gym_baselines.behaviour import BehaviourPolicy
+from harness_gym_baselines.ppo import (
     OnlineConfig,
     ValidationEvalCallback,
     env_constructor_kwargs,
@@ -56,8 +56,8 @@ from baselines.ppo import (
     run_name,
     save_model,
 )
-from baselines.sb3_policy import SB3Policy
-from baselines.training import seed_everything
+from harness_gym_baselines.sb3_policy import SB3Policy
+from harness_gym_baselines.training import seed_everything
 from harness_gym.core.actions import N_ACTIONS
 from harness_gym.core.evidence import EVIDENCE_SOURCES
 from harness_gym.rollout import Episode, episode_seed, play_episode
@@ -474,14 +474,14 @@ class EvidenceReward(VecEnvWrapper):
 
 # ----- the callback: calibration, corruption switch, logging ----------------------------------------------
 class ECPOCallback(ValidationEvalCallback):
-    """The validation evaluations of :class:`~baselines.ppo.ValidationEvalCallback`, each also re-estimating
+    """The validation evaluations of :class:`~harness_gym_baselines.ppo.ValidationEvalCallback`, each also re-estimating
     the trust weights; switches the corruption on at ``corrupt_from`` and logs weights, AUCs, normaliser
     statistics and conflicts at every rollout's end.
 
     :param wrapper: the reward wrapper of the training env
     :param corrupt_from: training step of the corruption switch (-1: never)
     :param freeze_at_corruption: stop re-estimating the weights when the corruption starts
-    :param kwargs: the keyword arguments of :class:`~baselines.ppo.ValidationEvalCallback`
+    :param kwargs: the keyword arguments of :class:`~harness_gym_baselines.ppo.ValidationEvalCallback`
     """
 
     def __init__(self, wrapper: EvidenceReward, *, corrupt_from: int, freeze_at_corruption: bool,
@@ -577,10 +577,10 @@ def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
 
 
 Config = ECPOConfig
-"""the trainer's settings (:mod:`baselines.trainers`)"""
+"""the trainer's settings (:mod:`harness_gym_baselines.trainers`)"""
 
 if __name__ == "__main__":
-    from baselines.dataclass_args import parse_config
+    from harness_gym_baselines.dataclass_args import parse_config
 
-    cfg = parse_config(ECPOConfig, prog="python -m baselines.ecpo", description=__doc__.splitlines()[0])
+    cfg = parse_config(ECPOConfig, prog="python -m harness_gym_baselines.ecpo", description=__doc__.splitlines()[0])
     print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.env_id}, seed {cfg.seed})")

@@ -1,9 +1,9 @@
 """Static, forced-CHECK, thorough, random and oracle harnesses on every registered env (and on the public data where given).
 
-    python -m baselines.reference_policies --out results/reference_policies [--episodes 300]
+    python -m harness_gym_baselines.reference_policies --out results/reference_policies [--episodes 300]
         [--tau-data ../shared/data/tau2-retail] [--dbbench-data ../shared/data/dbbench/standard.jsonl]
 
-Writes ``reference_policies.json`` (one evaluation summary of :mod:`baselines.evaluate` per row) and
+Writes ``reference_policies.json`` (one evaluation summary of :mod:`harness_gym_baselines.evaluate` per row) and
 ``reference_policies.md`` (a table with 95% bootstrap CIs) under ``--out``; every policy sees the same task
 sequence (seeded resets). Finished rows are kept in the JSON file and skipped on a rerun, so an interrupted run
 resumes.
@@ -20,7 +20,7 @@ from typing import Any
 from tqdm import tqdm
 
 import harness_gym
-from baselines.evaluate import evaluate
+from harness_gym_baselines.evaluate import evaluate
 
 POLICIES = ("static", "forced-check", "thorough", "random", "oracle")
 COST_WEIGHTS = (0.01, 0.1)

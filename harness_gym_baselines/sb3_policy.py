@@ -1,7 +1,7 @@
 """Stable-Baselines3 model zips as harness controllers: ``harness-gym eval ENV --policy model.zip``.
 
 :func:`load_sb3_policy` reads which algorithm wrote the zip from the policy class stored in it and loads it
-with that algorithm: sb3-contrib's ``MaskablePPO`` (also what :mod:`baselines.ecpo` and :mod:`baselines.ppo`
+with that algorithm: sb3-contrib's ``MaskablePPO`` (also what :mod:`harness_gym_baselines.ecpo` and :mod:`harness_gym_baselines.ppo`
 save), SB3's ``PPO``, ``A2C`` (same policy class as PPO; loaded as PPO, which acts identically) and ``DQN``.
 A maskable model acts with the env's action mask; the others act on the observation alone, as they were
 trained (an inapplicable action is a legal no-op of the Harness MDP).

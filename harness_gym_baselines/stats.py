@@ -8,10 +8,10 @@ statsmodels 0.15.0; numpy and scipy unchanged), but ``import rliable`` then fail
 rliable requires, calls pandas' ``deprecate_kwarg`` with the signature pandas 3 removed. So the same
 estimators are implemented here, with the definitions of rliable's ``metrics`` module:
 
-- **IQM** (:func:`baselines.evaluate.iqm`): the mean of the middle 50% of all scores.
+- **IQM** (:func:`harness_gym_baselines.evaluate.iqm`): the mean of the middle 50% of all scores.
 - **Stratified bootstrap**: each env is a stratum; a resample draws, inside every env independently, seeds
   with replacement and then episodes with replacement inside each drawn seed (the two-level bootstrap of
-  :func:`baselines.offline_compare.two_level_bootstrap`, per stratum), so no env is over- or under-represented
+  :func:`harness_gym_baselines.offline_compare.two_level_bootstrap`, per stratum), so no env is over- or under-represented
   and the interval includes the variance across training seeds. rliable resamples runs only; harness runs
   have few seeds and many episodes, so episodes are resampled too (with one seed it is the episode bootstrap).
 - **Probability of improvement** ``P(X > Y)``: per env, the probability that an episode score of X exceeds
@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from baselines.evaluate import iqm
+from harness_gym_baselines.evaluate import iqm
 
 Strata = Mapping[str, Sequence[np.ndarray]]
 """env -> per-seed arrays of per-episode scores (one array per training seed)"""

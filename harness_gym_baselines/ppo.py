@@ -3,7 +3,7 @@ hand-shaped step rewards (``ppo-dense``).
 
 Schulman et al., 2017, https://arxiv.org/abs/1707.06347, as sb3-contrib's ``MaskablePPO`` (Huang & Ontañón,
 2020, https://arxiv.org/abs/2006.14171) with the env's action masks. These are the first two baselines the
-evidence-calibrated method (:mod:`baselines.ecpo`, docs/ecpo.md) is compared with:
+evidence-calibrated method (:mod:`harness_gym_baselines.ecpo`, docs/ecpo.md) is compared with:
 
 - ``reward="sparse"``: the env's own reward, the task quality Q paid on the last step (minus the cost term
   when the env was built with a ``cost_weight``);
@@ -21,8 +21,8 @@ evidence-calibrated method (:mod:`baselines.ecpo`, docs/ecpo.md) is compared wit
   | an inapplicable action (a no-op) | -0.05 |
 
 What the three online trainers share (settings, the vector env, the periodic evaluation on the validation
-split, the model file) is defined here; :mod:`baselines.ecpo` extends it. The model file is an SB3 zip that
-``harness-gym eval ENV --policy FILE`` runs (:mod:`baselines.sb3_policy`).
+split, the model file) is defined here; :mod:`harness_gym_baselines.ecpo` extends it. The model file is an SB3 zip that
+``harness-gym eval ENV --policy FILE`` runs (:mod:`harness_gym_baselines.sb3_policy`).
 
 Run ``harness-gym train ppo-sparse --env ENV --steps N --seed S --out FILE`` (or ``ppo-dense``).
 """
@@ -44,8 +44,8 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from baselines.sb3_policy import SB3Policy
-from baselines.training import seed_everything
+from harness_gym_baselines.sb3_policy import SB3Policy
+from harness_gym_baselines.training import seed_everything
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.rollout import Episode, episode_seed, play_episode
@@ -282,7 +282,7 @@ class ValidationEvalCallback(BaseCallback):
 
 def save_model(model: MaskablePPO, cfg: Any, algo: str, **diagnostics: Any) -> Path:
     """Write the model zip to ``cfg.out`` with a ``harness_gym`` attribute (algo, env id, feature names, the
-    config and ``diagnostics``) that :mod:`baselines.sb3_policy` reads back.
+    config and ``diagnostics``) that :mod:`harness_gym_baselines.sb3_policy` reads back.
 
     :param model: the trained model
     :param cfg: the trainer's settings (a dataclass)
@@ -326,10 +326,10 @@ def train(cfg: PPOConfig, data: Any = None) -> SB3Policy:
 
 
 Config = PPOConfig
-"""the trainer's settings (:mod:`baselines.trainers`)"""
+"""the trainer's settings (:mod:`harness_gym_baselines.trainers`)"""
 
 if __name__ == "__main__":
-    from baselines.dataclass_args import parse_config
+    from harness_gym_baselines.dataclass_args import parse_config
 
-    cfg = parse_config(PPOConfig, prog="python -m baselines.ppo", description=__doc__.splitlines()[0])
+    cfg = parse_config(PPOConfig, prog="python -m harness_gym_baselines.ppo", description=__doc__.splitlines()[0])
     print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.env_id}, seed {cfg.seed})")

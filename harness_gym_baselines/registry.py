@@ -1,7 +1,7 @@
 """The policy registry: every controller the command line and the experiments can name, declared once.
 
 ``harness-gym eval/compare/play/collect --policy NAME`` accept a name of :data:`POLICIES`, the path of a
-model file written by a trainer (:mod:`baselines.learned`) or ``module:callable``, the import path of a
+model file written by a trainer (:mod:`harness_gym_baselines.learned`) or ``module:callable``, the import path of a
 function or class returning any object that implements :class:`harness_gym.rollout.Policy` (or of such an
 object itself; see docs/evaluate.md). Their choices and help text come from here. Adding a controller is one
 entry in :data:`POLICIES`.
@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from baselines.behaviour import BehaviourPolicy
-from baselines.policies import OraclePolicy, RandomPolicy, StaticPolicy, ThoroughPolicy
+from harness_gym_baselines.behaviour import BehaviourPolicy
+from harness_gym_baselines.policies import OraclePolicy, RandomPolicy, StaticPolicy, ThoroughPolicy
 from harness_gym.rollout import Policy
 
 
@@ -59,7 +59,7 @@ def load_callable_policy(spec: str) -> Policy:
 
     :param spec: ``"package.module:name"`` (``name`` may be dotted), importable from ``sys.path``
     """
-    from baselines.usage import UsageError, resolve_callable
+    from harness_gym_baselines.usage import UsageError, resolve_callable
 
     obj = resolve_callable(spec)
     if is_policy(obj):
@@ -81,19 +81,19 @@ def make_policy(name: str) -> Policy:
     """A registered policy by name, or the controller stored in a trained model file.
 
     :param name: a key of :data:`POLICIES`, the path of a model file: this project's
-        (:func:`baselines.learned.load_policy`) or a Stable-Baselines3 zip
-        (:func:`baselines.sb3_policy.load_sb3_policy`), or ``module:callable`` (:func:`load_callable_policy`)
+        (:func:`harness_gym_baselines.learned.load_policy`) or a Stable-Baselines3 zip
+        (:func:`harness_gym_baselines.sb3_policy.load_sb3_policy`), or ``module:callable`` (:func:`load_callable_policy`)
     """
     if name in POLICIES:
         return POLICIES[name].factory()
     if not Path(name).is_file() and ":" in name:
         return load_callable_policy(name)
     if Path(name).is_file():
-        from baselines.sb3_policy import is_sb3_zip, load_sb3_policy
+        from harness_gym_baselines.sb3_policy import is_sb3_zip, load_sb3_policy
 
         if is_sb3_zip(name):
             return load_sb3_policy(name)
-        from baselines.learned import load_policy  # torch is imported only when a model file is evaluated
+        from harness_gym_baselines.learned import load_policy  # torch is imported only when a model file is evaluated
 
         return load_policy(name)
     raise ValueError(f"unknown policy {name!r}: expected one of {POLICY_NAMES}, the path of a model file or "

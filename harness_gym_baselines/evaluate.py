@@ -20,7 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from baselines.registry import make_policy
+from harness_gym_baselines.registry import make_policy
 from harness_gym.core.env import HarnessEnv
 from harness_gym.core.maturity import PATTERNS
 from harness_gym.parallel import is_concurrent, map_episodes
@@ -171,7 +171,7 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     :param backend: ``"local"`` or ``"ray"``
     :param address: the Ray cluster to join (``backend="ray"``)
     :param envs_per_actor: with Ray, envs per actor
-    :param wrap_env: applied to the env before the episodes (e.g. :class:`baselines.episode_view.EpisodeRecorder`);
+    :param wrap_env: applied to the env before the episodes (e.g. :class:`harness_gym_baselines.episode_view.EpisodeRecorder`);
         sequential runs only
     """
     pol = make_policy(policy) if isinstance(policy, str) else policy

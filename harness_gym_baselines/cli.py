@@ -3,10 +3,10 @@
 ``list`` the envs, ``eval`` / ``compare`` / ``play`` controllers, ``collect`` offline datasets, ``train``
 offline controllers and ``reproduce`` the paper tables.
 
-It lives in ``baselines`` because it uses both layers: the env library (``harness_gym``, which never imports
-``baselines``) and the controllers, trainers and experiments here. Heavy modules (torch, Minari) are imported
-by the command that needs them. The policy names come from :mod:`baselines.registry`, the trainers and their
-flags from :mod:`baselines.trainers`.
+It lives in ``harness_gym_baselines`` because it uses both layers: the env library (``harness_gym``, which never imports
+``harness_gym_baselines``) and the controllers, trainers and experiments here. Heavy modules (torch, Minari) are imported
+by the command that needs them. The policy names come from :mod:`harness_gym_baselines.registry`, the trainers and their
+flags from :mod:`harness_gym_baselines.trainers`.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from rich.console import Console
 from rich.table import Table
 
 import harness_gym
-from baselines.dataclass_args import add_dataclass_arguments, config_from_args
-from baselines.evaluate import evaluate
-from baselines.registry import POLICIES, make_policy, policy_help
-from baselines.reproduce import reproduce
-from baselines.trainers import TRAINERS, load_trainer
-from baselines.usage import (
+from harness_gym_baselines.dataclass_args import add_dataclass_arguments, config_from_args
+from harness_gym_baselines.evaluate import evaluate
+from harness_gym_baselines.registry import POLICIES, make_policy, policy_help
+from harness_gym_baselines.reproduce import reproduce
+from harness_gym_baselines.trainers import TRAINERS, load_trainer
+from harness_gym_baselines.usage import (
     UsageError,
     check_dataset,
     check_env_id,
@@ -233,7 +233,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.save_episodes:
         if args.num_envs != 1 or args.backend != "local":
             raise UsageError("--save-episodes records the episodes one after another: drop --num-envs / --backend")
-        from baselines.episode_view import EpisodeRecorder
+        from harness_gym_baselines.episode_view import EpisodeRecorder
 
         kwargs = {**kwargs, "render_mode": "ansi"}
 
@@ -246,7 +246,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                       **scale_options(args))
     result["policy"] = args.policy
     if recorded:
-        from baselines.episode_view import save_episodes
+        from harness_gym_baselines.episode_view import save_episodes
 
         save_episodes(args.save_episodes, recorded[0].episodes, env_id=args.env_id, policy=args.policy,
                       split=args.split, seed=args.seed, env_kwargs={k: v for k, v in kwargs.items()
@@ -395,7 +395,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_frontier(args: argparse.Namespace) -> int:
-    from baselines.frontier import FIXED_POLICIES, frontier_rows, parse_cost_weights, parse_policy_spec, write_frontier
+    from harness_gym_baselines.frontier import FIXED_POLICIES, frontier_rows, parse_cost_weights, parse_policy_spec, write_frontier
 
     try:
         weights = parse_cost_weights(args.cost_weights)
@@ -429,7 +429,7 @@ def cmd_merge_cache(args: argparse.Namespace) -> int:
 def train_parser(trainer_name: str) -> argparse.ArgumentParser:
     """The parser of ``harness-gym train NAME``: one flag per field of the trainer's ``Config``.
 
-    :param trainer_name: a key of :data:`baselines.trainers.TRAINERS`
+    :param trainer_name: a key of :data:`harness_gym_baselines.trainers.TRAINERS`
     """
     trainer = load_trainer(trainer_name)
     parser = OneLineErrorParser(prog=f"harness-gym train {trainer_name}", description=trainer.summary)
@@ -466,7 +466,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from baselines.episode_view import episodes_page, load_run
+    from harness_gym_baselines.episode_view import episodes_page, load_run
 
     try:
         episodes = load_run(args.run, limit=args.limit)
@@ -480,7 +480,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from baselines.frontier import parse_cost_weights
+    from harness_gym_baselines.frontier import parse_cost_weights
 
     try:
         weights = parse_cost_weights(args.cost_weights) if args.cost_weights else None
@@ -496,7 +496,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def policy_name(value: str) -> str:
     """``--policy`` values: a registered name, an existing model file or an importable ``module:callable``
-    (argparse ``type``; :func:`baselines.usage.check_policy_value` says what is wrong with any other).
+    (argparse ``type``; :func:`harness_gym_baselines.usage.check_policy_value` says what is wrong with any other).
 
     :param value: what was given on the command line
     """
@@ -683,7 +683,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cost-weights", default=None, help="comma-separated cost weights of the frontier (default "
                    "0,0.01,0.1)")
     p.add_argument("--size", action="append", default=[], metavar="FIELD=VALUE",
-                   help="change one size (repeatable; fields of baselines.reproduce.Sizes, e.g. online_steps=8192)")
+                   help="change one size (repeatable; fields of harness_gym_baselines.reproduce.Sizes, e.g. online_steps=8192)")
     p.add_argument("--ppo-dense", action="store_true", help="also train ppo-dense for every env of the harness table")
     p.add_argument("--tau-data", default=None, help="also run the τ-bench retail rows on this data folder")
     p.add_argument("--dbbench-data", default=None, help="also run the DB-Bench rows on this JSONL file")
@@ -692,7 +692,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``harness-gym``: a :class:`~baselines.usage.UsageError` is printed as one line with exit status 2,
+    """Run ``harness-gym``: a :class:`~harness_gym_baselines.usage.UsageError` is printed as one line with exit status 2,
     any other error as one line with status 1; ``--debug`` (anywhere) raises it with its traceback.
 
     :param argv: the arguments (default ``sys.argv[1:]``)

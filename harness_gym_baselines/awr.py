@@ -3,7 +3,7 @@
 Peng et al., 2019, https://arxiv.org/abs/1910.00177, in the form the harness paper uses: the reward is the
 terminal task quality only, the value baseline V(s) is fitted to the buffer's Monte-Carlo returns, and the
 policy minimises ``-E[min(exp(A / beta), weight_max) * log pi(a|s)]``. With ``beta = inf`` every weight is 1
-and the loss is behaviour cloning's (:mod:`baselines.bc`).
+and the loss is behaviour cloning's (:mod:`harness_gym_baselines.bc`).
 
 Two advantage estimators, both fitted to the same Monte-Carlo returns:
 
@@ -14,7 +14,7 @@ Two advantage estimators, both fitted to the same Monte-Carlo returns:
   the outcome first, so exp((Q(s, a) - V(s)) / beta) grows exponentially in the difference of expected
   qualities.
 
-Run ``harness-gym train awr --dataset ID --out FILE [--beta B]`` or ``python -m baselines.awr ...``.
+Run ``harness-gym train awr --dataset ID --out FILE [--beta B]`` or ``python -m harness_gym_baselines.awr ...``.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Literal
 import numpy as np
 import torch
 
-from baselines.bc import BCConfig
-from baselines.learned import MLP, LearnedPolicy
-from baselines.training import finish, fit_policy, minibatches, progress_bar, start_run
+from harness_gym_baselines.bc import BCConfig
+from harness_gym_baselines.learned import MLP, LearnedPolicy
+from harness_gym_baselines.training import finish, fit_policy, minibatches, progress_bar, start_run
 from harness_gym.datasets import Transitions
 
 
@@ -108,10 +108,10 @@ def train(cfg: AWRConfig, data: Transitions | None = None) -> LearnedPolicy:
 
 
 Config = AWRConfig
-"""the trainer's settings (:mod:`baselines.trainers`)"""
+"""the trainer's settings (:mod:`harness_gym_baselines.trainers`)"""
 
 if __name__ == "__main__":
-    from baselines.dataclass_args import parse_config
+    from harness_gym_baselines.dataclass_args import parse_config
 
-    cfg = parse_config(AWRConfig, prog="python -m baselines.awr", description=__doc__.splitlines()[0])
+    cfg = parse_config(AWRConfig, prog="python -m harness_gym_baselines.awr", description=__doc__.splitlines()[0])
     print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.dataset_id}, seed {cfg.seed})")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from baselines.policies import StaticPolicy, budget_units_left
+from harness_gym_baselines.policies import StaticPolicy, budget_units_left
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.rollout import harness_env

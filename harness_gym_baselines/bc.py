@@ -2,7 +2,7 @@
 
 Maximises the masked log-likelihood of the logged actions, ``-E[log pi(a|s)]``: the imitation baseline the
 paper compares AWR against. Run ``harness-gym train bc --dataset ID --out FILE`` or
-``python -m baselines.bc --dataset ID --out FILE`` (the same options).
+``python -m harness_gym_baselines.bc --dataset ID --out FILE`` (the same options).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from baselines.learned import MLP, LearnedPolicy
-from baselines.training import finish, fit_policy, start_run
+from harness_gym_baselines.learned import MLP, LearnedPolicy
+from harness_gym_baselines.training import finish, fit_policy, start_run
 from harness_gym.datasets import Transitions
 
 
@@ -67,10 +67,10 @@ def train(cfg: BCConfig, data: Transitions | None = None) -> LearnedPolicy:
 
 
 Config = BCConfig
-"""the trainer's settings (:mod:`baselines.trainers`)"""
+"""the trainer's settings (:mod:`harness_gym_baselines.trainers`)"""
 
 if __name__ == "__main__":
-    from baselines.dataclass_args import parse_config
+    from harness_gym_baselines.dataclass_args import parse_config
 
-    cfg = parse_config(BCConfig, prog="python -m baselines.bc", description=__doc__.splitlines()[0])
+    cfg = parse_config(BCConfig, prog="python -m harness_gym_baselines.bc", description=__doc__.splitlines()[0])
     print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.dataset_id}, seed {cfg.seed})")
