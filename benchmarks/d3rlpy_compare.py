@@ -110,13 +110,13 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from harness_gym.datasets import load_transitions
     from harness_gym_baselines.awr import AWRConfig
     from harness_gym_baselines.awr import train as train_awr
     from harness_gym_baselines.bc import BCConfig
     from harness_gym_baselines.bc import train as train_bc
     from harness_gym_baselines.evaluate import evaluate
     from harness_gym_baselines.learned import load_policy
-    from harness_gym.datasets import load_transitions
 
     out = Path(args.out)
     data = load_transitions(args.dataset)

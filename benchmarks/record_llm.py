@@ -28,8 +28,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from harness_gym_baselines.sim_to_real import POLICIES, run_on_task
 from harness_gym.workers.profile import WorkerProfile
+from harness_gym_baselines.sim_to_real import POLICIES, run_on_task
 
 
 def finalise_cache(cache: Path) -> None:

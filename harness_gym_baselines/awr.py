@@ -25,10 +25,10 @@ from typing import Literal
 import numpy as np
 import torch
 
+from harness_gym.datasets import Transitions
 from harness_gym_baselines.bc import BCConfig
 from harness_gym_baselines.learned import MLP, LearnedPolicy
 from harness_gym_baselines.training import finish, fit_policy, minibatches, progress_bar, start_run
-from harness_gym.datasets import Transitions
 
 
 @dataclass

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from harness_gym.datasets import Transitions
 from harness_gym_baselines.learned import MLP, LearnedPolicy
 from harness_gym_baselines.training import finish, fit_policy, start_run
-from harness_gym.datasets import Transitions
 
 
 @dataclass

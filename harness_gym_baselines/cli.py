@@ -26,6 +26,11 @@ from rich.console import Console
 from rich.table import Table
 
 import harness_gym
+from harness_gym.parallel import BACKENDS, PARALLEL_MODES
+from harness_gym.paths import data_path
+from harness_gym.rollout import Policy
+from harness_gym.workers import WORKER_NAMES, WorkerProfile
+from harness_gym.workers.calibrate import collect_events, fit_profile
 from harness_gym_baselines.dataclass_args import add_dataclass_arguments, config_from_args
 from harness_gym_baselines.evaluate import evaluate
 from harness_gym_baselines.registry import POLICIES, make_policy, policy_help
@@ -41,11 +46,6 @@ from harness_gym_baselines.usage import (
     make_env,
     positive_int,
 )
-from harness_gym.parallel import BACKENDS, PARALLEL_MODES
-from harness_gym.paths import data_path
-from harness_gym.rollout import Policy
-from harness_gym.workers import WORKER_NAMES, WorkerProfile
-from harness_gym.workers.calibrate import collect_events, fit_profile
 
 WORKER_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("base_url", "--base-url", str, "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8011/v1"),
@@ -395,7 +395,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_frontier(args: argparse.Namespace) -> int:
-    from harness_gym_baselines.frontier import FIXED_POLICIES, frontier_rows, parse_cost_weights, parse_policy_spec, write_frontier
+    from harness_gym_baselines.frontier import (
+        FIXED_POLICIES,
+        frontier_rows,
+        parse_cost_weights,
+        parse_policy_spec,
+        write_frontier,
+    )
 
     try:
         weights = parse_cost_weights(args.cost_weights)

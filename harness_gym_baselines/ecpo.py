@@ -46,6 +46,9 @@ import torch
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
+from harness_gym.core.actions import N_ACTIONS
+from harness_gym.core.evidence import EVIDENCE_SOURCES
+from harness_gym.rollout import Episode, episode_seed, play_episode
 from harness_gym_baselines.behaviour import BehaviourPolicy
 from harness_gym_baselines.ppo import (
     OnlineConfig,
@@ -58,9 +61,6 @@ from harness_gym_baselines.ppo import (
 )
 from harness_gym_baselines.sb3_policy import SB3Policy
 from harness_gym_baselines.training import seed_everything
-from harness_gym.core.actions import N_ACTIONS
-from harness_gym.core.evidence import EVIDENCE_SOURCES
-from harness_gym.rollout import Episode, episode_seed, play_episode
 
 SOURCES: tuple[str, ...] = (*EVIDENCE_SOURCES, "preference")
 """the evidence sources, in the column order of every evidence array here"""

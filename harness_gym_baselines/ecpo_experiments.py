@@ -40,8 +40,8 @@ import gymnasium as gym
 import numpy as np
 
 import harness_gym  # noqa: F401
-from harness_gym_baselines.registry import make_policy
 from harness_gym.rollout import Episode, Policy, episode_seed, play_episode
+from harness_gym_baselines.registry import make_policy
 
 ENVS = ("HarnessData-v0", "HarnessResearchQA-v0")
 TRAINED = ("ppo-sparse", "ppo-dense", "bc", "ecpo")
@@ -109,8 +109,8 @@ def evaluate_split(env_id: str, policy: Policy, *, split: str, episodes: int, se
 # ----- training the cells -------------------------------------------------------------------------------
 def behaviour_dataset(env_id: str, seed: int, episodes: int) -> str:
     """Collect (or find) the behaviour buffer of ``env_id`` with collection seed ``seed``; returns its id."""
-    from harness_gym_baselines.behaviour import BehaviourPolicy
     from harness_gym.datasets import collect
+    from harness_gym_baselines.behaviour import BehaviourPolicy
 
     dsid = f"harness/{env_id.lower().removesuffix('-v0').removeprefix('harness')}-behaviour-s{seed}-v0"
     collect(env_id, BehaviourPolicy(), dsid, episodes=episodes, seed=seed, progress=False, ref_policies=None)

@@ -144,6 +144,7 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
             env_kwargs: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
     """Every cell of one env: {policy: [cell per seed]}; with ``variant`` and ``env_kwargs`` on that data
     (cells under ``cells/<env_label>``)."""
+    from harness_gym.datasets import collect, load_transitions
     from harness_gym_baselines.awr import AWRConfig
     from harness_gym_baselines.awr import train as train_awr
     from harness_gym_baselines.bc import BCConfig
@@ -151,7 +152,6 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
     from harness_gym_baselines.behaviour import BehaviourPolicy
     from harness_gym_baselines.learned import load_policy
     from harness_gym_baselines.registry import make_policy
-    from harness_gym.datasets import collect, load_transitions
 
     cells: dict[str, list[dict[str, Any]]] = {p: [] for p in POLICIES}
     out = Path(args.out)

@@ -44,11 +44,11 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym_baselines.sb3_policy import SB3Policy
-from harness_gym_baselines.training import seed_everything
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.rollout import Episode, episode_seed, play_episode
+from harness_gym_baselines.sb3_policy import SB3Policy
+from harness_gym_baselines.training import seed_everything
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 

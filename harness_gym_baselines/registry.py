@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness_gym.rollout import Policy
 from harness_gym_baselines.behaviour import BehaviourPolicy
 from harness_gym_baselines.policies import OraclePolicy, RandomPolicy, StaticPolicy, ThoroughPolicy
-from harness_gym.rollout import Policy
 
 
 @dataclass(frozen=True)

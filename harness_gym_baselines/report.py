@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from harness_gym.core.maturity import PATTERNS
 from harness_gym_baselines import offline_compare
 from harness_gym_baselines.episode_view import STYLE as EPISODE_STYLE
 from harness_gym_baselines.episode_view import episode_html, load_episodes
-from harness_gym.core.maturity import PATTERNS
 
 FORCED_SUBMIT_LIMIT = 0.5
 MIN_ONLINE_STEPS = 20_000
@@ -592,8 +592,8 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     :param argv: the command line
     :param total_seconds: wall time of the stages in this invocation
     """
-    from harness_gym_baselines.ecpo_experiments import plot_corruption
     from harness_gym.paths import data_path
+    from harness_gym_baselines.ecpo_experiments import plot_corruption
 
     quick, sizes = settings["quick"], settings["sizes"]
     run = "quick" if quick else "full"

@@ -252,10 +252,10 @@ def examples_stage(out: Path, env_id: str, sizes: Sizes) -> dict[str, Any]:
     """
     import gymnasium as gym
 
+    from harness_gym.rollout import episode_seed, play_episode
     from harness_gym_baselines.episode_view import EpisodeRecorder, save_episodes
     from harness_gym_baselines.learned import load_policy
     from harness_gym_baselines.registry import make_policy
-    from harness_gym.rollout import episode_seed, play_episode
 
     def record(name: str, policy: Any, index: int) -> dict[str, Any]:
         env = EpisodeRecorder(gym.make(env_id, render_mode="ansi"), policy=name)

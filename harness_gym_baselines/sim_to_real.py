@@ -21,10 +21,10 @@ import gymnasium as gym
 import numpy as np
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym_baselines.policies import StaticPolicy, ThoroughPolicy
 from harness_gym.paths import data_path
 from harness_gym.workers.calibrate import ProfileFit, collect_events, fit_profile
 from harness_gym.workers.profile import WorkerProfile
+from harness_gym_baselines.policies import StaticPolicy, ThoroughPolicy
 
 COST_KEYS = ("llm_calls", "llm_errors", "prompt_tokens", "completion_tokens", "latency_s")
 POLICIES = {"static": lambda: StaticPolicy(check=False), "forced-check": lambda: StaticPolicy(check=True),

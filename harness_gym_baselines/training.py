@@ -24,9 +24,9 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
+from harness_gym.datasets import Transitions, load_transitions
 from harness_gym_baselines.evaluate import evaluate
 from harness_gym_baselines.learned import MLP, LearnedPolicy, action_log_prob, save_model
-from harness_gym.datasets import Transitions, load_transitions
 
 
 def seed_everything(seed: int, torch_threads: int) -> None:

@@ -172,8 +172,8 @@ def test_harness_gym_never_imports_baselines_not_even_inside_a_function():
 def small_dataset(tmp_path, monkeypatch):
     import gymnasium as gym
 
-    from harness_gym_baselines.registry import make_policy
     from harness_gym import datasets
+    from harness_gym_baselines.registry import make_policy
 
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     if "HarnessToy-v0" not in gym.registry:

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 import harness_gym
-from harness_gym_baselines.cli import main
-from harness_gym_baselines.registry import make_policy
 from examples.toy_domain.env import HarnessToyEnv as make_toy_env
 from harness_gym.core.actions import Action
 from harness_gym.core.cost import COST_KEYS, Prices, estimate_tokens
 from harness_gym.core.tools import validate_call
 from harness_gym.rollout import play_episode
 from harness_gym.workers.prompting import PromptSet, render_context
+from harness_gym_baselines.cli import main
+from harness_gym_baselines.registry import make_policy
 
 
 @pytest.fixture(scope="module")

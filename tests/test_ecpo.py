@@ -13,6 +13,8 @@ import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import harness_gym  # noqa: F401
+from harness_gym.core.state import FEATURE_NAMES
+from harness_gym.rollout import play_episode
 from harness_gym_baselines.behaviour import BehaviourPolicy
 from harness_gym_baselines.cli import main
 from harness_gym_baselines.ecpo import (
@@ -30,8 +32,6 @@ from harness_gym_baselines.ecpo import (
 )
 from harness_gym_baselines.ppo import dense_step_reward
 from harness_gym_baselines.registry import make_policy
-from harness_gym.core.state import FEATURE_NAMES
-from harness_gym.rollout import play_episode
 
 ENV = "HarnessResearchQA-v0"
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 import torch
 
+from harness_gym import datasets
+from harness_gym.core.actions import Action
+from harness_gym.rollout import episode_seed
 from harness_gym_baselines.awr import AWRConfig, advantage_weights
 from harness_gym_baselines.awr import train as train_awr
 from harness_gym_baselines.bc import BCConfig
 from harness_gym_baselines.bc import train as train_bc
 from harness_gym_baselines.cli import main
 from harness_gym_baselines.registry import make_policy
-from harness_gym import datasets
-from harness_gym.core.actions import Action
-from harness_gym.rollout import episode_seed
 
 TOY_ID = "HarnessToy-v0"
 if TOY_ID not in gym.registry:

@@ -11,7 +11,6 @@ import gymnasium as gym
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym_baselines.cli import main as cli_main
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import Context, Draft, ToolCall
 from harness_gym.domains.tau_retail import generate
@@ -24,6 +23,7 @@ from harness_gym.domains.tau_retail.grader import missing_outputs, reward
 from harness_gym.domains.tau_retail.store import RetailDB
 from harness_gym.domains.tau_retail.tools import WRITE_TOOLS, call_once
 from harness_gym.paths import data_path
+from harness_gym_baselines.cli import main as cli_main
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 REAL = SHARED_DATA / "tau2-retail"
