@@ -44,7 +44,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from stable_baselines3.common.logger import configure
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env import VecEnv
 
 from harness_gym.core.actions import N_ACTIONS
 from harness_gym.core.evidence import EVIDENCE_SOURCES
@@ -52,6 +52,7 @@ from harness_gym.rollout import Episode, episode_seed, play_episode
 from harness_gym_baselines.behaviour import BehaviourPolicy
 from harness_gym_baselines.ppo import (
     OnlineConfig,
+    TransitionRewardWrapper,
     ValidationEvalCallback,
     env_constructor_kwargs,
     make_model,
@@ -396,7 +397,7 @@ class Calibrator:
 
 
 # ----- the reward wrapper -------------------------------------------------------------------------------
-class EvidenceReward(VecEnvWrapper):
+class EvidenceReward(TransitionRewardWrapper):
     """Replaces the reward by ``c_t = sum_i w_i * norm_i(e_i,t)`` (module docstring); observations, dones and
     infos pass through untouched (the same objects the wrapped env returned).
 
@@ -422,28 +423,15 @@ class EvidenceReward(VecEnvWrapper):
         self.steps = 0
         self.total_conflicts = np.zeros(len(PAIRS), dtype=np.int64)
         self.total_conflict_steps = 0
-        self._prev_obs: np.ndarray | None = None
-        self._actions: np.ndarray | None = None
 
-    def reset(self) -> np.ndarray:
-        obs = self.venv.reset()
-        self._prev_obs = np.array(obs, copy=True)
-        return obs
-
-    def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions)
-        self.venv.step_async(actions)
-
-    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
-        obs, rewards, dones, infos = self.venv.step_wait()
-        assert self._prev_obs is not None and self._actions is not None
+    def transition_rewards(self, prev_obs: np.ndarray, actions: np.ndarray, obs: np.ndarray, rewards: np.ndarray,
+                           dones: np.ndarray, infos: list[dict]) -> np.ndarray:
         evidence = np.empty((len(infos), len(SOURCES)))
         for i, info in enumerate(infos):
             evidence[i, :4] = task_evidence(info, float(rewards[i]), bool(dones[i]))
         evidence[:, 2] = self.corruption.apply(evidence[:, 2])
-        evidence[:, 4] = self.preference.step_scores(step_features(self._prev_obs, self._actions))
-        self._prev_obs = np.array(obs, copy=True)
-        return obs, self.calibrated(evidence), dones, infos
+        evidence[:, 4] = self.preference.step_scores(step_features(prev_obs, actions))
+        return self.calibrated(evidence)
 
     def calibrated(self, evidence: np.ndarray) -> np.ndarray:
         """Fold a ``(n_envs, 5)`` batch of raw evidence into the running statistics, count its conflicts and

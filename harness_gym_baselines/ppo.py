@@ -152,10 +152,10 @@ def episode_return(episode: Episode) -> float:
     return float(sum(episode.rewards))
 
 
-class DenseShapingReward(VecEnvWrapper):
-    """Adds the hand-shaped step rewards of the module docstring's table to the env's reward.
-
-    Observations, dones and infos pass through untouched.
+class TransitionRewardWrapper(VecEnvWrapper):
+    """A VecEnv wrapper that recomputes each step's rewards from the whole transition (the observation the
+    action was taken in, the action, what came back). Observations, dones and infos pass through untouched
+    (the same objects the wrapped env returned); subclasses implement :meth:`transition_rewards`.
 
     :param venv: the training env
     """
@@ -177,11 +177,38 @@ class DenseShapingReward(VecEnvWrapper):
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
         obs, rewards, dones, infos = self.venv.step_wait()
         assert self._prev_obs is not None and self._actions is not None
+        new_rewards = self.transition_rewards(self._prev_obs, self._actions, obs, rewards, dones, infos)
+        self._prev_obs = np.array(obs, copy=True)
+        return obs, new_rewards, dones, infos
+
+    def transition_rewards(self, prev_obs: np.ndarray, actions: np.ndarray, obs: np.ndarray, rewards: np.ndarray,
+                           dones: np.ndarray, infos: list[dict]) -> np.ndarray:
+        """The rewards the learner sees for one batch of steps.
+
+        :param prev_obs: the observations the actions were taken in
+        :param actions: the actions
+        :param obs: the observations after the step (the next episode's first one where ``done``)
+        :param rewards: the env's rewards
+        :param dones: which envs ended an episode
+        :param infos: the step infos
+        """
+        raise NotImplementedError
+
+
+class DenseShapingReward(TransitionRewardWrapper):
+    """Adds the hand-shaped step rewards of the module docstring's table to the env's reward.
+
+    Observations, dones and infos pass through untouched.
+
+    :param venv: the training env
+    """
+
+    def transition_rewards(self, prev_obs: np.ndarray, actions: np.ndarray, obs: np.ndarray, rewards: np.ndarray,
+                           dones: np.ndarray, infos: list[dict]) -> np.ndarray:
         shaped = np.asarray(rewards, dtype=np.float32).copy()
         for i, info in enumerate(infos):
-            shaped[i] += dense_step_reward(int(self._actions[i]), info, self._prev_obs[i], obs[i], bool(dones[i]))
-        self._prev_obs = np.array(obs, copy=True)
-        return obs, shaped, dones, infos
+            shaped[i] += dense_step_reward(int(actions[i]), info, prev_obs[i], obs[i], bool(dones[i]))
+        return shaped
 
 
 def dense_step_reward(action: int, info: dict[str, Any], prev_obs: np.ndarray, obs: np.ndarray,
