@@ -337,9 +337,12 @@ def _wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def _clip(profile: WorkerProfile) -> WorkerProfile:
-    """Keep probabilities in [0, 1] (the profile's own validity rule)."""
+    """Keep probabilities in [0, 1] and the tool-call outcomes a distribution (the profile's own validity
+    rules): ``tool_wrong_prob`` is not fitted, so where the fitted ``tool_error_prob`` leaves less than it
+    room, it shrinks to ``1 - tool_error_prob``."""
     values = asdict(profile)
     for name, value in values.items():
         if name not in ("draft_logit_base", "evidence_weight", "difficulty_weight"):
             values[name] = float(min(1.0, max(0.0, value)))
+    values["tool_wrong_prob"] = min(values["tool_wrong_prob"], 1.0 - values["tool_error_prob"])
     return WorkerProfile(**values)
