@@ -33,7 +33,10 @@ def main(argv: list[str] | None = None) -> str:
         weight = float(rows[0]["cost_weight"])
         by_weight[weight] = {(r["env_id"], r["policy"]): r for r in rows}
     envs = sorted({env for table in by_weight.values() for env, _ in table})
-    lines = ["| env | w | " + " | ".join(f"{p} Q / cost / return" for p in FIXED + LEARNED)
+    first = next(iter(next(iter(by_weight.values())).values()))
+    lines = [f"{first['episodes']} test episodes per cell over {first['seeds']} seed(s); Q and cost with their 95% "
+             "bootstrap CIs (two-level: seeds, then episodes), return = Q - w * cost (mean).", "",
+             "| env | w | " + " | ".join(f"{p}: Q [CI] / cost [CI] / return" for p in FIXED + LEARNED)
              + " | best fixed return | best learned return |",
              "|---|---|" + "---|" * (len(FIXED) + len(LEARNED) + 2)]
     for env in envs:
@@ -46,7 +49,8 @@ def main(argv: list[str] | None = None) -> str:
                     cells.append("n/a")
                     continue
                 q, cost, ret = float(row["quality_mean"]), float(row["cost_mean"]), float(row["return_mean"])
-                cells.append(f"{q:.3f} / {cost:.2f} / {ret:.3f}")
+                cells.append(f"{q:.3f} [{float(row['quality_ci_lo']):.2f}, {float(row['quality_ci_hi']):.2f}] / "
+                             f"{cost:.2f} [{float(row['cost_ci_lo']):.2f}, {float(row['cost_ci_hi']):.2f}] / {ret:.3f}")
                 best[policy] = ret
             fixed = max((p for p in FIXED if p in best), key=best.get, default=None)
             learned = max((p for p in LEARNED if p in best), key=best.get, default=None)
