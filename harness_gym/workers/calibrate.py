@@ -6,18 +6,22 @@ Two steps:
    turns every step into the events the simulated worker's parameters describe, grading every draft the
    model wrote with the domain's hidden grader to know whether it was correct: a draft with its evidence
    coverage and the task's difficulty; a revision of a wrong draft after a failed check with the
-   feedback's specificity (a fix attempt) or of a correct one (a possible break); a tool proposal,
-   malformed or not, and whether it repeats a call that just failed; a stated confidence with the
-   draft's correctness; a self-check verdict with the draft's correctness.
-2. :func:`fit_profile` fits each parameter to those events by maximum likelihood under the simulator's own
-   model (a logistic regression for drafts, a clipped linear model for fixes, proportions, means and a
-   pooled standard deviation), gives a 95% bootstrap interval per parameter (resampling episodes; for
-   proportions widened to the Wilson interval where the bootstrap collapses), and
-   scores the fit by the held-out log-likelihood per event of the fitted profile against the default one
-   (fit on the even-numbered episodes, score on the odd ones). A parameter without events keeps its
-   default and is reported as not estimated. Not fitted, kept at the default profile's values:
-   ``confidence_evidence`` and ``confidence_difficulty`` (the confidence means are estimated per correct /
-   wrong draft, averaged over evidence and difficulty), ``selfcheck_repeat`` and ``tool_wrong_prob``.
+   feedback's specificity (a fix attempt) or of a correct one (a possible break); a tool proposal on a task
+   that needs tool calls: malformed, well-formed but not one of the task's calls (wrong), or neither, and
+   whether it repeats a call that just failed; a stated confidence with the draft's correctness, the
+   evidence coverage and the difficulty; a self-check verdict with the draft's correctness, and for a
+   self-check of content already judged in the episode whether the verdict is the first one again.
+2. :func:`fit_profile` fits each parameter to those events under the simulator's own model (a logistic
+   regression for drafts, a clipped linear model for fixes, proportions, a linear model for the confidence
+   with its residual standard deviation, and the repeat probability of self-checks by the method of
+   moments: a verdict is the first one again with probability ``r + (1 - r) q``, ``q`` the chance a fresh
+   draw agrees), gives a 95% bootstrap interval per parameter (resampling episodes; for proportions widened
+   to the Wilson interval where the bootstrap collapses), and scores the fit by the held-out log-likelihood
+   per event of the fitted profile against the default one (fit on the even-numbered episodes, score on the
+   odd ones). A parameter without events keeps its default and is reported as not estimated. The linear
+   fits (draft, fix, confidence) are ridge-regularised towards the default profile, so a fit on few events
+   stays near it. The confidence fit ignores that the simulator clips confidences to [0, 1]: where a mean
+   comes near a bound, the fitted value is biased towards the middle.
 """
 
 from __future__ import annotations
@@ -33,7 +37,11 @@ from harness_gym.core.actions import Action
 from harness_gym.core.tools import validate_call
 from harness_gym.workers.profile import WorkerProfile
 
-EVENT_KINDS: tuple[str, ...] = ("draft", "fix", "break", "tool", "repeat", "confidence", "self_check")
+EVENT_KINDS: tuple[str, ...] = ("draft", "fix", "break", "tool", "repeat", "confidence", "self_check",
+                                 "self_check_again")
+WIDTH: dict[str, int] = {"draft": 3, "fix": 3, "break": 1, "tool": 2, "repeat": 1, "confidence": 4,
+                         "self_check": 2, "self_check_again": 3}
+"""columns of each event kind's rows"""
 
 
 @dataclass
@@ -43,10 +51,12 @@ class Events:
     - ``draft``: (coverage, difficulty, correct)
     - ``fix``: (specificity, coverage, correct after) for a wrong draft revised after a failed check
     - ``break``: (broken,) for a correct draft that was revised
-    - ``tool``: (malformed,) for every proposed tool call that does not resend the call that just failed
+    - ``tool``: (malformed, wrong) for every proposed tool call, on a task that needs tool calls, that does
+      not resend the call that just failed; ``wrong``: well-formed but not one of the task's calls
     - ``repeat``: (repeated,) for a tool proposal right after a failed tool call
-    - ``confidence``: (confidence, correct)
-    - ``self_check``: (passed, correct)
+    - ``confidence``: (confidence, correct, coverage, difficulty)
+    - ``self_check``: (passed, correct) for the first self-check of a content in the episode
+    - ``self_check_again``: (same, correct, first passed) for a later self-check of the same content
     """
 
     rows: dict[str, list[tuple[float, ...]]] = field(default_factory=lambda: {k: [] for k in EVENT_KINDS})
@@ -99,6 +109,8 @@ def collect_events(env: Any, episodes: Sequence[dict[str, Any]], events: Events 
         env.reset(seed=int(ep["seed"]), options={"task_id": ep["task_id"]})
         ctx = base.context
         prev_action = -1
+        verdicts: dict[str, bool] = {}  # first self-check verdict per content, as the simulator keeps them
+        gold = {c.key() for c in base.task.tool_calls}
         for act in ep["actions"]:
             act = Action(int(act))
             valid = bool(base.action_masks()[act])
@@ -116,23 +128,31 @@ def collect_events(env: Any, episodes: Sequence[dict[str, Any]], events: Events 
             if valid and act == Action.DRAFT and ctx.draft is not None:
                 ok = correct(ctx.draft)
                 events.add("draft", n, coverage, ctx.task.difficulty, ok)
-                events.add("confidence", n, base._state.confidence, ok)
+                events.add("confidence", n, base._state.confidence, ok, ctx.evidence_coverage(), ctx.task.difficulty)
             elif valid and act == Action.REVISE and ctx.draft is not None and before is not None:
                 was, now = correct(before), correct(ctx.draft)
                 if was:
                     events.add("break", n, not now)
                 elif check_failed:
                     events.add("fix", n, spec, coverage, now)
-                events.add("confidence", n, base._state.confidence, now)
+                events.add("confidence", n, base._state.confidence, now, ctx.evidence_coverage(), ctx.task.difficulty)
             elif valid and act == Action.TOOL:
                 call = ctx.tool_history[-1][0]
                 repeated = last_tool_failed and call.key() == last_call_key
                 if last_tool_failed and prev_action == Action.TOOL:
                     events.add("repeat", n, repeated)
-                if not repeated:  # a resent failed call says nothing about how often fresh calls are malformed
-                    events.add("tool", n, bool(validate_call(domain.tools, call)))
+                # a resent failed call says nothing about how often fresh calls are malformed; on a task
+                # without tool calls every call is useless, which the simulator models without these rates
+                if not repeated and gold:
+                    malformed = bool(validate_call(domain.tools, call))
+                    events.add("tool", n, malformed, not malformed and call.key() not in gold)
             elif valid and act == Action.CHECK and ctx.draft is not None and domain.check(ctx.task, ctx.draft, base.sandbox) is None:
-                events.add("self_check", n, ctx.last_check.passed, correct(ctx.draft))
+                passed, content = bool(ctx.last_check.passed), ctx.draft.content
+                if content in verdicts:
+                    events.add("self_check_again", n, passed == verdicts[content], correct(ctx.draft), verdicts[content])
+                else:
+                    verdicts[content] = passed
+                    events.add("self_check", n, passed, correct(ctx.draft))
             prev_action = int(act)
             if term or trunc:
                 break
@@ -164,8 +184,7 @@ def _fit_logistic(x: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float = 0
 def _estimate(events: Events, default: WorkerProfile) -> dict[str, float]:
     """Point estimates of the parameters that have events (others are left out)."""
     est: dict[str, float] = {}
-    width = {"draft": 3, "fix": 3, "break": 1, "tool": 1, "repeat": 1, "confidence": 2, "self_check": 2}
-    rows = {k: np.asarray(v, dtype=float).reshape(len(v), width[k]) for k, v in events.rows.items()}
+    rows = {k: np.asarray(v, dtype=float).reshape(len(v), WIDTH[k]) for k, v in events.rows.items()}
     d = rows["draft"]
     if len(d):
         x = np.column_stack([np.ones(len(d)), d[:, 0], d[:, 1]])
@@ -183,16 +202,24 @@ def _estimate(events: Events, default: WorkerProfile) -> dict[str, float]:
     for kind, name in (("break", "break_prob"), ("tool", "tool_error_prob"), ("repeat", "repeat_after_error_prob")):
         if len(rows[kind]):
             est[name] = float(rows[kind][:, 0].mean())
+    if len(rows["tool"]):
+        est["tool_wrong_prob"] = float(rows["tool"][:, 1].mean())
     c = rows["confidence"]
     if len(c):
-        good, bad = c[c[:, 1] == 1, 0], c[c[:, 1] == 0, 0]
-        if len(good):
-            est["confidence_correct"] = float(good.mean())
-        if len(bad):
-            est["confidence_wrong"] = float(bad.mean())
-        resid = np.concatenate([good - good.mean() if len(good) else [], bad - bad.mean() if len(bad) else []])
-        if len(resid) >= 2:
-            est["confidence_noise"] = float(max(0.01, min(1.0, resid.std(ddof=1))))
+        # mean = correct * confidence_correct + (1 - correct) * confidence_wrong
+        #        + confidence_evidence * (coverage - 1) - confidence_difficulty * difficulty
+        x = np.column_stack([c[:, 1], 1 - c[:, 1], c[:, 2] - 1, -c[:, 3]])
+        prior = np.array([default.confidence_correct, default.confidence_wrong, default.confidence_evidence,
+                          default.confidence_difficulty])
+        # ridge towards the default; a column without variation (no correct draft, one difficulty) keeps it
+        coef = np.linalg.solve(x.T @ x + 0.1 * np.eye(4), x.T @ c[:, 0] + 0.1 * prior)
+        names = ("confidence_correct", "confidence_wrong", "confidence_evidence", "confidence_difficulty")
+        for j, name in enumerate(names):
+            if np.ptp(x[:, j]) > 0 or (j < 2 and np.any(x[:, j])):
+                est[name] = float(coef[j])
+        if len(c) >= 5:
+            resid = c[:, 0] - x @ coef
+            est["confidence_noise"] = float(max(0.01, min(1.0, resid.std(ddof=4))))
     s = rows["self_check"]
     if len(s):
         good, bad = s[s[:, 1] == 1, 0], s[s[:, 1] == 0, 0]
@@ -200,6 +227,15 @@ def _estimate(events: Events, default: WorkerProfile) -> dict[str, float]:
             est["selfcheck_tpr"] = float(good.mean())
         if len(bad):
             est["selfcheck_fpr"] = float(bad.mean())
+    again = rows["self_check_again"]
+    if len(again):
+        tpr = est.get("selfcheck_tpr", default.selfcheck_tpr)
+        fpr = est.get("selfcheck_fpr", default.selfcheck_fpr)
+        rate = np.where(again[:, 1] == 1, tpr, fpr)
+        agree = np.where(again[:, 2] == 1, rate, 1 - rate)  # q: a fresh draw gives the first verdict again
+        room = float(np.mean(1 - agree))
+        if room > 1e-9:
+            est["selfcheck_repeat"] = float(np.clip(np.mean(again[:, 0] - agree) / room, 0.0, 1.0))
     return est
 
 
@@ -225,17 +261,27 @@ def log_likelihood(events: Events, profile: WorkerProfile) -> tuple[float, int]:
     for spec, cov, ok in events.rows["fix"]:
         total += bern(p.fix_base + p.fix_specificity * spec + p.fix_evidence * cov, ok)
         n += 1
-    for kind, prob in (("break", p.break_prob), ("tool", p.tool_error_prob), ("repeat", p.repeat_after_error_prob)):
+    for kind, prob in (("break", p.break_prob), ("repeat", p.repeat_after_error_prob)):
         for (hit,) in events.rows[kind]:
             total += bern(prob, hit)
             n += 1
-    for conf, ok in events.rows["confidence"]:
-        mean = p.confidence_correct if ok else p.confidence_wrong
+    for malformed, wrong in events.rows["tool"]:
+        prob = p.tool_error_prob if malformed else p.tool_wrong_prob if wrong else 1 - p.tool_error_prob - p.tool_wrong_prob
+        total += math.log(min(0.99, max(0.01, prob)))
+        n += 1
+    for conf, ok, cov, diff in events.rows["confidence"]:
+        mean = ((p.confidence_correct if ok else p.confidence_wrong) + p.confidence_evidence * (cov - 1)
+                - p.confidence_difficulty * diff)
         sd = max(p.confidence_noise, 0.01)
         total += -0.5 * ((conf - mean) / sd) ** 2 - math.log(sd * math.sqrt(2 * math.pi))
         n += 1
     for passed, ok in events.rows["self_check"]:
         total += bern(p.selfcheck_tpr if ok else p.selfcheck_fpr, passed)
+        n += 1
+    for same, ok, first in events.rows["self_check_again"]:
+        rate = p.selfcheck_tpr if ok else p.selfcheck_fpr
+        agree = rate if first else 1 - rate
+        total += bern(p.selfcheck_repeat + (1 - p.selfcheck_repeat) * agree, same)
         n += 1
     return total, n
 
@@ -304,8 +350,8 @@ def fit_profile(events: Events, default: WorkerProfile, *, n_boot: int = 200, se
     for f in fields(WorkerProfile):
         vals = samples.get(f.name, [])
         ci95[f.name] = (float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))) if vals else None
-    for name, (kind, column, value) in _PROPORTIONS.items():
-        rows = [r[0] for r in events.rows[kind] if column is None or r[1] == value]
+    for name, (kind, outcome, column, value) in _PROPORTIONS.items():
+        rows = [r[outcome] for r in events.rows[kind] if column is None or r[column] == value]
         if rows and ci95[name] is not None:
             # a bootstrap interval collapses when every event agrees (4 failures of 4 give [0, 0]); the
             # Wilson score interval does not, so the wider of the two is reported
@@ -321,11 +367,12 @@ def fit_profile(events: Events, default: WorkerProfile, *, n_boot: int = 200, se
                       heldout_loglik_default=ll_def / n_held if n_held else float("nan"), heldout_events=n_held)
 
 
-_PROPORTIONS: dict[str, tuple[str, int | None, float]] = {
-    "break_prob": ("break", None, 0.0), "tool_error_prob": ("tool", None, 0.0),
-    "repeat_after_error_prob": ("repeat", None, 0.0), "selfcheck_tpr": ("self_check", 1, 1.0),
-    "selfcheck_fpr": ("self_check", 1, 0.0)}
-"""Parameters that are plain proportions: (event kind, column of the condition or None, its value)."""
+_PROPORTIONS: dict[str, tuple[str, int, int | None, float]] = {
+    "break_prob": ("break", 0, None, 0.0), "tool_error_prob": ("tool", 0, None, 0.0),
+    "tool_wrong_prob": ("tool", 1, None, 0.0), "repeat_after_error_prob": ("repeat", 0, None, 0.0),
+    "selfcheck_tpr": ("self_check", 0, 1, 1.0), "selfcheck_fpr": ("self_check", 0, 1, 0.0)}
+"""Parameters that are plain proportions: (event kind, column of the outcome, column of the condition or
+None, its value)."""
 
 
 def _wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -338,8 +385,8 @@ def _wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:
 
 def _clip(profile: WorkerProfile) -> WorkerProfile:
     """Keep probabilities in [0, 1] and the tool-call outcomes a distribution (the profile's own validity
-    rules): ``tool_wrong_prob`` is not fitted, so where the fitted ``tool_error_prob`` leaves less than it
-    room, it shrinks to ``1 - tool_error_prob``."""
+    rules): where ``tool_error_prob`` leaves ``tool_wrong_prob`` less room (a default kept beside a fitted
+    rate), it shrinks to ``1 - tool_error_prob``."""
     values = asdict(profile)
     for name, value in values.items():
         if name not in ("draft_logit_base", "evidence_weight", "difficulty_weight"):
