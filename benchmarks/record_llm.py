@@ -1,9 +1,13 @@
 """Record real-model episodes into a replay cache, and compare them with the simulated worker.
 
-Runs the static and forced-check controllers on the first tasks of a split of each env, with the live
-model behind ``OpenAIWorker`` in ``record`` mode, and writes
+Runs the fixed scripts (static, forced-check, thorough) and a learned controller on the first tasks of a split
+of each env, with the live model behind ``OpenAIWorker``, and writes
 
-- ``OUT/NAME.sqlite``: the replay cache (journal mode DELETE, vacuumed: ready to ship read-only);
+- ``OUT/NAME-awr-q-ENV.pt``: the learned controller per env, trained on the simulator first
+  (:func:`harness_gym_baselines.sim_to_real.train_learned`; ``--learned-episodes`` behaviour episodes);
+- ``OUT/NAME.sqlite``: the replay cache (journal mode DELETE, vacuumed: ready to ship read-only). It is opened
+  in ``auto`` mode, so rerunning the same command after an interruption replays what was recorded and records
+  the rest;
 - ``OUT/NAME.json``: the manifest: worker settings and, per episode, env id, task id, seed, policy,
   actions, quality and the summed ``info["cost"]``; ``tests/test_llm_integration.py`` replays it;
 - a Markdown table on stdout: per env and controller, Q and cost with the real model, and Q with the
@@ -12,7 +16,7 @@ model behind ``OpenAIWorker`` in ``record`` mode, and writes
 Example (the shipped recording)::
 
     scripts/start_llm.sh 8011
-    python benchmarks/record_llm.py --base-url http://127.0.0.1:8011/v1 --out envs_data/recordings
+    python benchmarks/record_llm.py --base-url http://127.0.0.1:8011/v1 --tasks 5 --out envs_data/recordings
     scripts/stop_llm.sh
 """
 
@@ -29,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from harness_gym.workers.profile import WorkerProfile
-from harness_gym_baselines.sim_to_real import POLICIES, run_on_task
+from harness_gym_baselines.sim_to_real import FIXED, LEARNED, make_controller, run_on_task, train_learned
 
 
 def finalise_cache(cache: Path) -> None:
@@ -48,8 +52,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument("--envs", nargs="+", default=["HarnessCode-v0", "HarnessMultiTool-v0", "HarnessDBBench-v0"])
-    parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
-    parser.add_argument("--tasks", type=int, default=2, help="tasks per env (the first ones of the split)")
+    parser.add_argument("--policies", nargs="+", default=[*FIXED, LEARNED], choices=[*FIXED, LEARNED])
+    parser.add_argument("--learned-episodes", type=int, default=2000,
+                        help="behaviour episodes of the simulator the learned controller is trained on")
+    parser.add_argument("--tasks", type=int, default=5, help="tasks per env (the first ones of the split)")
     parser.add_argument("--split", default="test")
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--temperature", type=float, default=0.0)
@@ -64,9 +70,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     worker = {"model": args.model, "max_tokens": args.max_tokens, "temperature": args.temperature}
     episodes: list[dict[str, Any]] = []
     rows = []
+    models: dict[str, dict[str, Any]] = {}
+    if LEARNED in args.policies:
+        for env_id in args.envs:
+            model = args.out / f"{args.name}-{LEARNED}-{env_id}.pt"
+            start = time.perf_counter()
+            models[env_id] = train_learned(env_id, model, episodes=args.learned_episodes, seed=0)
+            print(f"trained {model} in {time.perf_counter() - start:.0f} s", flush=True)
+    manifest: dict[str, Any] = {"cache": cache.name, "worker": worker, "split": args.split,
+                                "models": {LEARNED: models} if models else {}}
     for env_id in args.envs:
         env = gym.make(env_id, split=args.split, worker="openai", base_url=args.base_url, timeout_s=args.timeout_s,
-                       cache=cache, cache_mode="record", **worker)
+                       cache=cache, cache_mode="auto", **worker)
         domain = env.unwrapped.domain.name
         profile = (WorkerProfile.load(args.profile_dir / f"{domain}.json") if args.profile_dir else None)
         sim = gym.make(env_id, split=args.split, profile=profile)
@@ -75,12 +90,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             real_q, sim_q, costs = [], [], []
             for i, task_id in enumerate(task_ids):
                 start = time.perf_counter()
-                ep = run_on_task(env, POLICIES[name](), task_id, seed=i)
+                ep = run_on_task(env, make_controller(name, env_id, manifest, args.out), task_id, seed=i)
                 ep.update(env_id=env_id, policy=name, seconds=round(time.perf_counter() - start, 2))
                 episodes.append(ep)
                 real_q.append(ep["quality"])
                 costs.append(ep["cost"])
-                ep["sim_quality"] = run_on_task(sim, POLICIES[name](), task_id, seed=i)["quality"]
+                ep["sim_quality"] = run_on_task(sim, make_controller(name, env_id, manifest, args.out), task_id,
+                                                seed=i)["quality"]
                 sim_q.append(ep["sim_quality"])
                 print(json.dumps(ep), flush=True)
             rows.append((env_id, name, len(task_ids), float(np.mean(real_q)), float(np.mean(sim_q)),
@@ -92,8 +108,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         env.close()
         sim.close()
 
-    manifest = {"cache": cache.name, "worker": worker, "split": args.split, "episodes": episodes,
-                "note": f"recorded by benchmarks/record_llm.py from {args.model} served by llama-cpp-python"}
+    manifest.update(episodes=episodes,
+                    note=f"recorded by benchmarks/record_llm.py from {args.model} served by llama-cpp-python")
     (args.out / f"{args.name}.json").write_text(json.dumps(manifest, indent=1) + "\n")
     finalise_cache(cache)
     print("\n| env | controller | tasks | Q real | Q sim | LLM calls | LLM errors | tokens | latency s |")

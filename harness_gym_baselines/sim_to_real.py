@@ -2,18 +2,28 @@
 cache, no server) against the simulated worker on its default and on its fitted profile, for the same
 controllers on the same tasks.
 
+The controllers are the fixed scripts of :data:`FIXED` and learned ones: a model file trained on the
+*simulator* (:func:`train_learned`: AWR with the fitted Q advantage on a behaviour buffer of the default
+profile), shipped beside the recording and named in its manifest under ``models``. That is the transfer a user
+makes: train against the simulator, deploy with the real model.
+
 For each env of the recording's manifest: fit the domain's profile to the recorded episodes
-(:mod:`harness_gym.workers.calibrate`), then report per controller the mean quality Q and LLM calls with the
-real model, and Q of the simulated worker with the default and with the fitted profile on the same tasks
-(``sim_seeds`` seeds each, since the simulator is cheap). ``benchmarks/sim_to_real.py`` and ``harness-gym
-reproduce`` (``table_sim_to_real.md``) both run :func:`sim_to_real`; ``benchmarks/record_llm.py`` records with
+(:mod:`harness_gym.workers.calibrate`), then report per controller the mean quality Q (95% bootstrap CI over
+tasks), LLM calls and tokens with the real model, and the same for the simulated worker with the default and
+with the fitted profile on the same tasks (``sim_seeds`` seeds each, averaged per task first), and per env
+the controllers' ranking under each worker. ``benchmarks/sim_to_real.py`` and ``harness-gym reproduce``
+(``table_sim_to_real.md``) both run :func:`sim_to_real`; ``benchmarks/record_llm.py`` records with
 :func:`run_on_task`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +32,74 @@ import numpy as np
 
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.paths import data_path
+from harness_gym.rollout import Policy
 from harness_gym.workers.calibrate import ProfileFit, collect_events, fit_profile
 from harness_gym.workers.profile import WorkerProfile
 from harness_gym_baselines.policies import StaticPolicy, ThoroughPolicy
 
 COST_KEYS = ("llm_calls", "llm_errors", "prompt_tokens", "completion_tokens", "latency_s")
-POLICIES = {"static": lambda: StaticPolicy(check=False), "forced-check": lambda: StaticPolicy(check=True),
-            "thorough": ThoroughPolicy}
-"""the controllers a recording holds, by the name its manifest uses"""
+FIXED: dict[str, Callable[[], Policy]] = {"static": lambda: StaticPolicy(check=False),
+                                          "forced-check": lambda: StaticPolicy(check=True), "thorough": ThoroughPolicy}
+"""the fixed scripts a recording holds, by the name its manifest uses"""
+LEARNED = "awr-q"
+"""the learned controller :func:`train_learned` trains (its name in the manifest)"""
+
+
+def train_learned(env_id: str, out: Path, *, episodes: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Train the learned controller of the comparison on the simulator and write its model file to ``out``.
+
+    The recipe of the offline table (:mod:`harness_gym_baselines.offline_compare`): a behaviour buffer of
+    ``episodes`` episodes on the train split with the default profile, then AWR with the fitted Q advantage
+    (``advantage="q"``), its default beta and epochs, ``seed``. The buffer goes to a temporary Minari folder.
+
+    :param env_id: the env
+    :param out: the model file to write
+    :param episodes: behaviour episodes
+    :param seed: buffer and training seed
+    :returns: the manifest's entry for the model (file name, recipe)
+    """
+    from harness_gym.datasets import collect, load_transitions
+    from harness_gym_baselines.awr import AWRConfig, train
+    from harness_gym_baselines.behaviour import BehaviourPolicy
+    from harness_gym_baselines.offline_compare import dataset_id
+
+    dsid = dataset_id(env_id, seed)
+    before = os.environ.get("MINARI_DATASETS_PATH")
+    with tempfile.TemporaryDirectory(prefix="harness-gym-sim2real-") as tmp:
+        os.environ["MINARI_DATASETS_PATH"] = tmp
+        try:
+            collect(env_id, BehaviourPolicy(), dsid, episodes=episodes, seed=seed, progress=False, ref_episodes=0)
+            cfg = AWRConfig(dataset_id=dsid, out=str(out), seed=seed, advantage="q", eval_episodes=0,
+                            log_dir=str(Path(tmp) / "runs"), progress=False)
+            train(cfg, load_transitions(dsid))
+        finally:
+            if before is None:
+                os.environ.pop("MINARI_DATASETS_PATH", None)
+            else:
+                os.environ["MINARI_DATASETS_PATH"] = before
+    return {"file": Path(out).name, "algo": LEARNED, "trained_on": f"simulated worker, default profile, {episodes} "
+            f"behaviour episodes of the train split, seed {seed}", "beta": cfg.beta, "epochs": cfg.epochs}
+
+
+def make_controller(name: str, env_id: str, manifest: dict[str, Any], manifest_dir: Path) -> Policy:
+    """A fresh controller named ``name`` for ``env_id``: a fixed script, or the manifest's model file for it.
+
+    :param name: a key of :data:`FIXED` or of the manifest's ``models``
+    :param env_id: the env (learned controllers have one model file per env)
+    :param manifest: the recording's manifest
+    :param manifest_dir: the folder model files are relative to
+    """
+    if name in FIXED:
+        return FIXED[name]()
+    entry = manifest.get("models", {}).get(name, {}).get(env_id)
+    if entry is None:
+        raise ValueError(f"recording manifest: controller {name!r} on {env_id} is neither a fixed script "
+                         f"({', '.join(FIXED)}) nor listed under models.{name}.{env_id}")
+    from harness_gym_baselines.learned import load_policy
+
+    policy = load_policy(manifest_dir / entry["file"])
+    policy.name = name
+    return policy
 
 
 def run_on_task(env: gym.Env, policy: Any, task_id: str, seed: int) -> dict[str, Any]:
@@ -58,9 +128,18 @@ def run_on_task(env: gym.Env, policy: Any, task_id: str, seed: int) -> dict[str,
             "drafts": sum(a in (Action.DRAFT, Action.REVISE) for a in actions)}
 
 
+def bootstrap_ci(values: list[float], *, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean of ``values`` (one value per task)."""
+    arr = np.asarray(values, dtype=float)
+    if len(arr) < 2 or np.all(arr == arr[0]):
+        return float(arr.mean()), float(arr.mean())
+    means = np.random.default_rng(seed).choice(arr, size=(n_boot, len(arr))).mean(axis=1)
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
 @dataclass
 class SimToRealRow:
-    """One controller on one env of the recording."""
+    """One controller on one env of the recording: Q, LLM calls and tokens per episode under each worker."""
 
     env_id: str
     controller: str
@@ -72,6 +151,59 @@ class SimToRealRow:
     q_sim_fitted: float
     """the same with the profile fitted to the recording"""
     llm_calls_real: float
+    q_real_ci95: tuple[float, float] = (float("nan"), float("nan"))
+    """95% bootstrap interval over tasks"""
+    q_sim_default_ci95: tuple[float, float] = (float("nan"), float("nan"))
+    q_sim_fitted_ci95: tuple[float, float] = (float("nan"), float("nan"))
+    llm_calls_sim_default: float = float("nan")
+    llm_calls_sim_fitted: float = float("nan")
+    tokens_real: float = float("nan")
+    """prompt + completion tokens per episode (the server's usage)"""
+    tokens_sim_default: float = float("nan")
+    """the same, estimated by the simulated worker's ledger"""
+    tokens_sim_fitted: float = float("nan")
+
+
+@dataclass
+class Ranking:
+    """The controllers of one env ordered by mean Q under each worker, and how far the simulators agree."""
+
+    env_id: str
+    order: dict[str, list[list[str]]] = field(default_factory=dict)
+    """worker ("real", "sim default", "sim fitted") -> groups of controllers, best first; a group ties"""
+    agreeing_pairs: dict[str, int] = field(default_factory=dict)
+    """simulator -> controller pairs it orders as the real model does (a tie only agrees with a tie)"""
+    pairs: int = 0
+
+
+def rank(rows: list[SimToRealRow], tol: float = 1e-9) -> Ranking:
+    """The :class:`Ranking` of one env's rows.
+
+    :param rows: the rows of one env
+    :param tol: differences of mean Q up to this count as ties
+    """
+    columns = {"real": "q_real", "sim default": "q_sim_default", "sim fitted": "q_sim_fitted"}
+    result = Ranking(rows[0].env_id, pairs=len(rows) * (len(rows) - 1) // 2)
+    for worker, attr in columns.items():
+        groups: list[list[str]] = []
+        last = None
+        for r in sorted(rows, key=lambda r: -getattr(r, attr)):
+            if last is not None and last - getattr(r, attr) <= tol:
+                groups[-1].append(r.controller)
+            else:
+                groups.append([r.controller])
+            last = getattr(r, attr)
+        result.order[worker] = groups
+
+    def sign(r: SimToRealRow, o: SimToRealRow, attr: str) -> int:
+        d = getattr(r, attr) - getattr(o, attr)
+        return 0 if abs(d) <= tol else (1 if d > 0 else -1)
+
+    for worker in ("sim default", "sim fitted"):
+        attr = columns[worker]
+        result.agreeing_pairs[worker] = sum(sign(a, b, "q_real") == sign(a, b, attr)
+                                            for i, a in enumerate(rows) for b in rows[i + 1:])
+    return result
 
 
 def default_manifest() -> Path:
@@ -79,9 +211,25 @@ def default_manifest() -> Path:
     return Path(data_path("recordings", "smollm2.json"))
 
 
+def _sim_per_task(env_id: str, split: str, profile: WorkerProfile, controller: Callable[[], Policy],
+                  task_ids: list[str], sim_seeds: int) -> tuple[list[float], float, float]:
+    """Per task the simulator's mean Q over ``sim_seeds`` seeds; and LLM calls and tokens per episode."""
+    sim = gym.make(env_id, split=split, profile=profile)
+    try:
+        per_task, calls, tokens = [], [], []
+        for task_id in task_ids:
+            eps = [run_on_task(sim, controller(), task_id, seed=s) for s in range(sim_seeds)]
+            per_task.append(float(np.mean([e["quality"] for e in eps])))
+            calls += [e["cost"]["llm_calls"] for e in eps]
+            tokens += [e["cost"]["prompt_tokens"] + e["cost"]["completion_tokens"] for e in eps]
+    finally:
+        sim.close()
+    return per_task, float(np.mean(calls)), float(np.mean(tokens))
+
+
 def sim_to_real(manifest_path: Path | None = None, *, sim_seeds: int = 20,
                 profiles_out: Path | None = None) -> tuple[list[SimToRealRow], dict[str, ProfileFit], dict[str, Any]]:
-    """Replay the recording, fit a profile per env and compare real and simulated quality.
+    """Replay the recording, fit a profile per env and compare real and simulated quality and cost.
 
     :param manifest_path: the recording's manifest (default :func:`default_manifest`)
     :param sim_seeds: seeds of the simulated worker per recorded episode
@@ -110,30 +258,49 @@ def sim_to_real(manifest_path: Path | None = None, *, sim_seeds: int = 20,
         fits[env_id] = fit
         for policy in dict.fromkeys(ep["policy"] for ep in episodes):
             mine = [ep for ep in episodes if ep["policy"] == policy]
-            q = {}
-            for label, profile in (("default", default), ("fitted", fit.profile)):
-                sim = gym.make(env_id, split=manifest["split"], profile=profile)
-                try:
-                    q[label] = float(np.mean([run_on_task(sim, POLICIES[policy](), ep["task_id"], seed=s)["quality"]
-                                              for ep in mine for s in range(sim_seeds)]))
-                finally:
-                    sim.close()
-            rows.append(SimToRealRow(env_id, policy, len(mine), float(np.mean([ep["quality"] for ep in mine])),
-                                     q["default"], q["fitted"],
-                                     float(np.mean([ep["cost"]["llm_calls"] for ep in mine]))))
+            task_ids = [ep["task_id"] for ep in mine]
+            controller = partial(make_controller, policy, env_id, manifest, manifest_path.parent)
+            q_real = [float(ep["quality"]) for ep in mine]
+            sim = {label: _sim_per_task(env_id, manifest["split"], profile, controller, task_ids, sim_seeds)
+                   for label, profile in (("default", default), ("fitted", fit.profile))}
+            rows.append(SimToRealRow(
+                env_id, policy, len(mine), float(np.mean(q_real)), float(np.mean(sim["default"][0])),
+                float(np.mean(sim["fitted"][0])), float(np.mean([ep["cost"]["llm_calls"] for ep in mine])),
+                q_real_ci95=bootstrap_ci(q_real), q_sim_default_ci95=bootstrap_ci(sim["default"][0]),
+                q_sim_fitted_ci95=bootstrap_ci(sim["fitted"][0]), llm_calls_sim_default=sim["default"][1],
+                llm_calls_sim_fitted=sim["fitted"][1],
+                tokens_real=float(np.mean([ep["cost"]["prompt_tokens"] + ep["cost"]["completion_tokens"]
+                                           for ep in mine])),
+                tokens_sim_default=sim["default"][2], tokens_sim_fitted=sim["fitted"][2]))
     return rows, fits, manifest
 
 
 def markdown(rows: list[SimToRealRow], fits: dict[str, ProfileFit]) -> str:
-    """The comparison table, then per env the fitted parameters beside the defaults with their 95% intervals.
+    """The comparison table, the controllers' ranking per env under each worker, then per env the fitted
+    parameters beside the defaults with their 95% intervals.
 
     :param rows: :func:`sim_to_real` rows
     :param fits: :func:`sim_to_real` fits
     """
-    lines = ["| env | controller | tasks | Q real (replayed) | Q sim default | Q sim fitted | LLM calls real |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.env_id} | {r.controller} | {r.tasks} | {r.q_real:.3f} | {r.q_sim_default:.3f} | "
-              f"{r.q_sim_fitted:.3f} | {r.llm_calls_real:.1f} |" for r in rows]
+    def q(mean: float, ci: tuple[float, float]) -> str:
+        return f"{mean:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+    lines = ["| env | controller | tasks | Q real (replayed) | Q sim default | Q sim fitted | LLM calls real / "
+             "default / fitted | tokens real / default / fitted |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r.env_id} | {r.controller} | {r.tasks} | {q(r.q_real, r.q_real_ci95)} | "
+              f"{q(r.q_sim_default, r.q_sim_default_ci95)} | {q(r.q_sim_fitted, r.q_sim_fitted_ci95)} | "
+              f"{r.llm_calls_real:.1f} / {r.llm_calls_sim_default:.1f} / {r.llm_calls_sim_fitted:.1f} | "
+              f"{r.tokens_real:.0f} / {r.tokens_sim_default:.0f} / {r.tokens_sim_fitted:.0f} |" for r in rows]
+    lines += ["", "Ranking by mean Q (best first, `=` ties; agreement: controller pairs ordered as with the real "
+              "model):", "", "| env | real | sim default | sim fitted | agreement default | agreement fitted |",
+              "|---|---|---|---|---|---|"]
+    for env_id in dict.fromkeys(r.env_id for r in rows):
+        ranking = rank([r for r in rows if r.env_id == env_id])
+        order = {w: " > ".join(" = ".join(g) for g in groups) for w, groups in ranking.order.items()}
+        lines.append(f"| {env_id} | {order['real']} | {order['sim default']} | {order['sim fitted']} | "
+                     f"{ranking.agreeing_pairs['sim default']}/{ranking.pairs} | "
+                     f"{ranking.agreeing_pairs['sim fitted']}/{ranking.pairs} |")
     for env_id, fit in fits.items():
         lines += ["", f"{env_id}: events {fit.events}; held-out log-likelihood per event: fitted "
                   f"{fit.heldout_loglik:.3f}, default {fit.heldout_loglik_default:.3f} ({fit.heldout_events} events)",
