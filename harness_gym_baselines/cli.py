@@ -44,6 +44,7 @@ from harness_gym_baselines.usage import (
     check_policy_value,
     check_task_id,
     make_env,
+    parse_key_values,
     positive_int,
 )
 
@@ -65,15 +66,7 @@ def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | No
                      worker_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """``KEY=VALUE`` pairs to constructor kwargs; VALUE is parsed as JSON when it parses, else kept as text.
     ``worker_options`` (from the ``--base-url``, ``--model``, ... flags) are added as they are."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--env-kwarg expects KEY=VALUE, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
+    out = parse_key_values(pairs)
     if worker is not None:
         out["worker"] = worker
     if sandbox is not None:

@@ -299,7 +299,7 @@ def preference_buffer(cfg: ECPOConfig) -> tuple[list[np.ndarray], np.ndarray]:
             feats.append(step_features(ep["observations"][:-1], ep["actions"]))
             quality.append(float(outcome["quality"]))
     else:
-        env = gym.make(cfg.env_id, **env_constructor_kwargs(cfg.env_id, cfg.cost_weight))
+        env = gym.make(cfg.env_id, **env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs))
         policy = BehaviourPolicy()
         try:
             for i in range(cfg.preference_episodes):
@@ -545,7 +545,7 @@ def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
     model = make_model(cfg, venv)
     model.set_logger(logger)
     callback = ECPOCallback(venv, corrupt_from=cfg.corrupt_from, freeze_at_corruption=cfg.freeze_weights_at_corruption,
-                            env_id=cfg.env_id, env_kwargs=env_constructor_kwargs(cfg.env_id, cfg.cost_weight),
+                            env_id=cfg.env_id, env_kwargs=env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs),
                             eval_every=cfg.eval_every, episodes=cfg.eval_episodes, seed=cfg.seed)
 
     # 3. PPO on c_t

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +50,8 @@ from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.rollout import Episode, episode_seed, play_episode
 from harness_gym_baselines.sb3_policy import SB3Policy
 from harness_gym_baselines.training import seed_everything
+from harness_gym_baselines.usage import UsageError, check_env_kwargs, parse_key_values
+from harness_gym_baselines.vec_env import make_sb3_vec_env
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
@@ -67,8 +70,15 @@ class OnlineConfig:
     """seed of random, numpy, torch, the envs and the evaluation episodes"""
     cost_weight: float = 0.0
     """passed to the env when its constructor takes a ``cost_weight`` (the reward then includes the cost term)"""
-    n_envs: int = 4
-    """parallel envs (one process: SB3's DummyVecEnv)"""
+    env_kwargs: tuple[str, ...] = field(default=(), metadata={"flags": ("--env-kwarg",)})
+    """more keywords of the training and evaluation envs, KEY=VALUE (VALUE read as JSON when it parses), e.g.
+    worker=openai base_url=http://127.0.0.1:8011/v1 model=NAME cache=calls.sqlite"""
+    n_envs: int = field(default=4, metadata={"flags": ("--num-envs",)})
+    """envs stepped together (a rollout step sends one worker call per env)"""
+    vec_env: Literal["dummy", "subproc"] = "dummy"
+    """"dummy": the envs step one after another in this process (SB3's DummyVecEnv); "subproc": one process
+    each (:func:`harness_gym_baselines.vec_env.make_sb3_vec_env`), so a live LLM worker's calls and slow tools
+    overlap. Both give the same training for the same seed."""
     n_steps: int = 128
     """steps per env per rollout (a PPO update uses n_envs * n_steps transitions)"""
     batch_size: int = 128
@@ -105,26 +115,36 @@ class PPOConfig(OnlineConfig):
     """the env's reward (sparse) or that plus the hand-shaped step rewards of the module docstring (dense)"""
 
 
-def env_constructor_kwargs(env_id: str, cost_weight: float) -> dict[str, Any]:
-    """Keyword arguments of ``gym.make(env_id, ...)``: ``cost_weight`` when the env's constructor takes one.
+def env_constructor_kwargs(env_id: str, cost_weight: float, env_kwargs: Sequence[str] = ()) -> dict[str, Any]:
+    """Keyword arguments of ``gym.make(env_id, ...)``: ``cost_weight`` when the env's constructor takes one,
+    and the ``KEY=VALUE`` pairs of ``env_kwargs`` (checked against the env's keywords).
 
     :param env_id: a registered env id
     :param cost_weight: the weight of the cost term (0: none)
+    :param env_kwargs: ``--env-kwarg`` pairs (e.g. ``worker=openai``, ``base_url=...``)
     """
     gym.spec(env_id)  # a clear error for an unknown id
+    extra = check_env_kwargs(env_id, parse_key_values(env_kwargs)) if env_kwargs else {}
+    if "cost_weight" in extra:
+        raise UsageError("--env-kwarg cost_weight=...: the trainers take --cost-weight")
     if "cost_weight" in inspect.signature(harness_gym.HarnessEnv).parameters:
-        return {"cost_weight": cost_weight}
+        return {"cost_weight": cost_weight, **extra}
     if cost_weight:
         raise ValueError(f"cost_weight={cost_weight}: the constructor of {env_id} takes no cost_weight")
-    return {}
+    return extra
 
 
 def make_training_env(cfg: OnlineConfig) -> VecEnv:
-    """``cfg.n_envs`` copies of the env (train split) in a DummyVecEnv with SB3's Monitor, seeded from ``cfg.seed``.
+    """``cfg.n_envs`` copies of the env (train split) with SB3's Monitor, env ``i`` seeded ``cfg.seed + i``: in
+    this process (``vec_env="dummy"``) or one process each (``"subproc"``).
 
     :param cfg: the trainer's settings
     """
-    kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight)
+    kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs)
+    if cfg.vec_env == "subproc":
+        return make_sb3_vec_env(cfg.env_id, cfg.n_envs, cfg.seed, kwargs)
+    if cfg.vec_env != "dummy":
+        raise ValueError(f"vec_env must be 'dummy' or 'subproc', got {cfg.vec_env!r}")
     return make_vec_env(lambda: gym.make(cfg.env_id, **kwargs), n_envs=cfg.n_envs, seed=cfg.seed)
 
 
@@ -177,6 +197,8 @@ class TransitionRewardWrapper(VecEnvWrapper):
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
         obs, rewards, dones, infos = self.venv.step_wait()
         assert self._prev_obs is not None and self._actions is not None
+        # DummyVecEnv hands rewards over as float32, SubprocVecEnv as float64: one dtype, one training
+        rewards = np.asarray(rewards, dtype=np.float32)
         new_rewards = self.transition_rewards(self._prev_obs, self._actions, obs, rewards, dones, infos)
         self._prev_obs = np.array(obs, copy=True)
         return obs, new_rewards, dones, infos
@@ -336,7 +358,7 @@ def train(cfg: PPOConfig, data: Any = None) -> SB3Policy:
         raise ValueError("ppo is an online trainer: it takes no dataset")
     algo = f"ppo-{cfg.reward}"
     seed_everything(cfg.seed, cfg.torch_threads)
-    env_kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight)
+    env_kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs)
     venv = make_training_env(cfg)
     if cfg.reward == "dense":
         venv = DenseShapingReward(venv)

@@ -108,6 +108,24 @@ def _type_error(name: str, value: Any, annotation: Any) -> str | None:
     return f"{name} expects {' or '.join(alternatives)}, got {given} {json.dumps(value)}"
 
 
+def parse_key_values(pairs: Sequence[str], flag: str = "--env-kwarg") -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as a dict; VALUE is parsed as JSON when it parses, else kept as text.
+
+    :param pairs: the values given to ``flag``
+    :param flag: the flag, for the error message
+    """
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
 def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """``kwargs`` if every key is a keyword of the env (:func:`env_keywords`) and every value fits its
     annotation where that is a simple type (``int``, ``float``, ``bool``, ``str``, ``None``).

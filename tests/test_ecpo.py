@@ -234,6 +234,37 @@ def test_train_saves_a_model_that_eval_runs(tmp_path, algo: str) -> None:
         assert all(0.1 <= w <= 1.0 for w in meta["weights"].values())
 
 
+@pytest.mark.parametrize("algo", ["ecpo", "ppo-sparse"])
+def test_subprocess_envs_train_the_same_model(tmp_path, algo: str) -> None:
+    """``--vec-env subproc`` steps each env in its own process; the envs, seeds and updates are the same as
+    in one process, so the trained parameters are too."""
+    import torch
+
+    extra = ["--preference-episodes", "40", "--preference-steps", "10"] if algo == "ecpo" else []
+    params = {}
+    for mode in ("dummy", "subproc"):
+        model = tmp_path / f"{mode}.zip"
+        _run_cli(["train", algo, "--env", ENV, "--steps", "256", "--seed", "1", "--out", str(model), "--num-envs", "2",
+                  "--vec-env", mode, "--n-steps", "64", "--eval-every", "0", "--log-dir", str(tmp_path / "runs"), *extra])
+        params[mode] = make_policy(str(model)).model.policy.state_dict()
+    assert params["dummy"].keys() == params["subproc"].keys()
+    assert all(torch.equal(params["dummy"][k], params["subproc"][k]) for k in params["dummy"])
+
+
+def test_env_kwargs_reach_the_training_envs(tmp_path) -> None:
+    """``--env-kwarg`` configures the envs the trainer steps (here a budget of 5 units caps every episode)."""
+    from harness_gym_baselines.ppo import PPOConfig, train
+
+    lengths = {}
+    for kwargs in ((), ("budget=5",)):
+        policy = train(PPOConfig(env_id="HarnessPlan-v0", steps=512, n_steps=64, n_envs=2, eval_every=0,
+                                 out=str(tmp_path / "m.zip"), log_dir=str(tmp_path / "runs"), env_kwargs=kwargs))
+        lengths[kwargs] = max(e["l"] for e in policy.model.ep_info_buffer)
+    assert lengths[("budget=5",)] <= 5 < lengths[()]
+    with pytest.raises(ValueError, match="has no keyword 'budgett'"):
+        train(PPOConfig(env_id="HarnessPlan-v0", steps=64, env_kwargs=("budgett=5",), out=str(tmp_path / "x.zip")))
+
+
 def test_plain_sb3_zips_load_as_policies(tmp_path) -> None:
     from stable_baselines3 import DQN, PPO
 
