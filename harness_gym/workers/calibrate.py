@@ -16,7 +16,8 @@ Two steps:
    with its residual standard deviation, and the repeat probability of self-checks by the method of
    moments: a verdict is the first one again with probability ``r + (1 - r) q``, ``q`` the chance a fresh
    draw agrees), gives a 95% bootstrap interval per parameter (resampling episodes; for proportions widened
-   to the Wilson interval where the bootstrap collapses), and scores the fit by the held-out log-likelihood
+   to the Wilson interval, for the draft regression to the Laplace interval and for the fix terms up to the
+   Wilson bound of the observed fix rate, where the bootstrap collapses), and scores the fit by the held-out log-likelihood
    per event of the fitted profile against the default one (fit on the even-numbered episodes, score on the
    odd ones). A parameter without events keeps its default and is reported as not estimated. The linear
    fits (draft, fix, confidence) are ridge-regularised towards the default profile, so a fit on few events
@@ -357,6 +358,20 @@ def fit_profile(events: Events, default: WorkerProfile, *, n_boot: int = 200, se
             # Wilson score interval does not, so the wider of the two is reported
             lo, hi = _wilson(sum(rows), len(rows))
             ci95[name] = (min(lo, ci95[name][0]), max(hi, ci95[name][1]))
+    fixes = [r[2] for r in events.rows["fix"]]
+    if fixes:
+        # each fix term alone can reach the rate of fixes seen; the Wilson interval of that rate bounds them
+        # where every resample agrees (12 failed fixes of 12 give [0, 0] for all three)
+        # (and with no fix seen, each term may be 0: the ridge prior alone keeps the estimate above it)
+        lo, hi = _wilson(sum(fixes), len(fixes))
+        for name in ("fix_base", "fix_specificity", "fix_evidence"):
+            if ci95[name] is not None:
+                ci95[name] = (0.0 if lo == 0.0 else ci95[name][0], max(hi, ci95[name][1]))
+    for name, (lo, hi) in _laplace_draft(events, default).items():
+        # the same for the draft regression: when every draft failed, each resample fits the same prior-bound
+        # estimate; the Laplace interval of the MAP fit (its posterior curvature) does not collapse
+        if ci95[name] is not None:
+            ci95[name] = (min(lo, ci95[name][0]), max(hi, ci95[name][1]))
     train = events.subset([e for e in episodes if e % 2 == 0])
     held = events.subset([e for e in episodes if e % 2 == 1])
     fitted_train = _clip(replace(default, **_estimate(train, default)))
@@ -373,6 +388,24 @@ _PROPORTIONS: dict[str, tuple[str, int, int | None, float]] = {
     "selfcheck_tpr": ("self_check", 0, 1, 1.0), "selfcheck_fpr": ("self_check", 0, 1, 0.0)}
 """Parameters that are plain proportions: (event kind, column of the outcome, column of the condition or
 None, its value)."""
+
+
+def _laplace_draft(events: Events, default: WorkerProfile, z: float = 1.96) -> dict[str, tuple[float, float]]:
+    """95% Laplace intervals of the draft regression's parameters: the MAP estimate plus or minus ``z``
+    posterior standard deviations from the inverse of the negative Hessian at the MAP."""
+    d = np.asarray(events.rows["draft"], dtype=float).reshape(-1, 3)
+    if not len(d):
+        return {}
+    x = np.column_stack([np.ones(len(d)), d[:, 0], d[:, 1]])
+    prior = np.array([default.draft_logit_base, default.evidence_weight, -default.difficulty_weight])
+    w = _fit_logistic(x, d[:, 2], prior)
+    p = _sigmoid(x @ w)
+    cov = np.linalg.inv((x.T * (p * (1 - p))) @ x + 0.5 * np.eye(3))
+    sd = np.sqrt(np.diag(cov))
+    out = {"draft_logit_base": (w[0] - z * sd[0], w[0] + z * sd[0]),
+           "evidence_weight": (w[1] - z * sd[1], w[1] + z * sd[1]),
+           "difficulty_weight": (-w[2] - z * sd[2], -w[2] + z * sd[2])}
+    return {k: (float(lo), float(hi)) for k, (lo, hi) in out.items()}
 
 
 def _wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:
