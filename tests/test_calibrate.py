@@ -98,3 +98,19 @@ def test_no_events_keeps_the_default():
     fit = fit_profile(Events(), default, n_boot=10)
     assert fit.profile == default and all(ci is None for ci in fit.ci95.values())
     assert log_likelihood(Events(), default) == (0.0, 0)
+
+
+def test_intervals_do_not_collapse_when_every_draft_and_fix_failed():
+    """Ten failed drafts and ten failed fixes: every bootstrap resample is the same data, but the intervals
+    must still say how little ten events pin down."""
+    events = Events()
+    for ep in range(10):
+        events.add("draft", ep, 0.5, 0.4, False)
+        events.add("fix", ep, 1.0, 0.5, False)
+    default = WorkerProfile()
+    fit = fit_profile(events, default, n_boot=50)
+    lo, hi = fit.ci95["draft_logit_base"]
+    assert hi - lo > 1.0 and lo < fit.profile.draft_logit_base < hi
+    for name in ("fix_base", "fix_specificity", "fix_evidence"):
+        lo, hi = fit.ci95[name]
+        assert lo == 0.0 and hi >= 0.2, (name, lo, hi)
