@@ -506,7 +506,8 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
                        "its own sampling noise with 30 validation episodes per calibration."
                        + ("" if corruption_verdict == "meaningful" else f" These runs are {corruption_verdict}."))
     if sim_rows:
-        from harness_gym_baselines.sim_to_real import LEARNED, SimToRealRow, rank
+        from harness_gym_baselines.sim_to_real import LEARNED as SIM_LEARNED
+        from harness_gym_baselines.sim_to_real import SimToRealRow, rank
 
         gap_d = np.mean([abs(r["q_real"] - r["q_sim_default"]) for r in sim_rows])
         gap_f = np.mean([abs(r["q_real"] - r["q_sim_fitted"]) for r in sim_rows])
@@ -515,9 +516,9 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
                 f"default profiles and {gap_f:.3f} with the fitted ones ({len(sim_rows)} env x controller rows, "
                 f"{'-'.join(map(str, tasks[:1] + tasks[-1:] if len(tasks) > 1 else tasks))} tasks each, so the "
                 "intervals are wide).")
-        learned = [r for r in sim_rows if r["controller"] == LEARNED]
+        learned = [r for r in sim_rows if r["controller"] == SIM_LEARNED]
         if learned:
-            text += (f" The controller trained on the simulator ({LEARNED}) scores Q "
+            text += (f" The controller trained on the simulator ({SIM_LEARNED}) scores Q "
                      + ", ".join(f"{r['q_real']:.2f} real vs {r['q_sim_default']:.2f} simulated on "
                                  f"{_short(r['env_id'])}" for r in learned) + ".")
         agree = {"sim default": 0, "sim fitted": 0}
