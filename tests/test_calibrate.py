@@ -105,8 +105,8 @@ def test_intervals_do_not_collapse_when_every_draft_and_fix_failed():
     must still say how little ten events pin down."""
     events = Events()
     for ep in range(10):
-        events.add("draft", ep, 0.5, 0.4, False)
-        events.add("fix", ep, 1.0, 0.5, False)
+        events.add("draft", ep, ep / 10, 0.2 + ep / 20, False)
+        events.add("fix", ep, ep % 2, ep / 10, False)
     default = WorkerProfile()
     fit = fit_profile(events, default, n_boot=50)
     lo, hi = fit.ci95["draft_logit_base"]
@@ -114,3 +114,15 @@ def test_intervals_do_not_collapse_when_every_draft_and_fix_failed():
     for name in ("fix_base", "fix_specificity", "fix_evidence"):
         lo, hi = fit.ci95[name]
         assert lo == 0.0 and hi >= 0.2, (name, lo, hi)
+
+
+def test_a_slope_the_data_cannot_separate_from_the_level_is_not_estimated():
+    """Every fix came after feedback of the same specificity: the specificity slope is confounded with the
+    base rate, so it keeps its default and only the base rate is fitted."""
+    events = Events()
+    for ep in range(40):
+        events.add("fix", ep, 0.5, ep / 40, ep % 4 == 0)
+    default = WorkerProfile()
+    fit = fit_profile(events, default, n_boot=50)
+    assert fit.ci95["fix_specificity"] is None and fit.profile.fix_specificity == default.fix_specificity
+    assert fit.ci95["fix_base"] is not None and fit.ci95["fix_evidence"] is not None

@@ -165,11 +165,13 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def _fit_logistic(x: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float = 0.5) -> np.ndarray:
-    """MAP logistic regression (Gaussian prior of precision ``l2`` around ``prior``) by Newton's method."""
+def _fit_logistic(x: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float = 0.5,
+                  offset: np.ndarray | float = 0.0) -> np.ndarray:
+    """MAP logistic regression (Gaussian prior of precision ``l2`` around ``prior``) by Newton's method;
+    ``offset`` is added to the linear predictor (the terms held at their defaults)."""
     w = prior.astype(float).copy()
     for _ in range(50):
-        p = _sigmoid(x @ w)
+        p = _sigmoid(x @ w + offset)
         grad = x.T @ (y - p) - l2 * (w - prior)
         hess = -(x.T * (p * (1 - p))) @ x - l2 * np.eye(len(w))
         step = np.linalg.solve(hess, grad)
@@ -182,24 +184,68 @@ def _fit_logistic(x: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float = 0
     return w
 
 
+def _identified(x: np.ndarray, levels: Sequence[int]) -> np.ndarray:
+    """The columns of a design matrix the data can pin down: a level (intercept or indicator) column with any
+    non-zero entry, a slope column that varies. A slope that never varies is confounded with the levels, so
+    it stays at its default rather than trading off against them."""
+    free = np.ptp(x, axis=0) > 1e-12
+    for j in levels:
+        free[j] = bool(np.any(x[:, j]))
+    return free
+
+
+def _ridge(x: np.ndarray, y: np.ndarray, prior: np.ndarray, free: np.ndarray, lam: float) -> np.ndarray:
+    """Ridge regression towards ``prior`` over the ``free`` columns, the others held at ``prior``."""
+    coef = prior.astype(float).copy()
+    if free.any():
+        xf = x[:, free]
+        target = y - x[:, ~free] @ prior[~free]
+        coef[free] = np.linalg.solve(xf.T @ xf + lam * np.eye(int(free.sum())), xf.T @ target + lam * prior[free])
+    return coef
+
+
+def _draft_design(events: Events, default: WorkerProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The draft regression's design (1, coverage, difficulty), outcomes, prior and identified columns."""
+    d = np.asarray(events.rows["draft"], dtype=float).reshape(-1, 3)
+    x = np.column_stack([np.ones(len(d)), d[:, 0], d[:, 1]])
+    prior = np.array([default.draft_logit_base, default.evidence_weight, -default.difficulty_weight])
+    return x, d[:, 2], prior, _identified(x, levels=(0,))
+
+
+def _fit_draft(events: Events, default: WorkerProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The draft regression's coefficients (non-identified ones at the default), its free columns and the
+    inverse negative Hessian over them."""
+    x, y, prior, free = _draft_design(events, default)
+    w = prior.astype(float).copy()
+    offset = x[:, ~free] @ prior[~free]
+    w[free] = _fit_logistic(x[:, free], y, prior[free], offset=offset)
+    p = _sigmoid(x @ w)
+    xf = x[:, free]
+    cov = np.linalg.inv((xf.T * (p * (1 - p))) @ xf + 0.5 * np.eye(int(free.sum())))
+    return w, free, cov
+
+
+DRAFT_PARAMS = ("draft_logit_base", "evidence_weight", "difficulty_weight")
+FIX_PARAMS = ("fix_base", "fix_specificity", "fix_evidence")
+CONFIDENCE_PARAMS = ("confidence_correct", "confidence_wrong", "confidence_evidence", "confidence_difficulty")
+
+
 def _estimate(events: Events, default: WorkerProfile) -> dict[str, float]:
     """Point estimates of the parameters that have events (others are left out)."""
     est: dict[str, float] = {}
     rows = {k: np.asarray(v, dtype=float).reshape(len(v), WIDTH[k]) for k, v in events.rows.items()}
-    d = rows["draft"]
-    if len(d):
-        x = np.column_stack([np.ones(len(d)), d[:, 0], d[:, 1]])
-        prior = np.array([default.draft_logit_base, default.evidence_weight, -default.difficulty_weight])
-        w = _fit_logistic(x, d[:, 2], prior)
-        est.update(draft_logit_base=float(w[0]), evidence_weight=float(w[1]), difficulty_weight=float(-w[2]))
+    if len(rows["draft"]):
+        w, free, _ = _fit_draft(events, default)
+        values = (w[0], w[1], -w[2])  # the regression's difficulty column enters with a minus sign
+        est.update({name: float(v) for name, v, ok in zip(DRAFT_PARAMS, values, free) if ok})
     f = rows["fix"]
     if len(f):
         # least squares of the success indicator on (1, specificity, coverage): the simulator's linear model
         x = np.column_stack([np.ones(len(f)), f[:, 0], f[:, 1]])
         prior = np.array([default.fix_base, default.fix_specificity, default.fix_evidence])
-        coef = np.linalg.solve(x.T @ x + 1.0 * np.eye(3), x.T @ f[:, 2] + 1.0 * prior)
-        est.update(fix_base=float(np.clip(coef[0], 0, 1)), fix_specificity=float(np.clip(coef[1], 0, 1)),
-                   fix_evidence=float(np.clip(coef[2], 0, 1)))
+        free = _identified(x, levels=(0,))
+        coef = _ridge(x, f[:, 2], prior, free, lam=1.0)
+        est.update({name: float(np.clip(v, 0, 1)) for name, v, ok in zip(FIX_PARAMS, coef, free) if ok})
     for kind, name in (("break", "break_prob"), ("tool", "tool_error_prob"), ("repeat", "repeat_after_error_prob")):
         if len(rows[kind]):
             est[name] = float(rows[kind][:, 0].mean())
@@ -212,15 +258,12 @@ def _estimate(events: Events, default: WorkerProfile) -> dict[str, float]:
         x = np.column_stack([c[:, 1], 1 - c[:, 1], c[:, 2] - 1, -c[:, 3]])
         prior = np.array([default.confidence_correct, default.confidence_wrong, default.confidence_evidence,
                           default.confidence_difficulty])
-        # ridge towards the default; a column without variation (no correct draft, one difficulty) keeps it
-        coef = np.linalg.solve(x.T @ x + 0.1 * np.eye(4), x.T @ c[:, 0] + 0.1 * prior)
-        names = ("confidence_correct", "confidence_wrong", "confidence_evidence", "confidence_difficulty")
-        for j, name in enumerate(names):
-            if np.ptp(x[:, j]) > 0 or (j < 2 and np.any(x[:, j])):
-                est[name] = float(coef[j])
+        free = _identified(x, levels=(0, 1))
+        coef = _ridge(x, c[:, 0], prior, free, lam=0.1)
+        est.update({name: float(v) for name, v, ok in zip(CONFIDENCE_PARAMS, coef, free) if ok})
         if len(c) >= 5:
             resid = c[:, 0] - x @ coef
-            est["confidence_noise"] = float(max(0.01, min(1.0, resid.std(ddof=4))))
+            est["confidence_noise"] = float(max(0.01, min(1.0, resid.std(ddof=int(free.sum())))))
     s = rows["self_check"]
     if len(s):
         good, bad = s[s[:, 1] == 1, 0], s[s[:, 1] == 0, 0]
@@ -391,21 +434,16 @@ None, its value)."""
 
 
 def _laplace_draft(events: Events, default: WorkerProfile, z: float = 1.96) -> dict[str, tuple[float, float]]:
-    """95% Laplace intervals of the draft regression's parameters: the MAP estimate plus or minus ``z``
-    posterior standard deviations from the inverse of the negative Hessian at the MAP."""
-    d = np.asarray(events.rows["draft"], dtype=float).reshape(-1, 3)
-    if not len(d):
+    """95% Laplace intervals of the draft regression's identified parameters: the MAP estimate plus or minus
+    ``z`` posterior standard deviations from the inverse of the negative Hessian at the MAP."""
+    if not events.rows["draft"]:
         return {}
-    x = np.column_stack([np.ones(len(d)), d[:, 0], d[:, 1]])
-    prior = np.array([default.draft_logit_base, default.evidence_weight, -default.difficulty_weight])
-    w = _fit_logistic(x, d[:, 2], prior)
-    p = _sigmoid(x @ w)
-    cov = np.linalg.inv((x.T * (p * (1 - p))) @ x + 0.5 * np.eye(3))
-    sd = np.sqrt(np.diag(cov))
-    out = {"draft_logit_base": (w[0] - z * sd[0], w[0] + z * sd[0]),
-           "evidence_weight": (w[1] - z * sd[1], w[1] + z * sd[1]),
-           "difficulty_weight": (-w[2] - z * sd[2], -w[2] + z * sd[2])}
-    return {k: (float(lo), float(hi)) for k, (lo, hi) in out.items()}
+    w, free, cov = _fit_draft(events, default)
+    sd = np.zeros(3)
+    sd[free] = np.sqrt(np.diag(cov))
+    sign = (1.0, 1.0, -1.0)
+    return {name: (float(sign[j] * w[j] - z * sd[j]), float(sign[j] * w[j] + z * sd[j]))
+            for j, name in enumerate(DRAFT_PARAMS) if free[j]}
 
 
 def _wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:
