@@ -126,3 +126,14 @@ def test_a_slope_the_data_cannot_separate_from_the_level_is_not_estimated():
     fit = fit_profile(events, default, n_boot=50)
     assert fit.ci95["fix_specificity"] is None and fit.profile.fix_specificity == default.fix_specificity
     assert fit.ci95["fix_base"] is not None and fit.ci95["fix_evidence"] is not None
+
+
+def test_a_held_slope_cannot_claim_more_fixes_than_were_seen():
+    """Forty failed fixes, all after feedback of specificity 1: holding the specificity slope at its default
+    (0.45) would make the fitted simulator fix 45% of drafts; it shrinks so that the fitted rate is ~0."""
+    events = Events()
+    for ep in range(40):
+        events.add("fix", ep, 1.0, ep / 40, False)
+    fit = fit_profile(events, WorkerProfile(), n_boot=20)
+    p = fit.profile
+    assert p.fix_base + p.fix_specificity * 1.0 + p.fix_evidence * 0.5 < 0.05, p

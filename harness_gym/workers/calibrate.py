@@ -245,6 +245,17 @@ def _estimate(events: Events, default: WorkerProfile) -> dict[str, float]:
         prior = np.array([default.fix_base, default.fix_specificity, default.fix_evidence])
         free = _identified(x, levels=(0,))
         coef = _ridge(x, f[:, 2], prior, free, lam=1.0)
+        held = ~free & (x.mean(axis=0) > 0)
+        if coef[0] < 0 and held.any():
+            # a slope held at its default (its covariate never varied) claims more of the fix rate than was
+            # seen: the base rate cannot go below 0, so the held slopes shrink until the rate at the observed
+            # covariates is the fitted one, and count as fitted (jointly with the base rate)
+            mean = x.mean(axis=0)
+            claimed = float(coef[held] @ mean[held])
+            scale = max(0.0, (claimed + coef[0]) / claimed) if claimed > 0 else 0.0
+            coef[held] *= scale
+            coef[0] = 0.0
+            free = free | held
         est.update({name: float(np.clip(v, 0, 1)) for name, v, ok in zip(FIX_PARAMS, coef, free) if ok})
     for kind, name in (("break", "break_prob"), ("tool", "tool_error_prob"), ("repeat", "repeat_after_error_prob")):
         if len(rows[kind]):
