@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
 import harness_gym
 from harness_gym_baselines import offline_compare
 
@@ -147,7 +149,27 @@ def variants(env_ids: list[str], tau_data: str | None, dbbench_data: str | None)
             raise FileNotFoundError(f"--dbbench-data {dbbench_data}: no such file")
         out.append(Variant("HarnessDBBench-v0", "dbbench", {"data_path": str(Path(dbbench_data).resolve())},
                            dbbench_data))
+    for var in out[len(env_ids):]:
+        _check_has_test_tasks(var)
     return out
+
+
+def _check_has_test_tasks(var: Variant) -> None:
+    """Every table row is evaluated on the test split: data without test tasks is refused before any stage
+    runs, naming the flag, the data and the splits it has."""
+    env = gym.make(var.env_id, **var.env_kwargs)
+    try:
+        domain = env.unwrapped.domain
+        counts = {split: len(domain.tasks(split)) for split in ("train", "val", "test", "ood")}
+    finally:
+        env.close()
+    if not counts["test"]:
+        flag = "--tau-data" if var.variant == "tau" else "--dbbench-data"
+        have = ", ".join(f"{split} {n}" for split, n in counts.items() if n)
+        hint = (" (the τ-bench v1 release ships train and dev tasks only; τ²-bench's retail folder, tasks.json "
+                "with split_tasks.json, has a test split)" if var.variant == "tau" else "")
+        raise ValueError(f"{flag} {var.data_path}: no test-split tasks, and every row of the harness table is "
+                         f"evaluated on the test split; the data has {have}{hint}")
 
 
 class Stages:

@@ -260,3 +260,14 @@ def test_public_data_variants_get_their_own_rows(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert any(k.endswith("tau2-retail/db.json") for k in manifest["data_hashes"])
     assert main(["reproduce", "--out", str(tmp_path / "bad"), *TINY, "--tau-data", str(tmp_path / "nope")]) == 2
+
+
+@shared_data_mark("tau-v1-retail", "tasks_train.py")
+def test_data_without_a_test_split_is_refused_before_any_stage(tmp_path, capsys):
+    """τ-bench v1 ships train and dev tasks only: the run stops at once, naming the flag and the splits, and
+    writes nothing (it used to fail at that variant's stage, after the harness stages of every env)."""
+    out = tmp_path / "run"
+    assert main(["reproduce", "--out", str(out), *TINY, "--tau-data", str(SHARED_DATA / "tau-v1-retail")]) == 2
+    err = capsys.readouterr().err
+    assert "--tau-data" in err and "no test-split tasks" in err and "train 455" in err
+    assert not out.exists()
