@@ -23,7 +23,6 @@ import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +161,8 @@ class SimToRealRow:
     tokens_sim_default: float = float("nan")
     """the same, estimated by the simulated worker's ledger"""
     tokens_sim_fitted: float = float("nan")
+    sim_seeds: int = 0
+    """simulator episodes per task (the real model: one per task, temperature 0)"""
 
 
 @dataclass
@@ -259,7 +260,13 @@ def sim_to_real(manifest_path: Path | None = None, *, sim_seeds: int = 20,
         for policy in dict.fromkeys(ep["policy"] for ep in episodes):
             mine = [ep for ep in episodes if ep["policy"] == policy]
             task_ids = [ep["task_id"] for ep in mine]
-            controller = partial(make_controller, policy, env_id, manifest, manifest_path.parent)
+            if policy in FIXED:
+                controller = FIXED[policy]
+            else:  # one load of the model file per row; a LearnedPolicy's reset clears its per-episode state
+                learned = make_controller(policy, env_id, manifest, manifest_path.parent)
+
+                def controller(learned: Policy = learned) -> Policy:
+                    return learned
             q_real = [float(ep["quality"]) for ep in mine]
             sim = {label: _sim_per_task(env_id, manifest["split"], profile, controller, task_ids, sim_seeds)
                    for label, profile in (("default", default), ("fitted", fit.profile))}
@@ -271,7 +278,7 @@ def sim_to_real(manifest_path: Path | None = None, *, sim_seeds: int = 20,
                 llm_calls_sim_fitted=sim["fitted"][1],
                 tokens_real=float(np.mean([ep["cost"]["prompt_tokens"] + ep["cost"]["completion_tokens"]
                                            for ep in mine])),
-                tokens_sim_default=sim["default"][2], tokens_sim_fitted=sim["fitted"][2]))
+                tokens_sim_default=sim["default"][2], tokens_sim_fitted=sim["fitted"][2], sim_seeds=sim_seeds))
     return rows, fits, manifest
 
 
@@ -285,7 +292,11 @@ def markdown(rows: list[SimToRealRow], fits: dict[str, ProfileFit]) -> str:
     def q(mean: float, ci: tuple[float, float]) -> str:
         return f"{mean:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
-    lines = ["| env | controller | tasks | Q real (replayed) | Q sim default | Q sim fitted | LLM calls real / "
+    seeds = sorted({r.sim_seeds for r in rows})
+    lines = [f"Q: mean over tasks [95% bootstrap CI over tasks]; the real model plays each task once (temperature 0), "
+             f"the simulator {'/'.join(map(str, seeds))} seed(s) per task, averaged per task first. LLM calls and "
+             "tokens per episode.", "",
+             "| env | controller | tasks | Q real (replayed) | Q sim default | Q sim fitted | LLM calls real / "
              "default / fitted | tokens real / default / fitted |",
              "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r.env_id} | {r.controller} | {r.tasks} | {q(r.q_real, r.q_real_ci95)} | "
