@@ -340,7 +340,7 @@ def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: P
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax_w, ax_s) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (ax_w, ax_s) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     for arm, colour in (("adaptive", "tab:blue"), ("frozen", "tab:orange")):
         hist = [r["history"] for r in runs.values() if r["arm"] == arm]
         if not hist:
@@ -351,14 +351,14 @@ def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: P
         s = np.mean([[h[i]["success_rate"] for i in range(n)] for h in hist], axis=0)
         ax_w.plot(steps, w, color=colour, label=f"{arm} ({len(hist)} seeds)")
         ax_s.plot(steps, s, color=colour, label=f"{arm} ({len(hist)} seeds)")
-    for ax, title in ((ax_w, "w_knowledge"), (ax_s, "validation success (sampling policy)")):
+    for ax, title, ylabel in ((ax_w, "trust weight of the knowledge signal", "w_knowledge (mean over seeds)"),
+                              (ax_s, "validation success of the sampling policy", "success rate (mean over seeds)")):
         ax.axvline(corrupt_from, color="grey", linestyle="--", label="corruption on")
         ax.set_xlabel("training steps")
-        ax.set_ylabel(title + " (mean over seeds)")
+        ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.legend()
     fig.suptitle(f"{env_id}: 30% of correct knowledge signals flipped from step {corrupt_from}{title_suffix}")
-    fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
 

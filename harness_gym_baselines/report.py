@@ -269,51 +269,62 @@ def _short(label: str) -> str:
     return label.removeprefix("Harness").replace("-v0", "")
 
 
+def _title_and_legend(fig: Any, title: str, handles: list[Any], names: list[str]) -> None:
+    """Put the title and a one-row legend above the panels, and fit the panels below them (a figure-level
+    legend and a suptitle overlap under constrained layout, so the room is reserved by hand)."""
+    height = fig.get_figheight()
+    title_lines = title.count("\n") + 1
+    title_room = 0.06 + 0.17 * title_lines
+    fig.suptitle(title, y=1 - 0.04 / height, va="top")
+    fig.legend(handles, names, ncol=len(names), fontsize=8, loc="upper center",
+               bbox_to_anchor=(0.5, 1 - title_room / height), frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - (title_room + 0.12) / height))
+
+
 def fig_quality_hms(path: Path, rows: list[dict[str, Any]], banner: str) -> None:
-    """Q and HMS per env and controller, with 95% CIs (two panels)."""
+    """Q and HMS per env and controller, with 95% CIs (two panels). Each env's group holds only the controllers
+    that were run on it (the public-data variants have no online rows), centred on its tick."""
     plt = _plt()
     labels = list(dict.fromkeys(r["env_id"] for r in rows))
     names = [n for n in (*FIXED, *LEARNED) if any(r["policy"] == n for r in rows)]
     by = {(r["env_id"], r["policy"]): r for r in rows}
-    x = np.arange(len(labels))
+    colours = {name: plt.get_cmap("tab10")(i % 10) for i, name in enumerate(names)}
     width = 0.85 / len(names)
-    colours = plt.get_cmap("tab10")
     fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 1.5 * len(labels)), 7.5), sharex=True)
     for ax, key, ci_key, ylabel in ((axes[0], "quality_mean", "quality_ci95", "task quality Q (test split)"),
                                     (axes[1], "hms_mean", "hms_ci95", "harness maturity score HMS")):
-        for i, name in enumerate(names):
-            vals = np.array([by[(e, name)][key] if (e, name) in by else np.nan for e in labels], dtype=float)
-            ci = np.array([by[(e, name)][ci_key] if (e, name) in by else (np.nan, np.nan) for e in labels], dtype=float)
-            err = np.abs(np.nan_to_num(ci.T - vals))
-            bars = ax.bar(x + (i - (len(names) - 1) / 2) * width, np.nan_to_num(vals), width, yerr=err,
-                          capsize=1.5, label=name, color=colours(i % 10), error_kw={"linewidth": 0.7})
-            for bar, e in zip(bars, labels):
-                if by.get((e, name), {}).get("verdict", "").startswith("not meaningful"):
-                    bar.set_hatch("///")
-                    bar.set_alpha(0.35)
+        for k, env in enumerate(labels):
+            present = [n for n in names if (env, n) in by]
+            for i, name in enumerate(present):
+                row = by[(env, name)]
+                value = float(row[key])
+                low, high = (float(v) for v in row[ci_key])
+                faint = row.get("verdict", "").startswith("not meaningful")
+                ax.bar(k + (i - (len(present) - 1) / 2) * width, value, width,
+                       yerr=[[max(0.0, value - low)], [max(0.0, high - value)]], capsize=1.5,
+                       color=colours[name], hatch="///" if faint else None, alpha=0.35 if faint else 1.0,
+                       error_kw={"linewidth": 0.7})
         ax.set_ylabel(ylabel)
         ax.set_ylim(0, 1.05)
         ax.grid(axis="y", alpha=0.3)
-    axes[1].set_xticks(x, [_short(e) for e in labels], rotation=20)
-    axes[1].set_xlabel("environment")
-    axes[0].legend(ncol=min(len(names), 9), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.02))
-    axes[1].text(1.0, -0.22, "hatched, pale: not meaningful (see the verdict column)", transform=axes[1].transAxes,
-                 ha="right", fontsize=8, color="#555")
-    fig.suptitle(f"Q and HMS per env and controller (95% two-level bootstrap CIs){banner}", y=0.995)
-    fig.tight_layout()
+    axes[1].set_xticks(np.arange(len(labels)), [_short(e) for e in labels], rotation=20)
+    axes[1].set_xlabel("environment        (hatched, pale: not meaningful, see the verdict column of table_harness)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[n]) for n in names]
+    _title_and_legend(fig, f"Q and HMS per env and controller (95% two-level bootstrap CIs){banner}", handles, names)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def fig_patterns(path: Path, rows: list[dict[str, Any]], banner: str) -> None:
-    """Harness pattern rates before (static, BC) and after AWR (both estimators), one panel per env."""
+    """Harness pattern rates before (static, BC) and after AWR (both estimators), one panel per env. A pattern
+    that never applied in a controller's episodes (its rate is undefined) is marked with a grey x at the base."""
     plt = _plt()
     labels = list(dict.fromkeys(r["env_id"] for r in rows))
     names = [n for n in ("static", "bc", "awr", "awr-q") if any(r["policy"] == n for r in rows)]
     by = {(r["env_id"], r["policy"]): r for r in rows}
     cols = min(4, len(labels))
     nrows = math.ceil(len(labels) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(max(7.0, 3.6 * cols), 3.0 * nrows + 1.2), squeeze=False,
+    fig, axes = plt.subplots(nrows, cols, figsize=(max(7.0, 3.6 * cols), 3.0 * nrows + 1.0), squeeze=False,
                              sharey=True)
     x = np.arange(len(PATTERNS))
     width = 0.8 / len(names)
@@ -322,8 +333,11 @@ def fig_patterns(path: Path, rows: list[dict[str, Any]], banner: str) -> None:
         for i, name in enumerate(names):
             if (label, name) not in by:
                 continue
-            vals = np.nan_to_num(np.array([by[(label, name)]["patterns"][p] for p in PATTERNS], dtype=float))
-            ax.bar(x + (i - (len(names) - 1) / 2) * width, vals, width, label=name)
+            rates = np.array([by[(label, name)]["patterns"][p] for p in PATTERNS], dtype=float)
+            offset = x + (i - (len(names) - 1) / 2) * width
+            ax.bar(offset, np.nan_to_num(rates), width, label=name, color=f"C{i}")
+            undefined = np.isnan(rates)
+            ax.plot(offset[undefined], np.full(int(undefined.sum()), 0.03), "x", color="#777", markersize=3)
         ax.set_title(_short(label))
         ax.set_xticks(x, [p.replace("_", " ") for p in PATTERNS], rotation=55, ha="right", fontsize=7)
         ax.set_ylim(0, 1.05)
@@ -332,11 +346,9 @@ def fig_patterns(path: Path, rows: list[dict[str, Any]], banner: str) -> None:
             ax.set_ylabel("pattern rate (test episodes)")
     for k in range(len(labels), nrows * cols):
         axes[k // cols][k % cols].axis("off")
-    handles, names_ = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names_, ncol=len(names), loc="upper center", bbox_to_anchor=(0.5, 0.905), fontsize=8)
-    fig.suptitle(f"Pattern rates before (static, BC) and after AWR (no bar: rate 0 or the pattern never applied)"
-                 f"{banner}", y=0.995)
-    fig.tight_layout(rect=(0, 0, 1, 0.86))
+    handles = [plt.Rectangle((0, 0), 1, 1, color=f"C{i}") for i in range(len(names))]
+    _title_and_legend(fig, f"Pattern rates before (static, BC) and after AWR (x: the pattern never applied){banner}",
+                      handles, names)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -367,9 +379,9 @@ def fig_support_ceiling(path: Path, rows: list[dict[str, Any]], banner: str) -> 
         ax.grid(axis="y", alpha=0.3)
     ax_c.set_xticks(x, [_short(e) for e in labels], rotation=20)
     ax_c.set_xlabel("environment")
-    ax_q.legend(ncol=len(names), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.02))
-    fig.suptitle(f"Support-ceiling ablation: AWR without the episodes holding a successful revise{banner}", y=0.995)
-    fig.tight_layout()
+    handles, legend_names = ax_q.get_legend_handles_labels()
+    _title_and_legend(fig, f"Support-ceiling ablation: AWR without the episodes holding a successful revise{banner}",
+                      handles, legend_names)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

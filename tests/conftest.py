@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
+
+_SB3_LOGDIR = pytest.StashKey[str]()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_SB3_LOGDIR, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -23,5 +33,10 @@ def no_leaked_sandbox_containers() -> Iterator[None]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # SB3 models trained without a logger write an empty folder /tmp/SB3-<time> each; keep them in one folder
+    # that the session removes.
+    if "SB3_LOGDIR" not in os.environ:
+        os.environ["SB3_LOGDIR"] = tempfile.mkdtemp(prefix="hg-tests-sb3-")
+        config.stash[_SB3_LOGDIR] = os.environ["SB3_LOGDIR"]
     config.addinivalue_line("markers", "llm: needs the local llama.cpp server with SmolLM2 (scripts/install_llm.sh); "
                             "skipped when it is missing unless HG_REQUIRE_LLM=1")
