@@ -15,7 +15,7 @@ TRUE = replace(WorkerProfile.for_domain("research_qa"), draft_logit_base=1.5, to
                repeat_after_error_prob=0.6, break_prob=0.3, confidence_correct=0.85, confidence_wrong=0.45,
                # means stay inside (0, 1): the linear fit does not model the simulator's clipping of confidences
                confidence_evidence=0.2, confidence_difficulty=0.1, confidence_noise=0.05,
-               selfcheck_tpr=0.9, selfcheck_fpr=0.2, selfcheck_repeat=0.5)
+               selfcheck_tpr=0.9, selfcheck_fpr=0.2, selfcheck_repeat=0.5, unusable_reply_prob=0.25)
 
 
 def masked_random_episodes(env, n: int, seed: int = 0) -> list[dict]:
@@ -49,7 +49,7 @@ def fitted():
 def test_every_event_kind_is_collected(fitted):
     events, fit = fitted
     counts = events.counts()
-    assert all(counts[k] > 20 for k in ("draft", "tool", "confidence", "self_check")), counts
+    assert all(counts[k] > 20 for k in ("reply", "draft", "tool", "confidence", "self_check")), counts
     assert counts["repeat"] > 10 and counts["break"] > 5 and counts["fix"] > 0, counts
     assert counts["self_check_again"] > 10, counts
     assert fit.events == counts
@@ -57,7 +57,7 @@ def test_every_event_kind_is_collected(fitted):
 
 FITTED = ["tool_error_prob", "tool_wrong_prob", "repeat_after_error_prob", "confidence_correct", "confidence_wrong",
           "confidence_evidence", "confidence_difficulty", "confidence_noise", "selfcheck_tpr", "selfcheck_fpr",
-          "selfcheck_repeat", "break_prob"]
+          "selfcheck_repeat", "break_prob", "unusable_reply_prob"]
 
 
 @pytest.mark.parametrize("name", FITTED)
@@ -72,7 +72,8 @@ def test_the_estimate_is_within_its_sampling_error_of_the_true_value(fitted, nam
 
 
 def test_most_intervals_cover_the_true_value(fitted):
-    """95% intervals: about 11 of 12 should cover; fewer than 10 means they are too narrow."""
+    """95% intervals: about 12 of 13 should cover. If each missed with probability 0.05, four or more misses
+    would happen with probability 0.005, so fewer than 10 covered means the intervals are too narrow."""
     _, fit = fitted
     covered = [n for n in FITTED if fit.ci95[n][0] <= getattr(TRUE, n) <= fit.ci95[n][1]]
     assert len(covered) >= 10, sorted(set(FITTED) - set(covered))
@@ -100,13 +101,14 @@ def test_no_events_keeps_the_default():
     assert log_likelihood(Events(), default) == (0.0, 0)
 
 
-def test_intervals_do_not_collapse_when_every_draft_and_fix_failed():
-    """Ten failed drafts and ten failed fixes: every bootstrap resample is the same data, but the intervals
-    must still say how little ten events pin down."""
+@pytest.mark.parametrize("n", [10, 11])
+def test_intervals_do_not_collapse_when_every_draft_and_fix_failed(n):
+    """Ten (eleven) failed drafts and fixes: every bootstrap resample is the same data, but the intervals
+    must still say how little so few events pin down, and a rate with no success seen may be 0."""
     events = Events()
-    for ep in range(10):
-        events.add("draft", ep, ep / 10, 0.2 + ep / 20, False)
-        events.add("fix", ep, ep % 2, ep / 10, False)
+    for ep in range(n):
+        events.add("draft", ep, ep / n, 0.2 + ep / (2 * n), False)
+        events.add("fix", ep, ep % 2, ep / n, False)
     default = WorkerProfile()
     fit = fit_profile(events, default, n_boot=50)
     lo, hi = fit.ci95["draft_logit_base"]
@@ -114,6 +116,16 @@ def test_intervals_do_not_collapse_when_every_draft_and_fix_failed():
     for name in ("fix_base", "fix_specificity", "fix_evidence"):
         lo, hi = fit.ci95[name]
         assert lo == 0.0 and hi >= 0.2, (name, lo, hi)
+
+
+def test_a_wilson_interval_reaches_0_and_1_exactly_at_the_extremes():
+    """The fix terms' lower bound is 0 where no fix was seen only if the Wilson bound is exactly 0 there."""
+    from harness_gym.workers.calibrate import _wilson
+
+    for n in range(1, 200):
+        assert _wilson(0, n)[0] == 0.0 and _wilson(n, n)[1] == 1.0, n
+        low, high = _wilson(n // 2, n)
+        assert 0.0 < low < high < 1.0 or n == 1, n
 
 
 def test_a_slope_the_data_cannot_separate_from_the_level_is_not_estimated():

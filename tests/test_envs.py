@@ -182,3 +182,28 @@ def test_envs_share_the_loaded_domain_and_episodes_leave_it_unchanged(env_id):
     assert {name: id(value) for name, value in vars(domain).items()} == before
     e1.close()
     e2.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_unusable_replies_leave_empty_drafts_that_are_graded(env_id):
+    """A worker whose every DRAFT and REVISE reply is unusable leaves an empty draft after each, which CHECK and
+    the grader take like any other (as the live worker's empty drafts are)."""
+    from dataclasses import replace
+
+    from harness_gym.core.actions import Action
+    from harness_gym.workers import WorkerProfile
+
+    domain = gym.make(env_id).unwrapped.domain.name
+    shipped = WorkerProfile.for_domain(domain)
+    e = gym.make(env_id, profile=replace(shipped, unusable_reply_prob=1.0))
+    e.reset(seed=0)
+    assert e.unwrapped.action_masks()[Action.DRAFT]
+    for act in (Action.DRAFT, Action.CHECK, Action.REVISE, Action.REVISE):
+        mask = e.unwrapped.action_masks()
+        if mask[act]:
+            e.step(int(act))
+            if act in (Action.DRAFT, Action.REVISE):
+                assert e.unwrapped.context.draft.content == "" and e.unwrapped.context.draft.candidate == -1
+    _, reward, term, _, info = e.step(int(Action.SUBMIT))
+    assert term and 0.0 <= reward <= 1.0 and info["quality"] == reward
+    e.close()

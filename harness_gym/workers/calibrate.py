@@ -5,7 +5,8 @@ Two steps:
 1. :func:`collect_events` replays recorded episodes (an env whose worker answers from a replay cache) and
    turns every step into the events the simulated worker's parameters describe, grading every draft the
    model wrote with the domain's hidden grader to know whether it was correct: a draft with its evidence
-   coverage and the task's difficulty; a revision of a wrong draft after a failed check with the
+   coverage and the task's difficulty; whether a DRAFT or REVISE reply was usable at all (an empty draft: the
+   reply did not parse); a revision of a wrong draft after a failed check with the
    feedback's specificity (a fix attempt) or of a correct one (a possible break); a tool proposal on a task
    that needs tool calls: malformed, well-formed but not one of the task's calls (wrong), or neither, and
    whether it repeats a call that just failed; a stated confidence with the draft's correctness, the
@@ -38,9 +39,9 @@ from harness_gym.core.actions import Action
 from harness_gym.core.tools import validate_call
 from harness_gym.workers.profile import WorkerProfile
 
-EVENT_KINDS: tuple[str, ...] = ("draft", "fix", "break", "tool", "repeat", "confidence", "self_check",
+EVENT_KINDS: tuple[str, ...] = ("reply", "draft", "fix", "break", "tool", "repeat", "confidence", "self_check",
                                  "self_check_again")
-WIDTH: dict[str, int] = {"draft": 3, "fix": 3, "break": 1, "tool": 2, "repeat": 1, "confidence": 4,
+WIDTH: dict[str, int] = {"reply": 1, "draft": 3, "fix": 3, "break": 1, "tool": 2, "repeat": 1, "confidence": 4,
                          "self_check": 2, "self_check_again": 3}
 """columns of each event kind's rows"""
 
@@ -49,8 +50,10 @@ WIDTH: dict[str, int] = {"draft": 3, "fix": 3, "break": 1, "tool": 2, "repeat": 
 class Events:
     """Per-kind event rows of one or more episodes; ``episode`` lists say which episode each row came from.
 
-    - ``draft``: (coverage, difficulty, correct)
-    - ``fix``: (specificity, coverage, correct after) for a wrong draft revised after a failed check
+    - ``reply``: (unusable,) for every DRAFT and REVISE reply; unusable: the step left an empty draft
+    - ``draft``: (coverage, difficulty, correct) for a usable DRAFT reply
+    - ``fix``: (specificity, coverage, correct after) for a wrong draft revised after a failed check (usable
+      revisions only, as are breaks)
     - ``break``: (broken,) for a correct draft that was revised
     - ``tool``: (malformed, wrong) for every proposed tool call, on a task that needs tool calls, that does
       not resend the call that just failed; ``wrong``: well-formed but not one of the task's calls
@@ -127,14 +130,17 @@ def collect_events(env: Any, episodes: Sequence[dict[str, Any]], events: Events 
             last_call_key = ctx.tool_history[-1][0].key() if ctx.tool_history else ""
             _, _, term, trunc, _ = env.step(int(act))
             if valid and act == Action.DRAFT and ctx.draft is not None:
-                ok = correct(ctx.draft)
-                events.add("draft", n, coverage, ctx.task.difficulty, ok)
+                ok, usable = correct(ctx.draft), bool(ctx.draft.content.strip())
+                events.add("reply", n, not usable)
+                if usable:
+                    events.add("draft", n, coverage, ctx.task.difficulty, ok)
                 events.add("confidence", n, base._state.confidence, ok, ctx.evidence_coverage(), ctx.task.difficulty)
             elif valid and act == Action.REVISE and ctx.draft is not None and before is not None:
-                was, now = correct(before), correct(ctx.draft)
-                if was:
+                was, now, usable = correct(before), correct(ctx.draft), bool(ctx.draft.content.strip())
+                events.add("reply", n, not usable)
+                if usable and was:
                     events.add("break", n, not now)
-                elif check_failed:
+                elif usable and check_failed:
                     events.add("fix", n, spec, coverage, now)
                 events.add("confidence", n, base._state.confidence, now, ctx.evidence_coverage(), ctx.task.difficulty)
             elif valid and act == Action.TOOL:
@@ -257,7 +263,8 @@ def _estimate(events: Events, default: WorkerProfile) -> dict[str, float]:
             coef[0] = 0.0
             free = free | held
         est.update({name: float(np.clip(v, 0, 1)) for name, v, ok in zip(FIX_PARAMS, coef, free) if ok})
-    for kind, name in (("break", "break_prob"), ("tool", "tool_error_prob"), ("repeat", "repeat_after_error_prob")):
+    for kind, name in (("reply", "unusable_reply_prob"), ("break", "break_prob"), ("tool", "tool_error_prob"),
+                       ("repeat", "repeat_after_error_prob")):
         if len(rows[kind]):
             est[name] = float(rows[kind][:, 0].mean())
     if len(rows["tool"]):
@@ -316,7 +323,7 @@ def log_likelihood(events: Events, profile: WorkerProfile) -> tuple[float, int]:
     for spec, cov, ok in events.rows["fix"]:
         total += bern(p.fix_base + p.fix_specificity * spec + p.fix_evidence * cov, ok)
         n += 1
-    for kind, prob in (("break", p.break_prob), ("repeat", p.repeat_after_error_prob)):
+    for kind, prob in (("reply", p.unusable_reply_prob), ("break", p.break_prob), ("repeat", p.repeat_after_error_prob)):
         for (hit,) in events.rows[kind]:
             total += bern(prob, hit)
             n += 1
@@ -437,7 +444,8 @@ def fit_profile(events: Events, default: WorkerProfile, *, n_boot: int = 200, se
 
 
 _PROPORTIONS: dict[str, tuple[str, int, int | None, float]] = {
-    "break_prob": ("break", 0, None, 0.0), "tool_error_prob": ("tool", 0, None, 0.0),
+    "unusable_reply_prob": ("reply", 0, None, 0.0), "break_prob": ("break", 0, None, 0.0),
+    "tool_error_prob": ("tool", 0, None, 0.0),
     "tool_wrong_prob": ("tool", 1, None, 0.0), "repeat_after_error_prob": ("repeat", 0, None, 0.0),
     "selfcheck_tpr": ("self_check", 0, 1, 1.0), "selfcheck_fpr": ("self_check", 0, 1, 0.0)}
 """Parameters that are plain proportions: (event kind, column of the outcome, column of the condition or
@@ -462,7 +470,10 @@ def _wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:
     p = hits / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at 0 or n hits the bound is exactly 0 or 1; the subtraction above can leave a rounding residue there
+    low = 0.0 if hits <= 0 else max(0.0, centre - half)
+    high = 1.0 if hits >= n else min(1.0, centre + half)
+    return low, high
 
 
 def _clip(profile: WorkerProfile) -> WorkerProfile:

@@ -42,6 +42,9 @@ class WorkerProfile:
     :param selfcheck_fpr: probability that the worker's self-check passes a wrong draft
     :param selfcheck_repeat: probability that a self-check of content already judged in the episode repeats the
         first verdict (otherwise the verdict is drawn afresh from the two rates above)
+    :param unusable_reply_prob: probability that a DRAFT or REVISE reply cannot be used as a draft (it does not
+        parse into the domain's format, or is empty): the step yields an empty draft, which is checked and
+        graded like any other
     """
 
     draft_logit_base: float = -0.5
@@ -62,6 +65,7 @@ class WorkerProfile:
     selfcheck_tpr: float = 0.8
     selfcheck_fpr: float = 0.4
     selfcheck_repeat: float = 0.9
+    unusable_reply_prob: float = 0.0
 
     @classmethod
     def load(cls, path: str | Path) -> WorkerProfile:

@@ -14,6 +14,8 @@ What its signals depend on (docs/cost.md, "A worker without label leaks"):
 - **self-check**: the verdict on a draft's content is drawn once per episode and repeated, with probability
   ``selfcheck_repeat``, when the same content is checked again (a model re-judging the same answer mostly
   repeats itself);
+- **unusable replies**: with probability ``unusable_reply_prob`` a DRAFT or REVISE reply does not parse into
+  the domain's format, and the step yields an empty draft (as the live worker's does), graded for real;
 - **tool calls**: the task's evidence calls, malformed ones (``tool_error_prob``) and well-formed wrong ones
   (``tool_wrong_prob``: a wrong id, unit or argument value from the domain's data,
   :meth:`~harness_gym.core.domain.Domain.wrong_tool_calls`) whose results are real but not the needed
@@ -129,20 +131,39 @@ class SimulatedWorker:
         return min(1.0, max(0.0, value))
 
     def _new(self, ctx: Context, idx: int) -> Draft:
+        if idx < 0:  # an unusable draft revised without change stays empty
+            return self._empty(ctx)
         version = ctx.draft.version + 1 if ctx.draft is not None else 1
         return Draft(content=ctx.task.candidates[idx].content, candidate=idx, version=version)
 
     def is_correct(self, task: Task, draft: Draft) -> bool:
         return 0 <= draft.candidate < len(task.candidates) and task.candidates[draft.candidate].correct
 
+    def _unusable(self) -> bool:
+        """Whether this DRAFT or REVISE reply is unusable (no draw when the profile's rate is 0, so profiles
+        without unusable replies keep their random streams)."""
+        rate = self.profile.unusable_reply_prob
+        return rate > 0.0 and bool(self.rng.random() < rate)
+
+    def _empty(self, ctx: Context) -> Draft:
+        version = ctx.draft.version + 1 if ctx.draft is not None else 1
+        return Draft(content="", candidate=-1, version=version)
+
     # ----- Worker protocol ---------------------------------------------------------------------------
     def draft(self, ctx: Context) -> Draft:
+        if self._unusable():
+            # the unusable reply is metered as long as the task's first candidate
+            self._meter("draft", ctx, ctx.task.candidates[0].content)
+            return self._empty(ctx)
         correct = bool(self.rng.random() < self.p_correct_draft(ctx))
         new = self._new(ctx, self._pick(ctx.task, correct))
         self._meter("draft", ctx, new.content)
         return new
 
     def revise(self, ctx: Context, draft: Draft, feedback: CheckResult) -> Draft:
+        if self._unusable():
+            self._meter("revise", ctx, ctx.task.candidates[0].content, draft=draft.content, feedback=feedback.feedback)
+            return self._empty(ctx)
         new = self._revised(ctx, draft, feedback)
         self._meter("revise", ctx, new.content, draft=draft.content, feedback=feedback.feedback)
         return new
