@@ -158,14 +158,15 @@ def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float],
                             xytext=(3, 3), textcoords="offset points", color=handle[0].get_color())
     xmax = max(r["cost_ci95"][1] for r in rows) * 1.1 or 1.0
     xs = np.linspace(0, xmax, 50)
+    dashes = iter(["--", ":", "-.", (0, (5, 1, 1, 1, 1, 1))] * len(cost_weights))
     for w in cost_weights:
         if w <= 0:
             continue
         best = max(rows, key=lambda r: r["return_at"][str(w)])
         r_star = best["return_at"][str(w)]
-        ax.plot(xs, r_star + w * xs, linestyle="--", linewidth=0.8, color="grey")
-        ax.annotate(f"w={w:g}: best return {best['policy']} ({r_star:.3f})", (xs[1], r_star + w * xs[1]),
-                    fontsize=7, ha="left", va="bottom", color="grey")
+        # labelled in the legend, not on the line, where the label would cover the points near cost 0
+        ax.plot(xs, r_star + w * xs, linestyle=next(dashes), linewidth=0.9, color="grey",
+                label=f"iso-return w={w:g}: best {best['policy']} ({r_star:.3f})")
     ax.set_xlabel("mean episode cost (units of US$0.0001; gpt-4o-mini list prices)")
     ax.set_ylabel("mean quality Q (test split)")
     ax.set_title(title)
