@@ -10,14 +10,6 @@ from collections.abc import Iterator
 
 import pytest
 
-_SB3_LOGDIR = pytest.StashKey[str]()
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    folder = config.stash.get(_SB3_LOGDIR, None)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
-
 
 @pytest.fixture(scope="session", autouse=True)
 def no_leaked_sandbox_containers() -> Iterator[None]:
@@ -32,6 +24,9 @@ def no_leaked_sandbox_containers() -> Iterator[None]:
     assert leaked == [], f"DockerSandbox containers leaked by this test session: {leaked}"
 
 
+_SB3_LOGDIR = pytest.StashKey[str]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # SB3 models trained without a logger write an empty folder /tmp/SB3-<time> each; keep them in one folder
     # that the session removes.
@@ -40,3 +35,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_SB3_LOGDIR] = os.environ["SB3_LOGDIR"]
     config.addinivalue_line("markers", "llm: needs the local llama.cpp server with SmolLM2 (scripts/install_llm.sh); "
                             "skipped when it is missing unless HG_REQUIRE_LLM=1")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_SB3_LOGDIR, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)

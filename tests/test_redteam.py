@@ -194,12 +194,16 @@ if libc.unshare(0x10000000) == 0:
 }
 
 
-@pytest.fixture(scope="module", params=["process", "docker"])
-def code_env(request: pytest.FixtureRequest) -> Iterator[gym.Env]:
-    backend = require_backend(request.param)
-    env = gym.make("HarnessCode-v0", sandbox=backend).unwrapped
+def env_on_each_backend(env_id: str, request: pytest.FixtureRequest) -> Iterator[gym.Env]:
+    """``env_id`` (unwrapped) on the sandbox backend the fixture's parameter names, closed afterwards."""
+    env = gym.make(env_id, sandbox=require_backend(request.param)).unwrapped
     yield env
     env.close()
+
+
+@pytest.fixture(scope="module", params=["process", "docker"])
+def code_env(request: pytest.FixtureRequest) -> Iterator[gym.Env]:
+    yield from env_on_each_backend("HarnessCode-v0", request)
 
 
 def submit(env: gym.Env, task_id: str, content: str) -> dict:
@@ -286,10 +290,7 @@ raise RuntimeError("planted")
 
 @pytest.fixture(scope="module", params=["process", "docker"])
 def data_env(request: pytest.FixtureRequest) -> Iterator[gym.Env]:
-    backend = require_backend(request.param)
-    env = gym.make("HarnessData-v0", sandbox=backend).unwrapped
-    yield env
-    env.close()
+    yield from env_on_each_backend("HarnessData-v0", request)
 
 
 @pytest.mark.parametrize("attack", sorted(DATA_ATTACKS))

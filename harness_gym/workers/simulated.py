@@ -131,10 +131,9 @@ class SimulatedWorker:
         return min(1.0, max(0.0, value))
 
     def _new(self, ctx: Context, idx: int) -> Draft:
-        if idx < 0:  # an unusable draft revised without change stays empty
-            return self._empty(ctx)
+        """The next draft version holding candidate ``idx``, or an empty draft for -1 (an unusable reply)."""
         version = ctx.draft.version + 1 if ctx.draft is not None else 1
-        return Draft(content=ctx.task.candidates[idx].content, candidate=idx, version=version)
+        return Draft(content=ctx.task.candidates[idx].content if idx >= 0 else "", candidate=idx, version=version)
 
     def is_correct(self, task: Task, draft: Draft) -> bool:
         return 0 <= draft.candidate < len(task.candidates) and task.candidates[draft.candidate].correct
@@ -145,28 +144,26 @@ class SimulatedWorker:
         rate = self.profile.unusable_reply_prob
         return rate > 0.0 and bool(self.rng.random() < rate)
 
-    def _empty(self, ctx: Context) -> Draft:
-        version = ctx.draft.version + 1 if ctx.draft is not None else 1
-        return Draft(content="", candidate=-1, version=version)
-
     # ----- Worker protocol ---------------------------------------------------------------------------
     def draft(self, ctx: Context) -> Draft:
         if self._unusable():
-            # the unusable reply is metered as long as the task's first candidate
-            self._meter("draft", ctx, ctx.task.candidates[0].content)
-            return self._empty(ctx)
-        correct = bool(self.rng.random() < self.p_correct_draft(ctx))
-        new = self._new(ctx, self._pick(ctx.task, correct))
-        self._meter("draft", ctx, new.content)
+            new = self._new(ctx, -1)
+        else:
+            correct = bool(self.rng.random() < self.p_correct_draft(ctx))
+            new = self._new(ctx, self._pick(ctx.task, correct))
+        self._meter("draft", ctx, self._written(ctx, new))
         return new
 
     def revise(self, ctx: Context, draft: Draft, feedback: CheckResult) -> Draft:
-        if self._unusable():
-            self._meter("revise", ctx, ctx.task.candidates[0].content, draft=draft.content, feedback=feedback.feedback)
-            return self._empty(ctx)
-        new = self._revised(ctx, draft, feedback)
-        self._meter("revise", ctx, new.content, draft=draft.content, feedback=feedback.feedback)
+        new = self._new(ctx, -1) if self._unusable() else self._revised(ctx, draft, feedback)
+        self._meter("revise", ctx, self._written(ctx, new), draft=draft.content, feedback=feedback.feedback)
         return new
+
+    @staticmethod
+    def _written(ctx: Context, draft: Draft) -> str:
+        """What the model wrote for ``draft``: its content, or for an unusable reply (an empty draft) text as
+        long as the task's first candidate."""
+        return draft.content if draft.candidate >= 0 else ctx.task.candidates[0].content
 
     def _revised(self, ctx: Context, draft: Draft, feedback: CheckResult) -> Draft:
         task = ctx.task
