@@ -28,7 +28,7 @@ from harness_gym.domains.dbbench.grader import (
     rows_to_answer,
     table_hash,
 )
-from harness_gym.domains.dbbench.records import MUTATION_TYPES, content_split, read_records
+from harness_gym.domains.dbbench.upstream import MUTATION_TYPES, content_split, read_records
 from harness_gym.paths import data_path
 from tests.domain_cases import draft
 from tests.shared_data import SHARED_DATA, shared_data_mark

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from examples.toy_domain.domain import HERE, load_toy_domain
-from harness_gym.core.env import HarnessEnv, document_env
+from harness_gym.env import HarnessEnv, document_env
 
 
 @document_env
@@ -50,7 +50,7 @@ class HarnessToyEnv(HarnessEnv):
     ```
 
     ``profile`` defaults to this folder's ``profile.json``; the keywords are those of
-    :class:`~harness_gym.core.env.HarnessEnv`.
+    :class:`~harness_gym.env.HarnessEnv`.
     """
 
     def __init__(self, **kwargs: Any) -> None:

@@ -4,7 +4,7 @@ For every task of :mod:`~harness_gym.domains.code.problems` the generator
 
 1. runs the reference (in this process; it is trusted code) on the test expressions to get the expected
    values, then runs it through the sandbox harness and requires it to pass every test;
-2. makes every single-site mutant of the reference (:mod:`~harness_gym.domains.code.mutation`) and runs each
+2. makes every single-site mutant of the reference (:mod:`~harness_gym.domains.code.mutations`) and runs each
    through the grader's job in the sandbox; the visible tests are the first cases of that job, so one run
    says whether the checker would pass the mutant and what quality the grader gives it;
 3. drops mutants that fail to load, hang or crash the job, and equivalent mutants (quality 1), keeps up to
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.taskfile import read_documents
-from harness_gym.domains.code.mutation import Mutant, mutants
+from harness_gym.domains.code.mutations import Mutant, mutants
 from harness_gym.domains.code.problems import OOD_FAMILIES, TaskSpec, all_specs
 from harness_gym.domains.code.sandbox_jobs import SOLUTION_FILE, RunReport, TestCase, decode_literal, run_tests, same
 from harness_gym.domains.sources import source_path

@@ -22,8 +22,8 @@ import numpy as np
 from harness_gym.core.taskfile import write_jsonl
 from harness_gym.domains.fictional_world import NameForge, World
 from harness_gym.domains.generation import generator_main
+from harness_gym.domains.knowledge.datamodel import RecordSpec, Source, SourceIndex
 from harness_gym.domains.knowledge.grader import grade_record
-from harness_gym.domains.knowledge.records import RecordSpec, Source, SourceIndex
 
 SEED = 20240611
 N_OOD = 40

@@ -1,5 +1,5 @@
 """Write the synthetic retail store and its tickets to ``envs_data/tau_retail`` (this project's JSON store
-format, see :mod:`~harness_gym.domains.tau_retail.data`).
+format, see :mod:`~harness_gym.domains.tau_retail.upstream`).
 
 The store has the public schema (users with payment methods, orders with items, fulfilments and payment
 history, products with variants); the tickets are v1 task literals ``{user_id, instruction, actions: [{name,
