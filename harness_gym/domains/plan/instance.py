@@ -25,7 +25,7 @@ Assignment = dict[str, tuple[str, str]]
 class Violation:
     """A violated hard constraint: its kind and a message naming the culprits.
 
-    The kinds: ``format``, ``unknown_meeting``, ``unscheduled``, ``unknown_slot``, ``unknown_room``,
+    The kinds: ``unknown_meeting``, ``unscheduled``, ``unknown_slot``, ``unknown_room``,
     ``availability``, ``capacity``, ``equipment``, ``person_conflict``, ``room_conflict``, ``precedence``,
     ``deadline``, ``max_per_day``.
     """
