@@ -92,11 +92,12 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         the cache (read from this env's own results, :attr:`~harness_gym.sandbox.ExecResult.cached`)
     :param action_costs: override of the per-action budget cost
     :param render_mode: ``None`` or ``"ansi"`` (any other mode raises :class:`UnsupportedRenderMode`)
-    :param worker_options: keyword arguments of the named worker; for ``worker="openai"``: ``base_url``,
-        ``model``, ``api_key``, ``temperature``, ``max_tokens``, ``timeout_s``, ``max_retries``, ``cache``
-        (a SQLite record/replay file), ``cache_mode`` (``"off"``, ``"record"``, ``"replay"``, ``"auto"``),
-        ``backoff_s``, ``max_backoff_s``, ``prompts_dir`` (see :class:`~harness_gym.workers.OpenAIWorker`
-        and ``docs/llm_worker.md``)
+    :param worker_options: keyword arguments of the named worker. Both take ``prompts_dir``, the folder of
+        prompt files (default ``envs_data/prompts``; the domain's ``<name>.json`` must be there);
+        ``worker="openai"`` also takes ``base_url``, ``model``, ``api_key``, ``temperature``, ``max_tokens``,
+        ``timeout_s``, ``max_retries``, ``cache`` (a SQLite record/replay file), ``cache_mode`` (``"off"``,
+        ``"record"``, ``"replay"``, ``"auto"``), ``backoff_s``, ``max_backoff_s`` (see
+        :class:`~harness_gym.workers.OpenAIWorker` and ``docs/llm_worker.md``)
     :param require_isolation: for a sandbox made from a name: refuse to run code with weaker isolation than
         bubblewrap (or a container); default the ``HG_REQUIRE_ISOLATION`` environment variable
     :raises TypeError, ValueError: for arguments of the wrong type or out of range

@@ -46,14 +46,17 @@ class HarnessToyEnv(HarnessEnv):
 
     ```python
     env = gym.make("HarnessToy-v0", split="train", budget=30, cost_weight=0.0, worker="simulated",
-                   profile=None, sandbox="process", action_costs=None, render_mode=None)
+                   profile=None, prompts_dir=None, sandbox="process", action_costs=None, render_mode=None)
     ```
 
-    ``profile`` defaults to this folder's ``profile.json``; the keywords are those of
+    ``profile`` defaults to this folder's ``profile.json`` and ``prompts_dir`` to its ``prompts/`` folder (a
+    domain outside ``harness_gym`` keeps them beside its code); the keywords are those of
     :class:`~harness_gym.env.HarnessEnv`.
     """
 
     def __init__(self, **kwargs: Any) -> None:
         if kwargs.get("profile") is None:
             kwargs["profile"] = str(HERE / "profile.json")
+        if kwargs.get("prompts_dir") is None:
+            kwargs["prompts_dir"] = str(HERE / "prompts")
         super().__init__(load_toy_domain(), **kwargs)
