@@ -367,7 +367,7 @@ def test_real_bank_agrees_with_grader_and_checker(real):
 
 
 def test_synthetic_store_is_what_the_generator_writes(tmp_path):
-    counts = generate.write(tmp_path, seed=0)
+    counts = generate.generate(tmp_path, seed=0)
     assert counts == {"train": 140, "val": 40, "test": 50, "ood": 30}
     for name in sorted(p.name for p in data_path("tau_retail").iterdir()):
         assert (tmp_path / name).read_bytes() == data_path("tau_retail", name).read_bytes(), name

@@ -31,16 +31,21 @@ def family_splits(rng: np.random.Generator, in_dist: Sequence[F], shares: Sequen
 
 
 def generator_main(doc: str, domain: str, generate: Callable[[Path, int], Any], seed: int = 0,
-                   report: Callable[[Any, Path], object] = lambda result, out: result) -> None:
-    """Parse ``[--out DIR] [--seed N]``, run ``generate(out, seed)`` and print ``report(result, out)``.
+                   report: Callable[[Any, Path], object] = lambda result, out: result,
+                   argv: Sequence[str] | None = None) -> None:
+    """The command line of every domain's generator: parse ``[--out DIR] [--seed N]``, run
+    ``generate(out, seed)`` and print ``report(result, out)``.
 
     :param doc: the generator module's docstring; its first line describes the command
     :param domain: the output folder when ``--out`` is not given is ``envs_data/<domain>``
+    :param generate: writes the domain's shipped data files into a folder, deterministically for a seed
     :param seed: the default ``--seed``
+    :param report: what to print from ``generate``'s result and the folder
+    :param argv: the arguments (default ``sys.argv[1:]``)
     """
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help=f"output folder (default envs_data/{domain})")
     parser.add_argument("--seed", type=int, default=seed)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     out = args.out or data_path(domain)
     print(report(generate(out, args.seed), out))

@@ -18,7 +18,6 @@ through the sandbox and the real checker and grader.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -37,6 +36,7 @@ from harness_gym.core.taskfile import read_documents
 from harness_gym.domains.data.answers import AnswerSpec, parse_output
 from harness_gym.domains.data.checker import sanity
 from harness_gym.domains.data.grader import score
+from harness_gym.domains.generation import generator_main
 from harness_gym.domains.sources import source_path
 
 SEED = 7301
@@ -631,15 +631,7 @@ def generate(out: Path, seed: int = SEED) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from harness_gym.paths import data_root
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default envs_data/data)")
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args(argv)
-    out = args.out or data_root() / "data"
-    stats = generate(out, args.seed)
-    print(json.dumps(stats))
+    generator_main(__doc__, "data", generate, SEED, lambda stats, out: json.dumps(stats), argv)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,11 @@ numbers. Thresholds are taken from values present in the table, so ``>`` and ``>
 Labels and answer hashes come from running the reference SQL on the SQLite engine; the tests check that
 MariaDB gives the same scores.
 
-Run: ``python -m harness_gym.domains.dbbench.generate [--out FILE] [--seed N]``.
+Run: ``python -m harness_gym.domains.dbbench.generate [--out DIR] [--seed N]`` (writes ``DIR/generated.jsonl``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from harness_gym.domains.dbbench.engines import SQLiteEngine, TableSpec, run_statement
 from harness_gym.domains.dbbench.grader import rows_to_answer, table_hash
-from harness_gym.paths import data_path
+from harness_gym.domains.generation import generator_main
 
 FIRST = ("Anna", "Bruno", "Chloe", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kenji", "Lena",
          "Marco", "Nadia", "Oscar", "Priya", "Quentin", "Rosa", "Sven", "Tara", "Umar", "Vera", "Wei", "Yara")
@@ -277,7 +276,11 @@ def make_record(theme: Theme, qtype: str, rng: random.Random) -> dict:
         return rec
 
 
-def generate(seed: int = 0) -> list[dict]:
+GENERATED_FILE = "generated.jsonl"
+"""The file :func:`generate` writes (the default data file of the DB-Bench env)."""
+
+
+def build_records(seed: int = 0) -> list[dict]:
     """Every record of the generated set, in a fixed order."""
     rng = random.Random(seed)
     records = []
@@ -287,18 +290,19 @@ def generate(seed: int = 0) -> list[dict]:
     return records
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="output JSONL (default envs_data/dbbench/generated.jsonl)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    out = args.out or data_path("dbbench", "generated.jsonl")
-    records = generate(args.seed)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as fh:
+def generate(out: Path, seed: int = 0) -> int:
+    """Write the records to ``generated.jsonl`` in the folder ``out``; return how many."""
+    records = build_records(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / GENERATED_FILE).open("w", encoding="utf-8") as fh:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    print(f"wrote {len(records)} records to {out}")
+    return len(records)
+
+
+def main(argv: list[str] | None = None) -> None:
+    generator_main(__doc__, "dbbench", generate, 0, lambda n, out: f"wrote {n} records to {out / GENERATED_FILE}",
+                   argv)
 
 
 if __name__ == "__main__":

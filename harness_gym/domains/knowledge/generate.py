@@ -299,7 +299,7 @@ def label_candidates(tasks: list[dict[str, Any]], sources: list[dict[str, Any]])
             cand["correct"] = grade_record(index, spec, cand["content"]) >= 1.0
 
 
-def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
+def generate(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
     """Generate and write ``sources.jsonl`` and ``tasks.jsonl``; returns (n_sources, n_tasks)."""
     gen = KnowledgeGenerator(seed)
     tasks = gen.build()
@@ -308,7 +308,7 @@ def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
 
 
 def main() -> None:
-    generator_main(__doc__, "knowledge", write, SEED,
+    generator_main(__doc__, "knowledge", generate, SEED,
                    lambda counts, out: f"wrote {counts[1]} tasks and {counts[0]} sources to {out}")
 
 

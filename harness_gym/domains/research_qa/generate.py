@@ -228,7 +228,7 @@ class ResearchQAGenerator:
         return [self.task(i, t, s, split) for i, (t, s, split) in enumerate(items)]
 
 
-def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
+def generate(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
     """Generate and write ``articles.jsonl`` and ``tasks.jsonl``; returns (n_articles, n_tasks)."""
     gen = ResearchQAGenerator(seed)
     articles, tasks = gen.articles(), gen.build()
@@ -236,7 +236,7 @@ def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
 
 
 def main() -> None:
-    generator_main(__doc__, "research_qa", write, SEED,
+    generator_main(__doc__, "research_qa", generate, SEED,
                    lambda counts, out: f"wrote {counts[1]} tasks and {counts[0]} articles to {out}")
 
 

@@ -12,7 +12,6 @@ Run ``python -m harness_gym.domains.tau_retail.generate [--out DIR] [--seed N]``
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import random
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.types import ToolCall
+from harness_gym.domains.generation import generator_main
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import call_once
 
@@ -426,7 +426,7 @@ def build(seed: int = 0) -> tuple[StoreBuilder, dict[str, list[dict[str, Any]]]]
     return store, splits
 
 
-def write(out: Path, seed: int = 0) -> dict[str, int]:
+def generate(out: Path, seed: int = 0) -> dict[str, int]:
     """Write the store and task files to ``out``; return the task count per split."""
     store, splits = build(seed)
     out.mkdir(parents=True, exist_ok=True)
@@ -438,15 +438,8 @@ def write(out: Path, seed: int = 0) -> dict[str, int]:
     return {split: len(tasks) for split, tasks in splits.items()}
 
 
-def main() -> None:
-    from harness_gym.paths import data_root
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default envs_data/tau_retail)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    out = args.out if args.out is not None else data_root() / "tau_retail"
-    print(json.dumps(write(out, args.seed)))
+def main(argv: list[str] | None = None) -> None:
+    generator_main(__doc__, "tau_retail", generate, 0, lambda counts, out: json.dumps(counts), argv)
 
 
 if __name__ == "__main__":
