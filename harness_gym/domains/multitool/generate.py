@@ -14,7 +14,6 @@ reference plan's value agrees with its label (a rate that did not move between t
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -26,7 +25,9 @@ import numpy as np
 
 from harness_gym.core.taskfile import write_jsonl
 from harness_gym.domains.generation import family_splits, generator_main
+from harness_gym.domains.multitool import mutations
 from harness_gym.domains.multitool.checker import run_plan
+from harness_gym.domains.multitool.mutations import Plan, answer_slip, lookup, step
 from harness_gym.domains.multitool.tools import TOOL_SPECS, UNITS, World, answer_close, format_unit
 
 START = dt.date(2024, 1, 1)
@@ -34,17 +35,6 @@ DAYS = 182
 CURRENCIES = {"USD": 1.0, "EUR": 0.92, "GBP": 0.79, "JPY": 148.0, "CHF": 0.88, "CAD": 1.35}
 OOD_PER_FAMILY = 20
 SPLIT_SHARES = (("train", 19), ("val", 6), ("test", 7))  # tasks per in-distribution family, by split
-
-Plan = list[dict[str, Any]]
-
-
-def step(tool: str, **args: Any) -> dict[str, Any]:
-    return {"tool": tool, "args": args}
-
-
-def lookup(table: str, key: str, field_: str) -> dict[str, Any]:
-    return step("lookup", table=table, key=key, field=field_)
-
 
 # ----- world -----------------------------------------------------------------------------------------
 COLUMNS: dict[str, dict[str, Any]] = {
@@ -253,13 +243,7 @@ def order_fx(rng: np.random.Generator, w: World) -> Spec:
     plan = [lookup("orders", o, "amount"), lookup("orders", o, "order_date"),
             step("exchange_rate", base=cur, quote=target, date="$2"), step("calculate", expression="$1 * $3")]
     month_start = row["order_date"][:8] + "01"
-    wrong = [
-        ("wrong_rate_date", [plan[0], lookup("orders", o, "delivery_date"), *plan[2:]]),
-        ("wrong_rate_date", [*plan[:2], step("exchange_rate", base=cur, quote=target, date=month_start), plan[3]]),
-        ("swapped_args", [*plan[:2], step("exchange_rate", base=target, quote=cur, date="$2"), plan[3]]),
-        ("missing_step", [plan[0], plan[1], step("exchange_rate", base=cur, quote=target, date="$2")]),
-        ("wrong_operator", [*plan[:3], step("calculate", expression="$1 / $3")]),
-    ]
+    wrong = mutations.order_fx(plan, o, cur, target, month_start)
     prompt = (f"Order {o} was invoiced in the customer's currency. What is the order amount in {target}, "
               f"converted at the exchange rate finance uses for orders? Answer in {target}.")
     calls = [_call(plan[1]), _call({"tool": "exchange_rate", "args": {"base": cur, "quote": target,
@@ -276,15 +260,7 @@ def shipment_weight(rng: np.random.Generator, w: World) -> Spec:
     qty = int(row["quantity"][0])
     plan = [lookup("orders", o, "sku"), lookup("products", "$1", "unit_weight"), lookup("orders", o, "quantity"),
             step("calculate", expression="$2 * $3"), step("convert_units", value="$4", from_unit=unit, to_unit=target)]
-    other = "lb" if unit != "lb" else "kg"
-    third = _pick(rng, [u for u in ("kg", "lb", "oz", "g") if u not in (unit, target)])
-    wrong = [
-        ("missing_step", [plan[0], plan[1], step("convert_units", value="$2", from_unit=unit, to_unit=target)]),
-        ("calc_slip", [plan[0], plan[1], plan[2], step("calculate", expression=f"$2 * {qty + 1}"), plan[4]]),
-        ("wrong_from_unit", [*plan[:4], step("convert_units", value="$4", from_unit=other, to_unit=target)]),
-        ("wrong_unit", [*plan[:4], step("convert_units", value="$4", from_unit=unit, to_unit=third)]),
-        ("bad_unit_name", [*plan[:4], step("convert_units", value="$4", from_unit=unit, to_unit=target + "s")]),
-    ]
+    wrong = mutations.shipment_weight(rng, plan, unit, target, qty)
     prompt = (f"What is the total shipping weight of order {o} (all units of the product it contains)? "
               f"Answer in {target}.")
     calls = [_call(plan[0]), _call(lookup("products", sku, "unit_weight"))]
@@ -300,21 +276,10 @@ def contract_end(rng: np.random.Generator, w: World) -> Spec:
         plan = [lookup("contracts", c, "effective"), lookup("contracts", c, "term"),
                 step("convert_units", value="$2", from_unit="week", to_unit="day"),
                 step("date_add", date="$1", days="$3")]
-        wrong = [
-            ("wrong_field", [lookup("contracts", c, "signed"), *plan[1:]]),
-            ("missing_step", [plan[0], plan[1], step("date_add", date="$1", days="$2")]),
-            ("swapped_args", [*plan[:3], step("date_add", date="$3", days="$1")]),
-            ("calc_slip", [*plan[:2], step("calculate", expression="$2 * 5"), plan[3]]),
-        ]
     else:
         plan = [lookup("contracts", c, "effective"), lookup("contracts", c, "term"),
                 step("date_add", date="$1", days="$2")]
-        wrong = [
-            ("wrong_field", [lookup("contracts", c, "signed"), *plan[1:]]),
-            ("swapped_args", [*plan[:2], step("date_add", date="$2", days="$1")]),
-            ("off_by_one", [*plan[:2], step("calculate", expression="$2 - 1[day]"),
-                            step("date_add", date="$1", days="$3")]),
-        ]
+    wrong = mutations.contract_end(plan, c, unit)
     prompt = f"On which date does contract {c} end, given its term? Answer with an ISO date."
     calls = [_call(plan[0]), _call(plan[1])]
     return Spec("contract_end", prompt, "date", plan, wrong, calls, "contracts", ["table-contracts", "tool-date_add"])
@@ -329,13 +294,7 @@ def route_speed(rng: np.random.Generator, w: World) -> Spec:
     misread = f"{d_unit}/h" if t_unit == "min" else f"{d_unit}/min"
     plan = [lookup("routes", r, "distance"), lookup("routes", r, "actual_duration"),
             step("calculate", expression="$1 / $2"), step("convert_units", value="$3", from_unit=speed, to_unit=target)]
-    wrong = [
-        ("wrong_field", [plan[0], lookup("routes", r, "scheduled_duration"), *plan[2:]]),
-        ("swapped_args", [plan[0], plan[1], step("calculate", expression="$2 / $1"), plan[3]]),
-        ("missing_step", plan[:3]),
-        ("wrong_from_unit", [*plan[:3], step("convert_units", value="$3", from_unit=misread, to_unit=target)]),
-        ("bad_unit_name", [*plan[:3], step("convert_units", value="$3", from_unit=speed, to_unit="mph")]),
-    ]
+    wrong = mutations.route_speed(plan, r, target, speed, misread)
     prompt = (f"What was the average speed on the last trip of route {r}, from the driver's measured time? "
               f"Answer in {target}.")
     calls = [_call(plan[1]), _call(plan[0])]
@@ -349,13 +308,7 @@ def stay_cost(rng: np.random.Generator, w: World) -> Spec:
     plan = [lookup("bookings", b, "check_in"), lookup("bookings", b, "check_out"),
             step("date_diff", start="$1", end="$2"), lookup("bookings", b, "nightly_rate"),
             step("calculate", expression="$3 * $4")]
-    wrong = [
-        ("swapped_args", [plan[0], plan[1], step("date_diff", start="$2", end="$1"), *plan[3:]]),
-        ("off_by_one", [*plan[:4], step("calculate", expression="($3 + 1[day]) * $4")]),
-        ("wrong_field", [lookup("bookings", b, "booked_on"), *plan[1:]]),
-        ("missing_step", [plan[0], plan[1], step("date_diff", start="$1", end="$2")]),
-        ("wrong_operator", [*plan[:4], step("calculate", expression="$3 + $4")]),
-    ]
+    wrong = mutations.stay_cost(plan, b)
     prompt = f"What is the total room charge of booking {b} for the whole stay? Answer in {cur}."
     calls = [_call(plan[3]), _call(step("date_diff", start=row["check_in"], end=row["check_out"]))]
     return Spec("stay_cost", prompt, cur, plan, wrong, calls, "bookings", ["table-bookings", "tool-date_diff"])
@@ -370,14 +323,7 @@ def invoice_due_fx(rng: np.random.Generator, w: World) -> Spec:
     plan = [lookup("invoices", inv, "issued"), step("date_add", date="$1", days=terms),
             step("exchange_rate", base=cur, quote=target, date="$2"), lookup("invoices", inv, "amount"),
             step("calculate", expression="$4 * $3")]
-    wrong = [
-        ("wrong_rate_date", [plan[0], step("exchange_rate", base=cur, quote=target, date="$1"), plan[3],
-                             step("calculate", expression="$3 * $2")]),
-        ("wrong_field", [lookup("invoices", inv, "received"), *plan[1:]]),
-        ("swapped_args", [*plan[:2], step("exchange_rate", base=target, quote=cur, date="$2"), *plan[3:]]),
-        ("calc_slip", [plan[0], step("date_add", date="$1", days=terms - 1), *plan[2:]]),
-        ("missing_step", [plan[0], step("date_add", date="$1", days=terms), plan[3]]),
-    ]
+    wrong = mutations.invoice_due_fx(plan, inv, cur, target, terms)
     prompt = (f"Invoice {inv} has net {terms} payment terms. How much is it in {target} at the rate on which it "
               f"is settled? Answer in {target}.")
     due = (dt.date.fromisoformat(row["issued"]) + dt.timedelta(days=terms)).isoformat()
@@ -396,12 +342,7 @@ def price_per_weight(rng: np.random.Generator, w: World) -> Spec:
     plan = [lookup("products", p, "price"), lookup("products", p, "unit_weight"),
             step("convert_units", value="$2", from_unit=unit, to_unit="lb"),
             step("exchange_rate", base=cur, quote=target, date=day), step("calculate", expression="$1 * $4 / $3")]
-    wrong = [
-        ("missing_step", [plan[0], plan[1], plan[3], step("calculate", expression="$1 * $3 / $2")]),
-        ("swapped_args", [*plan[:4], step("calculate", expression="$3 / ($1 * $4)")]),
-        ("wrong_rate_date", [*plan[:3], step("exchange_rate", base=cur, quote=target, date=day_before), plan[4]]),
-        ("wrong_unit", [plan[0], plan[1], step("convert_units", value="$2", from_unit=unit, to_unit="oz"), *plan[3:]]),
-    ]
+    wrong = mutations.price_per_weight(plan, unit, cur, target, day_before)
     prompt = (f"Quote the list price of product {p} per pound of weight in {target}, using the rate of {day}. "
               f"Answer in {target}/lb.")
     calls = [_call(plan[1]), _call(plan[3])]
@@ -419,21 +360,6 @@ def _answer(value: float | str) -> float | str:
     return value if isinstance(value, str) else round(float(value), 2)
 
 
-def _slip(value: float | str, rng: np.random.Generator) -> float | str:
-    """A transcription slip in the final number: transposed digits or a dropped/misplaced decimal."""
-    if isinstance(value, str):
-        d = dt.date.fromisoformat(value)
-        return (d + dt.timedelta(days=int(rng.choice([-1, 1, 30])))).isoformat()
-    text = f"{value:.2f}"
-    digits = [i for i, ch in enumerate(text) if ch.isdigit()]
-    for a, b in itertools.pairwise(digits):
-        if text[a] != text[b]:
-            swapped = text[:a] + text[b] + text[a + 1:b] + text[a] + text[b + 1:]
-            if abs(float(swapped) - value) > 0.05 * abs(value):
-                return float(swapped)
-    return round(value * 10, 2)
-
-
 def build_task(spec: Spec, task_id: str, split: str, rng: np.random.Generator, world: World,
                world_raw: dict[str, Any]) -> dict[str, Any]:
     """Label the candidates with the real checker and grader and assemble the task record."""
@@ -446,9 +372,9 @@ def build_task(spec: Spec, task_id: str, split: str, rng: np.random.Generator, w
     candidates = [{"content": json.dumps({"plan": spec.plan, "answer": gold}), "kind": "reference", "correct": True}]
     for kind, plan in spec.wrong:
         run = run_plan(world, TOOL_SPECS, plan, check_units=False)
-        value = _answer(run.result.as_json()) if run.ok else _slip(gold, rng)
+        value = _answer(run.result.as_json()) if run.ok else answer_slip(gold, rng)
         candidates.append({"content": json.dumps({"plan": plan, "answer": value}), "kind": kind, "correct": False})
-    candidates.append({"content": json.dumps({"plan": spec.plan, "answer": _slip(gold, rng)}),
+    candidates.append({"content": json.dumps({"plan": spec.plan, "answer": answer_slip(gold, rng)}),
                        "kind": "answer_slip", "correct": False})
     # Keep only wrong candidates the grader really rejects (a rate that did not move would be correct).
     labelled, contents = [], set()
