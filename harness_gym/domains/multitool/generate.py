@@ -3,10 +3,14 @@
 Deterministic for a seed; run ``python -m harness_gym.domains.multitool.generate [--out DIR] [--seed N]``.
 Writes ``world.json``, ``corpus.jsonl`` and ``tasks.jsonl`` to ``envs_data/multitool/``.
 
+The hand-written inputs are in ``sources/``: the currencies' starting levels (``currencies.json``), the lookup
+tables' descriptions (``tables.json``) and the tool manuals and conventions (``manuals.jsonl``).
+
 Each task is a chain of 2-5 tool calls made from a template. Five templates form train/val/test; two more
 (invoice due-date conversion, price per weight in another currency) are held out as the ``ood`` split.
-Wrong candidates are realistic plan perturbations: the wrong column or rate date, swapped arguments, a
-missing step, the wrong target unit, a slip in the calculator expression or in the final number. Each
+Wrong candidates are realistic plan perturbations (:mod:`~harness_gym.domains.multitool.mutations`): the wrong
+column or rate date, swapped arguments, a missing step, the wrong target unit, a slip in the calculator
+expression or in the final number. Each
 wrong plan's answer is what executing it gives; a candidate is kept only when the grader's comparison with the
 reference plan's value agrees with its label (a rate that did not move between two dates is dropped).
 """
@@ -23,67 +27,57 @@ from typing import Any
 
 import numpy as np
 
-from harness_gym.core.taskfile import write_jsonl
+from harness_gym.core.taskfile import TaskFileError, read_documents, read_json, require, write_jsonl
 from harness_gym.domains.generation import family_splits, generator_main
 from harness_gym.domains.multitool import mutations
 from harness_gym.domains.multitool.checker import run_plan
 from harness_gym.domains.multitool.mutations import Plan, answer_slip, lookup, step
 from harness_gym.domains.multitool.tools import TOOL_SPECS, UNITS, World, answer_close, format_unit
+from harness_gym.domains.sources import fill_placeholders, source_path
 
 START = dt.date(2024, 1, 1)
 DAYS = 182
-CURRENCIES = {"USD": 1.0, "EUR": 0.92, "GBP": 0.79, "JPY": 148.0, "CHF": 0.88, "CAD": 1.35}
+CURRENCIES_FILE = source_path("multitool", "currencies.json")
+TABLES_FILE = source_path("multitool", "tables.json")
+MANUALS_FILE = source_path("multitool", "manuals.jsonl")
 OOD_PER_FAMILY = 20
 SPLIT_SHARES = (("train", 19), ("val", 6), ("test", 7))  # tasks per in-distribution family, by split
 
 # ----- world -----------------------------------------------------------------------------------------
-COLUMNS: dict[str, dict[str, Any]] = {
-    "orders": {"key": "order id (O-1001 ...)", "doc": (
-        "Customer orders. An order is invoiced in the customer's currency on the day it is placed; finance "
-        "converts order amounts at the exchange rate of the order date, not the delivery date."),
-        "columns": {
-            "sku": ("text", "product ordered (a key of the products table)"),
-            "quantity": ("quantity", "number of units ordered (plain number)"),
-            "amount": ("quantity", "invoiced amount in the customer's currency"),
-            "order_date": ("date", "day the order was placed and invoiced"),
-            "delivery_date": ("date", "day the goods were delivered (later than the order date)")}},
-    "products": {"key": "sku (P-01 ...)", "doc": (
-        "Product catalogue. Weights are per single unit and recorded in the supplier's unit (kg, g or lb); "
-        "prices are list prices per unit in the supplier's currency."),
-        "columns": {
-            "name": ("text", "product name"),
-            "unit_weight": ("quantity", "shipping weight of one unit, in kg, g or lb"),
-            "price": ("quantity", "list price of one unit in the supplier's currency")}},
-    "contracts": {"key": "contract id (C-201 ...)", "doc": (
-        "Service contracts. The term runs from the effective date (the day service starts), not from the "
-        "signing date; terms are recorded in weeks or days."),
-        "columns": {
-            "signed": ("date", "day the contract was signed"),
-            "effective": ("date", "day the service starts; the term is counted from here"),
-            "term": ("quantity", "contract length, in week or day")}},
-    "routes": {"key": "route id (R-31 ...)", "doc": (
-        "Delivery routes. Distances are road distances in km or mi. Each trip has a scheduled duration from "
-        "the timetable and the actual duration measured by the driver's log, in h or min."),
-        "columns": {
-            "distance": ("quantity", "road distance of the route, in km or mi"),
-            "scheduled_duration": ("quantity", "timetable duration of the trip, in h or min"),
-            "actual_duration": ("quantity", "measured duration of the last trip, in h or min")}},
-    "bookings": {"key": "booking id (B-501 ...)", "doc": (
-        "Hotel bookings. A stay is charged per night: the number of nights is the days from check-in to "
-        "check-out. Nightly rates are in the hotel's currency per day."),
-        "columns": {
-            "check_in": ("date", "arrival day"),
-            "check_out": ("date", "departure day"),
-            "booked_on": ("date", "day the booking was made"),
-            "nightly_rate": ("quantity", "price of one night, in currency/day")}},
-    "invoices": {"key": "invoice id (INV-7001 ...)", "doc": (
-        "Supplier invoices. Payment terms count calendar days from the issue date; the invoice is settled "
-        "at the exchange rate of the due date."),
-        "columns": {
-            "issued": ("date", "day the invoice was issued"),
-            "received": ("date", "day the invoice reached accounts payable"),
-            "amount": ("quantity", "amount due in the supplier's currency")}},
-}
+def read_currencies(path: Path = CURRENCIES_FILE) -> dict[str, float]:
+    """Currency code -> units of it one US dollar buys at the start of the rate table (``USD`` first, 1.0).
+
+    :param path: the currencies file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, dict) or next(iter(raw), None) != "USD":
+        raise TaskFileError(path, "expected an object of currency code -> level, starting with USD")
+    return {code: require(raw, code, float, path=path) for code in raw}
+
+
+def read_tables(path: Path = TABLES_FILE) -> dict[str, dict[str, Any]]:
+    """The lookup tables' descriptions: table -> ``{"key", "doc", "columns": {column: {"type", "doc"}}}``.
+
+    :param path: the tables file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise TaskFileError(path, "expected an object: table name -> description")
+    for name, spec in raw.items():
+        if not isinstance(spec, dict):
+            raise TaskFileError(path, "expected an object", field=name)
+        require(spec, "key", str, path=path, task_id=name)
+        require(spec, "doc", str, path=path, task_id=name)
+        for column, col in require(spec, "columns", dict, path=path, task_id=name).items():
+            if not isinstance(col, dict) or require(col, "type", str, path=path, task_id=name) not in COLUMN_TYPES:
+                raise TaskFileError(path, f"a column's type is one of {COLUMN_TYPES}", task_id=name, field=column)
+            require(col, "doc", str, path=path, task_id=name)
+    return raw
+
+
+COLUMN_TYPES = ("text", "quantity", "date")
+CURRENCIES = read_currencies()
+COLUMNS = read_tables()
 
 
 def _day(rng: np.random.Generator, lo: int = 0, hi: int = DAYS) -> dt.date:
@@ -148,55 +142,19 @@ def make_world(rng: np.random.Generator) -> dict[str, Any]:
             "received": (issued + dt.timedelta(days=int(rng.integers(2, 12)))).isoformat(),
             "amount": money(200, 9000, str(rng.choice([c for c in codes if c != "USD"])))}
     tables = {name: {"key": spec["key"], "doc": spec["doc"],
-                     "columns": {c: {"type": t, "doc": d} for c, (t, d) in spec["columns"].items()},
+                     "columns": {c: {"type": col["type"], "doc": col["doc"]} for c, col in spec["columns"].items()},
                      "rows": rows[name]} for name, spec in COLUMNS.items()}
     return {"rates": {"start": START.isoformat(), "per_usd": per_usd}, "tables": tables}
 
 
 # ----- corpus ----------------------------------------------------------------------------------------
 def make_corpus(world: dict[str, Any]) -> list[dict[str, str]]:
-    """Tool manuals, table descriptions and conventions: what RETRIEVE ranks with BM25."""
-    docs = [
-        ("tool-calculate", "Tool calculate: arithmetic with units",
-         "calculate(expression) evaluates + - * / ** with round, abs, min, max. In a plan $n is the result of "
-         "step n, with its unit: multiplying an amount in GBP by a rate in EUR/GBP gives EUR, dividing km by h "
-         "gives km/h. A literal may carry a unit in brackets, e.g. 1[day] or 12.5[EUR/day]. Adding values with "
-         "different units is an error: write $3 + 1[day], not $3 + 1. No other code is evaluated."),
-        ("tool-convert_units", "Tool convert_units: unit conversion",
-         "convert_units(value, from_unit, to_unit) converts a quantity between units of one dimension. "
-         "from_unit must be the unit the value is in; converting kg to lb, km/h to mi/h, week to day. "
-         "Converting between dimensions (mass to length) is an error, as is an unknown unit name."),
-        ("tool-date_add", "Tool date_add: add days to a date",
-         "date_add(date, days) returns the ISO date days after date; negative days go back. days must be a "
-         "whole number of days: a term in weeks must be converted to day first (convert_units week -> day). "
-         "Invalid dates such as 2024-02-30 are errors."),
-        ("tool-date_diff", "Tool date_diff: days between two dates",
-         "date_diff(start, end) returns the number of days from start to end, in day; it is negative when end "
-         "is earlier than start, so the earlier date goes first. Nights of a hotel stay = date_diff(check_in, "
-         "check_out)."),
-        ("tool-exchange_rate", "Tool exchange_rate: dated currency rates",
-         "exchange_rate(base, quote, date) returns how many units of the quote currency one unit of the base "
-         "currency buys on that date, in quote/base. To convert an amount in GBP to EUR multiply it by "
-         "exchange_rate(GBP, EUR, date); swapping base and quote gives the inverse rate. Rates move daily, "
-         f"so the date matters. The table covers {START} to {START + dt.timedelta(days=DAYS - 1)}; currencies: "
-         f"{', '.join(CURRENCIES)}."),
-        ("tool-lookup", "Tool lookup: table cells",
-         "lookup(table, key, field) returns one cell: a quantity with its unit, a date or a text. Tables: "
-         f"{', '.join(world['tables'])}. A text cell such as a sku can be the key of a later lookup ($1)."),
-        ("guide-plan", "Writing a tool plan",
-         "A draft is a JSON object {\"plan\": [{\"tool\": ..., \"args\": {...}}, ...], \"answer\": value}. "
-         "Arguments may be \"$n\", the result of step n. The checker re-runs the plan with the real tools and "
-         "validates the units of every step; the answer must equal the last step's result in the unit the task "
-         "asks for, rounded to 2 decimals."),
-        ("guide-money", "Currency conventions",
-         "Amounts carry their currency as a unit (EUR, GBP, USD, CHF, CAD, JPY). Orders are converted at the "
-         "rate of the order date; invoices at the rate of the due date (issue date plus the payment terms); "
-         "list prices at the rate of the quoted day."),
-        ("guide-dates", "Date conventions",
-         "Dates are ISO (YYYY-MM-DD). Invoice payment terms: net 30 means the invoice is due and settled 30 "
-         "calendar days after its issue date (net 14, net 45, net 60 likewise). Contract terms start on the "
-         "effective date. Hotel nights are counted from check-in to check-out."),
-    ]
+    """Tool manuals and conventions (``sources/manuals.jsonl``, with the rate table's dates, currencies and
+    tables filled in), then a description of each table and the unit names per dimension: what RETRIEVE ranks
+    with BM25."""
+    values = {"start": str(START), "end": str(START + dt.timedelta(days=DAYS - 1)),
+              "currencies": ", ".join(CURRENCIES), "tables": ", ".join(world["tables"])}
+    docs = [(d.doc_id, d.title, fill_placeholders(d.text, values)) for d in read_documents(MANUALS_FILE)]
     for name, tab in world["tables"].items():
         cols = "; ".join(f"{c} ({v['type']}): {v['doc']}" for c, v in tab["columns"].items())
         docs.append((f"table-{name}", f"Table {name}", f"Key: {tab['key']}. {tab['doc']} Columns: {cols}."))
