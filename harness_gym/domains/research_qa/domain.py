@@ -2,8 +2,9 @@
 
 Data: ``envs_data/research_qa/articles.jsonl`` (one encyclopedia article per entity, with its relations and
 attributes: the world graph the tools query) and ``tasks.jsonl``, written by
-:mod:`harness_gym.domains.research_qa.generate`. There is no structured verifier: :meth:`check` returns
-``None`` and CHECK is the worker's own noisy self-check.
+:mod:`harness_gym.domains.research_qa.generate`. There is no structured verifier (and no ``checker.py``): the
+domain keeps :meth:`~harness_gym.core.domain.Domain.check`, which returns ``None``, so CHECK is the worker's
+own noisy self-check.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from harness_gym.core.domain import Domain
 from harness_gym.core.retrieval import tokenize
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_jsonl, require
-from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
+from harness_gym.core.types import Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.fictional_world import normalize_answer
 from harness_gym.domains.research_qa.grader import answer_quality
 from harness_gym.domains.research_qa.tools import TOOLS, Encyclopedia
@@ -106,10 +107,6 @@ class ResearchQADomain(Domain):
         return TOOLS.implementation(call.name)(self.encyclopedia, **call.args)
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult | None:
-        """No structured verifier: CHECK falls back to the worker's self-check."""
-        return None
-
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:
         return answer_quality(draft.content, task.payload)
 
