@@ -16,11 +16,15 @@ what the reference program prints, and it must equal the same analysis run on th
 proves the documented cleaning undoes every injected fault. A wrong program whose printed answer the grader
 accepts is equivalent on this dataset and is left out. ``tests/test_data_domain.py`` re-runs the programs
 through the sandbox and the real checker and grader.
+
+The hand-written inputs are in ``sources/``: the export formats (``schemas.json``), the place names
+(``places.json``) and the pandas notes of the corpus (``pandas_notes.jsonl``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import math
@@ -34,14 +38,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness_gym.core.taskfile import read_documents
+from harness_gym.core.taskfile import TaskFileError, read_documents, read_json, require
 from harness_gym.domains.data.answers import AnswerSpec, parse_output
 from harness_gym.domains.data.checker import sanity
 from harness_gym.domains.data.grader import score
 from harness_gym.domains.data.mutations import CLEANING_OF, mutants
 from harness_gym.domains.data.programs import ANALYSIS_CODE, CLEANING_STEPS, analysis_only, program
 from harness_gym.domains.generation import generator_main
-from harness_gym.domains.sources import source_path
+from harness_gym.domains.sources import read_vocabulary, source_path
 
 SEED = 7301
 IN_DIST_DATASETS = 12
@@ -107,44 +111,36 @@ NOTES_FILE = source_path("data", "pandas_notes.jsonl")
 """The general part of the RETRIEVE corpus: short notes on pandas and on data cleaning, written for this
 project; the generator adds one data dictionary per dataset schema."""
 
-SCHEMAS: tuple[Schema, ...] = (
-    Schema("sales", "store orders export", "orders", "order_id", "order_date", "customer_id", "customers",
-           "category", ("Books", "Electronics", "Garden", "Grocery", "Toys", "Sports"),
-           "unit_price", "unit price", "USD", "price", (0.5, 500.0), (4.0, 120.0),
-           "price_unit", "USD", "cents", 100.0, "quantity", "quantity", (1, 50), 4.0, (0, -1, 999), -0.5,
-           "revenue", "USD", 1000.0, IN_TEMPLATES),
-    Schema("shipments", "warehouse shipment log", "shipments", "shipment_id", "ship_date", "client_id", "clients",
-           "warehouse", ("Northgate", "Southport", "Eastfield", "Westbrook", "Midland"),
-           "parcel_weight", "parcel weight", "kg", "weight", (0.05, 80.0), (0.5, 25.0),
-           "weight_unit", "kg", "g", 1000.0, "parcels", "parcels", (1, 40), 6.0, (0, 999, 9999), -0.4,
-           "shipped weight", "kg", 250.0, IN_TEMPLATES),
-    Schema("timesheets", "contractor timesheet export", "timesheets", "entry_id", "work_date", "employee_id",
-           "employees", "department", ("Assembly", "Logistics", "Maintenance", "Quality", "Support", "Design"),
-           "hourly_rate", "hourly rate", "USD/h", "rate", (8.0, 250.0), (15.0, 90.0),
-           "rate_unit", "USD", "cents", 100.0, "hours", "hours worked", (1, 16), 7.0, (0, 99, -8), 0.3,
-           "labour cost", "USD", 2500.0, IN_TEMPLATES),
-    Schema("meters", "utility meter readings", "meter_readings", "reading_id", "read_date", "meter_id", "meters",
-           "region", ("Riverside", "Hilltop", "Old Town", "Harbour", "Airport"),
-           "daily_use", "daily consumption", "kWh/day", "consumption", (0.5, 200.0), (5.0, 40.0),
-           "use_unit", "kWh", "Wh", 1000.0, "days", "billing days", (1, 31), 25.0, (0, -1, 99), 0.2,
-           "billed consumption", "kWh", 4000.0, OOD_TEMPLATES),
-    Schema("dosing", "ward medication dosing log", "dosing_log", "dose_id", "admin_date", "patient_id", "patients",
-           "ward", ("Cardiology", "Oncology", "Pediatrics", "Geriatrics", "Surgery"),
-           "dose", "dose per administration", "mg", "dose_mg", (1.0, 2000.0), (20.0, 600.0),
-           "dose_unit", "mg", "g", 0.001, "administrations", "administrations", (1, 8), 3.0, (0, 99, -1), -0.3,
-           "administered dose", "mg", 3000.0, OOD_TEMPLATES),
-)
+SCHEMAS_FILE = source_path("data", "schemas.json")
+"""The export formats, one object per :class:`Schema` with every field by name."""
+PLACES_FILE = source_path("data", "places.json")
+"""The (invented) place names a dataset is named after."""
+
+
+def read_schemas(path: Path = SCHEMAS_FILE) -> tuple[Schema, ...]:
+    """The export formats of ``sources/schemas.json``.
+
+    :param path: the schemas file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, list):
+        raise TaskFileError(path, "expected a list of schema objects")
+    fields = dataclasses.fields(Schema)
+    schemas = []
+    for i, rec in enumerate(raw):
+        where = f"[{i}]"
+        if not isinstance(rec, dict) or set(rec) != {f.name for f in fields}:
+            raise TaskFileError(path, f"expected an object with the fields {[f.name for f in fields]}", task_id=where)
+        values = {f.name: require(rec, f.name, {"str": str, "float": float}.get(str(f.type), list), path=path,
+                                  task_id=where) for f in fields}
+        schemas.append(Schema(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}))
+    return tuple(schemas)
+
+
+SCHEMAS = read_schemas()
 OOD_SCHEMAS = frozenset({"meters", "dosing"})
 
-PLACES: tuple[str, ...] = (
-    "Ashcombe", "Brindlemoor", "Calderwick", "Dunmerrow", "Elsworth", "Fennick", "Glenharrow", "Hollinsby",
-    "Ivyreach", "Kestlewood", "Larkspur", "Marrowdene", "Netherby", "Oakhollow", "Pellingham", "Quarrystone",
-    "Ravensmere", "Saltmarsh", "Thornbury", "Umberfield", "Valecross", "Wexholm", "Yarrowgate", "Zellbrook",
-    "Amberlow", "Bramblecote", "Cinderford", "Dovecrest", "Emberton", "Foxhallow", "Greywick", "Heathmoor",
-    "Ironbridge", "Juniperfell", "Kingsmarsh", "Lindenvale", "Millbrook", "Northwold", "Orchardleigh",
-    "Pinecombe", "Redcliffe", "Stonyhurst", "Tidewell", "Underhill", "Westmere", "Wolverley", "Yewbarrow",
-    "Copperdale", "Silverholt", "Goldthorpe",
-)
+PLACES: tuple[str, ...] = read_vocabulary(PLACES_FILE, ("places",))["places"]
 
 
 @dataclass

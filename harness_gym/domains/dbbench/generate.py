@@ -9,7 +9,7 @@ Numeric columns are TEXT, as upstream, and their values have different digit cou
 the highest or lowest value need a numeric cast (``+ 0``) and comparisons such as ``> 4000`` must compare
 numbers. Thresholds are taken from values present in the table, so ``>`` and ``>=`` give different answers.
 Labels and answer hashes come from running the reference SQL on the SQLite engine; the tests check that
-MariaDB gives the same scores.
+MariaDB gives the same scores. The names and title words rows draw from are in ``sources/vocabulary.json``.
 
 Run: ``python -m harness_gym.domains.dbbench.generate [--out DIR] [--seed N]`` (writes ``DIR/generated.jsonl``).
 """
@@ -25,15 +25,12 @@ from pathlib import Path
 from harness_gym.domains.dbbench.engines import SQLiteEngine, TableSpec, run_statement
 from harness_gym.domains.dbbench.grader import rows_to_answer, table_hash
 from harness_gym.domains.generation import generator_main
+from harness_gym.domains.sources import read_vocabulary, source_path
 
-FIRST = ("Anna", "Bruno", "Chloe", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kenji", "Lena",
-         "Marco", "Nadia", "Oscar", "Priya", "Quentin", "Rosa", "Sven", "Tara", "Umar", "Vera", "Wei", "Yara")
-LAST = ("Almeida", "Becker", "Costa", "Dubois", "Eriksen", "Fischer", "García", "Hansen", "Ivanova", "Jensen",
-        "Kowalski", "López", "Müller", "Novak", "Olsen", "Petrov", "Rossi", "Schmidt", "Tanaka", "Weber")
-WORDS = ("Silver", "Northern", "Red", "Quiet", "Golden", "Iron", "Blue", "Hidden", "Wild", "Crystal", "Royal",
-         "Broken", "Last", "Eastern", "Bright", "Stone", "Winter", "Ocean", "Paper", "Burning")
-NOUNS = ("River", "Harbor", "Garden", "Crown", "Signal", "Valley", "Tower", "Lantern", "Forest", "Bridge",
-         "Mirror", "Island", "Falcon", "Compass", "Road", "Echo", "Orchard", "Engine", "Canyon", "Meadow")
+VOCABULARY = read_vocabulary(source_path("dbbench", "vocabulary.json"),
+                             ("first_names", "last_names", "title_words", "title_nouns"))
+"""The hand-written names and title words the themes' rows draw from (``sources/vocabulary.json``)."""
+FIRST, LAST, WORDS, NOUNS = (VOCABULARY[k] for k in ("first_names", "last_names", "title_words", "title_nouns"))
 
 
 @dataclass(frozen=True)
