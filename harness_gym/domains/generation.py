@@ -1,5 +1,5 @@
-"""Pieces shared by the task-bank generators: the split of each template family's tasks, and the command line
-(``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
+"""Pieces shared by the task-bank generators: a uniform pick, the split of each template family's tasks, and the
+command line (``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,17 @@ import numpy as np
 from harness_gym.paths import data_path
 
 F = TypeVar("F")
+T = TypeVar("T")
+
+
+def pick(rng: np.random.Generator, items: Sequence[T]) -> T:
+    """One item of ``items``, uniformly, with exactly one integer draw from ``rng`` (``rng.choice`` would draw
+    differently and convert the items to an array).
+
+    :param rng: the generator's random source
+    :param items: what to pick from (not empty)
+    """
+    return items[int(rng.integers(len(items)))]
 
 
 def family_splits(rng: np.random.Generator, in_dist: Sequence[F], shares: Sequence[tuple[str, int]],

@@ -21,7 +21,7 @@ import numpy as np
 
 from harness_gym.core.taskfile import TaskFileError, read_json, require, write_jsonl
 from harness_gym.domains.fictional_world import NameForge, World
-from harness_gym.domains.generation import generator_main
+from harness_gym.domains.generation import generator_main, pick
 from harness_gym.domains.knowledge.datamodel import JSON_TYPES, FieldSpec, RecordSpec, Source, SourceIndex
 from harness_gym.domains.knowledge.grader import grade_record
 from harness_gym.domains.knowledge.mutations import record_candidates
@@ -102,7 +102,7 @@ class KnowledgeGenerator:
 
     # ----- values ------------------------------------------------------------------------------------
     def _pick(self, items: tuple[str, ...] | list[str]) -> str:
-        return items[int(self.rng.integers(len(items)))]
+        return pick(self.rng, items)
 
     def value(self, spec: FieldSpec) -> Any:
         """A fresh value of the field, of the field's JSON type."""

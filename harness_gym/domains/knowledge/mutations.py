@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from harness_gym.domains.generation import pick
 from harness_gym.domains.knowledge.datamodel import FieldSpec
 
 
@@ -32,9 +33,6 @@ def record_candidates(rng: np.random.Generator, entity: str, specs: dict[str, Fi
     """
     r = rng
 
-    def pick(items: list[str]) -> str:
-        return items[int(r.integers(len(items)))]
-
     def record(values: dict[str, Any], cites: dict[str, str]) -> str:
         return json.dumps({"entity": entity, "values": values, "citations": cites}, ensure_ascii=False)
 
@@ -51,20 +49,20 @@ def record_candidates(rng: np.random.Generator, entity: str, specs: dict[str, Fi
         out.append(("rumour_value", edit(*rumour)))
     numeric = [f for f, s in specs.items() if s.type in ("integer", "number")]
     if numeric:
-        f = pick(numeric)
+        f = pick(rng, numeric)
         unit = {"integer": "", "number": " approx."}[specs[f].type]
         out.append(("wrong_type", edit(f, f"{gold[f]}{unit}", support[f])))
     fields = list(specs)
-    f = pick(fields)
+    f = pick(rng, fields)
     out.append(("missing_field", record({g: v for g, v in gold.items() if g != f},
                                         {g: d for g, d in support.items() if g != f})))
-    f = pick(fields)
+    f = pick(rng, fields)
     out.append(("uncited_value", record(gold, {g: d for g, d in support.items() if g != f})))
-    f = pick(list(stale))
+    f = pick(rng, list(stale))
     out.append(("miscited", edit(f, gold[f], stale[f][1])))
-    f = pick(fields)
+    f = pick(rng, fields)
     out.append(("other_entity", edit(f, sibling_values[f], sibling_docs[0])))
-    f = pick([g for g in fields if not specs[g].enum])
+    f = pick(rng, [g for g in fields if not specs[g].enum])
     fabricated = changed(specs[f], gold[f], sibling_values[f], stale.get(f, (None,))[0],
                               rumour[1] if rumour else None)
     out.append(("hallucinated", edit(f, fabricated, support[f])))

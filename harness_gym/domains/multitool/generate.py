@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from harness_gym.core.taskfile import TaskFileError, read_documents, read_json, require, write_jsonl
-from harness_gym.domains.generation import family_splits, generator_main
+from harness_gym.domains.generation import family_splits, generator_main, pick
 from harness_gym.domains.multitool import mutations
 from harness_gym.domains.multitool.checker import run_plan
 from harness_gym.domains.multitool.mutations import Plan, answer_slip, lookup, step
@@ -185,19 +185,15 @@ class Spec:
     """Difficulty added for the template's trickiness."""
 
 
-def _pick(rng: np.random.Generator, keys: list[str]) -> str:
-    return keys[int(rng.integers(len(keys)))]
-
-
 def _call(s: dict[str, Any]) -> dict[str, Any]:
     return {"name": s["tool"], "args": dict(s["args"])}
 
 
 def order_fx(rng: np.random.Generator, w: World) -> Spec:
-    o = _pick(rng, list(w.tables["orders"]["rows"]))
+    o = pick(rng, list(w.tables["orders"]["rows"]))
     row = w.tables["orders"]["rows"][o]
     cur = row["amount"][1]
-    target = _pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
+    target = pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
     plan = [lookup("orders", o, "amount"), lookup("orders", o, "order_date"),
             step("exchange_rate", base=cur, quote=target, date="$2"), step("calculate", expression="$1 * $3")]
     month_start = row["order_date"][:8] + "01"
@@ -210,11 +206,11 @@ def order_fx(rng: np.random.Generator, w: World) -> Spec:
 
 
 def shipment_weight(rng: np.random.Generator, w: World) -> Spec:
-    o = _pick(rng, list(w.tables["orders"]["rows"]))
+    o = pick(rng, list(w.tables["orders"]["rows"]))
     row = w.tables["orders"]["rows"][o]
     sku = row["sku"]
     unit = w.tables["products"]["rows"][sku]["unit_weight"][1]
-    target = _pick(rng, [u for u in ("kg", "lb", "oz", "g") if u != unit])
+    target = pick(rng, [u for u in ("kg", "lb", "oz", "g") if u != unit])
     qty = int(row["quantity"][0])
     plan = [lookup("orders", o, "sku"), lookup("products", "$1", "unit_weight"), lookup("orders", o, "quantity"),
             step("calculate", expression="$2 * $3"), step("convert_units", value="$4", from_unit=unit, to_unit=target)]
@@ -227,7 +223,7 @@ def shipment_weight(rng: np.random.Generator, w: World) -> Spec:
 
 
 def contract_end(rng: np.random.Generator, w: World) -> Spec:
-    c = _pick(rng, list(w.tables["contracts"]["rows"]))
+    c = pick(rng, list(w.tables["contracts"]["rows"]))
     row = w.tables["contracts"]["rows"][c]
     term, unit = row["term"]
     if unit == "week":
@@ -244,7 +240,7 @@ def contract_end(rng: np.random.Generator, w: World) -> Spec:
 
 
 def route_speed(rng: np.random.Generator, w: World) -> Spec:
-    r = _pick(rng, list(w.tables["routes"]["rows"]))
+    r = pick(rng, list(w.tables["routes"]["rows"]))
     row = w.tables["routes"]["rows"][r]
     d_unit, t_unit = row["distance"][1], row["actual_duration"][1]
     target = "mi/h" if d_unit == "km" or rng.random() < 0.5 else "km/h"
@@ -260,7 +256,7 @@ def route_speed(rng: np.random.Generator, w: World) -> Spec:
 
 
 def stay_cost(rng: np.random.Generator, w: World) -> Spec:
-    b = _pick(rng, list(w.tables["bookings"]["rows"]))
+    b = pick(rng, list(w.tables["bookings"]["rows"]))
     row = w.tables["bookings"]["rows"][b]
     cur = row["nightly_rate"][1].split("/")[0]
     plan = [lookup("bookings", b, "check_in"), lookup("bookings", b, "check_out"),
@@ -273,10 +269,10 @@ def stay_cost(rng: np.random.Generator, w: World) -> Spec:
 
 
 def invoice_due_fx(rng: np.random.Generator, w: World) -> Spec:
-    inv = _pick(rng, list(w.tables["invoices"]["rows"]))
+    inv = pick(rng, list(w.tables["invoices"]["rows"]))
     row = w.tables["invoices"]["rows"][inv]
     cur = row["amount"][1]
-    target = _pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
+    target = pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
     terms = int(rng.choice([14, 30, 45, 60]))
     plan = [lookup("invoices", inv, "issued"), step("date_add", date="$1", days=terms),
             step("exchange_rate", base=cur, quote=target, date="$2"), lookup("invoices", inv, "amount"),
@@ -291,10 +287,10 @@ def invoice_due_fx(rng: np.random.Generator, w: World) -> Spec:
 
 
 def price_per_weight(rng: np.random.Generator, w: World) -> Spec:
-    p = _pick(rng, [k for k, v in w.tables["products"]["rows"].items() if v["unit_weight"][1] != "lb"])
+    p = pick(rng, [k for k, v in w.tables["products"]["rows"].items() if v["unit_weight"][1] != "lb"])
     row = w.tables["products"]["rows"][p]
     cur, unit = row["price"][1], row["unit_weight"][1]
-    target = _pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
+    target = pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
     day = _day(rng).isoformat()
     day_before = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
     plan = [lookup("products", p, "price"), lookup("products", p, "unit_weight"),

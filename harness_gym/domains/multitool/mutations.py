@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from harness_gym.domains.generation import pick
+
 Plan = list[dict[str, Any]]
 Wrong = list[tuple[str, Plan]]
 """(kind, plan) pairs."""
@@ -46,7 +48,7 @@ def shipment_weight(rng: np.random.Generator, plan: Plan, unit: str, target: str
     """Wrong shipping weights: one unit's weight, a miscounted quantity, the wrong source unit, another target
     unit (drawn from ``rng``), a misspelt unit."""
     other = "lb" if unit != "lb" else "kg"
-    third = _pick(rng, [u for u in WEIGHT_UNITS if u not in (unit, target)])
+    third = pick(rng, [u for u in WEIGHT_UNITS if u not in (unit, target)])
     return [
         ("missing_step", [plan[0], plan[1], step("convert_units", value="$2", from_unit=unit, to_unit=target)]),
         ("calc_slip", [plan[0], plan[1], plan[2], step("calculate", expression=f"$2 * {qty + 1}"), plan[4]]),
@@ -141,7 +143,3 @@ def answer_slip(value: float | str, rng: np.random.Generator) -> float | str:
             if abs(float(swapped) - value) > 0.05 * abs(value):
                 return float(swapped)
     return round(value * 10, 2)
-
-
-def _pick(rng: np.random.Generator, items: list[str]) -> str:
-    return items[int(rng.integers(len(items)))]
