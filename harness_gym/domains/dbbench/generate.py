@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness_gym.domains.dbbench.domain import DEFAULT_DATA
 from harness_gym.domains.dbbench.engines import SQLiteEngine, TableSpec, run_statement
 from harness_gym.domains.dbbench.grader import rows_to_answer, table_hash
 from harness_gym.domains.generation import generator_main
@@ -273,8 +274,8 @@ def make_record(theme: Theme, qtype: str, rng: random.Random) -> dict:
         return rec
 
 
-GENERATED_FILE = "generated.jsonl"
-"""The file :func:`generate` writes (the default data file of the DB-Bench env)."""
+GENERATED_FILE = DEFAULT_DATA[-1]
+"""The file :func:`generate` writes: the DB-Bench env's default data file."""
 
 
 def build_records(seed: int = 0) -> list[dict]:
