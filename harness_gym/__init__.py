@@ -11,7 +11,7 @@ from __future__ import annotations
 import gymnasium as gym
 
 from harness_gym.core.actions import Action
-from harness_gym.core.env import MAX_BUDGET, HarnessEnv
+from harness_gym.env import MAX_BUDGET, HarnessEnv
 
 __version__ = "0.1.0"
 

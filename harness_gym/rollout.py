@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
-from harness_gym.core.env import HarnessEnv
+from harness_gym.env import HarnessEnv
 
 
 class Policy(Protocol):

@@ -20,8 +20,8 @@ import numpy as np
 from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.core.env import HarnessEnv
 from harness_gym.core.maturity import PATTERNS
+from harness_gym.env import HarnessEnv
 from harness_gym.parallel import is_concurrent, map_episodes
 from harness_gym.rollout import Policy, episode_seed, play_episode
 from harness_gym_baselines.registry import make_policy

@@ -14,7 +14,7 @@ from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.code.domain import CodeDomain, load_code_domain
 from harness_gym.domains.code.generate import build_task
-from harness_gym.domains.code.mutation import OPERATORS, mutants
+from harness_gym.domains.code.mutations import OPERATORS, mutants
 from harness_gym.domains.code.problems import OOD_FAMILIES, all_specs
 from harness_gym.paths import data_path
 from harness_gym.sandbox import make_sandbox

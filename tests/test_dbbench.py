@@ -28,7 +28,7 @@ from harness_gym.domains.dbbench.grader import (
     rows_to_answer,
     table_hash,
 )
-from harness_gym.domains.dbbench.records import MUTATION_TYPES, content_split, read_records
+from harness_gym.domains.dbbench.upstream import MUTATION_TYPES, content_split, read_records
 from harness_gym.paths import data_path
 from tests.domain_cases import draft
 from tests.shared_data import SHARED_DATA, shared_data_mark
@@ -124,9 +124,10 @@ def test_generated_set_covers_every_type_with_reference_sql():
     assert all(r.split == "ood" for r in records if r.table.name in ("Library Catalogue", "book_list"))
 
 
-def test_generator_reproduces_the_shipped_file():
-    shipped = [json.loads(line) for line in data_path("dbbench", "generated.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert generate(0) == shipped
+def test_generator_reproduces_the_shipped_file(tmp_path):
+    shipped = data_path("dbbench", "generated.jsonl").read_bytes()
+    assert generate(tmp_path, 0) == len(shipped.splitlines())
+    assert (tmp_path / "generated.jsonl").read_bytes() == shipped
 
 
 def test_generated_splits(generated):

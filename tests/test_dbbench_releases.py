@@ -18,7 +18,7 @@ import harness_gym  # noqa: F401  (registers the envs)
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.domains.dbbench.domain import LeftOutRecordsWarning, load_dbbench_bank
 from harness_gym.domains.dbbench.grader import table_hash
-from harness_gym.domains.dbbench.records import OOD_SOURCE, content_split, load_records
+from harness_gym.domains.dbbench.upstream import OOD_SOURCE, content_split, load_records
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 REAL_FILE = SHARED_DATA / "dbbench" / "standard.jsonl"

@@ -1,25 +1,96 @@
-"""The shared domain layout: tools registered once by a decorator, the hand-written sources the generators and
-loaders read, and the same module names in every domain."""
+"""The shared domain layout: every domain package (found with ``pkgutil``, never a hand-kept list) has one file
+per role, its data, profile and prompt file; tools are registered once by a decorator; the hand-written sources
+the generators and loaders read."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 import json
+import pkgutil
 import re
 from pathlib import Path
 
 import pytest
 
+import harness_gym
+import harness_gym.domains
+from harness_gym.core.domain import Domain
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.domains.code.problems import read_problems
-from harness_gym.domains.sources import read_markdown_documents, source_path
+from harness_gym.domains.sources import fill_placeholders, read_markdown_documents, read_vocabulary, source_path
 from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.paths import data_root
 
-DOMAINS = ("code", "data", "dbbench", "knowledge", "multitool", "plan", "research_qa", "tau_retail")
-DOMAINS_DIR = Path(__file__).resolve().parents[1] / "harness_gym" / "domains"
-TOOL_MODULES = ("code", "data", "knowledge", "multitool", "plan", "research_qa", "tau_retail")
-"""Domains whose tools live in ``tools.py`` (DB-Bench's one tool is still declared in its ``domain.py``)."""
+DOMAINS = tuple(sorted(m.name for m in pkgutil.iter_modules(harness_gym.domains.__path__) if m.ispkg))
+DOMAINS_DIR = Path(harness_gym.domains.__file__).resolve().parent
+ROLE_MODULES = ("__init__", "domain", "env", "tools", "grader", "generate", "mutations")
+"""The modules every domain has (docs/extending.md, "A new domain"); ``checker`` is one too, unless CHECK is the
+worker's self-check."""
+
+
+def domain_class(name: str) -> type[Domain]:
+    """The :class:`Domain` subclass defined in the domain's ``domain.py``."""
+    module = importlib.import_module(f"harness_gym.domains.{name}.domain")
+    found = [c for c in vars(module).values()
+             if inspect.isclass(c) and issubclass(c, Domain) and c.__module__ == module.__name__]
+    assert len(found) == 1, (name, found)
+    return found[0]
+
+
+def layout_problems(domain_dir: Path, data: Path, has_checker: bool) -> list[str]:
+    """What the domain in ``domain_dir`` lacks of the recipe's files (its data under ``data``).
+
+    :param has_checker: whether its Domain runs a checker (then ``checker.py`` holds it; without one, CHECK
+        is the worker's self-check and there is no ``checker.py``)
+    """
+    name = domain_dir.name
+    problems = [f"{name}/{m}.py is missing" for m in ROLE_MODULES if not (domain_dir / f"{m}.py").is_file()]
+    if has_checker != (domain_dir / "checker.py").is_file():
+        problems.append(f"{name}/checker.py " + ("is missing" if has_checker else "exists but check() is not "
+                                                 "overridden"))
+    if not (domain_dir / "sources").is_dir() or not any((domain_dir / "sources").iterdir()):
+        problems.append(f"{name}/sources/ is missing or empty")
+    problems += [f"envs_data/{rel} is missing" for rel in (f"prompts/{name}.json", f"profiles/{name}.json")
+                 if not (data / rel).is_file()]
+    if not (data / name).is_dir() or not any((data / name).iterdir()):
+        problems.append(f"envs_data/{name}/ is missing or empty")
+    return problems
+
+
+def test_the_domains_are_found_from_the_package():
+    assert {"code", "data", "dbbench", "knowledge", "multitool", "plan", "research_qa", "tau_retail"} <= set(DOMAINS)
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_every_domain_has_every_role_file_its_data_profile_and_prompts(domain):
+    cls = domain_class(domain)
+    assert cls.name == domain  # the profile, the prompts and the data folder are named after it
+    assert layout_problems(DOMAINS_DIR / domain, data_root(), cls.check is not Domain.check) == []
+    assert isinstance(importlib.import_module(f"harness_gym.domains.{domain}.tools").TOOLS, ToolTable)
+    generate = importlib.import_module(f"harness_gym.domains.{domain}.generate")
+    assert callable(generate.generate) and "generator_main(" in inspect.getsource(generate.main)
+    entry_points = [e for e in harness_gym._ENTRY_POINTS.values() if e.startswith(f"harness_gym.domains.{domain}.env:")]
+    assert entry_points, f"{domain} is not registered in harness_gym._ENTRY_POINTS"
+
+
+def test_the_layout_check_names_each_missing_file(tmp_path):
+    domain_dir, data = tmp_path / "fresh", tmp_path / "envs_data"
+    domain_dir.mkdir()
+    for module in ("__init__", "domain", "env", "tools", "grader", "generate", "checker"):
+        (domain_dir / f"{module}.py").write_text('"""x"""\n')
+    (data / "profiles").mkdir(parents=True)
+    (data / "profiles" / "fresh.json").write_text("{}")
+    assert layout_problems(domain_dir, data, has_checker=True) == [
+        "fresh/mutations.py is missing", "fresh/sources/ is missing or empty", "envs_data/prompts/fresh.json is missing",
+        "envs_data/fresh/ is missing or empty"]
+    assert "fresh/checker.py exists but check() is not overridden" in layout_problems(domain_dir, data, False)
+
+
+def test_no_domain_declares_a_tool_without_the_tool_table():
+    raw = {str(p.relative_to(DOMAINS_DIR)) for p in DOMAINS_DIR.rglob("*.py")
+           if p.name != "tooling.py" and "ToolSpec(" in p.read_text(encoding="utf-8")}
+    assert not raw
 
 
 def test_decorator_registers_spec_and_write_flag_in_order():
@@ -49,7 +120,7 @@ def test_decorator_registers_spec_and_write_flag_in_order():
         table.implementation("nope")
 
 
-@pytest.mark.parametrize("domain", TOOL_MODULES)
+@pytest.mark.parametrize("domain", DOMAINS)
 def test_every_tool_function_takes_its_schema_arguments(domain):
     """Each registered function accepts every schema property as a keyword, and every required property is a
     parameter without a default (so a schema-valid call can never hit a missing or unknown argument)."""
@@ -73,16 +144,6 @@ def test_write_tools_are_derived_from_the_registration():
     assert "transfer_to_human_agents" in tools.PLAN_TOOLS and "transfer_to_human_agents" not in writes
     assert set(tools.TOOLS) - tools.PLAN_TOOLS == tools.EVIDENCE_TOOLS
     assert tools.TOOLS.specs == tools.TOOL_SPECS
-
-
-@pytest.mark.parametrize("domain", DOMAINS)
-def test_every_domain_has_the_same_role_modules(domain):
-    names = {p.stem for p in (DOMAINS_DIR / domain).glob("*.py")}
-    assert {"domain", "env", "generate", "grader"} <= names, sorted(names)
-    # research_qa has no structured checker (CHECK is the worker's self-check); DB-Bench's checker and tool
-    # are in domain.py.
-    if domain not in ("research_qa", "dbbench"):
-        assert {"checker", "tools"} <= names, sorted(names)
 
 
 def test_no_domain_module_is_over_700_lines():
@@ -125,3 +186,31 @@ def test_problem_file_errors_name_the_field(tmp_path):
         path.write_text(json.dumps(broken), encoding="utf-8")
         with pytest.raises(TaskFileError, match=re.escape(f"problems.json, field {field!r}")):
             read_problems(path)
+
+
+def test_word_lists_and_placeholders(tmp_path):
+    path = tmp_path / "words.json"
+    path.write_text(json.dumps({"rooms": ["Oak", "Elm"], "people": ["Ana"]}), encoding="utf-8")
+    assert read_vocabulary(path, ("people", "rooms")) == {"rooms": ("Oak", "Elm"), "people": ("Ana",)}
+    with pytest.raises(TaskFileError, match=r"missing \['titles'\], unknown \['rooms'\]"):
+        read_vocabulary(path, ("people", "titles"))
+    for bad, what in (({"rooms": []}, "non-empty list"), ({"rooms": ["Oak", "Oak"]}, r"repeated entries \['Oak'\]"),
+                      ({"rooms": ["Oak", 3]}, "non-empty strings")):
+        path.write_text(json.dumps(bad), encoding="utf-8")
+        with pytest.raises(TaskFileError, match=f"words.json, field 'rooms': .*{what}"):
+            read_vocabulary(path, ("rooms",))
+    text = 'covers {start} to {end}; a plan is {"plan": [...]}'
+    assert fill_placeholders(text, {"start": "2024-01-01", "end": "2024-06-30"}) == (
+        'covers 2024-01-01 to 2024-06-30; a plan is {"plan": [...]}')
+
+
+def test_a_bad_source_file_names_the_file_and_the_field(tmp_path):
+    from harness_gym.domains.research_qa.generate import QUESTIONS_FILE, read_templates
+
+    raw = json.loads(QUESTIONS_FILE.read_text(encoding="utf-8"))
+    raw["out_of_distribution"][1]["path"] = ["held_in", "in_regoin"]
+    path = tmp_path / "questions.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(TaskFileError, match=r"questions.json, task 'out_of_distribution\[1\]', field 'path'.*"
+                                            r"'in_regoin'"):
+        read_templates(path)

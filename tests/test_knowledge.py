@@ -9,7 +9,7 @@ import pytest
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.knowledge.domain import KnowledgeDomain, load_knowledge_domain
-from harness_gym.domains.knowledge.generate import write
+from harness_gym.domains.knowledge.generate import generate
 from harness_gym.paths import data_path
 from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.taskfile_cases import RawEdit, assert_rejects_corrupt_line
@@ -32,7 +32,7 @@ def test_splits_and_counts(domain):
 
 
 def test_generator_reproduces_the_shipped_data(tmp_path):
-    write(tmp_path)
+    generate(tmp_path)
     for name in FILES:
         assert (tmp_path / name).read_bytes() == data_path("knowledge", name).read_bytes(), name
 

@@ -8,7 +8,7 @@ import pytest
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.research_qa.domain import ResearchQADomain, load_research_qa_domain
-from harness_gym.domains.research_qa.generate import IN_DISTRIBUTION, OUT_OF_DISTRIBUTION, write
+from harness_gym.domains.research_qa.generate import IN_DISTRIBUTION, OUT_OF_DISTRIBUTION, generate
 from harness_gym.domains.research_qa.grader import answer_quality, token_f1
 from harness_gym.paths import data_path
 from harness_gym.workers import SimulatedWorker, WorkerProfile
@@ -38,7 +38,7 @@ def test_splits_counts_and_ood_relations(domain):
 
 
 def test_generator_reproduces_the_shipped_data(tmp_path):
-    write(tmp_path)
+    generate(tmp_path)
     for name in FILES:
         assert (tmp_path / name).read_bytes() == data_path("research_qa", name).read_bytes(), name
 

@@ -14,14 +14,14 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import Context, Draft, ToolCall
 from harness_gym.domains.tau_retail import generate
-from harness_gym.domains.tau_retail.candidates import Perturber
 from harness_gym.domains.tau_retail.checker import verify
-from harness_gym.domains.tau_retail.data import OOD_HELD_OUT_TOOL, TAU2_FAILING_GOLD_WRITES, load_dataset
 from harness_gym.domains.tau_retail.domain import TauRetailDomain, load_tau_retail_domain
 from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft, replay
 from harness_gym.domains.tau_retail.grader import missing_outputs, reward
+from harness_gym.domains.tau_retail.mutations import Perturber
 from harness_gym.domains.tau_retail.store import RetailDB
 from harness_gym.domains.tau_retail.tools import WRITE_TOOLS, call_once
+from harness_gym.domains.tau_retail.upstream import OOD_HELD_OUT_TOOL, TAU2_FAILING_GOLD_WRITES, load_dataset
 from harness_gym.paths import data_path
 from harness_gym_baselines.cli import main as cli_main
 from tests.shared_data import SHARED_DATA, shared_data_mark
@@ -367,7 +367,7 @@ def test_real_bank_agrees_with_grader_and_checker(real):
 
 
 def test_synthetic_store_is_what_the_generator_writes(tmp_path):
-    counts = generate.write(tmp_path, seed=0)
+    counts = generate.generate(tmp_path, seed=0)
     assert counts == {"train": 140, "val": 40, "test": 50, "ood": 30}
     for name in sorted(p.name for p in data_path("tau_retail").iterdir()):
         assert (tmp_path / name).read_bytes() == data_path("tau_retail", name).read_bytes(), name

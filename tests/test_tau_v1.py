@@ -15,13 +15,13 @@ import pytest
 import harness_gym  # noqa: F401  (registers the envs)
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import ToolCall
-from harness_gym.domains.tau_retail.candidates import Perturber
-from harness_gym.domains.tau_retail.data import OOD_HELD_OUT_TOOL, load_dataset
 from harness_gym.domains.tau_retail.domain import TauRetailDomain, load_tau_retail_domain
 from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft, replay
 from harness_gym.domains.tau_retail.grader import reward
+from harness_gym.domains.tau_retail.mutations import Perturber
 from harness_gym.domains.tau_retail.store import TABLES, RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, WRITE_TOOLS, call_once
+from harness_gym.domains.tau_retail.upstream import OOD_HELD_OUT_TOOL, load_dataset
 from harness_gym.domains.tau_retail.v1_tasks import read_v1_task_list
 from tests.shared_data import SHARED_DATA, shared_data_mark
 from tests.test_tau_retail import ORDERS, PRODUCTS, USERS

@@ -20,7 +20,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
 
 import harness_gym
-from harness_gym.core.env import UnsupportedRenderMode
+from harness_gym.env import UnsupportedRenderMode
 from harness_gym.sb3 import SB3VecEnv, to_sb3_vec_env
 from harness_gym_baselines.cli import main, row_labels
 from harness_gym_baselines.evaluate import evaluate

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from examples.toy_domain import checker, grader, tools
 from harness_gym.core.domain import Domain
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
-from harness_gym.sandbox.base import Sandbox
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,7 +26,7 @@ class ToyDomain(Domain):
 
     def __init__(self, root: Path = HERE) -> None:
         super().__init__()
-        self.tools = dict(tools.TOOLS)
+        self.tools = tools.TOOLS.specs
         self.corpus = read_documents(root / "corpus.jsonl")
         path = root / "tasks.jsonl"
         tasks = []
@@ -38,13 +38,14 @@ class ToyDomain(Domain):
             tasks.append(parse_task(rec, path=path, line=line, payload=tuple(operands)))
         self.add_tasks(tasks)
 
-    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
-        return tools.run(call)
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
+                  *, resource: None = None) -> ToolResult:
+        return tools.TOOLS.implementation(call.name)(**call.args)
 
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         return checker.check(task.payload, draft.content)
 
-    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:
         return grader.grade(task.payload, draft.content)
 
 

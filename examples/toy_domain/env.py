@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from examples.toy_domain.domain import HERE, load_toy_domain
-from harness_gym.core.env import HarnessEnv, document_env
+from harness_gym.env import HarnessEnv, document_env
 
 
 @document_env
@@ -46,14 +46,17 @@ class HarnessToyEnv(HarnessEnv):
 
     ```python
     env = gym.make("HarnessToy-v0", split="train", budget=30, cost_weight=0.0, worker="simulated",
-                   profile=None, sandbox="process", action_costs=None, render_mode=None)
+                   profile=None, prompts_dir=None, sandbox="process", action_costs=None, render_mode=None)
     ```
 
-    ``profile`` defaults to this folder's ``profile.json``; the keywords are those of
-    :class:`~harness_gym.core.env.HarnessEnv`.
+    ``profile`` defaults to this folder's ``profile.json`` and ``prompts_dir`` to its ``prompts/`` folder (a
+    domain outside ``harness_gym`` keeps them beside its code); the keywords are those of
+    :class:`~harness_gym.env.HarnessEnv`.
     """
 
     def __init__(self, **kwargs: Any) -> None:
         if kwargs.get("profile") is None:
             kwargs["profile"] = str(HERE / "profile.json")
+        if kwargs.get("prompts_dir") is None:
+            kwargs["prompts_dir"] = str(HERE / "prompts")
         super().__init__(load_toy_domain(), **kwargs)

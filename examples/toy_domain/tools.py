@@ -1,19 +1,20 @@
-"""The toy domain's one tool, ``add``: its JSON-schema spec and its implementation."""
+"""The toy domain's one tool, ``add``: declared once in a :class:`~harness_gym.domains.tooling.ToolTable` (its
+JSON schema, its description and the function that runs it)."""
 
 from __future__ import annotations
 
-from harness_gym.core.tools import ToolSpec
-from harness_gym.core.types import ToolCall, ToolResult
+from harness_gym.core.types import ToolResult
+from harness_gym.domains.tooling import ToolTable, object_schema
 
-ADD = ToolSpec("add", "add two integers", {
-    "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-    "required": ["a", "b"], "additionalProperties": False})
-TOOLS: dict[str, ToolSpec] = {ADD.name: ADD}
+TOOLS = ToolTable()
+"""The toy tools; the env validates every call against the schema before the function sees it."""
 
 
-def run(call: ToolCall) -> ToolResult:
-    """Run a call already validated against :data:`TOOLS` (the env validates before the domain runs it).
+@TOOLS.tool("add two integers", object_schema({"a": {"type": "integer"}, "b": {"type": "integer"}}))
+def add(a: int, b: int) -> ToolResult:
+    """The sum of ``a`` and ``b``.
 
-    :param call: a schema-valid call of a tool in :data:`TOOLS`
+    :param a: the first operand
+    :param b: the second operand
     """
-    return ToolResult(ok=True, output=str(call.args["a"] + call.args["b"]))
+    return ToolResult(ok=True, output=str(a + b))

@@ -19,7 +19,7 @@ Every step (and the reset, with zeros) reports ``info["cost"]``:
   ``units`` is computed from deterministic quantities only (``latency_s`` never enters it).
 
 The env's reward is ``-cost_weight * units`` on every step plus the quality Q on the last one, so an episode's
-return is ``Q - cost_weight * total units`` (:class:`~harness_gym.core.env.HarnessEnv`, ``cost_weight=``).
+return is ``Q - cost_weight * total units`` (:class:`~harness_gym.env.HarnessEnv`, ``cost_weight=``).
 """
 
 from __future__ import annotations

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness_gym.core.retrieval import BM25Index
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.tools import ToolSpec, validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
-from harness_gym.sandbox.base import Sandbox
 
 
 class Domain(ABC):
@@ -34,11 +34,12 @@ class Domain(ABC):
 
     **Episode resource.** A domain that needs something live for one episode (e.g. a database loaded with the
     task's table) returns it from :meth:`begin_episode`; the env calls it at every ``reset``, keeps what it
-    returns, passes it as the keyword argument ``resource=`` to :meth:`call_tool` (through :meth:`run_tool`),
-    :meth:`check` and :meth:`grade` during that episode, and hands it to :meth:`end_episode` when the next
-    episode starts or the env closes. A domain whose :meth:`begin_episode` returns ``None`` (the default)
-    never receives the keyword; one that returns a resource accepts ``resource`` in those three hooks and
-    works without it too (opening a short-lived one), so the hooks can be called outside an env.
+    returns, and hands it to :meth:`end_episode` when the next episode starts or the env closes. The three
+    hooks that act on the episode, :meth:`call_tool` (through :meth:`run_tool`), :meth:`check` and
+    :meth:`grade`, always receive it as the keyword argument ``resource=``: ``None`` for a domain whose
+    :meth:`begin_episode` returns ``None`` (the default), which then ignores it. A domain that has a resource
+    works without it too (opening a short-lived one when ``resource`` is ``None``), so its hooks can be called
+    outside an env.
     """
 
     name: str = ""
@@ -167,19 +168,21 @@ class Domain(ABC):
         :param call: the worker's proposed call
         :param ctx: the episode's context
         :param sandbox: where code runs (``None`` for domains that run none)
-        :param resource: the episode resource from :meth:`begin_episode`; passed on to :meth:`call_tool`
-            only when it is not ``None``
+        :param resource: the episode resource from :meth:`begin_episode` (``None`` when there is none); passed
+            on to :meth:`call_tool`
         """
         problem = validate_call(self.tools, call)
         if problem:
             return ToolResult(ok=False, output="", error=problem)
-        if resource is None:
-            return self.call_tool(task, call, ctx, sandbox)
         return self.call_tool(task, call, ctx, sandbox, resource=resource)
 
     @abstractmethod
-    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
-        """Execute a validated tool call."""
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None, *,
+                  resource: Any = None) -> ToolResult:
+        """Execute a validated tool call.
+
+        :param resource: the episode resource (``None`` when the domain has none, or outside an env)
+        """
 
     def argument_values(self, task: Task, tool: str, arg: str) -> list[Any]:
         """Values argument ``arg`` of ``tool`` can plausibly take on ``task``, from the domain's data. The
@@ -237,14 +240,20 @@ class Domain(ABC):
         return got
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult | None:
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: Any = None) -> CheckResult | None:
         """Run the domain checker on the draft. ``None`` means the domain has no structured verifier and
-        CHECK falls back to the worker's self-check."""
+        CHECK falls back to the worker's self-check.
+
+        :param resource: the episode resource (``None`` when the domain has none, or outside an env)
+        """
         return None
 
     @abstractmethod
-    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
-        """The hidden grader: task quality in [0, 1] of the draft's content."""
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: Any = None) -> float:
+        """The hidden grader: task quality in [0, 1] of the draft's content.
+
+        :param resource: the episode resource (``None`` when the domain has none, or outside an env)
+        """
 
     # ----- evidence ----------------------------------------------------------------------------------
     def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:

@@ -68,7 +68,6 @@ FEATURES: tuple[Feature, ...] = (
 )
 """The observation vector, in order: adding a feature is one entry here (its value function included)."""
 FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)
-N_FEATURES: int = len(FEATURES)
 LOW = np.array([f.low for f in FEATURES], dtype=np.float32)
 HIGH = np.array([f.high for f in FEATURES], dtype=np.float32)
 

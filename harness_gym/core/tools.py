@@ -21,13 +21,6 @@ class ToolSpec:
     writes: bool = False
     """True for tools that change state (e.g. a retail order); those form a draft's plan, not evidence."""
 
-    def as_openai(self) -> dict[str, Any]:
-        """The OpenAI function-calling form of this spec."""
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
-        }
-
 
 _validators: dict[int, jsonschema.protocols.Validator] = {}
 

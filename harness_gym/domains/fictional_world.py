@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from harness_gym.domains.generation import pick
+
 _ONSETS = ("b", "br", "c", "d", "dr", "f", "g", "gr", "h", "k", "kr", "l", "m", "n", "p", "qu", "r", "s",
            "sk", "st", "t", "th", "tr", "v", "vr", "z")
 _NUCLEI = ("a", "e", "i", "o", "u", "ae", "ai", "ei", "ia", "ou")
@@ -47,7 +49,7 @@ class NameForge:
         self._used: set[str] = set()
 
     def _pick(self, options: tuple[str, ...]) -> str:
-        return options[int(self.rng.integers(len(options)))]
+        return pick(self.rng, options)
 
     def word(self, syllables: int) -> str:
         """A capitalised invented word of ``syllables`` syllables."""
@@ -175,7 +177,7 @@ class World:
         return [e for e in self.entities.values() if e.kind == kind]
 
     def choice(self, items: list[Entity]) -> Entity:
-        return items[int(self.rng.integers(len(items)))]
+        return pick(self.rng, items)
 
     def _build(self, n_regions: int) -> None:
         rng, names = self.rng, self.names

@@ -1,5 +1,5 @@
-"""Pieces shared by the task-bank generators: the split of each template family's tasks, and the command line
-(``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
+"""Pieces shared by the task-bank generators: a uniform pick, the split of each template family's tasks, and the
+command line (``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,17 @@ import numpy as np
 from harness_gym.paths import data_path
 
 F = TypeVar("F")
+T = TypeVar("T")
+
+
+def pick(rng: np.random.Generator, items: Sequence[T]) -> T:
+    """One item of ``items``, uniformly, with exactly one integer draw from ``rng`` (``rng.choice`` would draw
+    differently and convert the items to an array).
+
+    :param rng: the generator's random source
+    :param items: what to pick from (not empty)
+    """
+    return items[int(rng.integers(len(items)))]
 
 
 def family_splits(rng: np.random.Generator, in_dist: Sequence[F], shares: Sequence[tuple[str, int]],
@@ -31,16 +42,21 @@ def family_splits(rng: np.random.Generator, in_dist: Sequence[F], shares: Sequen
 
 
 def generator_main(doc: str, domain: str, generate: Callable[[Path, int], Any], seed: int = 0,
-                   report: Callable[[Any, Path], object] = lambda result, out: result) -> None:
-    """Parse ``[--out DIR] [--seed N]``, run ``generate(out, seed)`` and print ``report(result, out)``.
+                   report: Callable[[Any, Path], object] = lambda result, out: result,
+                   argv: Sequence[str] | None = None) -> None:
+    """The command line of every domain's generator: parse ``[--out DIR] [--seed N]``, run
+    ``generate(out, seed)`` and print ``report(result, out)``.
 
     :param doc: the generator module's docstring; its first line describes the command
     :param domain: the output folder when ``--out`` is not given is ``envs_data/<domain>``
+    :param generate: writes the domain's shipped data files into a folder, deterministically for a seed
     :param seed: the default ``--seed``
+    :param report: what to print from ``generate``'s result and the folder
+    :param argv: the arguments (default ``sys.argv[1:]``)
     """
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help=f"output folder (default envs_data/{domain})")
     parser.add_argument("--seed", type=int, default=seed)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     out = args.out or data_path(domain)
     print(report(generate(out, args.seed), out))

@@ -2,14 +2,17 @@
 ``sources/`` folder next to its code and read by its generator or its loader.
 
 JSONL notes use the corpus format of :func:`~harness_gym.core.taskfile.read_documents`; Markdown documents
-are read by :func:`read_markdown_documents`.
+are read by :func:`read_markdown_documents`; word lists (names, rooms, titles) by :func:`read_vocabulary`;
+other JSON inputs by :func:`~harness_gym.core.taskfile.read_json` with
+:func:`~harness_gym.core.taskfile.require` on every field.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from harness_gym.core.taskfile import TaskFileError
+from harness_gym.core.taskfile import TaskFileError, read_json
 from harness_gym.core.types import Document
 
 _DOMAINS = Path(__file__).resolve().parent
@@ -18,7 +21,7 @@ _DOMAINS = Path(__file__).resolve().parent
 def source_path(domain: str, name: str) -> Path:
     """The path of the file ``name`` in the ``sources/`` folder of ``domain``.
 
-    :param domain: the domain's package name (``code``, ``data``, ``dbbench``, ``tau_retail``)
+    :param domain: the domain's package name (``code``, ``plan``, ...)
     :param name: the file name inside that folder
     """
     return _DOMAINS / domain / "sources" / name
@@ -65,3 +68,39 @@ def read_markdown_documents(path: str | Path) -> list[Document]:
     if not docs:
         raise TaskFileError(path, "no '## doc-id: Title' section")
     return docs
+
+
+def read_vocabulary(path: str | Path, keys: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The word lists of a JSON object whose every value is a non-empty list of distinct strings (the names,
+    rooms or titles a generator draws from), in file order.
+
+    :param path: the JSON file
+    :param keys: the lists the file holds, no more and no fewer
+    """
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise TaskFileError(path, f"expected a JSON object of word lists, got {type(raw).__name__}")
+    if set(raw) != set(keys):
+        missing, unknown = sorted(set(keys) - set(raw)), sorted(set(raw) - set(keys))
+        raise TaskFileError(path, f"expected the lists {list(keys)}; missing {missing}, unknown {unknown}")
+    words: dict[str, tuple[str, ...]] = {}
+    for key, values in raw.items():
+        if not isinstance(values, list) or not values or not all(isinstance(v, str) and v for v in values):
+            raise TaskFileError(path, "expected a non-empty list of non-empty strings", field=key)
+        if len(set(values)) != len(values):
+            raise TaskFileError(path, f"repeated entries {sorted({v for v in values if values.count(v) > 1})}",
+                                field=key)
+        words[key] = tuple(values)
+    return words
+
+
+def fill_placeholders(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with every ``{name}`` of ``values`` replaced by its value; other braces stay as they are (the
+    source texts quote JSON, so :meth:`str.format` would not do).
+
+    :param text: a hand-written text with placeholders
+    :param values: placeholder name -> its text
+    """
+    for name, value in values.items():
+        text = text.replace("{" + name + "}", value)
+    return text

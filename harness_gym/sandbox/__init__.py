@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_gym.sandbox.base import ExecResult, Sandbox
+from harness_gym.core.sandbox import ExecResult, Sandbox
 from harness_gym.sandbox.cache import CachedSandbox, ExecRecorder, ResultCache, default_cache
 from harness_gym.sandbox.docker import DockerSandbox, DockerUnavailableError
 from harness_gym.sandbox.process import ISOLATIONS, IsolationError, ProcessSandbox

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 
 from harness_gym.core.lru import ByteLRU
-from harness_gym.sandbox.base import ExecResult, Sandbox
+from harness_gym.core.sandbox import ExecResult, Sandbox
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 """Default bound on the bytes a :class:`ResultCache` holds (a result's stdout and stderr are at most 64 KiB each)."""

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness_gym.sandbox.base import ExecResult
+from harness_gym.core.sandbox import ExecResult
 from harness_gym.sandbox.cache import ResultCache, cached_run, default_cache
 from harness_gym.sandbox.server import safe_join
 

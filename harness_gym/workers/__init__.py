@@ -14,6 +14,8 @@ from harness_gym.workers.profile import WorkerProfile
 from harness_gym.workers.simulated import SimulatedWorker
 
 WORKER_NAMES: tuple[str, ...] = ("simulated", "openai")
+SIMULATED_OPTIONS: tuple[str, ...] = ("prompts_dir",)
+"""The options the simulated worker takes (the folder of prompt files its metering reads)."""
 
 
 def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | None = None, *,
@@ -26,7 +28,7 @@ def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | 
     :param profile: a profile, a path to a profile JSON file, or ``None`` for the domain's shipped profile
     :param tools: the domain's tools (a live worker shows them to the model)
     :param options: keyword arguments of the named worker, e.g. ``base_url``, ``model``, ``cache`` for
-        ``"openai"`` (see :data:`OPENAI_OPTIONS`); the simulated worker takes none
+        ``"openai"`` (see :data:`OPENAI_OPTIONS`); the simulated worker takes only ``prompts_dir``
     :param wrong_tool_calls: the domain's well-formed wrong calls per task, for the simulated worker
         (:meth:`~harness_gym.core.domain.Domain.wrong_tool_calls`)
     """
@@ -40,18 +42,20 @@ def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | 
         if unknown:
             raise ValueError(f"unknown option(s) {unknown} for worker 'openai'; known: {list(OPENAI_OPTIONS)}")
         return OpenAIWorker(domain, tools, **options)
-    if options:
-        raise ValueError(f"worker {spec!r} takes no options, got {sorted(options)} (they are for worker='openai')")
     if spec == "simulated":
+        unknown = sorted(set(options) - set(SIMULATED_OPTIONS))
+        if unknown:
+            raise ValueError(f"worker 'simulated' takes no options other than {list(SIMULATED_OPTIONS)}, got "
+                             f"{unknown} (they are for worker='openai')")
         if profile is None:
             prof = WorkerProfile.for_domain(domain)
         elif isinstance(profile, WorkerProfile):
             prof = profile
         else:
             prof = WorkerProfile.load(profile)
-        return SimulatedWorker(prof, domain, tools=tools, wrong_tool_calls=wrong_tool_calls)
+        return SimulatedWorker(prof, domain, tools=tools, wrong_tool_calls=wrong_tool_calls, **options)
     raise ValueError(f"unknown worker {spec!r}; expected one of {WORKER_NAMES} or a Worker instance")
 
 
 __all__ = ["Worker", "Usage", "WorkerProfile", "SimulatedWorker", "OpenAIWorker", "make_worker", "WORKER_NAMES",
-           "OPENAI_OPTIONS"]
+           "OPENAI_OPTIONS", "SIMULATED_OPTIONS"]

@@ -127,18 +127,28 @@ class PromptSet:
 
     @classmethod
     def for_domain(cls, domain: str, folder: str | Path | None = None) -> PromptSet:
-        """Read ``defaults.json`` and ``<domain>.json`` from ``folder`` (default ``envs_data/prompts``).
+        """Read ``defaults.json`` and ``<domain>.json`` from ``folder`` (default ``envs_data/prompts``); a folder
+        without a ``defaults.json`` of its own uses the shipped one.
 
-        Keys of the domain file replace those of the defaults; ``templates`` are merged per action.
+        Keys of the domain file replace those of the defaults; ``templates`` are merged per action. Every domain
+        needs its file, whichever worker runs it (the simulated worker meters its prompts from it).
 
         :param domain: the domain name
         :param folder: the prompt folder
+        :raises TaskFileError: when ``<domain>.json`` is missing, or for a malformed file (naming file and field)
         """
         root = Path(folder) if folder is not None else data_path("prompts")
+        domain_file = root / f"{domain}.json"
+        if not domain_file.is_file():
+            raise TaskFileError(domain_file, f"no prompt file for domain {domain!r}: every domain needs one, with "
+                                "any worker (docs/extending.md, 'A new domain'; another folder: prompts_dir=)")
+        defaults = root / "defaults.json"
+        if not defaults.is_file():
+            defaults = data_path("prompts", "defaults.json")
         merged: dict[str, Any] = {}
         templates: dict[str, str] = {}
         sources = []
-        for path in (root / "defaults.json", root / f"{domain}.json"):
+        for path in (defaults, domain_file):
             raw = read_json(path)
             if not isinstance(raw, dict):
                 raise TaskFileError(path, "a prompt file must be a JSON object")

@@ -33,13 +33,13 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from harness_gym.core.cost import CHARS_PER_TOKEN, estimate_tokens
 from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall
-from harness_gym.paths import data_path
 from harness_gym.workers.base import Usage
 from harness_gym.workers.profile import WorkerProfile
 from harness_gym.workers.prompting import ACTIONS, PromptSet, render_context, render_tools
@@ -53,16 +53,19 @@ class SimulatedWorker:
     """The default worker.
 
     :param profile: the domain's worker profile
-    :param domain: the domain name, whose prompt files (``envs_data/prompts``) size the metered prompts;
-        ``None``, or a domain without a prompt file, meters the rendered context alone
+    :param domain: the domain name, whose prompt file (``<domain>.json`` in ``envs_data/prompts`` or
+        ``prompts_dir``) sizes the metered prompts; a missing file is an error. ``None`` (no domain) meters the
+        rendered context alone
     :param tools: the domain's tools (listed in the tool prompt, as a live worker shows them)
     :param wrong_tool_calls: the well-formed wrong calls of a task (the env passes the domain's
         :meth:`~harness_gym.core.domain.Domain.wrong_tool_calls`); ``None``: the worker proposes none
+    :param prompts_dir: the folder of prompt files (default ``envs_data/prompts``)
     """
 
     def __init__(self, profile: WorkerProfile, domain: str | None = None, *,
                  tools: Mapping[str, ToolSpec] | None = None,
-                 wrong_tool_calls: Callable[[Task], Sequence[ToolCall]] | None = None) -> None:
+                 wrong_tool_calls: Callable[[Task], Sequence[ToolCall]] | None = None,
+                 prompts_dir: str | Path | None = None) -> None:
         self.profile = profile
         self.rng = np.random.default_rng(0)
         self._split_cache: dict[str, tuple[list[int], list[int]]] = {}
@@ -71,8 +74,8 @@ class SimulatedWorker:
         self._verdicts: dict[str, bool] = {}
         self._overhead_chars = dict.fromkeys(ACTIONS, 0)
         self._slot_uses = {action: {"context": 1, "draft": 0, "feedback": 0} for action in ACTIONS}
-        if domain is not None and data_path("prompts", f"{domain}.json").is_file():
-            prompts = PromptSet.for_domain(domain)
+        if domain is not None:
+            prompts = PromptSet.for_domain(domain, prompts_dir)
             tool_text = render_tools(tools or {})
             for action in ACTIONS:
                 messages = prompts.messages(action, context="", tools=tool_text, draft="", feedback="")

@@ -3,6 +3,7 @@ the first failing case."""
 
 from __future__ import annotations
 
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.types import CheckResult, Draft
 from harness_gym.domains.code.sandbox_jobs import (
     SOLUTION_FILE,
@@ -11,7 +12,6 @@ from harness_gym.domains.code.sandbox_jobs import (
     CodePayload,
     run_tests,
 )
-from harness_gym.sandbox.base import Sandbox
 
 SPECIFICITY = {"returned": 0.9, "raised": 0.7, "load": 0.6, "slow": 0.4, "timeout": 0.2, "crash": 0.2}
 """How precisely CHECK feedback names the fault, by what went wrong: a wrong value names the case, the

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.domain import Domain
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.code.checker import check_draft
@@ -31,7 +32,6 @@ from harness_gym.domains.code.grader import grade_draft
 from harness_gym.domains.code.sandbox_jobs import CodePayload, TestCase, decode_literal
 from harness_gym.domains.code.tools import TOOLS
 from harness_gym.paths import data_path
-from harness_gym.sandbox.base import Sandbox
 
 
 def defines(source: str, name: str) -> bool:
@@ -132,16 +132,17 @@ class CodeDomain(Domain):
             raise RuntimeError("the code domain runs drafts and needs a sandbox")
         return sandbox
 
-    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
+                  *, resource: None = None) -> ToolResult:
         if ctx.draft is None:
             return ToolResult(ok=False, output="", error=f"{call.name} needs a draft to run")
         return TOOLS.implementation(call.name)(self._box(sandbox), ctx.draft.content, **call.args)
 
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         """Run the visible tests; the feedback names the first failing case."""
         return check_draft(task.payload, draft, self._box(sandbox))
 
-    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:
         """The fraction of hidden tests passed (0 when the draft does not load or the job fails)."""
         return grade_draft(task.payload, draft, self._box(sandbox))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_gym.core.env import HarnessEnv, document_env
 from harness_gym.domains.code.domain import load_code_domain
+from harness_gym.env import HarnessEnv, document_env
 
 
 @document_env
@@ -78,7 +78,7 @@ class HarnessCodeEnv(HarnessEnv):
 
     ``data_dir`` is a folder with ``tasks.jsonl`` and ``corpus.jsonl`` (default: the shipped
     ``envs_data/code``, written by ``python -m harness_gym.domains.code.generate``); the other keywords are
-    those of :class:`~harness_gym.core.env.HarnessEnv`.
+    those of :class:`~harness_gym.env.HarnessEnv`.
 
     ## Example
 

@@ -1,10 +1,10 @@
-"""Write the HarnessCode-v0 task bank: ``python -m harness_gym.domains.code.generate [--out DIR]``.
+"""Write the HarnessCode-v0 task bank: ``python -m harness_gym.domains.code.generate [--out DIR] [--seed N]``.
 
 For every task of :mod:`~harness_gym.domains.code.problems` the generator
 
 1. runs the reference (in this process; it is trusted code) on the test expressions to get the expected
    values, then runs it through the sandbox harness and requires it to pass every test;
-2. makes every single-site mutant of the reference (:mod:`~harness_gym.domains.code.mutation`) and runs each
+2. makes every single-site mutant of the reference (:mod:`~harness_gym.domains.code.mutations`) and runs each
    through the grader's job in the sandbox; the visible tests are the first cases of that job, so one run
    says whether the checker would pass the mutant and what quality the grader gives it;
 3. drops mutants that fail to load, hang or crash the job, and equivalent mutants (quality 1), keeps up to
@@ -18,7 +18,6 @@ The output is deterministic: everything random is drawn from :class:`random.Rand
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import random
@@ -29,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.taskfile import read_documents
-from harness_gym.domains.code.mutation import Mutant, mutants
+from harness_gym.domains.code.mutations import Mutant, mutants
 from harness_gym.domains.code.problems import OOD_FAMILIES, TaskSpec, all_specs
 from harness_gym.domains.code.sandbox_jobs import SOLUTION_FILE, RunReport, TestCase, decode_literal, run_tests, same
+from harness_gym.domains.generation import generator_main
 from harness_gym.domains.sources import source_path
-from harness_gym.paths import data_path
 from harness_gym.sandbox import Sandbox, make_sandbox
 
 BANK_SIZE = 6
@@ -253,14 +252,8 @@ def generate(out_dir: Path, seed: int = 0, sandbox: Sandbox | None = None, log: 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: envs_data/code)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of candidate selection and splits")
-    parser.add_argument("--quiet", action="store_true", help="print only the summary")
-    args = parser.parse_args(argv)
-    out = args.out if args.out is not None else data_path("code")
-    summary = generate(out, seed=args.seed, log=not args.quiet)
-    print(json.dumps(summary, indent=2, sort_keys=True))
+    generator_main(__doc__, "code", generate, 0, lambda summary, out: json.dumps(summary, indent=2, sort_keys=True),
+                   argv)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@ host compares them with the expected values (which never enter the job)."""
 
 from __future__ import annotations
 
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.types import Draft
 from harness_gym.domains.code.sandbox_jobs import CodePayload, run_tests
-from harness_gym.sandbox.base import Sandbox
 
 
 def grade_draft(payload: CodePayload, draft: Draft, sandbox: Sandbox) -> float:

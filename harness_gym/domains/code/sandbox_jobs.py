@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from harness_gym.sandbox.base import ExecResult, Sandbox
+from harness_gym.core.sandbox import ExecResult, Sandbox
 
 TEST_CPU_LIMIT_S = 0.25
 """CPU seconds of one call (and of loading the draft)."""

@@ -7,9 +7,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from harness_gym.core.sandbox import ExecResult
 from harness_gym.core.types import CheckResult
 from harness_gym.domains.data.answers import AnswerSpec, is_number, parse_output
-from harness_gym.sandbox.base import ExecResult
 
 TIMEOUT_S = 10.0
 """Wall-clock limit of one program run (the programs take well under a second)."""

@@ -22,6 +22,7 @@ import pandas as pd
 
 from harness_gym.core.domain import Domain
 from harness_gym.core.lru import ByteLRU
+from harness_gym.core.sandbox import ExecResult, Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
@@ -30,7 +31,6 @@ from harness_gym.domains.data.checker import TIMEOUT_S, check_run, sanity
 from harness_gym.domains.data.grader import grade_run
 from harness_gym.domains.data.tools import TOOLS, Table, run_tool
 from harness_gym.paths import data_path
-from harness_gym.sandbox.base import ExecResult, Sandbox
 
 MEMORY_MB = 768
 CACHE_MAX_BYTES = 8 * 1024 * 1024
@@ -143,7 +143,8 @@ class DataDomain(Domain):
             return [[c] for c in columns]
         return super().argument_values(task, tool, arg)
 
-    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
+                  *, resource: None = None) -> ToolResult:
         table = self.table(task)
         key = (table.name, call.key())
         result = self._tool_results.get(key)
@@ -160,10 +161,10 @@ class DataDomain(Domain):
         table = self.table(task)
         return sandbox.run(code, files={table.file: table.csv}, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
 
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         return check_run(task.payload.spec, self.execute(task, draft.content, sandbox))
 
-    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:
         return grade_run(task.payload.spec, task.payload.expected, self.execute(task, draft.content, sandbox))
 
     # ----- evidence ----------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_gym.core.env import HarnessEnv, document_env
 from harness_gym.domains.data.domain import load_data_domain
+from harness_gym.env import HarnessEnv, document_env
 
 
 @document_env
@@ -87,7 +87,7 @@ class HarnessDataEnv(HarnessEnv):
 
     ``data_dir`` is a folder with ``datasets.jsonl``, ``datasets/*.csv``, ``corpus.jsonl`` and ``tasks.jsonl``
     (default: the shipped ``envs_data/data``, written by ``python -m harness_gym.domains.data.generate``); the
-    other keywords are those of :class:`~harness_gym.core.env.HarnessEnv`. Programs run in the sandbox; the
+    other keywords are those of :class:`~harness_gym.env.HarnessEnv`. Programs run in the sandbox; the
     domain asks for ``preload=("pandas",)`` (``DataDomain.sandbox_options``), so that a run costs a fork
     (about 60 ms with the CSV parsing) instead of pandas' import (about 0.6 s).
 

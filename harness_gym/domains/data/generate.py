@@ -6,20 +6,25 @@ Run ``python -m harness_gym.domains.data.generate [--out DIR]``. It writes
   outliers, missing values), each with the clean ground truth it was made from kept only in memory;
 - ``datasets.jsonl``: one record per dataset (file, schema, split, injected faults, unit column of the measure);
 - ``corpus.jsonl``: the RETRIEVE corpus (pandas notes and one data dictionary per export format);
-- ``tasks.jsonl``: one record per question, with the reference pandas program, realistic wrong programs,
-  the answer specification the checker validates and the reference answer the grader compares with.
+- ``tasks.jsonl``: one record per question, with the reference pandas program
+  (:mod:`~harness_gym.domains.data.programs`), realistic wrong programs
+  (:mod:`~harness_gym.domains.data.mutations`), the answer specification the checker validates and the
+  reference answer the grader compares with.
 
 Every program is executed here (in-process, on the CSV in a temporary directory): the reference answer is
 what the reference program prints, and it must equal the same analysis run on the clean ground truth, which
 proves the documented cleaning undoes every injected fault. A wrong program whose printed answer the grader
 accepts is equivalent on this dataset and is left out. ``tests/test_data_domain.py`` re-runs the programs
 through the sandbox and the real checker and grader.
+
+The hand-written inputs are in ``sources/``: the export formats (``schemas.json``), the place names
+(``places.json``) and the pandas notes of the corpus (``pandas_notes.jsonl``).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import math
@@ -33,18 +38,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness_gym.core.taskfile import read_documents
+from harness_gym.core.taskfile import TaskFileError, read_documents, read_json, require
 from harness_gym.domains.data.answers import AnswerSpec, parse_output
 from harness_gym.domains.data.checker import sanity
 from harness_gym.domains.data.grader import score
-from harness_gym.domains.sources import source_path
+from harness_gym.domains.data.mutations import CLEANING_OF, mutants
+from harness_gym.domains.data.programs import ANALYSIS_CODE, CLEANING_STEPS, analysis_only, program
+from harness_gym.domains.generation import generator_main
+from harness_gym.domains.sources import read_vocabulary, source_path
 
 SEED = 7301
 IN_DIST_DATASETS = 12
 """Datasets per in-distribution schema: 7 train, 2 val, 3 test."""
 OOD_DATASETS = 6
 """Datasets per out-of-distribution schema."""
-CLEANING_STEPS: tuple[str, ...] = ("dedupe", "ids", "units", "outliers", "missing")
 
 
 @dataclass(frozen=True)
@@ -104,44 +111,36 @@ NOTES_FILE = source_path("data", "pandas_notes.jsonl")
 """The general part of the RETRIEVE corpus: short notes on pandas and on data cleaning, written for this
 project; the generator adds one data dictionary per dataset schema."""
 
-SCHEMAS: tuple[Schema, ...] = (
-    Schema("sales", "store orders export", "orders", "order_id", "order_date", "customer_id", "customers",
-           "category", ("Books", "Electronics", "Garden", "Grocery", "Toys", "Sports"),
-           "unit_price", "unit price", "USD", "price", (0.5, 500.0), (4.0, 120.0),
-           "price_unit", "USD", "cents", 100.0, "quantity", "quantity", (1, 50), 4.0, (0, -1, 999), -0.5,
-           "revenue", "USD", 1000.0, IN_TEMPLATES),
-    Schema("shipments", "warehouse shipment log", "shipments", "shipment_id", "ship_date", "client_id", "clients",
-           "warehouse", ("Northgate", "Southport", "Eastfield", "Westbrook", "Midland"),
-           "parcel_weight", "parcel weight", "kg", "weight", (0.05, 80.0), (0.5, 25.0),
-           "weight_unit", "kg", "g", 1000.0, "parcels", "parcels", (1, 40), 6.0, (0, 999, 9999), -0.4,
-           "shipped weight", "kg", 250.0, IN_TEMPLATES),
-    Schema("timesheets", "contractor timesheet export", "timesheets", "entry_id", "work_date", "employee_id",
-           "employees", "department", ("Assembly", "Logistics", "Maintenance", "Quality", "Support", "Design"),
-           "hourly_rate", "hourly rate", "USD/h", "rate", (8.0, 250.0), (15.0, 90.0),
-           "rate_unit", "USD", "cents", 100.0, "hours", "hours worked", (1, 16), 7.0, (0, 99, -8), 0.3,
-           "labour cost", "USD", 2500.0, IN_TEMPLATES),
-    Schema("meters", "utility meter readings", "meter_readings", "reading_id", "read_date", "meter_id", "meters",
-           "region", ("Riverside", "Hilltop", "Old Town", "Harbour", "Airport"),
-           "daily_use", "daily consumption", "kWh/day", "consumption", (0.5, 200.0), (5.0, 40.0),
-           "use_unit", "kWh", "Wh", 1000.0, "days", "billing days", (1, 31), 25.0, (0, -1, 99), 0.2,
-           "billed consumption", "kWh", 4000.0, OOD_TEMPLATES),
-    Schema("dosing", "ward medication dosing log", "dosing_log", "dose_id", "admin_date", "patient_id", "patients",
-           "ward", ("Cardiology", "Oncology", "Pediatrics", "Geriatrics", "Surgery"),
-           "dose", "dose per administration", "mg", "dose_mg", (1.0, 2000.0), (20.0, 600.0),
-           "dose_unit", "mg", "g", 0.001, "administrations", "administrations", (1, 8), 3.0, (0, 99, -1), -0.3,
-           "administered dose", "mg", 3000.0, OOD_TEMPLATES),
-)
+SCHEMAS_FILE = source_path("data", "schemas.json")
+"""The export formats, one object per :class:`Schema` with every field by name."""
+PLACES_FILE = source_path("data", "places.json")
+"""The (invented) place names a dataset is named after."""
+
+
+def read_schemas(path: Path = SCHEMAS_FILE) -> tuple[Schema, ...]:
+    """The export formats of ``sources/schemas.json``.
+
+    :param path: the schemas file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, list):
+        raise TaskFileError(path, "expected a list of schema objects")
+    fields = dataclasses.fields(Schema)
+    schemas = []
+    for i, rec in enumerate(raw):
+        where = f"[{i}]"
+        if not isinstance(rec, dict) or set(rec) != {f.name for f in fields}:
+            raise TaskFileError(path, f"expected an object with the fields {[f.name for f in fields]}", task_id=where)
+        values = {f.name: require(rec, f.name, {"str": str, "float": float}.get(str(f.type), list), path=path,
+                                  task_id=where) for f in fields}
+        schemas.append(Schema(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}))
+    return tuple(schemas)
+
+
+SCHEMAS = read_schemas()
 OOD_SCHEMAS = frozenset({"meters", "dosing"})
 
-PLACES: tuple[str, ...] = (
-    "Ashcombe", "Brindlemoor", "Calderwick", "Dunmerrow", "Elsworth", "Fennick", "Glenharrow", "Hollinsby",
-    "Ivyreach", "Kestlewood", "Larkspur", "Marrowdene", "Netherby", "Oakhollow", "Pellingham", "Quarrystone",
-    "Ravensmere", "Saltmarsh", "Thornbury", "Umberfield", "Valecross", "Wexholm", "Yarrowgate", "Zellbrook",
-    "Amberlow", "Bramblecote", "Cinderford", "Dovecrest", "Emberton", "Foxhallow", "Greywick", "Heathmoor",
-    "Ironbridge", "Juniperfell", "Kingsmarsh", "Lindenvale", "Millbrook", "Northwold", "Orchardleigh",
-    "Pinecombe", "Redcliffe", "Stonyhurst", "Tidewell", "Underhill", "Westmere", "Wolverley", "Yewbarrow",
-    "Copperdale", "Silverholt", "Goldthorpe",
-)
+PLACES: tuple[str, ...] = read_vocabulary(PLACES_FILE, ("places",))["places"]
 
 
 @dataclass
@@ -250,150 +249,6 @@ def _names(ds: Dataset, threshold: float) -> dict[str, Any]:
     inverse = f"* {s.alt_factor:g}" if s.alt_factor >= 1 else f"/ {1 / s.alt_factor:g}"
     return {"file": ds.file, "m": s.measure, "c": s.count, "g": s.group, "d": s.date, "e": s.entity, "u": s.unit_col,
             "alt": s.alt_code, "lo": lo, "hi": hi, "convert": convert, "inverse": inverse, "x": f"{threshold:g}"}
-
-
-CLEANING_CODE: dict[str, str] = {
-    "dedupe": "df = df.drop_duplicates()",
-    "ids": 'df["{e}"] = df["{e}"].str.strip().str.upper()',
-    "units": 'alt = df["{u}"] == "{alt}"\ndf.loc[alt, "{m}"] = df.loc[alt, "{m}"] {convert}',
-    "outliers": 'df = df[df["{c}"].between({lo}, {hi})]',
-    "missing": 'df = df.dropna(subset=["{m}"])',
-}
-"""The documented cleaning, in the order the reference applies it."""
-
-_MONTHLY = ('df["{d}"] = pd.to_datetime(df["{d}"])\ndf["amount"] = df["{m}"] * df["{c}"]\n'
-            'monthly = df.groupby(df["{d}"].dt.to_period("M"))["amount"].{agg}()')
-
-ANALYSIS_CODE: dict[str, str] = {
-    "group_mean": 'answer = df.groupby("{g}")["{m}"].mean().round(2).to_dict()',
-    "total": 'answer = round(float((df["{m}"] * df["{c}"]).sum()), 2)',
-    "distinct_count": 'answer = int(df["{e}"].nunique())',
-    "argmax_month": _MONTHLY.replace("{agg}", "sum") + "\nanswer = str(monthly.idxmax())",
-    "corr": 'answer = round(float(df["{m}"].corr(df["{c}"])), 3)',
-    "share_above": 'amount = df["{m}"] * df["{c}"]\nanswer = round(float((amount > {x}).mean()), 4)',
-    "pct_change": _MONTHLY.replace("{agg}", "sum") + ".sort_index()\n"
-                  "answer = round(float((monthly.iloc[-1] - monthly.iloc[0]) / monthly.iloc[0] * 100), 2)",
-    "weighted_mean": 'answer = round(float((df["{m}"] * df["{c}"]).sum() / df["{c}"].sum()), 3)',
-}
-
-ANALYSIS_MUTANTS: dict[str, dict[str, str]] = {
-    "group_mean": {
-        "median_not_mean": 'answer = df.groupby("{g}")["{m}"].median().round(2).to_dict()',
-        "sum_not_mean": 'answer = df.groupby("{g}")["{m}"].sum().round(2).to_dict()',
-        "wrong_group_key": 'answer = df.groupby("{e}")["{m}"].mean().round(2).to_dict()',
-        "print_repr": 'answer = df.groupby("{g}")["{m}"].mean().round(2).to_dict()\nprint(answer)',
-    },
-    "total": {
-        "mean_not_sum": 'answer = round(float((df["{m}"] * df["{c}"]).mean()), 2)',
-        "measure_sum_only": 'answer = round(float(df["{m}"].sum()), 2)',
-        "product_of_sums": 'answer = round(float(df["{m}"].sum() * df["{c}"].sum()), 2)',
-    },
-    "distinct_count": {
-        "unique_counts_nan": 'answer = len(df["{e}"].unique())',
-        "rows_not_distinct": 'answer = int(df["{e}"].count())',
-    },
-    "argmax_month": {
-        "month_number": _MONTHLY.replace(".dt.to_period(\"M\")", ".dt.month").replace("{agg}", "sum")
-                        + "\nanswer = int(monthly.idxmax())",
-        "period_not_serialisable": _MONTHLY.replace("{agg}", "sum") + "\nanswer = monthly.idxmax()",
-        "most_rows_not_amount": _MONTHLY.replace("{agg}", "size") + "\nanswer = str(monthly.idxmax())",
-        "mean_not_total": _MONTHLY.replace("{agg}", "mean") + "\nanswer = str(monthly.idxmax())",
-        "measure_not_amount": _MONTHLY.replace('df["{m}"] * df["{c}"]', 'df["{m}"]').replace("{agg}", "sum")
-                              + "\nanswer = str(monthly.idxmax())",
-    },
-    "corr": {
-        "spearman_not_pearson": 'answer = round(float(df["{m}"].corr(df["{c}"], method="spearman")), 3)',
-        "corr_with_amount": 'answer = round(float((df["{m}"] * df["{c}"]).corr(df["{c}"])), 3)',
-    },
-    "share_above": {
-        "count_not_share": 'amount = df["{m}"] * df["{c}"]\nanswer = int((amount > {x}).sum())',
-        "measure_not_amount": 'answer = round(float((df["{m}"] > {x}).mean()), 4)',
-        "percent_not_fraction": 'amount = df["{m}"] * df["{c}"]\nanswer = round(float((amount > {x}).mean() * 100), 4)',
-    },
-    "pct_change": {
-        "fraction_not_percent": _MONTHLY.replace("{agg}", "sum") + ".sort_index()\n"
-                                "answer = round(float((monthly.iloc[-1] - monthly.iloc[0]) / monthly.iloc[0]), 2)",
-        "reversed_periods": _MONTHLY.replace("{agg}", "sum") + ".sort_index()\n"
-                            "answer = round(float((monthly.iloc[0] - monthly.iloc[-1]) / monthly.iloc[-1] * 100), 2)",
-        "month_number": _MONTHLY.replace(".dt.to_period(\"M\")", ".dt.month").replace("{agg}", "sum")
-                        + ".sort_index()\n"
-                        "answer = round(float((monthly.iloc[-1] - monthly.iloc[0]) / monthly.iloc[0] * 100), 2)",
-    },
-    "weighted_mean": {
-        "unweighted_mean": 'answer = round(float(df["{m}"].mean()), 3)',
-        "weights_swapped": 'answer = round(float((df["{m}"] * df["{c}"]).sum() / df["{m}"].sum()), 3)',
-    },
-}
-"""Realistic analysis mistakes per template (a wrong statistic, key, format or output)."""
-
-NAN_MUTANTS: dict[str, str] = {
-    "group_mean": 'answer = df.groupby("{g}")["{m}"].apply(lambda s: float(np.mean(s.to_numpy()))).round(2).to_dict()',
-    "total": 'answer = round(float(np.sum(df["{m}"].to_numpy() * df["{c}"].to_numpy())), 2)',
-    "corr": 'answer = round(float(np.corrcoef(df["{m}"].to_numpy(), df["{c}"].to_numpy())[0, 1]), 3)',
-    "weighted_mean": 'answer = round(float(np.average(df["{m}"], weights=df["{c}"])), 3)',
-}
-"""NumPy aggregations that do not skip NaN, written without dropping the missing values first."""
-
-
-def _cleaning_variants() -> dict[str, dict[str, str | None]]:
-    """Cleaning mistakes: a step left out or done wrongly (step -> replacement code, ``None`` drops it)."""
-    return {
-        "no_dedupe": {"dedupe": None},
-        "no_id_cleanup": {"ids": None},
-        "ids_case_only": {"ids": 'df["{e}"] = df["{e}"].str.upper()'},
-        "no_unit_fix": {"units": None},
-        "unit_fix_inverted": {"units": 'alt = df["{u}"] == "{alt}"\ndf.loc[alt, "{m}"] = df.loc[alt, "{m}"] {inverse}'},
-        "no_outlier_filter": {"outliers": None},
-        "iqr_outlier_filter": {"outliers": 'q1, q3 = df["{c}"].quantile([0.25, 0.75])\nfence = 1.5 * (q3 - q1)\n'
-                                           'df = df[df["{c}"].between(q1 - fence, q3 + fence)]'},
-        "fillna_zero": {"missing": 'df["{m}"] = df["{m}"].fillna(0)'},
-        "no_missing_drop": {"missing": None},
-        "no_cleaning": dict.fromkeys(CLEANING_STEPS),
-    }
-
-
-CLEANING_OF: dict[str, str] = {
-    "no_dedupe": "dedupe", "no_id_cleanup": "ids", "ids_case_only": "ids", "no_unit_fix": "units",
-    "unit_fix_inverted": "units", "no_outlier_filter": "outliers", "iqr_outlier_filter": "outliers",
-    "fillna_zero": "missing", "no_missing_drop": "missing",
-}
-"""Which documented cleaning step a cleaning mistake breaks (its effect on the answer sets the difficulty)."""
-
-
-def program(names: dict[str, Any], analysis: str, *, cleaning: dict[str, str | None] | None = None,
-            numpy: bool = False, output: bool = True, column_alias: str = "") -> str:
-    """Assemble a pandas program: load, clean, analyse, print the answer as JSON."""
-    head = "import json\n\n" + ("import numpy as np\n" if numpy else "") + "import pandas as pd\n"
-    parts = [head, 'df = pd.read_csv("{file}")']
-    overrides = cleaning or {}
-    for step in CLEANING_STEPS:
-        code = overrides[step] if step in overrides else CLEANING_CODE[step]
-        if code is not None:
-            parts.append(code)
-    parts.append(analysis)
-    if output and "print(" not in analysis:
-        parts.append("print(json.dumps(answer))")
-    text = "\n".join(parts).format(**names) + "\n"
-    if column_alias:
-        text = text.replace(f'"{names["m"]}"', f'"{column_alias}"')
-    return text
-
-
-def analysis_only(names: dict[str, Any], template: str) -> str:
-    """The reference analysis without cleaning (run on the clean ground truth)."""
-    return "\n".join(["import json\n\nimport pandas as pd\n", 'df = pd.read_csv("{file}")',
-                      ANALYSIS_CODE[template], "print(json.dumps(answer))"]).format(**names) + "\n"
-
-
-def mutants(names: dict[str, Any], template: str, alias: str) -> dict[str, str]:
-    """Every realistic wrong program for a question, by kind."""
-    ref_analysis = ANALYSIS_CODE[template]
-    out = {kind: program(names, ref_analysis, cleaning=variant) for kind, variant in _cleaning_variants().items()}
-    out.update({kind: program(names, code) for kind, code in ANALYSIS_MUTANTS[template].items()})
-    if template in NAN_MUTANTS:
-        out["numpy_nan_aggregate"] = program(names, NAN_MUTANTS[template], cleaning={"missing": None}, numpy=True)
-    out["hallucinated_column"] = program(names, ref_analysis, column_alias=alias)
-    return out
 
 
 # ----- execution -----------------------------------------------------------------------------------------
@@ -631,15 +486,7 @@ def generate(out: Path, seed: int = SEED) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from harness_gym.paths import data_root
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default envs_data/data)")
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args(argv)
-    out = args.out or data_root() / "data"
-    stats = generate(out, args.seed)
-    print(json.dumps(stats))
+    generator_main(__doc__, "data", generate, SEED, lambda stats, out: json.dumps(stats), argv)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness_gym.core.sandbox import ExecResult
 from harness_gym.domains.data.answers import AnswerSpec, is_number, parse_output
-from harness_gym.sandbox.base import ExecResult
 
 REL_TOL = 1e-3
 """Relative tolerance of the grader on numbers (on top of one unit of the last requested decimal)."""

@@ -21,7 +21,7 @@ from harness_gym.domains.dbbench.engines import (
     statement_kind,
 )
 from harness_gym.domains.dbbench.grader import format_result, normalize_answer
-from harness_gym.domains.dbbench.records import DBRecord
+from harness_gym.domains.dbbench.upstream import DBRecord
 
 _SINGLE_VALUE_TYPES = frozenset({"counting", "aggregation-SUM", "aggregation-AVG", "aggregation-MIN", "aggregation-MAX"})
 _NUMERIC_TYPES = frozenset({"counting", "aggregation-SUM"})

@@ -31,6 +31,7 @@ from sqlglot import exp
 
 from harness_gym.core.domain import Domain
 from harness_gym.core.retrieval import BM25Index
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import Candidate, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.dbbench.checker import (
@@ -55,10 +56,9 @@ from harness_gym.domains.dbbench.engines import (
 from harness_gym.domains.dbbench.grader import format_result, grade_content
 from harness_gym.domains.dbbench.mutations import answer_mutants, sql_mutants
 from harness_gym.domains.dbbench.mysql_notes import MYSQL_NOTES, QUOTING_DOC, TYPE_DOCS
-from harness_gym.domains.dbbench.records import DBRecord, DBTaskPayload, LeftOutRecord, load_records
-from harness_gym.domains.dbbench.tools import EXECUTE_SQL, execute_sql
+from harness_gym.domains.dbbench.tools import TOOLS
+from harness_gym.domains.dbbench.upstream import DBRecord, DBTaskPayload, LeftOutRecord, load_records
 from harness_gym.paths import data_path
-from harness_gym.sandbox.base import Sandbox
 
 MAX_WRONG_CANDIDATES = 7
 HEAD_ROWS = 5
@@ -187,7 +187,7 @@ def load_dbbench_bank(data_file: str | None = None, strict: bool = False) -> DBB
     """Read a DB-Bench JSONL file (default: the generated set) and build its tasks.
 
     Candidates' ``correct`` flags come from grading each candidate on the SQLite engine. A record that yields
-    no task (see :mod:`~harness_gym.domains.dbbench.records` for what upstream does with each kind) is left
+    no task (see :mod:`~harness_gym.domains.dbbench.upstream` for what upstream does with each kind) is left
     out; all of them are reported in one :class:`LeftOutRecordsWarning` with their count, and kept in
     :attr:`DBBenchBank.left_out`.
 
@@ -255,7 +255,7 @@ class DBBenchDomain(Domain):
         self.add_tasks(bank.tasks)
         self.corpus = list(bank.corpus)
         self._index = bank.index
-        self.tools = {EXECUTE_SQL.name: EXECUTE_SQL}
+        self.tools = TOOLS.specs
         self.bank = bank
         self.load_report: tuple[LeftOutRecord, ...] = bank.left_out
         """The records of the data file left out, each with file, line, record id and reason."""
@@ -293,7 +293,7 @@ class DBBenchDomain(Domain):
     # ----- TOOL ------------------------------------------------------------------------------------------
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None, *,
                   resource: DatabaseSession | None = None) -> ToolResult:
-        return execute_sql(lambda: self._session(task, resource), str(call.args["sql"]))
+        return TOOLS.implementation(call.name)(lambda: self._session(task, resource), **call.args)
 
     # ----- CHECK -----------------------------------------------------------------------------------------
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *,

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.env import HarnessEnv, document_env
 from harness_gym.domains.dbbench.domain import DBBenchDomain, load_dbbench_domain
+from harness_gym.env import HarnessEnv, document_env
 
 DSN_ENV_VAR = "HG_MYSQL_DSN"
 
@@ -62,7 +62,7 @@ class HarnessDBBenchEnv(HarnessEnv):
     records of an external file by content hash (60% train, 20% val, 20% test), unless a record has a
     ``split`` field; there, ``ood`` holds out schemas: the records whose tables come from WikiTableQuestions
     (``"source": "wikitq"``, every question type) that the hash would put in train or val (on the published
-    ``standard.jsonl``: 57 records; see :mod:`~harness_gym.domains.dbbench.records`).
+    ``standard.jsonl``: 57 records; see :mod:`~harness_gym.domains.dbbench.upstream`).
 
     Records that cannot be built are left out and reported together in one ``LeftOutRecordsWarning``
     (file, line, record id and reason of each; also ``env.unwrapped.domain.load_report``); ``strict=True``
@@ -122,7 +122,7 @@ class HarnessDBBenchEnv(HarnessEnv):
     variable) says where the MySQL engine connects; episode schemas are named ``<prefix>_<hex>``
     (``scripts/start_mariadb.sh`` starts a loopback MariaDB and prints such a DSN). Candidate drafts are
     labelled by grading them on SQLite; both engines give the same scores on the generated set. The other
-    keywords are those of :class:`~harness_gym.core.env.HarnessEnv`.
+    keywords are those of :class:`~harness_gym.env.HarnessEnv`.
 
     ## Example
 

@@ -9,32 +9,29 @@ Numeric columns are TEXT, as upstream, and their values have different digit cou
 the highest or lowest value need a numeric cast (``+ 0``) and comparisons such as ``> 4000`` must compare
 numbers. Thresholds are taken from values present in the table, so ``>`` and ``>=`` give different answers.
 Labels and answer hashes come from running the reference SQL on the SQLite engine; the tests check that
-MariaDB gives the same scores.
+MariaDB gives the same scores. The names and title words rows draw from are in ``sources/vocabulary.json``.
 
-Run: ``python -m harness_gym.domains.dbbench.generate [--out FILE] [--seed N]``.
+Run: ``python -m harness_gym.domains.dbbench.generate [--out DIR] [--seed N]`` (writes ``DIR/generated.jsonl``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness_gym.domains.dbbench.domain import DEFAULT_DATA
 from harness_gym.domains.dbbench.engines import SQLiteEngine, TableSpec, run_statement
 from harness_gym.domains.dbbench.grader import rows_to_answer, table_hash
-from harness_gym.paths import data_path
+from harness_gym.domains.generation import generator_main
+from harness_gym.domains.sources import read_vocabulary, source_path
 
-FIRST = ("Anna", "Bruno", "Chloe", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kenji", "Lena",
-         "Marco", "Nadia", "Oscar", "Priya", "Quentin", "Rosa", "Sven", "Tara", "Umar", "Vera", "Wei", "Yara")
-LAST = ("Almeida", "Becker", "Costa", "Dubois", "Eriksen", "Fischer", "García", "Hansen", "Ivanova", "Jensen",
-        "Kowalski", "López", "Müller", "Novak", "Olsen", "Petrov", "Rossi", "Schmidt", "Tanaka", "Weber")
-WORDS = ("Silver", "Northern", "Red", "Quiet", "Golden", "Iron", "Blue", "Hidden", "Wild", "Crystal", "Royal",
-         "Broken", "Last", "Eastern", "Bright", "Stone", "Winter", "Ocean", "Paper", "Burning")
-NOUNS = ("River", "Harbor", "Garden", "Crown", "Signal", "Valley", "Tower", "Lantern", "Forest", "Bridge",
-         "Mirror", "Island", "Falcon", "Compass", "Road", "Echo", "Orchard", "Engine", "Canyon", "Meadow")
+VOCABULARY = read_vocabulary(source_path("dbbench", "vocabulary.json"),
+                             ("first_names", "last_names", "title_words", "title_nouns"))
+"""The hand-written names and title words the themes' rows draw from (``sources/vocabulary.json``)."""
+FIRST, LAST, WORDS, NOUNS = (VOCABULARY[k] for k in ("first_names", "last_names", "title_words", "title_nouns"))
 
 
 @dataclass(frozen=True)
@@ -277,7 +274,11 @@ def make_record(theme: Theme, qtype: str, rng: random.Random) -> dict:
         return rec
 
 
-def generate(seed: int = 0) -> list[dict]:
+GENERATED_FILE = DEFAULT_DATA[-1]
+"""The file :func:`generate` writes: the DB-Bench env's default data file."""
+
+
+def build_records(seed: int = 0) -> list[dict]:
     """Every record of the generated set, in a fixed order."""
     rng = random.Random(seed)
     records = []
@@ -287,18 +288,19 @@ def generate(seed: int = 0) -> list[dict]:
     return records
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="output JSONL (default envs_data/dbbench/generated.jsonl)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    out = args.out or data_path("dbbench", "generated.jsonl")
-    records = generate(args.seed)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as fh:
+def generate(out: Path, seed: int = 0) -> int:
+    """Write the records to ``generated.jsonl`` in the folder ``out``; return how many."""
+    records = build_records(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / GENERATED_FILE).open("w", encoding="utf-8") as fh:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    print(f"wrote {len(records)} records to {out}")
+    return len(records)
+
+
+def main(argv: list[str] | None = None) -> None:
+    generator_main(__doc__, "dbbench", generate, 0, lambda n, out: f"wrote {n} records to {out / GENERATED_FILE}",
+                   argv)
 
 
 if __name__ == "__main__":

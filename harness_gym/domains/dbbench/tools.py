@@ -5,21 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import ToolResult
 from harness_gym.domains.dbbench.engines import READ_KINDS, DatabaseSession, SQLError, run_statement, statement_kind
 from harness_gym.domains.dbbench.grader import format_result
+from harness_gym.domains.tooling import ToolTable, object_schema
 
-EXECUTE_SQL = ToolSpec(
-    name="execute_sql",
-    description="Run one read-only MySQL query (SELECT, SHOW TABLES, DESCRIBE) on the task's database and return "
-                "its rows as a Python list of tuples (cut at 800 characters).",
-    parameters={"type": "object", "properties": {"sql": {"type": "string", "minLength": 1}},
-                "required": ["sql"], "additionalProperties": False},
-)
+TOOLS = ToolTable()
+"""The DB-Bench tool; it takes the episode's database scope first."""
 
 
-
+@TOOLS.tool("Run one read-only MySQL query (SELECT, SHOW TABLES, DESCRIBE) on the task's database and return its "
+            "rows as a Python list of tuples (cut at 800 characters).",
+            object_schema({"sql": {"type": "string", "minLength": 1}}))
 def execute_sql(session_scope: Callable[[], AbstractContextManager[DatabaseSession]], sql: str) -> ToolResult:
     """Run a read-only query and answer as upstream does (the rows' repr, cut at 800 characters).
 

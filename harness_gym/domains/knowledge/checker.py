@@ -6,7 +6,7 @@ from __future__ import annotations
 import jsonschema
 
 from harness_gym.core.types import CheckResult
-from harness_gym.domains.knowledge.records import RecordSpec, SourceIndex, parse_record
+from harness_gym.domains.knowledge.datamodel import RecordSpec, SourceIndex, parse_record
 
 
 class RecordChecker:

@@ -12,14 +12,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness_gym.core.domain import Domain
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_jsonl
 from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.knowledge.checker import RecordChecker
+from harness_gym.domains.knowledge.datamodel import RecordSpec, Source, SourceIndex, parse_record
 from harness_gym.domains.knowledge.grader import grade_record
-from harness_gym.domains.knowledge.records import RecordSpec, Source, SourceIndex, parse_record
 from harness_gym.domains.knowledge.tools import TOOLS, Library
 from harness_gym.paths import data_path
-from harness_gym.sandbox.base import Sandbox
 
 _DOC_ID = re.compile(r"kn-s[0-9]{4}")
 
@@ -56,14 +56,15 @@ class KnowledgeDomain(Domain):
         self.add_tasks(tasks)
 
     # ----- tools -------------------------------------------------------------------------------------
-    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
+                  *, resource: None = None) -> ToolResult:
         return TOOLS.implementation(call.name)(self.library, **call.args)
 
     # ----- checker / grader --------------------------------------------------------------------------
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         return self.checker.check(task.payload, draft.content)
 
-    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:
         return grade_record(self.sources, task.payload, draft.content)
 
     def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_gym.core.env import HarnessEnv, document_env
 from harness_gym.domains.knowledge.domain import load_knowledge_domain
+from harness_gym.env import HarnessEnv, document_env
 
 
 @document_env
@@ -76,7 +76,7 @@ class HarnessKnowledgeEnv(HarnessEnv):
     ```
 
     ``data_dir`` is a folder with ``sources.jsonl`` and ``tasks.jsonl`` (default: the shipped
-    ``envs_data/knowledge``); the other keywords are those of :class:`~harness_gym.core.env.HarnessEnv`.
+    ``envs_data/knowledge``); the other keywords are those of :class:`~harness_gym.env.HarnessEnv`.
 
     ## Example
 

@@ -4,91 +4,85 @@ For every task entity the generator writes a set of dated source documents (an o
 newer authoritative updates that change some fields, sometimes a newer rumour that contradicts them) and two
 documents about a confusable sibling entity. The reference record takes each field from the newest
 authoritative source and cites it; the wrong candidates are the mistakes a model makes on such a task
-(stale values, rumours, wrong types, missing fields, missing or wrong citations, another entity's values).
+(stale values, rumours, wrong types, missing fields, missing or wrong citations, another entity's values;
+:mod:`~harness_gym.domains.knowledge.mutations`). The record fields with their phrasings and the source kinds
+are hand-written inputs in ``sources/`` (``fields.json``, ``source_kinds.json``).
 
 Run ``python -m harness_gym.domains.knowledge.generate [--out DIR] [--seed N]``; the output is deterministic.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness_gym.core.taskfile import write_jsonl
+from harness_gym.core.taskfile import TaskFileError, read_json, require, write_jsonl
 from harness_gym.domains.fictional_world import NameForge, World
-from harness_gym.domains.generation import generator_main
+from harness_gym.domains.generation import generator_main, pick
+from harness_gym.domains.knowledge.datamodel import JSON_TYPES, FieldSpec, RecordSpec, Source, SourceIndex
 from harness_gym.domains.knowledge.grader import grade_record
-from harness_gym.domains.knowledge.records import RecordSpec, Source, SourceIndex
+from harness_gym.domains.knowledge.mutations import record_candidates
+from harness_gym.domains.sources import source_path
 
+FIELDS_FILE = source_path("knowledge", "fields.json")
+SOURCE_KINDS_FILE = source_path("knowledge", "source_kinds.json")
 SEED = 20240611
 N_OOD = 40
 SPLIT_SIZES = {"train": 100, "val": 32, "test": 44}
 """In-distribution tasks per split (company and person records, alternating)."""
 
 
-@dataclass(frozen=True)
-class FieldSpec:
-    """A record field: JSON type, optional enum, whether it changes over time, how sources phrase it."""
+def read_fields(path: Path = FIELDS_FILE) -> dict[str, tuple[FieldSpec, ...]]:
+    """The record fields of each entity kind, from ``sources/fields.json``.
 
-    name: str
-    type: str
-    phrasings: tuple[str, ...]
-    enum: tuple[str, ...] = ()
-    changes: bool = True
+    :param path: the fields file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise TaskFileError(path, "expected an object: entity kind -> list of fields")
+    kinds: dict[str, tuple[FieldSpec, ...]] = {}
+    for kind, fields in raw.items():
+        if not isinstance(fields, list) or not all(isinstance(f, dict) for f in fields):
+            raise TaskFileError(path, "expected a list of field objects", field=kind)
+        specs = []
+        for i, rec in enumerate(fields):
+            where = f"{kind}[{i}]"
+            typ = require(rec, "type", str, path=path, task_id=where)
+            if typ not in JSON_TYPES:
+                raise TaskFileError(path, f"type must be one of {JSON_TYPES}, got {typ!r}", task_id=where,
+                                    field="type")
+            specs.append(FieldSpec(require(rec, "name", str, path=path, task_id=where), typ,
+                                   tuple(require(rec, "phrasings", list, path=path, task_id=where)),
+                                   tuple(require(rec, "enum", list, path=path, task_id=where, default=[])),
+                                   require(rec, "changes", bool, path=path, task_id=where, default=True)))
+        kinds[kind] = tuple(specs)
+    return kinds
 
 
-KIND_FIELDS: dict[str, tuple[FieldSpec, ...]] = {
-    "company": (
-        FieldSpec("ceo", "string", ("{e} is led by chief executive {v}.", "{v} serves as chief executive of {e}.")),
-        FieldSpec("headquarters", "string", ("{e} is headquartered in {v}.", "The head office of {e} is in {v}.")),
-        FieldSpec("founded_year", "integer", ("{e} was founded in {v}.", "{e} dates back to {v}."), changes=False),
-        FieldSpec("employees", "integer", ("{e} employs {v} people.", "Headcount at {e} stands at {v}.")),
-        FieldSpec("revenue_musd", "number", ("{e} reported revenue of {v} million US dollars.",
-                                              "Annual revenue at {e} came to {v} million US dollars.")),
-        FieldSpec("ownership", "string", ("{e} is a {v} company.", "Ownership structure of {e}: {v}."),
-                  enum=("public", "private", "cooperative")),
-    ),
-    "person": (
-        FieldSpec("employer", "string", ("{e} works at {v}.", "{e} is employed by {v}.")),
-        FieldSpec("job_title", "string", ("{e} holds the position of {v}.", "{e} currently serves as {v}."),
-                  enum=("chief engineer", "head of research", "operations director", "finance director",
-                        "product lead")),
-        FieldSpec("home_city", "string", ("{e} lives in {v}.", "{e} is resident in {v}.")),
-        FieldSpec("birth_year", "integer", ("{e} was born in {v}.", "{e}, born {v}, grew up abroad."),
-                  changes=False),
-        FieldSpec("board_seats", "integer", ("{e} sits on {v} company boards.", "{e} holds {v} board seats.")),
-        FieldSpec("salary_kusd", "number", ("{e} earns {v} thousand US dollars a year.",
-                                             "The annual pay of {e} is {v} thousand US dollars.")),
-    ),
-    "product": (
-        FieldSpec("maker", "string", ("{e} is made by {v}.", "{e} is manufactured by {v}.")),
-        FieldSpec("launch_year", "integer", ("{e} was launched in {v}.", "{e} first went on sale in {v}."),
-                  changes=False),
-        FieldSpec("price_eur", "number", ("{e} retails at {v} euros.", "The list price of {e} is {v} euros.")),
-        FieldSpec("category", "string", ("{e} is sold as a {v}.", "Product category of {e}: {v}."),
-                  enum=("drone", "sensor", "kettle", "bicycle", "headset", "printer"), changes=False),
-        FieldSpec("status", "string", ("{e} is currently {v}.", "Market status of {e}: {v}."),
-                  enum=("active", "discontinued", "recalled")),
-        FieldSpec("units_sold", "integer", ("{e} has sold {v} units.", "Cumulative sales of {e} reached {v} units.")),
-    ),
-}
+def read_source_kinds(path: Path = SOURCE_KINDS_FILE) -> tuple[dict[str, tuple[str, ...]],
+                                                                  dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """The authoritative and the unofficial source kinds per entity kind, and the openings of a rumour, from
+    ``sources/source_kinds.json``.
 
-AUTHORITATIVE: dict[str, tuple[str, ...]] = {
-    "company": ("registry filing", "annual report", "press release"),
-    "person": ("staff directory", "press release", "registry filing"),
-    "product": ("manufacturer catalogue", "press release", "recall notice"),
-}
-UNOFFICIAL: dict[str, tuple[str, ...]] = {
-    "company": ("forum post", "rumour column"),
-    "person": ("forum post", "gossip blog"),
-    "product": ("review blog", "forum post"),
-}
-RUMOUR_LEADS = ("Word on the street is that", "An anonymous poster claims that", "Unconfirmed reports say that")
+    :param path: the source-kinds file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise TaskFileError(path, "expected an object with 'authoritative', 'unofficial' and 'rumour_leads'")
+    tables = []
+    for name in ("authoritative", "unofficial"):
+        table = require(raw, name, dict, path=path)
+        if set(table) != set(KIND_FIELDS) or not all(isinstance(v, list) and v for v in table.values()):
+            raise TaskFileError(path, f"expected a non-empty list per entity kind {sorted(KIND_FIELDS)}", field=name)
+        tables.append({kind: tuple(kinds) for kind, kinds in table.items()})
+    return tables[0], tables[1], tuple(require(raw, "rumour_leads", list, path=path))
+
+
+KIND_FIELDS = read_fields()
+AUTHORITATIVE, UNOFFICIAL, RUMOUR_LEADS = read_source_kinds()
 
 
 class KnowledgeGenerator:
@@ -108,7 +102,7 @@ class KnowledgeGenerator:
 
     # ----- values ------------------------------------------------------------------------------------
     def _pick(self, items: tuple[str, ...] | list[str]) -> str:
-        return items[int(self.rng.integers(len(items)))]
+        return pick(self.rng, items)
 
     def value(self, spec: FieldSpec) -> Any:
         """A fresh value of the field, of the field's JSON type."""
@@ -131,6 +125,9 @@ class KnowledgeGenerator:
         }
         if spec.enum:
             return self._pick(spec.enum)
+        if spec.name not in samplers:
+            raise TaskFileError(FIELDS_FILE, f"field {spec.name!r} has neither an enum nor a sampler; samplers: "
+                                f"{sorted(samplers)}", field=spec.name)
         return samplers[spec.name]()
 
     def changed(self, spec: FieldSpec, *old: Any) -> Any:
@@ -223,7 +220,8 @@ class KnowledgeGenerator:
             rules,
             f"Disambiguation: {entity} is a different {kind} from {sibling}; do not mix their sources.",
         ]
-        cands = self.candidates(entity, specs, gold, support, stale, rumour, sibling_values, sibling_docs)
+        cands = record_candidates(self.rng, entity, specs, gold, support, stale, rumour, sibling_values, sibling_docs,
+                                  self.changed)
         return {
             "task_id": f"kn-{index:04d}", "split": split, "family": kind, "difficulty": round(min(difficulty, 1.0), 3),
             "prompt": f"Compile the structured {kind} record for {entity} from the source documents, "
@@ -237,49 +235,6 @@ class KnowledgeGenerator:
             "tool_calls": [{"name": "get_field_history", "args": {"entity": entity, "field": f}} for f in conflicted],
             "candidates": cands,
         }
-
-    # ----- candidates --------------------------------------------------------------------------------
-    def candidates(self, entity: str, specs: dict[str, FieldSpec], gold: dict[str, Any], support: dict[str, str],
-                   stale: dict[str, tuple[Any, str]], rumour: tuple[str, Any, str] | None,
-                   sibling_values: dict[str, Any], sibling_docs: list[str]) -> list[dict[str, Any]]:
-        """The reference record and realistic wrong records (``correct`` is filled in by the grader later)."""
-        r = self.rng
-
-        def record(values: dict[str, Any], cites: dict[str, str]) -> str:
-            return json.dumps({"entity": entity, "values": values, "citations": cites}, ensure_ascii=False)
-
-        def edit(field: str, value: Any, doc: str) -> str:
-            return record({**gold, field: value}, {**support, field: doc})
-
-        out = [("reference", record(gold, support))]
-        for f, (old, doc) in stale.items():
-            out.append(("stale_value", edit(f, old, doc)))
-        if len(stale) > 1:
-            out.append(("stale_all", record({**gold, **{f: v for f, (v, _) in stale.items()}},
-                                            {**support, **{f: d for f, (_, d) in stale.items()}})))
-        if rumour is not None:
-            out.append(("rumour_value", edit(*rumour)))
-        numeric = [f for f, s in specs.items() if s.type in ("integer", "number")]
-        if numeric:
-            f = self._pick(numeric)
-            unit = {"integer": "", "number": " approx."}[specs[f].type]
-            out.append(("wrong_type", edit(f, f"{gold[f]}{unit}", support[f])))
-        fields = list(specs)
-        f = self._pick(fields)
-        out.append(("missing_field", record({g: v for g, v in gold.items() if g != f},
-                                            {g: d for g, d in support.items() if g != f})))
-        f = self._pick(fields)
-        out.append(("uncited_value", record(gold, {g: d for g, d in support.items() if g != f})))
-        f = self._pick(list(stale))
-        out.append(("miscited", edit(f, gold[f], stale[f][1])))
-        f = self._pick(fields)
-        out.append(("other_entity", edit(f, sibling_values[f], sibling_docs[0])))
-        f = self._pick([g for g in fields if not specs[g].enum])
-        fabricated = self.changed(specs[f], gold[f], sibling_values[f], stale.get(f, (None,))[0],
-                                  rumour[1] if rumour else None)
-        out.append(("hallucinated", edit(f, fabricated, support[f])))
-        r.shuffle(out)
-        return [{"content": c, "kind": k} for k, c in out]
 
     # ----- the bank ----------------------------------------------------------------------------------
     def build(self) -> list[dict[str, Any]]:
@@ -299,7 +254,7 @@ def label_candidates(tasks: list[dict[str, Any]], sources: list[dict[str, Any]])
             cand["correct"] = grade_record(index, spec, cand["content"]) >= 1.0
 
 
-def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
+def generate(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
     """Generate and write ``sources.jsonl`` and ``tasks.jsonl``; returns (n_sources, n_tasks)."""
     gen = KnowledgeGenerator(seed)
     tasks = gen.build()
@@ -308,7 +263,7 @@ def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
 
 
 def main() -> None:
-    generator_main(__doc__, "knowledge", write, SEED,
+    generator_main(__doc__, "knowledge", generate, SEED,
                    lambda counts, out: f"wrote {counts[1]} tasks and {counts[0]} sources to {out}")
 
 

@@ -4,7 +4,7 @@ entity that states that value."""
 
 from __future__ import annotations
 
-from harness_gym.domains.knowledge.records import RecordSpec, SourceIndex, parse_record, same_value
+from harness_gym.domains.knowledge.datamodel import RecordSpec, SourceIndex, parse_record, same_value
 
 
 def supports(index: SourceIndex, spec: RecordSpec, field: str, doc_id: str) -> bool:

@@ -7,7 +7,7 @@ import difflib
 
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.types import Document, ToolResult
-from harness_gym.domains.knowledge.records import SourceIndex
+from harness_gym.domains.knowledge.datamodel import SourceIndex
 from harness_gym.domains.tooling import ToolTable
 
 TOOLS = ToolTable()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.domain import Domain
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_json, read_jsonl, require
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.multitool.checker import check_plan, parse_draft, run_plan
@@ -29,7 +30,6 @@ from harness_gym.domains.multitool.tools import (
     parse_unit,
 )
 from harness_gym.paths import data_path
-from harness_gym.sandbox.base import Sandbox
 
 
 class MultiToolDomain(Domain):
@@ -101,7 +101,8 @@ class MultiToolDomain(Domain):
         return self._gold[task.task_id]
 
     # ----- TOOL --------------------------------------------------------------------------------------
-    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
+                  *, resource: None = None) -> ToolResult:
         try:
             value = execute(self.world, call.name, call.args)
         except ToolError as exc:
@@ -109,10 +110,10 @@ class MultiToolDomain(Domain):
         return ToolResult(ok=True, output=value.render())
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         return check_plan(self.world, self.tools, task.payload, draft.content)
 
-    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:
         return grade_answer(self._gold[task.task_id], draft.content)
 
     # ----- evidence ----------------------------------------------------------------------------------

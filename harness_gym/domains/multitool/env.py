@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_gym.core.env import HarnessEnv, document_env
 from harness_gym.domains.multitool.domain import load_multitool_domain
+from harness_gym.env import HarnessEnv, document_env
 
 
 @document_env
@@ -83,7 +83,7 @@ class HarnessMultiToolEnv(HarnessEnv):
 
     ``data_dir`` is a folder with ``world.json``, ``corpus.jsonl`` and ``tasks.jsonl`` (default: the shipped
     ``envs_data/multitool``, written by ``python -m harness_gym.domains.multitool.generate``); the other
-    keywords are those of :class:`~harness_gym.core.env.HarnessEnv`. No sandbox is opened: the tools are
+    keywords are those of :class:`~harness_gym.env.HarnessEnv`. No sandbox is opened: the tools are
     pure Python.
 
     ## Example

@@ -3,10 +3,14 @@
 Deterministic for a seed; run ``python -m harness_gym.domains.multitool.generate [--out DIR] [--seed N]``.
 Writes ``world.json``, ``corpus.jsonl`` and ``tasks.jsonl`` to ``envs_data/multitool/``.
 
+The hand-written inputs are in ``sources/``: the currencies' starting levels (``currencies.json``), the lookup
+tables' descriptions (``tables.json``) and the tool manuals and conventions (``manuals.jsonl``).
+
 Each task is a chain of 2-5 tool calls made from a template. Five templates form train/val/test; two more
 (invoice due-date conversion, price per weight in another currency) are held out as the ``ood`` split.
-Wrong candidates are realistic plan perturbations: the wrong column or rate date, swapped arguments, a
-missing step, the wrong target unit, a slip in the calculator expression or in the final number. Each
+Wrong candidates are realistic plan perturbations (:mod:`~harness_gym.domains.multitool.mutations`): the wrong
+column or rate date, swapped arguments, a missing step, the wrong target unit, a slip in the calculator
+expression or in the final number. Each
 wrong plan's answer is what executing it gives; a candidate is kept only when the grader's comparison with the
 reference plan's value agrees with its label (a rate that did not move between two dates is dropped).
 """
@@ -14,7 +18,6 @@ reference plan's value agrees with its label (a rate that did not move between t
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -24,76 +27,57 @@ from typing import Any
 
 import numpy as np
 
-from harness_gym.core.taskfile import write_jsonl
-from harness_gym.domains.generation import family_splits, generator_main
+from harness_gym.core.taskfile import TaskFileError, read_documents, read_json, require, write_jsonl
+from harness_gym.domains.generation import family_splits, generator_main, pick
+from harness_gym.domains.multitool import mutations
 from harness_gym.domains.multitool.checker import run_plan
+from harness_gym.domains.multitool.mutations import Plan, answer_slip, lookup, step
 from harness_gym.domains.multitool.tools import TOOL_SPECS, UNITS, World, answer_close, format_unit
+from harness_gym.domains.sources import fill_placeholders, source_path
 
 START = dt.date(2024, 1, 1)
 DAYS = 182
-CURRENCIES = {"USD": 1.0, "EUR": 0.92, "GBP": 0.79, "JPY": 148.0, "CHF": 0.88, "CAD": 1.35}
+CURRENCIES_FILE = source_path("multitool", "currencies.json")
+TABLES_FILE = source_path("multitool", "tables.json")
+MANUALS_FILE = source_path("multitool", "manuals.jsonl")
 OOD_PER_FAMILY = 20
 SPLIT_SHARES = (("train", 19), ("val", 6), ("test", 7))  # tasks per in-distribution family, by split
 
-Plan = list[dict[str, Any]]
-
-
-def step(tool: str, **args: Any) -> dict[str, Any]:
-    return {"tool": tool, "args": args}
-
-
-def lookup(table: str, key: str, field_: str) -> dict[str, Any]:
-    return step("lookup", table=table, key=key, field=field_)
-
-
 # ----- world -----------------------------------------------------------------------------------------
-COLUMNS: dict[str, dict[str, Any]] = {
-    "orders": {"key": "order id (O-1001 ...)", "doc": (
-        "Customer orders. An order is invoiced in the customer's currency on the day it is placed; finance "
-        "converts order amounts at the exchange rate of the order date, not the delivery date."),
-        "columns": {
-            "sku": ("text", "product ordered (a key of the products table)"),
-            "quantity": ("quantity", "number of units ordered (plain number)"),
-            "amount": ("quantity", "invoiced amount in the customer's currency"),
-            "order_date": ("date", "day the order was placed and invoiced"),
-            "delivery_date": ("date", "day the goods were delivered (later than the order date)")}},
-    "products": {"key": "sku (P-01 ...)", "doc": (
-        "Product catalogue. Weights are per single unit and recorded in the supplier's unit (kg, g or lb); "
-        "prices are list prices per unit in the supplier's currency."),
-        "columns": {
-            "name": ("text", "product name"),
-            "unit_weight": ("quantity", "shipping weight of one unit, in kg, g or lb"),
-            "price": ("quantity", "list price of one unit in the supplier's currency")}},
-    "contracts": {"key": "contract id (C-201 ...)", "doc": (
-        "Service contracts. The term runs from the effective date (the day service starts), not from the "
-        "signing date; terms are recorded in weeks or days."),
-        "columns": {
-            "signed": ("date", "day the contract was signed"),
-            "effective": ("date", "day the service starts; the term is counted from here"),
-            "term": ("quantity", "contract length, in week or day")}},
-    "routes": {"key": "route id (R-31 ...)", "doc": (
-        "Delivery routes. Distances are road distances in km or mi. Each trip has a scheduled duration from "
-        "the timetable and the actual duration measured by the driver's log, in h or min."),
-        "columns": {
-            "distance": ("quantity", "road distance of the route, in km or mi"),
-            "scheduled_duration": ("quantity", "timetable duration of the trip, in h or min"),
-            "actual_duration": ("quantity", "measured duration of the last trip, in h or min")}},
-    "bookings": {"key": "booking id (B-501 ...)", "doc": (
-        "Hotel bookings. A stay is charged per night: the number of nights is the days from check-in to "
-        "check-out. Nightly rates are in the hotel's currency per day."),
-        "columns": {
-            "check_in": ("date", "arrival day"),
-            "check_out": ("date", "departure day"),
-            "booked_on": ("date", "day the booking was made"),
-            "nightly_rate": ("quantity", "price of one night, in currency/day")}},
-    "invoices": {"key": "invoice id (INV-7001 ...)", "doc": (
-        "Supplier invoices. Payment terms count calendar days from the issue date; the invoice is settled "
-        "at the exchange rate of the due date."),
-        "columns": {
-            "issued": ("date", "day the invoice was issued"),
-            "received": ("date", "day the invoice reached accounts payable"),
-            "amount": ("quantity", "amount due in the supplier's currency")}},
-}
+def read_currencies(path: Path = CURRENCIES_FILE) -> dict[str, float]:
+    """Currency code -> units of it one US dollar buys at the start of the rate table (``USD`` first, 1.0).
+
+    :param path: the currencies file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, dict) or next(iter(raw), None) != "USD":
+        raise TaskFileError(path, "expected an object of currency code -> level, starting with USD")
+    return {code: require(raw, code, float, path=path) for code in raw}
+
+
+def read_tables(path: Path = TABLES_FILE) -> dict[str, dict[str, Any]]:
+    """The lookup tables' descriptions: table -> ``{"key", "doc", "columns": {column: {"type", "doc"}}}``.
+
+    :param path: the tables file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise TaskFileError(path, "expected an object: table name -> description")
+    for name, spec in raw.items():
+        if not isinstance(spec, dict):
+            raise TaskFileError(path, "expected an object", field=name)
+        require(spec, "key", str, path=path, task_id=name)
+        require(spec, "doc", str, path=path, task_id=name)
+        for column, col in require(spec, "columns", dict, path=path, task_id=name).items():
+            if not isinstance(col, dict) or require(col, "type", str, path=path, task_id=name) not in COLUMN_TYPES:
+                raise TaskFileError(path, f"a column's type is one of {COLUMN_TYPES}", task_id=name, field=column)
+            require(col, "doc", str, path=path, task_id=name)
+    return raw
+
+
+COLUMN_TYPES = ("text", "quantity", "date")
+CURRENCIES = read_currencies()
+COLUMNS = read_tables()
 
 
 def _day(rng: np.random.Generator, lo: int = 0, hi: int = DAYS) -> dt.date:
@@ -158,55 +142,19 @@ def make_world(rng: np.random.Generator) -> dict[str, Any]:
             "received": (issued + dt.timedelta(days=int(rng.integers(2, 12)))).isoformat(),
             "amount": money(200, 9000, str(rng.choice([c for c in codes if c != "USD"])))}
     tables = {name: {"key": spec["key"], "doc": spec["doc"],
-                     "columns": {c: {"type": t, "doc": d} for c, (t, d) in spec["columns"].items()},
+                     "columns": {c: {"type": col["type"], "doc": col["doc"]} for c, col in spec["columns"].items()},
                      "rows": rows[name]} for name, spec in COLUMNS.items()}
     return {"rates": {"start": START.isoformat(), "per_usd": per_usd}, "tables": tables}
 
 
 # ----- corpus ----------------------------------------------------------------------------------------
 def make_corpus(world: dict[str, Any]) -> list[dict[str, str]]:
-    """Tool manuals, table descriptions and conventions: what RETRIEVE ranks with BM25."""
-    docs = [
-        ("tool-calculate", "Tool calculate: arithmetic with units",
-         "calculate(expression) evaluates + - * / ** with round, abs, min, max. In a plan $n is the result of "
-         "step n, with its unit: multiplying an amount in GBP by a rate in EUR/GBP gives EUR, dividing km by h "
-         "gives km/h. A literal may carry a unit in brackets, e.g. 1[day] or 12.5[EUR/day]. Adding values with "
-         "different units is an error: write $3 + 1[day], not $3 + 1. No other code is evaluated."),
-        ("tool-convert_units", "Tool convert_units: unit conversion",
-         "convert_units(value, from_unit, to_unit) converts a quantity between units of one dimension. "
-         "from_unit must be the unit the value is in; converting kg to lb, km/h to mi/h, week to day. "
-         "Converting between dimensions (mass to length) is an error, as is an unknown unit name."),
-        ("tool-date_add", "Tool date_add: add days to a date",
-         "date_add(date, days) returns the ISO date days after date; negative days go back. days must be a "
-         "whole number of days: a term in weeks must be converted to day first (convert_units week -> day). "
-         "Invalid dates such as 2024-02-30 are errors."),
-        ("tool-date_diff", "Tool date_diff: days between two dates",
-         "date_diff(start, end) returns the number of days from start to end, in day; it is negative when end "
-         "is earlier than start, so the earlier date goes first. Nights of a hotel stay = date_diff(check_in, "
-         "check_out)."),
-        ("tool-exchange_rate", "Tool exchange_rate: dated currency rates",
-         "exchange_rate(base, quote, date) returns how many units of the quote currency one unit of the base "
-         "currency buys on that date, in quote/base. To convert an amount in GBP to EUR multiply it by "
-         "exchange_rate(GBP, EUR, date); swapping base and quote gives the inverse rate. Rates move daily, "
-         f"so the date matters. The table covers {START} to {START + dt.timedelta(days=DAYS - 1)}; currencies: "
-         f"{', '.join(CURRENCIES)}."),
-        ("tool-lookup", "Tool lookup: table cells",
-         "lookup(table, key, field) returns one cell: a quantity with its unit, a date or a text. Tables: "
-         f"{', '.join(world['tables'])}. A text cell such as a sku can be the key of a later lookup ($1)."),
-        ("guide-plan", "Writing a tool plan",
-         "A draft is a JSON object {\"plan\": [{\"tool\": ..., \"args\": {...}}, ...], \"answer\": value}. "
-         "Arguments may be \"$n\", the result of step n. The checker re-runs the plan with the real tools and "
-         "validates the units of every step; the answer must equal the last step's result in the unit the task "
-         "asks for, rounded to 2 decimals."),
-        ("guide-money", "Currency conventions",
-         "Amounts carry their currency as a unit (EUR, GBP, USD, CHF, CAD, JPY). Orders are converted at the "
-         "rate of the order date; invoices at the rate of the due date (issue date plus the payment terms); "
-         "list prices at the rate of the quoted day."),
-        ("guide-dates", "Date conventions",
-         "Dates are ISO (YYYY-MM-DD). Invoice payment terms: net 30 means the invoice is due and settled 30 "
-         "calendar days after its issue date (net 14, net 45, net 60 likewise). Contract terms start on the "
-         "effective date. Hotel nights are counted from check-in to check-out."),
-    ]
+    """Tool manuals and conventions (``sources/manuals.jsonl``, with the rate table's dates, currencies and
+    tables filled in), then a description of each table and the unit names per dimension: what RETRIEVE ranks
+    with BM25."""
+    values = {"start": str(START), "end": str(START + dt.timedelta(days=DAYS - 1)),
+              "currencies": ", ".join(CURRENCIES), "tables": ", ".join(world["tables"])}
+    docs = [(d.doc_id, d.title, fill_placeholders(d.text, values)) for d in read_documents(MANUALS_FILE)]
     for name, tab in world["tables"].items():
         cols = "; ".join(f"{c} ({v['type']}): {v['doc']}" for c, v in tab["columns"].items())
         docs.append((f"table-{name}", f"Table {name}", f"Key: {tab['key']}. {tab['doc']} Columns: {cols}."))
@@ -237,29 +185,19 @@ class Spec:
     """Difficulty added for the template's trickiness."""
 
 
-def _pick(rng: np.random.Generator, keys: list[str]) -> str:
-    return keys[int(rng.integers(len(keys)))]
-
-
 def _call(s: dict[str, Any]) -> dict[str, Any]:
     return {"name": s["tool"], "args": dict(s["args"])}
 
 
 def order_fx(rng: np.random.Generator, w: World) -> Spec:
-    o = _pick(rng, list(w.tables["orders"]["rows"]))
+    o = pick(rng, list(w.tables["orders"]["rows"]))
     row = w.tables["orders"]["rows"][o]
     cur = row["amount"][1]
-    target = _pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
+    target = pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
     plan = [lookup("orders", o, "amount"), lookup("orders", o, "order_date"),
             step("exchange_rate", base=cur, quote=target, date="$2"), step("calculate", expression="$1 * $3")]
     month_start = row["order_date"][:8] + "01"
-    wrong = [
-        ("wrong_rate_date", [plan[0], lookup("orders", o, "delivery_date"), *plan[2:]]),
-        ("wrong_rate_date", [*plan[:2], step("exchange_rate", base=cur, quote=target, date=month_start), plan[3]]),
-        ("swapped_args", [*plan[:2], step("exchange_rate", base=target, quote=cur, date="$2"), plan[3]]),
-        ("missing_step", [plan[0], plan[1], step("exchange_rate", base=cur, quote=target, date="$2")]),
-        ("wrong_operator", [*plan[:3], step("calculate", expression="$1 / $3")]),
-    ]
+    wrong = mutations.order_fx(plan, o, cur, target, month_start)
     prompt = (f"Order {o} was invoiced in the customer's currency. What is the order amount in {target}, "
               f"converted at the exchange rate finance uses for orders? Answer in {target}.")
     calls = [_call(plan[1]), _call({"tool": "exchange_rate", "args": {"base": cur, "quote": target,
@@ -268,23 +206,15 @@ def order_fx(rng: np.random.Generator, w: World) -> Spec:
 
 
 def shipment_weight(rng: np.random.Generator, w: World) -> Spec:
-    o = _pick(rng, list(w.tables["orders"]["rows"]))
+    o = pick(rng, list(w.tables["orders"]["rows"]))
     row = w.tables["orders"]["rows"][o]
     sku = row["sku"]
     unit = w.tables["products"]["rows"][sku]["unit_weight"][1]
-    target = _pick(rng, [u for u in ("kg", "lb", "oz", "g") if u != unit])
+    target = pick(rng, [u for u in ("kg", "lb", "oz", "g") if u != unit])
     qty = int(row["quantity"][0])
     plan = [lookup("orders", o, "sku"), lookup("products", "$1", "unit_weight"), lookup("orders", o, "quantity"),
             step("calculate", expression="$2 * $3"), step("convert_units", value="$4", from_unit=unit, to_unit=target)]
-    other = "lb" if unit != "lb" else "kg"
-    third = _pick(rng, [u for u in ("kg", "lb", "oz", "g") if u not in (unit, target)])
-    wrong = [
-        ("missing_step", [plan[0], plan[1], step("convert_units", value="$2", from_unit=unit, to_unit=target)]),
-        ("calc_slip", [plan[0], plan[1], plan[2], step("calculate", expression=f"$2 * {qty + 1}"), plan[4]]),
-        ("wrong_from_unit", [*plan[:4], step("convert_units", value="$4", from_unit=other, to_unit=target)]),
-        ("wrong_unit", [*plan[:4], step("convert_units", value="$4", from_unit=unit, to_unit=third)]),
-        ("bad_unit_name", [*plan[:4], step("convert_units", value="$4", from_unit=unit, to_unit=target + "s")]),
-    ]
+    wrong = mutations.shipment_weight(rng, plan, unit, target, qty)
     prompt = (f"What is the total shipping weight of order {o} (all units of the product it contains)? "
               f"Answer in {target}.")
     calls = [_call(plan[0]), _call(lookup("products", sku, "unit_weight"))]
@@ -293,35 +223,24 @@ def shipment_weight(rng: np.random.Generator, w: World) -> Spec:
 
 
 def contract_end(rng: np.random.Generator, w: World) -> Spec:
-    c = _pick(rng, list(w.tables["contracts"]["rows"]))
+    c = pick(rng, list(w.tables["contracts"]["rows"]))
     row = w.tables["contracts"]["rows"][c]
     term, unit = row["term"]
     if unit == "week":
         plan = [lookup("contracts", c, "effective"), lookup("contracts", c, "term"),
                 step("convert_units", value="$2", from_unit="week", to_unit="day"),
                 step("date_add", date="$1", days="$3")]
-        wrong = [
-            ("wrong_field", [lookup("contracts", c, "signed"), *plan[1:]]),
-            ("missing_step", [plan[0], plan[1], step("date_add", date="$1", days="$2")]),
-            ("swapped_args", [*plan[:3], step("date_add", date="$3", days="$1")]),
-            ("calc_slip", [*plan[:2], step("calculate", expression="$2 * 5"), plan[3]]),
-        ]
     else:
         plan = [lookup("contracts", c, "effective"), lookup("contracts", c, "term"),
                 step("date_add", date="$1", days="$2")]
-        wrong = [
-            ("wrong_field", [lookup("contracts", c, "signed"), *plan[1:]]),
-            ("swapped_args", [*plan[:2], step("date_add", date="$2", days="$1")]),
-            ("off_by_one", [*plan[:2], step("calculate", expression="$2 - 1[day]"),
-                            step("date_add", date="$1", days="$3")]),
-        ]
+    wrong = mutations.contract_end(plan, c, unit)
     prompt = f"On which date does contract {c} end, given its term? Answer with an ISO date."
     calls = [_call(plan[0]), _call(plan[1])]
     return Spec("contract_end", prompt, "date", plan, wrong, calls, "contracts", ["table-contracts", "tool-date_add"])
 
 
 def route_speed(rng: np.random.Generator, w: World) -> Spec:
-    r = _pick(rng, list(w.tables["routes"]["rows"]))
+    r = pick(rng, list(w.tables["routes"]["rows"]))
     row = w.tables["routes"]["rows"][r]
     d_unit, t_unit = row["distance"][1], row["actual_duration"][1]
     target = "mi/h" if d_unit == "km" or rng.random() < 0.5 else "km/h"
@@ -329,13 +248,7 @@ def route_speed(rng: np.random.Generator, w: World) -> Spec:
     misread = f"{d_unit}/h" if t_unit == "min" else f"{d_unit}/min"
     plan = [lookup("routes", r, "distance"), lookup("routes", r, "actual_duration"),
             step("calculate", expression="$1 / $2"), step("convert_units", value="$3", from_unit=speed, to_unit=target)]
-    wrong = [
-        ("wrong_field", [plan[0], lookup("routes", r, "scheduled_duration"), *plan[2:]]),
-        ("swapped_args", [plan[0], plan[1], step("calculate", expression="$2 / $1"), plan[3]]),
-        ("missing_step", plan[:3]),
-        ("wrong_from_unit", [*plan[:3], step("convert_units", value="$3", from_unit=misread, to_unit=target)]),
-        ("bad_unit_name", [*plan[:3], step("convert_units", value="$3", from_unit=speed, to_unit="mph")]),
-    ]
+    wrong = mutations.route_speed(plan, r, target, speed, misread)
     prompt = (f"What was the average speed on the last trip of route {r}, from the driver's measured time? "
               f"Answer in {target}.")
     calls = [_call(plan[1]), _call(plan[0])]
@@ -343,41 +256,28 @@ def route_speed(rng: np.random.Generator, w: World) -> Spec:
 
 
 def stay_cost(rng: np.random.Generator, w: World) -> Spec:
-    b = _pick(rng, list(w.tables["bookings"]["rows"]))
+    b = pick(rng, list(w.tables["bookings"]["rows"]))
     row = w.tables["bookings"]["rows"][b]
     cur = row["nightly_rate"][1].split("/")[0]
     plan = [lookup("bookings", b, "check_in"), lookup("bookings", b, "check_out"),
             step("date_diff", start="$1", end="$2"), lookup("bookings", b, "nightly_rate"),
             step("calculate", expression="$3 * $4")]
-    wrong = [
-        ("swapped_args", [plan[0], plan[1], step("date_diff", start="$2", end="$1"), *plan[3:]]),
-        ("off_by_one", [*plan[:4], step("calculate", expression="($3 + 1[day]) * $4")]),
-        ("wrong_field", [lookup("bookings", b, "booked_on"), *plan[1:]]),
-        ("missing_step", [plan[0], plan[1], step("date_diff", start="$1", end="$2")]),
-        ("wrong_operator", [*plan[:4], step("calculate", expression="$3 + $4")]),
-    ]
+    wrong = mutations.stay_cost(plan, b)
     prompt = f"What is the total room charge of booking {b} for the whole stay? Answer in {cur}."
     calls = [_call(plan[3]), _call(step("date_diff", start=row["check_in"], end=row["check_out"]))]
     return Spec("stay_cost", prompt, cur, plan, wrong, calls, "bookings", ["table-bookings", "tool-date_diff"])
 
 
 def invoice_due_fx(rng: np.random.Generator, w: World) -> Spec:
-    inv = _pick(rng, list(w.tables["invoices"]["rows"]))
+    inv = pick(rng, list(w.tables["invoices"]["rows"]))
     row = w.tables["invoices"]["rows"][inv]
     cur = row["amount"][1]
-    target = _pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
+    target = pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
     terms = int(rng.choice([14, 30, 45, 60]))
     plan = [lookup("invoices", inv, "issued"), step("date_add", date="$1", days=terms),
             step("exchange_rate", base=cur, quote=target, date="$2"), lookup("invoices", inv, "amount"),
             step("calculate", expression="$4 * $3")]
-    wrong = [
-        ("wrong_rate_date", [plan[0], step("exchange_rate", base=cur, quote=target, date="$1"), plan[3],
-                             step("calculate", expression="$3 * $2")]),
-        ("wrong_field", [lookup("invoices", inv, "received"), *plan[1:]]),
-        ("swapped_args", [*plan[:2], step("exchange_rate", base=target, quote=cur, date="$2"), *plan[3:]]),
-        ("calc_slip", [plan[0], step("date_add", date="$1", days=terms - 1), *plan[2:]]),
-        ("missing_step", [plan[0], step("date_add", date="$1", days=terms), plan[3]]),
-    ]
+    wrong = mutations.invoice_due_fx(plan, inv, cur, target, terms)
     prompt = (f"Invoice {inv} has net {terms} payment terms. How much is it in {target} at the rate on which it "
               f"is settled? Answer in {target}.")
     due = (dt.date.fromisoformat(row["issued"]) + dt.timedelta(days=terms)).isoformat()
@@ -387,21 +287,16 @@ def invoice_due_fx(rng: np.random.Generator, w: World) -> Spec:
 
 
 def price_per_weight(rng: np.random.Generator, w: World) -> Spec:
-    p = _pick(rng, [k for k, v in w.tables["products"]["rows"].items() if v["unit_weight"][1] != "lb"])
+    p = pick(rng, [k for k, v in w.tables["products"]["rows"].items() if v["unit_weight"][1] != "lb"])
     row = w.tables["products"]["rows"][p]
     cur, unit = row["price"][1], row["unit_weight"][1]
-    target = _pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
+    target = pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
     day = _day(rng).isoformat()
     day_before = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
     plan = [lookup("products", p, "price"), lookup("products", p, "unit_weight"),
             step("convert_units", value="$2", from_unit=unit, to_unit="lb"),
             step("exchange_rate", base=cur, quote=target, date=day), step("calculate", expression="$1 * $4 / $3")]
-    wrong = [
-        ("missing_step", [plan[0], plan[1], plan[3], step("calculate", expression="$1 * $3 / $2")]),
-        ("swapped_args", [*plan[:4], step("calculate", expression="$3 / ($1 * $4)")]),
-        ("wrong_rate_date", [*plan[:3], step("exchange_rate", base=cur, quote=target, date=day_before), plan[4]]),
-        ("wrong_unit", [plan[0], plan[1], step("convert_units", value="$2", from_unit=unit, to_unit="oz"), *plan[3:]]),
-    ]
+    wrong = mutations.price_per_weight(plan, unit, cur, target, day_before)
     prompt = (f"Quote the list price of product {p} per pound of weight in {target}, using the rate of {day}. "
               f"Answer in {target}/lb.")
     calls = [_call(plan[1]), _call(plan[3])]
@@ -419,21 +314,6 @@ def _answer(value: float | str) -> float | str:
     return value if isinstance(value, str) else round(float(value), 2)
 
 
-def _slip(value: float | str, rng: np.random.Generator) -> float | str:
-    """A transcription slip in the final number: transposed digits or a dropped/misplaced decimal."""
-    if isinstance(value, str):
-        d = dt.date.fromisoformat(value)
-        return (d + dt.timedelta(days=int(rng.choice([-1, 1, 30])))).isoformat()
-    text = f"{value:.2f}"
-    digits = [i for i, ch in enumerate(text) if ch.isdigit()]
-    for a, b in itertools.pairwise(digits):
-        if text[a] != text[b]:
-            swapped = text[:a] + text[b] + text[a + 1:b] + text[a] + text[b + 1:]
-            if abs(float(swapped) - value) > 0.05 * abs(value):
-                return float(swapped)
-    return round(value * 10, 2)
-
-
 def build_task(spec: Spec, task_id: str, split: str, rng: np.random.Generator, world: World,
                world_raw: dict[str, Any]) -> dict[str, Any]:
     """Label the candidates with the real checker and grader and assemble the task record."""
@@ -446,9 +326,9 @@ def build_task(spec: Spec, task_id: str, split: str, rng: np.random.Generator, w
     candidates = [{"content": json.dumps({"plan": spec.plan, "answer": gold}), "kind": "reference", "correct": True}]
     for kind, plan in spec.wrong:
         run = run_plan(world, TOOL_SPECS, plan, check_units=False)
-        value = _answer(run.result.as_json()) if run.ok else _slip(gold, rng)
+        value = _answer(run.result.as_json()) if run.ok else answer_slip(gold, rng)
         candidates.append({"content": json.dumps({"plan": plan, "answer": value}), "kind": kind, "correct": False})
-    candidates.append({"content": json.dumps({"plan": spec.plan, "answer": _slip(gold, rng)}),
+    candidates.append({"content": json.dumps({"plan": spec.plan, "answer": answer_slip(gold, rng)}),
                        "kind": "answer_slip", "correct": False})
     # Keep only wrong candidates the grader really rejects (a rate that did not move would be correct).
     labelled, contents = [], set()

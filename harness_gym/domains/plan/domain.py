@@ -13,6 +13,7 @@ import functools
 from pathlib import Path
 
 from harness_gym.core.domain import Domain
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.plan.checker import check_schedule, parse_draft
@@ -20,7 +21,6 @@ from harness_gym.domains.plan.grader import grade_schedule
 from harness_gym.domains.plan.instance import Instance, InstanceError
 from harness_gym.domains.plan.tools import TOOLS
 from harness_gym.paths import data_path
-from harness_gym.sandbox.base import Sandbox
 
 
 class PlanDomain(Domain):
@@ -67,14 +67,15 @@ class PlanDomain(Domain):
         return self._optimum[task.task_id]
 
     # ----- TOOL --------------------------------------------------------------------------------------
-    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
+                  *, resource: None = None) -> ToolResult:
         return TOOLS.implementation(call.name)(self.instance(task), **call.args)
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         return check_schedule(self.instance(task), draft.content)
 
-    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:
         return grade_schedule(self.instance(task), self._optimum[task.task_id], draft.content)
 
     # ----- evidence ----------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_gym.core.env import HarnessEnv, document_env
 from harness_gym.domains.plan.domain import load_plan_domain
+from harness_gym.env import HarnessEnv, document_env
 
 
 @document_env
@@ -79,7 +79,7 @@ class HarnessPlanEnv(HarnessEnv):
 
     ``data_dir`` is a folder with ``corpus.jsonl`` and ``tasks.jsonl`` (default: the shipped
     ``envs_data/plan``, written by ``python -m harness_gym.domains.plan.generate``); the other keywords are
-    those of :class:`~harness_gym.core.env.HarnessEnv`. No sandbox is opened: the tools are pure Python.
+    those of :class:`~harness_gym.env.HarnessEnv`. No sandbox is opened: the tools are pure Python.
 
     ## Example
 

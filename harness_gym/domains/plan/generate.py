@@ -9,7 +9,11 @@ The ``ood`` split is a fourth template with constraint types never seen in train
 a per-person daily meeting limit and room preferences. Every instance is solved exactly
 (:meth:`~harness_gym.domains.plan.instance.Instance.solve`); the candidates are an optimal plan, feasible but
 sub-optimal plans (they pass the checker and score below 1) and plans that break exactly one named hard
-constraint, each labelled by the real verifier and cost.
+constraint (:mod:`~harness_gym.domains.plan.mutations`), each labelled by the real verifier and cost.
+
+The hand-written inputs are in ``sources/``: ``vocabulary.json`` (people, rooms, meeting titles, equipment),
+``families.json`` (what each template schedules and the policy pages it needs) and ``corpus.jsonl`` (the
+scheduling policy pages RETRIEVE ranks).
 """
 
 from __future__ import annotations
@@ -22,16 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from harness_gym.core.taskfile import write_jsonl
+from harness_gym.core.taskfile import TaskFileError, read_documents, read_json, require, write_jsonl
 from harness_gym.domains.generation import family_splits, generator_main
 from harness_gym.domains.plan.instance import Assignment, Instance, slot_name
+from harness_gym.domains.plan.mutations import suboptimal_plans, violating_plans
+from harness_gym.domains.sources import read_vocabulary, source_path
 
-NAMES = ("Ana", "Ben", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lea", "Milo", "Nia",
-         "Omar", "Pia", "Rosa", "Sami", "Tao", "Uma")
-ROOMS = ("Oak", "Birch", "Cedar", "Elm", "Maple", "Pine", "Willow")
-TITLES = ("design review", "budget sync", "roadmap", "retro", "hiring sync", "customer call prep", "security review",
-          "launch plan", "ops review", "data review", "vendor call", "offsite planning")
-EQUIPMENT = ("projector", "video")
+VOCABULARY = read_vocabulary(source_path("plan", "vocabulary.json"), ("people", "rooms", "meeting_titles", "equipment"))
+NAMES, ROOMS, TITLES, EQUIPMENT = (VOCABULARY[k] for k in ("people", "rooms", "meeting_titles", "equipment"))
+CORPUS_FILE = source_path("plan", "corpus.jsonl")
+FAMILIES_FILE = source_path("plan", "families.json")
 DAYS = ("Mon", "Tue")
 HOURS = (9, 10, 11, 14, 15, 16)
 OOD_PER_FAMILY = 36
@@ -124,12 +128,27 @@ def workshop_series(rng: np.random.Generator) -> Spec:
 IN_DIST: tuple[Callable[[np.random.Generator], Spec], ...] = (team_week, interview_loop, project_reviews)
 OOD: tuple[Callable[[np.random.Generator], Spec], ...] = (workshop_series,)
 
-RELEVANT_DOCS = {
-    "team_week": ["rule-precedence", "soft-gaps"],
-    "interview_loop": ["rule-precedence", "rule-deadline"],
-    "project_reviews": ["rule-deadline", "rule-capacity"],
-    "workshop_series": ["rule-equipment", "rule-max_per_day"],
-}
+
+
+def read_families(path: Path = FAMILIES_FILE) -> dict[str, tuple[str, list[str]]]:
+    """Template family -> (what its prompt says it schedules, the policy pages its tasks need).
+
+    :param path: the families file
+    """
+    raw = read_json(path)
+    names = {make.__name__ for make in IN_DIST + OOD}
+    if not isinstance(raw, dict) or set(raw) != names:
+        raise TaskFileError(path, f"expected an object with one entry per template family {sorted(names)}")
+    out = {}
+    for family, rec in raw.items():
+        if not isinstance(rec, dict):
+            raise TaskFileError(path, "expected an object", field=family)
+        out[family] = (require(rec, "schedules", str, path=path, task_id=family),
+                       require(rec, "relevant_docs", list, path=path, task_id=family))
+    return out
+
+
+FAMILIES = read_families()
 
 
 # ----- text ------------------------------------------------------------------------------------------
@@ -150,8 +169,7 @@ def _prompt(spec: Spec, family: str) -> str:
         rules.append("a meeting that needs equipment must be in a room that has it")
     if spec.get("max_per_day") is not None:
         rules.append(f"nobody has more than {spec['max_per_day']} meetings on one day")
-    what = {"team_week": "the team's meetings this week", "interview_loop": "an interview loop and its debrief",
-            "project_reviews": "the project reviews", "workshop_series": "a workshop series"}[family]
+    what = FAMILIES[family][0]
     return (f"Schedule {what} into one-hour slots on {' and '.join(spec['days'])} in rooms "
             f"{', '.join(spec['rooms'])}. Meetings: {meets}. Hard rules: {'; '.join(rules)}. Among valid "
             "schedules, minimise the soft-preference cost. Reply with JSON "
@@ -173,87 +191,19 @@ def _observations(spec: Spec) -> list[str]:
 
 
 def make_corpus() -> list[dict[str, str]]:
-    """Scheduling policy pages, one per constraint type, the tools and the plan format."""
-    docs = [
-        ("guide-format", "Plan format", "A schedule is JSON {\"assignments\": {meeting id: {\"slot\": \"Mon-09\", "
-         "\"room\": room name}}}. Every meeting gets exactly one slot and one room; slots are day-hour names."),
-        ("rule-availability", "Rule: attendee availability", "Every attendee of a meeting must be free in its slot. "
-         "availability(person) lists the free slots of one person; calendars differ from person to person."),
-        ("rule-capacity", "Rule: room capacity", "A room seats at most its capacity: large meetings (five or more "
-         "attendees) only fit the big rooms, so place them first. room_info(room) gives the capacity."),
-        ("rule-conflicts", "Rule: no double booking", "Nobody attends two meetings in the same slot and a room holds "
-         "one meeting per slot. Meetings that share an attendee need different slots."),
-        ("rule-precedence", "Rule: precedence", "'A must happen before B' means A must happen in a slot strictly "
-         "earlier than B's slot; both may happen on the same day. Monday slots come before Tuesday slots. A "
-         "debrief must happen after every interview of the loop."),
-        ("rule-deadline", "Rule: deadlines", "'M must take place by S' means M's slot is S or earlier. Schedule "
-         "deadline meetings early in the week, before the slots fill up."),
-        ("rule-equipment", "Rule: equipment", "A meeting that needs a projector or video equipment must be in a room "
-         "that has it; room_info(room) and the room directory list the equipment of each room."),
-        ("rule-max_per_day", "Rule: daily meeting limit", "Nobody has more than the allowed number of meetings on "
-         "one day: count each person's meetings per day and spread the series over both days."),
-        ("soft-preferences", "Soft preferences", "A preference (morning, afternoon, a day, a room) that is not met "
-         "costs its weight. Hard rules come first: a schedule that breaks one scores 0."),
-        ("soft-gaps", "Soft: minimise gaps", "Each idle slot between two meetings of one person on one day costs 1: "
-         "back-to-back meetings on the same day are cheaper than meetings with holes between them. The lunch "
-         "break is not a gap."),
-        ("tool-availability", "Tool availability", "availability(person) returns the slots in which that person is "
-         "free. Unknown names are errors."),
-        ("tool-room_info", "Tool room_info", "room_info(room) returns the capacity and equipment of a room."),
-        ("tool-dry_run", "Tool dry_run", "dry_run(assignments) checks a schedule against the hard rules and lists "
-         "every violated rule; it does not score preferences."),
-        ("guide-strategy", "Scheduling strategy", "Schedule the most constrained meeting first (fewest free common "
-         "slots, largest attendance), check rooms, then improve preferences and close gaps without breaking a rule."),
-    ]
-    return [{"doc_id": i, "title": t, "text": x} for i, t, x in docs]
+    """Scheduling policy pages, one per constraint type, the tools and the plan format (``sources/corpus.jsonl``)."""
+    return [{"doc_id": d.doc_id, "title": d.title, "text": d.text} for d in read_documents(CORPUS_FILE)]
 
 
-# ----- candidates ------------------------------------------------------------------------------------
-def _violating(inst: Instance, ref: Assignment, rng: np.random.Generator) -> list[tuple[str, Assignment]]:
-    """Plans that break exactly one kind of hard constraint, one per kind, from single moves of ``ref``."""
-    by_kind: dict[str, list[Assignment]] = {}
-    moves: list[Assignment] = []
-    for m in ref:
-        for slot in inst.slots:
-            for room in inst.rooms:
-                if (slot, room) != ref[m]:
-                    moves.append({**ref, m: (slot, room)})
-    for a, b in inst.precedence:
-        moves.append({**ref, a: (ref[b][0], ref[a][1]), b: (ref[a][0], ref[b][1])})
-    moves.append({k: v for k, v in ref.items() if k != sorted(ref)[int(rng.integers(len(ref)))]})
-    for plan in moves:
-        kinds = {v.kind for v in inst.violations(plan)}
-        if len(kinds) == 1:
-            by_kind.setdefault(kinds.pop(), []).append(plan)
-    kinds = sorted(by_kind)
-    rng.shuffle(kinds)
-    return [(k, by_kind[k][int(rng.integers(len(by_kind[k])))]) for k in kinds[:4]]
-
-
-def _suboptimal(inst: Instance, optimum: float, rng: np.random.Generator) -> list[Assignment]:
-    """Up to two feasible plans costlier than the optimum: the cheapest such plan found and another one."""
-    found: dict[str, tuple[float, Assignment]] = {}
-    for _ in range(8):
-        for plan in inst.sample_feasible(rng, 3):
-            found[json.dumps(sorted(plan.items()))] = (inst.cost(plan), plan)
-    worse = sorted((c, k) for k, (c, _) in found.items() if c > optimum + 1e-9)
-    if not worse:
-        return []
-    picks = [worse[0][1]]
-    rest = [k for _, k in worse[1:]]
-    rng.shuffle(rest)
-    picks += rest[:1]
-    return [found[k][1] for k in picks]
-
-
+# ----- tasks ---------------------------------------------------------------------------------------
 def build_task(spec: Spec, family: str, task_id: str, split: str, rng: np.random.Generator) -> dict[str, Any] | None:
     """Solve the instance and assemble the task record; ``None`` when it is infeasible or too easy."""
     inst = Instance(spec)
     optimum, ref = inst.solve()
     if ref is None:
         return None
-    worse = _suboptimal(inst, optimum, rng)
-    broken = _violating(inst, ref, rng)
+    worse = suboptimal_plans(inst, optimum, rng)
+    broken = violating_plans(inst, ref, rng)
     if not worse or len(broken) < 2:
         return None
     order = list(spec["meetings"])
@@ -271,7 +221,7 @@ def build_task(spec: Spec, family: str, task_id: str, split: str, rng: np.random
     return {"task_id": task_id, "split": split, "family": family,
             "difficulty": round(min(1.0, max(0.0, difficulty)), 3), "prompt": _prompt(spec, family),
             "candidates": candidates, "observations": _observations(spec), "required_observations": [0, 1],
-            "relevant_docs": RELEVANT_DOCS[family], "tool_calls": calls,
+            "relevant_docs": FAMILIES[family][1], "tool_calls": calls,
             "payload": {"instance": spec, "optimum": optimum}}
 
 

@@ -21,14 +21,14 @@ import numpy as np
 Assignment = dict[str, tuple[str, str]]
 """meeting -> (slot, room)."""
 
-HARD_KINDS: tuple[str, ...] = ("format", "unknown_meeting", "unscheduled", "unknown_slot", "unknown_room",
-                               "availability", "capacity", "equipment", "person_conflict", "room_conflict",
-                               "precedence", "deadline", "max_per_day")
-
-
 @dataclass(frozen=True)
 class Violation:
-    """A violated hard constraint: its kind (one of :data:`HARD_KINDS`) and a message naming the culprits."""
+    """A violated hard constraint: its kind and a message naming the culprits.
+
+    The kinds: ``unknown_meeting``, ``unscheduled``, ``unknown_slot``, ``unknown_room``,
+    ``availability``, ``capacity``, ``equipment``, ``person_conflict``, ``room_conflict``, ``precedence``,
+    ``deadline``, ``max_per_day``.
+    """
 
     kind: str
     message: str

@@ -2,8 +2,9 @@
 
 Data: ``envs_data/research_qa/articles.jsonl`` (one encyclopedia article per entity, with its relations and
 attributes: the world graph the tools query) and ``tasks.jsonl``, written by
-:mod:`harness_gym.domains.research_qa.generate`. There is no structured verifier: :meth:`check` returns
-``None`` and CHECK is the worker's own noisy self-check.
+:mod:`harness_gym.domains.research_qa.generate`. There is no structured verifier (and no ``checker.py``): the
+domain keeps :meth:`~harness_gym.core.domain.Domain.check`, which returns ``None``, so CHECK is the worker's
+own noisy self-check.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from typing import Any
 
 from harness_gym.core.domain import Domain
 from harness_gym.core.retrieval import tokenize
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_jsonl, require
-from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
+from harness_gym.core.types import Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.fictional_world import normalize_answer
 from harness_gym.domains.research_qa.grader import answer_quality
 from harness_gym.domains.research_qa.tools import TOOLS, Encyclopedia
 from harness_gym.paths import data_path
-from harness_gym.sandbox.base import Sandbox
 
 STOPWORDS = frozenset(["a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "is", "was", "were", "who", "what", "which", "where", "when", "whose", "did", "does", "do", "that", "this", "with", "and", "or", "its", "it", "as", "from", "has", "have"])
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -101,15 +102,12 @@ class ResearchQADomain(Domain):
         return self.best_unseen(self.expanded_query(task, ctx.retrieved), ctx)
 
     # ----- tools -------------------------------------------------------------------------------------
-    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
+                  *, resource: None = None) -> ToolResult:
         return TOOLS.implementation(call.name)(self.encyclopedia, **call.args)
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult | None:
-        """No structured verifier: CHECK falls back to the worker's self-check."""
-        return None
-
-    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:
         return answer_quality(draft.content, task.payload)
 
     def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_gym.core.env import HarnessEnv, document_env
 from harness_gym.domains.research_qa.domain import load_research_qa_domain
+from harness_gym.env import HarnessEnv, document_env
 
 
 @document_env
@@ -79,7 +79,7 @@ class HarnessResearchQAEnv(HarnessEnv):
     ```
 
     ``data_dir`` is a folder with ``articles.jsonl`` and ``tasks.jsonl`` (default: the shipped
-    ``envs_data/research_qa``); the other keywords are those of :class:`~harness_gym.core.env.HarnessEnv`.
+    ``envs_data/research_qa``); the other keywords are those of :class:`~harness_gym.env.HarnessEnv`.
 
     ## Example
 

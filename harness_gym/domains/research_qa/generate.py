@@ -4,8 +4,10 @@ The world (:class:`~harness_gym.domains.fictional_world.World`) becomes one ency
 (its relations, an attribute, and a few mentions of entities pointing at it). Each question follows a
 2- or 3-hop relation path from a named start entity; the ``ood`` split uses templates whose relations
 (``parent_company``, ``held_in``, ``located_in``, ``population``) never occur in the other splits.
-Wrong candidates are the answers models give on such questions: an intermediate entity of the chain, an
-entity reached through a confusable relation, a sibling of the answer, and a partially right answer.
+Wrong candidates are the answers models give on such questions (:mod:`~harness_gym.domains.research_qa.mutations`):
+an intermediate entity of the chain, an entity reached through a confusable relation, a sibling of the answer,
+and a partially right answer. The question templates and the article and answer phrasing are hand-written
+inputs in ``sources/`` (``questions.json``, ``phrasing.json``).
 
 Run ``python -m harness_gym.domains.research_qa.generate [--out DIR] [--seed N]``; the output is deterministic.
 """
@@ -18,33 +20,19 @@ from typing import Any
 
 import numpy as np
 
-from harness_gym.core.taskfile import write_jsonl
-from harness_gym.domains.fictional_world import ATTRIBUTES, RELATIONS, Entity, World, normalize_answer
+from harness_gym.core.taskfile import TaskFileError, read_json, require, write_jsonl
+from harness_gym.domains.fictional_world import ATTRIBUTES, RELATIONS, Entity, World
 from harness_gym.domains.generation import generator_main
 from harness_gym.domains.research_qa.grader import answer_quality
+from harness_gym.domains.research_qa.mutations import wrong_answers
+from harness_gym.domains.sources import source_path
 
+QUESTIONS_FILE = source_path("research_qa", "questions.json")
+PHRASING_FILE = source_path("research_qa", "phrasing.json")
 SEED = 7130
 SPLIT_SIZES = {"train": 100, "val": 30, "test": 44}
 N_OOD = 40
 MAX_MENTIONS = 4
-
-INTROS = {
-    "person": "{n} is a figure of public life.",
-    "city": "{n} is a settlement with a long history.",
-    "region": "{n} is one of the administrative divisions of the world.",
-    "organisation": "{n} is a registered body.",
-    "university": "{n} is an institution of higher learning.",
-    "event": "The {n} is a recurring public gathering.",
-}
-ANSWER_FORMATS = {
-    "person": "the person's full name",
-    "city": "the city's full name",
-    "region": "the region's full name",
-    "organisation": "the organisation's full name",
-    "university": "the university's full name",
-    "number": "a number in digits",
-}
-
 
 @dataclass(frozen=True)
 class Template:
@@ -58,43 +46,50 @@ class Template:
     """Format string with ``{s}``, the start entity's name."""
 
 
-IN_DISTRIBUTION: tuple[Template, ...] = (
-    Template("founder_birthplace", "organisation", ("founded_by", "born_in"),
-             "In which city was the person who founded {s} born?"),
-    Template("employer_headquarters", "person", ("works_for", "headquartered_in"),
-             "Where does the organisation that {s} works for have its headquarters?"),
-    Template("mentor_university", "person", ("mentor", "studied_at"),
-             "At which university has the mentor of {s} studied?"),
-    Template("organiser_leader", "event", ("organised_by", "led_by"),
-             "Who currently leads the organisation that organised the {s}?"),
-    Template("birth_region", "person", ("born_in", "in_region"),
-             "In which region is the city where {s} was born?"),
-    Template("headquarters_region_capital", "organisation", ("headquartered_in", "in_region", "capital"),
-             "What is the capital of the region containing the city where {s} has its headquarters?"),
-    Template("winner_employer_headquarters", "event", ("won_by", "works_for", "headquartered_in"),
-             "Where are the headquarters of the organisation that the winner of the chief prize at the {s} "
-             "works for?"),
-    Template("rector_birthplace", "university", ("rector", "born_in"), "Where was the rector of {s} born?"),
-    Template("spouse_employer", "person", ("spouse", "works_for"),
-             "Which organisation does the person married to {s} work for?"),
-    Template("founder_mentor_birthplace", "organisation", ("founded_by", "mentor", "born_in"),
-             "Where was the mentor of the person who founded {s} born?"),
-    Template("employer_founding_year", "person", ("works_for", "founded_year"),
-             "In what year was the organisation that {s} works for established?"),
-    Template("mentor_employer_founding_year", "person", ("mentor", "works_for", "founded_year"),
-             "In what year was the organisation that the mentor of {s} works for established?"),
-)
-OUT_OF_DISTRIBUTION: tuple[Template, ...] = (
-    Template("parent_founder", "organisation", ("parent_company", "founded_by"),
-             "Who founded the company of which {s} is a subsidiary?"),
-    Template("event_region", "event", ("held_in", "in_region"), "In which region did the {s} take place?"),
-    Template("alma_mater_region", "person", ("studied_at", "located_in", "in_region"),
-             "In which region is the university located where {s} studied?"),
-    Template("event_city_population", "event", ("held_in", "population"),
-             "What is the population of the city where the {s} took place?"),
-    Template("parent_headquarters", "organisation", ("parent_company", "headquartered_in"),
-             "Where are the headquarters of the company of which {s} is a subsidiary?"),
-)
+def read_templates(path: Path = QUESTIONS_FILE) -> tuple[tuple[Template, ...], tuple[Template, ...]]:
+    """The in-distribution and the out-of-distribution question templates of ``sources/questions.json``.
+
+    :param path: the templates file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise TaskFileError(path, "expected an object with 'in_distribution' and 'out_of_distribution'")
+    known = set(RELATIONS) | {attr for kind in ATTRIBUTES.values() for attr in kind}
+    groups = []
+    for group in ("in_distribution", "out_of_distribution"):
+        templates = []
+        for i, rec in enumerate(require(raw, group, list, path=path)):
+            where = f"{group}[{i}]"
+            if not isinstance(rec, dict):
+                raise TaskFileError(path, "expected an object", field=where)
+            hops = require(rec, "path", list, path=path, task_id=where)
+            if not hops or not all(h in known for h in hops):
+                raise TaskFileError(path, f"every hop must be one of {sorted(known)}, got {hops!r}", task_id=where,
+                                    field="path")
+            templates.append(Template(require(rec, "name", str, path=path, task_id=where),
+                                      require(rec, "start_kind", str, path=path, task_id=where), tuple(hops),
+                                      require(rec, "text", str, path=path, task_id=where)))
+        groups.append(tuple(templates))
+    return groups[0], groups[1]
+
+
+def read_phrasing(path: Path = PHRASING_FILE) -> tuple[dict[str, str], dict[str, str]]:
+    """The article intro per entity kind and the answer format per answer kind, from ``sources/phrasing.json``.
+
+    :param path: the phrasing file
+    """
+    raw = read_json(path)
+    tables = []
+    for name in ("intros", "answer_formats"):
+        table = require(raw, name, dict, path=path) if isinstance(raw, dict) else None
+        if table is None or not all(isinstance(v, str) for v in table.values()):
+            raise TaskFileError(path, "expected an object of strings", field=name)
+        tables.append(table)
+    return tables[0], tables[1]
+
+
+IN_DISTRIBUTION, OUT_OF_DISTRIBUTION = read_templates()
+INTROS, ANSWER_FORMATS = read_phrasing()
 
 
 def article_text(world: World, ent: Entity) -> str:
@@ -137,42 +132,6 @@ class ResearchQAGenerator:
         last = self.world.entities.get(chain[-1])
         return last.kind if last is not None and path[-1] in RELATIONS else "number"
 
-    def wrong_answers(self, chain: list[str], path: tuple[str, ...]) -> list[tuple[str, str]]:
-        """(kind, answer) pairs of realistic mistakes on this question."""
-        world, answer = self.world, chain[-1]
-        out = [("wrong_hop", name) for name in chain[1:-1]]
-        start = world.entities[chain[0]]
-        first = RELATIONS.get(path[0])
-        for rel, obj in start.rels.items():
-            if rel != path[0] and first is not None and RELATIONS[rel].object_kind == first.object_kind:
-                alt = self.follow(obj, path[1:])
-                if alt is not None:
-                    out.append(("wrong_relation", alt[-1]))
-        kind = self.answer_kind(chain, path)
-        if kind == "number":
-            penult = world.entities[chain[-2]]
-            others = [e for e in world.of_kind(penult.kind) if e.name != penult.name]
-            out.append(("sibling", str(world.choice(others).attrs[path[-1]])))
-            out.append(("partial", f"about {answer}"))
-        else:
-            ans = world.entities[answer]
-            shared = [e for e in world.of_kind(kind) if e.name != answer
-                      and any(ans.rels.get(r) == v for r, v in e.rels.items())]
-            pool = shared or [e for e in world.of_kind(kind) if e.name != answer]
-            out.append(("sibling", world.choice(pool).name))
-            tokens = answer.split()
-            if len(tokens) > 1:
-                out.append(("partial", max(tokens, key=len)))
-            elif "in_region" in ans.rels:
-                out.append(("partial", f"{answer}, {ans.rels['in_region']}"))
-        seen = {normalize_answer(answer)}
-        unique = []
-        for k, a in out:
-            if normalize_answer(a) not in seen:
-                seen.add(normalize_answer(a))
-                unique.append((k, a))
-        return unique
-
     def task(self, index: int, tmpl: Template, start: str, split: str) -> dict[str, Any]:
         r = self.rng
         chain = self.follow(start, tmpl.path)
@@ -180,7 +139,8 @@ class ResearchQAGenerator:
         answer, kind = chain[-1], self.answer_kind(chain, tmpl.path)
         hops = len(tmpl.path)
         cands = [{"content": answer, "kind": "reference"}]
-        cands += [{"content": a, "kind": k} for k, a in self.wrong_answers(chain, tmpl.path)]
+        cands += [{"content": a, "kind": k}
+                  for k, a in wrong_answers(self.world, chain, tmpl.path, self.follow, kind)]
         for cand in cands:
             cand["correct"] = answer_quality(cand["content"], answer) >= 1.0
         order = r.permutation(len(cands))
@@ -228,7 +188,7 @@ class ResearchQAGenerator:
         return [self.task(i, t, s, split) for i, (t, s, split) in enumerate(items)]
 
 
-def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
+def generate(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
     """Generate and write ``articles.jsonl`` and ``tasks.jsonl``; returns (n_articles, n_tasks)."""
     gen = ResearchQAGenerator(seed)
     articles, tasks = gen.articles(), gen.build()
@@ -236,7 +196,7 @@ def write(out_dir: Path, seed: int = SEED) -> tuple[int, int]:
 
 
 def main() -> None:
-    generator_main(__doc__, "research_qa", write, SEED,
+    generator_main(__doc__, "research_qa", generate, SEED,
                    lambda counts, out: f"wrote {counts[1]} tasks and {counts[0]} articles to {out}")
 
 

@@ -7,13 +7,12 @@ import json
 from functools import lru_cache
 
 from harness_gym.core.domain import Domain
+from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import Candidate, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.sources import read_markdown_documents, source_path
-from harness_gym.domains.tau_retail.candidates import Perturber
 from harness_gym.domains.tau_retail.checker import verify
-from harness_gym.domains.tau_retail.data import RawTask, RetailDataset, load_dataset
 from harness_gym.domains.tau_retail.drafts import (
     DraftFormatError,
     RetailTaskData,
@@ -23,10 +22,11 @@ from harness_gym.domains.tau_retail.drafts import (
     replay,
 )
 from harness_gym.domains.tau_retail.grader import MAX_REPLY_CHARS, reward, rewards
+from harness_gym.domains.tau_retail.mutations import Perturber
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, WRITE_TOOLS, call_once, tool_specs
+from harness_gym.domains.tau_retail.upstream import RawTask, RetailDataset, load_dataset
 from harness_gym.paths import data_path
-from harness_gym.sandbox.base import Sandbox
 
 POLICY_FILE = source_path("tau_retail", "policy.md")
 """The retail policy as retrieval documents (this project's wording of the benchmark's rules)."""
@@ -63,7 +63,7 @@ def _compact(value: object) -> str:
 class TauRetailDomain(Domain):
     """τ-bench retail tickets over one store (see :class:`~harness_gym.domains.tau_retail.env.HarnessTauRetailEnv`).
 
-    :param dataset: the store and its tasks, from :func:`~harness_gym.domains.tau_retail.data.load_dataset`
+    :param dataset: the store and its tasks, from :func:`~harness_gym.domains.tau_retail.upstream.load_dataset`
     """
 
     name = "tau_retail"
@@ -144,14 +144,15 @@ class TauRetailDomain(Domain):
         return tuple(reads[i] for i in keep)
 
     # ----- MDP hooks ---------------------------------------------------------------------------------
-    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None) -> ToolResult:
+    def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
+                  *, resource: None = None) -> ToolResult:
         if call.name not in EVIDENCE_TOOLS:
             return ToolResult(ok=False, output="", error=f"{call.name} changes the store; write calls belong in "
                                                           "the draft's plan, TOOL runs read tools only")
         ok, out = call_once(RetailDB(self.snapshot), call)
         return ToolResult(ok=True, output=out) if ok else ToolResult(ok=False, output="", error=out)
 
-    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> CheckResult:
+    def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         try:
             reply = parse_draft(draft.content).reply
         except DraftFormatError:
@@ -161,7 +162,7 @@ class TauRetailDomain(Domain):
                                       "graded", 0.9)
         return verify(task.payload, draft.content)
 
-    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None) -> float:
+    def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:
         return reward(task.payload, draft.content)
 
     def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:

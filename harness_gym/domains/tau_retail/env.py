@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.env import PENDING, HarnessEnv, document_env
 from harness_gym.domains.tau_retail.domain import load_tau_retail_domain
 from harness_gym.domains.tau_retail.grader import OUTPUT_MATCHES, rewards
+from harness_gym.env import PENDING, HarnessEnv, document_env
 
 
 @document_env
@@ -122,7 +122,7 @@ class HarnessTauRetailEnv(HarnessEnv):
     ``"strict"`` (default) or ``"substring"`` (the benchmark's own comparison), see
     :mod:`~harness_gym.domains.tau_retail.grader`; the episode's last ``info`` holds both rewards
     (``reward_strict``, ``reward_substring``; -1 before the end, like ``quality``). The other keywords are those of
-    :class:`~harness_gym.core.env.HarnessEnv`. Loading is cached per ``data_dir``.
+    :class:`~harness_gym.env.HarnessEnv`. Loading is cached per ``data_dir``.
 
     ## Example
 

@@ -1,5 +1,5 @@
 """Write the synthetic retail store and its tickets to ``envs_data/tau_retail`` (this project's JSON store
-format, see :mod:`~harness_gym.domains.tau_retail.data`).
+format, see :mod:`~harness_gym.domains.tau_retail.upstream`).
 
 The store has the public schema (users with payment methods, orders with items, fulfilments and payment
 history, products with variants); the tickets are v1 task literals ``{user_id, instruction, actions: [{name,
@@ -7,12 +7,15 @@ kwargs}], outputs}``. Single-request tickets of every kind are shuffled into tra
 test; compound tickets (two changes on two orders, a change plus a question) form ``tasks_ood.json``. Every
 gold action is replayed with the domain's tools while generating and must succeed.
 
+The hand-written inputs are in ``sources/``: the product catalogue (``catalogue.json``), the customers' cities
+(``cities.json``) and names, streets and card brands (``vocabulary.json``); ``policy.md`` is the policy text
+RETRIEVE ranks.
+
 Run ``python -m harness_gym.domains.tau_retail.generate [--out DIR] [--seed N]``; the output is deterministic.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import random
@@ -20,80 +23,58 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness_gym.core.taskfile import TaskFileError, read_json, require
 from harness_gym.core.types import ToolCall
+from harness_gym.domains.generation import generator_main
+from harness_gym.domains.sources import read_vocabulary, source_path
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import call_once
 
-CATALOGUE: dict[str, tuple[tuple[float, float], dict[str, list[str]]]] = {
-    "T-Shirt": ((40, 60), {"color": ["blue", "red", "black", "white", "purple"], "size": ["S", "M", "L", "XL"],
-                           "material": ["cotton", "polyester"], "style": ["crew neck", "v-neck"]}),
-    "Mechanical Keyboard": ((130, 280), {"switch type": ["linear", "tactile", "clicky"],
-                                         "backlight": ["none", "white", "RGB"], "size": ["full size", "80%", "60%"]}),
-    "Water Bottle": ((15, 60), {"capacity": ["500ml", "750ml", "1000ml"],
-                                "material": ["glass", "plastic", "stainless steel"], "color": ["blue", "black", "green"]}),
-    "Desk Lamp": ((80, 200), {"color": ["white", "black", "silver"], "brightness": ["low", "medium", "high"],
-                              "power source": ["AC adapter", "battery", "USB"]}),
-    "Running Shoes": ((90, 200), {"size": ["8", "9", "10", "11"], "color": ["black", "white", "red"],
-                                  "material": ["mesh", "leather"]}),
-    "Backpack": ((50, 250), {"color": ["black", "grey", "navy", "green"], "size": ["small", "medium", "large"],
-                             "material": ["nylon", "polyester", "leather"]}),
-    "Laptop": ((900, 2800), {"screen size": ["13-inch", "15-inch", "17-inch"],
-                             "processor": ["i5", "i7", "i9"], "ram": ["8GB", "16GB", "32GB"],
-                             "storage": ["256GB SSD", "512GB SSD", "1TB SSD"]}),
-    "Smart Watch": ((150, 400), {"color": ["black", "silver", "gold"], "band material": ["silicone", "leather",
-                                                                                          "metal"],
-                                 "display": ["LCD", "AMOLED"]}),
-    "Coffee Maker": ((50, 300), {"color": ["black", "stainless steel", "white"], "capacity": ["1 cup", "4 cups",
-                                                                                              "8 cups"],
-                                 "type": ["drip", "espresso", "french press"]}),
-    "Office Chair": ((200, 550), {"material": ["fabric", "mesh", "leather"], "color": ["black", "gray", "blue"],
-                                  "armrest": ["none", "fixed", "adjustable"]}),
-    "Headphones": ((80, 380), {"type": ["on-ear", "over-ear", "in-ear"], "connectivity": ["wired", "wireless"],
-                               "color": ["black", "white", "red"]}),
-    "Bluetooth Speaker": ((50, 320), {"color": ["black", "blue", "red"], "battery life": ["10 hours", "20 hours"],
-                                      "water resistance": ["yes", "no"]}),
-    "Yoga Mat": ((20, 120), {"thickness": ["4mm", "6mm", "8mm"], "material": ["PVC", "natural rubber", "TPE"],
-                             "color": ["blue", "pink", "purple", "green"]}),
-    "Tea Kettle": ((25, 150), {"material": ["stainless steel", "glass", "ceramic"], "capacity": ["1 liter",
-                                                                                                "1.5 liters", "2 liters"],
-                               "stovetop compatibility": ["gas", "induction", "electric"]}),
-    "Air Purifier": ((100, 550), {"room size": ["small", "medium", "large"], "filter type": ["HEPA", "carbon",
-                                                                                              "ionic"],
-                                  "features": ["quiet operation", "smart sensors", "night mode"]}),
-    "Digital Camera": ((300, 3000), {"resolution": ["20MP", "24MP", "30MP"], "zoom": ["3x", "5x", "10x"],
-                                     "storage": ["SD card", "CF card"]}),
-    "Hiking Boots": ((120, 260), {"size": ["8", "9", "10", "11", "12"], "material": ["leather", "synthetic"],
-                                  "waterproof": ["yes", "no"]}),
-    "Skateboard": ((60, 220), {"deck material": ["maple", "bamboo", "plastic"], "length": ["28 inch", "31 inch",
-                                                                                             "34 inch"],
-                               "design": ["plain", "graphic", "custom"]}),
-    "Pet Bed": ((30, 200), {"size": ["small", "medium", "large"], "material": ["memory foam", "fleece",
-                                                                               "polyester"],
-                            "color": ["brown", "grey", "beige"]}),
-    "Sunglasses": ((80, 300), {"frame color": ["black", "brown", "silver"], "lens color": ["green", "brown",
-                                                                                           "blue"],
-                               "lens type": ["polarized", "non-polarized"]}),
-    "Wireless Earbuds": ((60, 300), {"color": ["black", "white", "blue"], "battery life": ["4 hours", "6 hours",
-                                                                                            "8 hours"],
-                                     "water resistance": ["IPX4", "IPX7", "not resistant"]}),
-    "Electric Toothbrush": ((40, 210), {"color": ["white", "black", "blue"], "speed settings": ["low", "high"],
-                                        "battery type": ["rechargeable", "AA batteries"]}),
-    "Gaming Mouse": ((50, 160), {"color": ["black", "white", "RGB"], "sensor type": ["optical", "laser"],
-                                 "connectivity": ["wired", "wireless"]}),
-    "Bookshelf": ((100, 600), {"material": ["wood", "metal", "glass"], "color": ["white", "brown", "black"],
-                               "height": ["3 ft", "5 ft", "6 ft"]}),
-}
-FIRST = ["Yusuf", "Mei", "Ava", "Noah", "Lucas", "Sofia", "Ivan", "Emma", "Omar", "Chen", "Fatima", "Daiki", "Liam",
-         "Olivia", "Mia", "James", "Aarav", "Isabella", "Ethan", "Harper", "Amelia", "Raj", "Yara", "Mohamed",
-         "Anya", "Juan", "Sara", "Lei", "Evelyn", "Mason"]
-LAST = ["Rossi", "Kovacs", "Garcia", "Brown", "Hernandez", "Smith", "Taylor", "Sanchez", "Khan", "Patel", "Martin",
-        "Ito", "Nguyen", "Silva", "Lopez", "Wilson", "Muller", "Kim", "Ahmed", "Johnson", "Santos", "Li", "Moore"]
-CITIES = [("New York", "NY", "100"), ("Chicago", "IL", "606"), ("Houston", "TX", "770"), ("Denver", "CO", "802"),
-          ("Seattle", "WA", "981"), ("San Diego", "CA", "921"), ("Charlotte", "NC", "282"), ("Phoenix", "AZ", "850"),
-          ("Philadelphia", "PA", "191"), ("Jacksonville", "FL", "322")]
-STREETS = ["Main Street", "Elm Avenue", "Park Avenue", "Hickory Lane", "Maple Drive", "Sunset Drive", "River Road",
-           "Highland Drive", "Cedar Street", "Lakeview Drive", "Oak Street", "Pine Lane"]
-BRANDS = ["visa", "mastercard", "amex", "discover"]
+CATALOGUE_FILE = source_path("tau_retail", "catalogue.json")
+CITIES_FILE = source_path("tau_retail", "cities.json")
+
+
+def read_catalogue(path: Path = CATALOGUE_FILE) -> dict[str, tuple[tuple[float, float], dict[str, list[str]]]]:
+    """Product name -> ((lowest, highest) variant price, option name -> its values), from ``sources/``.
+
+    :param path: the catalogue file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise TaskFileError(path, "expected an object: product name -> {price_range, options}")
+    catalogue = {}
+    for name, rec in raw.items():
+        if not isinstance(rec, dict):
+            raise TaskFileError(path, "expected an object", field=name)
+        price_range = require(rec, "price_range", list, path=path, task_id=name)
+        if len(price_range) != 2 or not all(isinstance(x, (int, float)) for x in price_range):
+            raise TaskFileError(path, f"expected [lowest, highest], got {price_range!r}", task_id=name,
+                                field="price_range")
+        lo, hi = price_range
+        options = require(rec, "options", dict, path=path, task_id=name)
+        if not options or not all(isinstance(v, list) and v for v in options.values()):
+            raise TaskFileError(path, "every option needs a non-empty list of values", task_id=name, field="options")
+        catalogue[name] = ((lo, hi), options)
+    return catalogue
+
+
+def read_cities(path: Path = CITIES_FILE) -> list[tuple[str, str, str]]:
+    """The (city, state, first three zip digits) customers live in, from ``sources/``.
+
+    :param path: the cities file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
+        raise TaskFileError(path, "expected a list of {city, state, zip_prefix} objects")
+    return [tuple(require(r, f, str, path=path, task_id=f"[{i}]") for f in ("city", "state", "zip_prefix"))
+            for i, r in enumerate(raw)]
+
+
+CATALOGUE = read_catalogue()
+CITIES = read_cities()
+VOCABULARY = read_vocabulary(source_path("tau_retail", "vocabulary.json"),
+                             ("first_names", "last_names", "streets", "card_brands"))
+FIRST, LAST, STREETS, BRANDS = (VOCABULARY[k] for k in ("first_names", "last_names", "streets", "card_brands"))
 STATUS_WEIGHTS = {"pending": 0.32, "processed": 0.14, "delivered": 0.42, "cancelled": 0.12}
 ID_SPLITS = {"train": 140, "val": 40, "test": 50}
 N_OOD = 30
@@ -426,7 +407,7 @@ def build(seed: int = 0) -> tuple[StoreBuilder, dict[str, list[dict[str, Any]]]]
     return store, splits
 
 
-def write(out: Path, seed: int = 0) -> dict[str, int]:
+def generate(out: Path, seed: int = 0) -> dict[str, int]:
     """Write the store and task files to ``out``; return the task count per split."""
     store, splits = build(seed)
     out.mkdir(parents=True, exist_ok=True)
@@ -438,15 +419,8 @@ def write(out: Path, seed: int = 0) -> dict[str, int]:
     return {split: len(tasks) for split, tasks in splits.items()}
 
 
-def main() -> None:
-    from harness_gym.paths import data_root
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default envs_data/tau_retail)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    out = args.out if args.out is not None else data_root() / "tau_retail"
-    print(json.dumps(write(out, args.seed)))
+def main(argv: list[str] | None = None) -> None:
+    generator_main(__doc__, "tau_retail", generate, 0, lambda counts, out: json.dumps(counts), argv)
 
 
 if __name__ == "__main__":

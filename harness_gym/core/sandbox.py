@@ -1,5 +1,9 @@
-"""The Sandbox protocol and its result type: where tool, checker and grader code runs (docs/extending.md,
-"A new sandbox backend")."""
+"""The Sandbox protocol and its result type: what a domain's tools, checker and grader run code in.
+
+The protocol lives in ``core`` because the :class:`~harness_gym.core.domain.Domain` hooks take a sandbox; the
+backends that implement it (process, docker) live above core in :mod:`harness_gym.sandbox` (a new backend:
+docs/extending.md, "A new sandbox backend").
+"""
 
 from __future__ import annotations
 

@@ -1,11 +1,15 @@
-"""HarnessEnv: the finite-horizon Harness MDP over a Domain, a Worker and a Sandbox (docs/harness_mdp.md)."""
+"""HarnessEnv: the finite-horizon Harness MDP over a Domain, a Worker and a Sandbox (docs/harness_mdp.md).
+
+The env is the one place where the layers meet: it sits above :mod:`harness_gym.core` (the MDP's pieces and
+the Domain contract), :mod:`harness_gym.workers` and :mod:`harness_gym.sandbox`, none of which imports it.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -38,11 +42,6 @@ class _StepOutcome:
     knowledge: float = 0.0
     repeated_failed_tool: bool = False
     record: dict[str, Any] = field(default_factory=dict)
-
-
-_HANDLERS: dict[Action, str] = {Action.OBSERVE: "_observe", Action.RETRIEVE: "_retrieve", Action.TOOL: "_tool",
-                                Action.DRAFT: "_draft", Action.CHECK: "_check", Action.REVISE: "_revise",
-                                Action.SUBMIT: "_submit"}
 
 
 class UnsupportedRenderMode(TypeError, ValueError):
@@ -93,11 +92,12 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         the cache (read from this env's own results, :attr:`~harness_gym.sandbox.ExecResult.cached`)
     :param action_costs: override of the per-action budget cost
     :param render_mode: ``None`` or ``"ansi"`` (any other mode raises :class:`UnsupportedRenderMode`)
-    :param worker_options: keyword arguments of the named worker; for ``worker="openai"``: ``base_url``,
-        ``model``, ``api_key``, ``temperature``, ``max_tokens``, ``timeout_s``, ``max_retries``, ``cache``
-        (a SQLite record/replay file), ``cache_mode`` (``"off"``, ``"record"``, ``"replay"``, ``"auto"``),
-        ``backoff_s``, ``max_backoff_s``, ``prompts_dir`` (see :class:`~harness_gym.workers.OpenAIWorker`
-        and ``docs/llm_worker.md``)
+    :param worker_options: keyword arguments of the named worker. Both take ``prompts_dir``, the folder of
+        prompt files (default ``envs_data/prompts``; the domain's ``<name>.json`` must be there);
+        ``worker="openai"`` also takes ``base_url``, ``model``, ``api_key``, ``temperature``, ``max_tokens``,
+        ``timeout_s``, ``max_retries``, ``cache`` (a SQLite record/replay file), ``cache_mode`` (``"off"``,
+        ``"record"``, ``"replay"``, ``"auto"``), ``backoff_s``, ``max_backoff_s`` (see
+        :class:`~harness_gym.workers.OpenAIWorker` and ``docs/llm_worker.md``)
     :param require_isolation: for a sandbox made from a name: refuse to run code with weaker isolation than
         bubblewrap (or a container); default the ``HG_REQUIRE_ISOLATION`` environment variable
     :raises TypeError, ValueError: for arguments of the wrong type or out of range
@@ -190,10 +190,6 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
                                   **self.domain.sandbox_options) if isinstance(spec, str) else make_sandbox(spec))
             self._sandbox = ExecRecorder(inner)
         return self._sandbox
-
-    def _hook_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of the domain's tool / check / grade hooks: the episode resource, if any."""
-        return {} if self._resource is None else {"resource": self._resource}
 
     def _end_episode(self) -> None:
         """Hand the episode resource back to the domain (idempotent)."""
@@ -335,7 +331,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             st.n_invalid += 1
             self._last_text = f"{act.name}: not applicable (no-op)"
         else:
-            getattr(self, _HANDLERS[act])(outcome, checked_before)
+            self._HANDLERS[act](self, outcome)
 
         st.budget_left -= self.action_costs[act]
         st.steps += 1
@@ -370,7 +366,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         return st.encode(), float(reward), terminated, False, info
 
     # ----- action handlers: each runs a valid action and records what the step produced -------------------
-    def _observe(self, out: _StepOutcome, checked_before: bool) -> None:
+    def _observe(self, out: _StepOutcome) -> None:
         ctx = self.context
         got = self.domain.observe(ctx.task, ctx)
         assert got is not None
@@ -378,7 +374,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         ctx.observed.append(idx)
         self._last_text = f"OBSERVE: {text}"
 
-    def _retrieve(self, out: _StepOutcome, checked_before: bool) -> None:
+    def _retrieve(self, out: _StepOutcome) -> None:
         ctx, st = self.context, self._state
         got = self.domain.retrieve(ctx.task, ctx)
         assert got is not None and st is not None
@@ -388,7 +384,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         st.n_relevant_looking += int(looks_relevant)
         self._last_text = f"RETRIEVE: [{doc.doc_id}] {doc.title}"
 
-    def _tool(self, out: _StepOutcome, checked_before: bool) -> None:
+    def _tool(self, out: _StepOutcome) -> None:
         ctx, st = self.context, self._state
         assert st is not None
         call = self.worker.propose_tool_call(ctx)
@@ -408,10 +404,10 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._last_text = f"TOOL {call.name}({dict(call.args)}) -> " + (
             result.output[:200] if result.ok else f"ERROR {result.error[:200]}")
 
-    def _draft(self, out: _StepOutcome, checked_before: bool) -> None:
+    def _draft(self, out: _StepOutcome) -> None:
         self._set_draft(self.worker.draft(self.context), out, "DRAFT")
 
-    def _revise(self, out: _StepOutcome, checked_before: bool) -> None:
+    def _revise(self, out: _StepOutcome) -> None:
         ctx, st = self.context, self._state
         feedback = self._revise_feedback()
         assert ctx.draft is not None and feedback is not None and st is not None
@@ -426,24 +422,30 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         out.knowledge = self.domain.knowledge_signal(ctx.task, ctx)
         self._last_text = f"{label}: version {draft.version}"
 
-    def _check(self, out: _StepOutcome, checked_before: bool) -> None:
+    def _check(self, out: _StepOutcome) -> None:
         ctx, st = self.context, self._state
         assert ctx.draft is not None and st is not None
-        result = self.domain.check(ctx.task, ctx.draft, self._recorder, **self._hook_kwargs())
+        redundant = ctx.checked_version == ctx.draft.version  # this very draft version was checked already
+        result = self.domain.check(ctx.task, ctx.draft, self._recorder, resource=self._resource)
         if result is None:
             result = self.worker.self_check(ctx, ctx.draft)
         elif result.passed and self.domain.check_false_alarm_rate > 0 and (
                 self.np_random.random() < self.domain.check_false_alarm_rate):
             result = CheckResult(passed=False, specificity=0.0,
                                  feedback="the check did not complete (a step failed without naming a fault)")
-        out.record.update(check_passed=result.passed, redundant_check=checked_before)
+        out.record.update(check_passed=result.passed, redundant_check=redundant)
         ctx.last_check = result
         ctx.checked_version = ctx.draft.version
         st.n_checks += 1
         self._last_text = f"CHECK: {'pass' if result.passed else 'FAIL'}: {result.feedback[:200]}"
 
-    def _submit(self, out: _StepOutcome, checked_before: bool) -> None:
+    def _submit(self, out: _StepOutcome) -> None:
         self._last_text = "SUBMIT"
+
+    _HANDLERS: ClassVar[dict[Action, Callable[[HarnessEnv, _StepOutcome], None]]] = {
+        Action.OBSERVE: _observe, Action.RETRIEVE: _retrieve, Action.TOOL: _tool, Action.DRAFT: _draft,
+        Action.CHECK: _check, Action.REVISE: _revise, Action.SUBMIT: _submit}
+    """Each action's handler: it runs the (valid) action and records what the step produced in the outcome."""
 
     def _grade(self) -> float:
         ctx = self._ctx
@@ -454,7 +456,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         if recorder is not None:
             recorder.metering = False  # the hidden grader's jobs are evaluation, not what the harness spends
         try:
-            quality = float(self.domain.grade(self.task, ctx.draft, recorder, **self._hook_kwargs()))
+            quality = float(self.domain.grade(self.task, ctx.draft, recorder, resource=self._resource))
         finally:
             if recorder is not None:
                 recorder.metering = True

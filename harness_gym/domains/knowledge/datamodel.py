@@ -26,6 +26,18 @@ JSON_TYPES = ("string", "integer", "number")
 
 
 @dataclass(frozen=True)
+class FieldSpec:
+    """A record field as the generator writes it: JSON type, optional enum, whether it changes over time, how
+    sources phrase it (``{e}`` the entity, ``{v}`` the value)."""
+
+    name: str
+    type: str
+    phrasings: tuple[str, ...]
+    enum: tuple[str, ...] = ()
+    changes: bool = True
+
+
+@dataclass(frozen=True)
 class Source:
     """A dated source document about one entity, with the field statements its text makes."""
 
