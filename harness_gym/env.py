@@ -376,12 +376,12 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     def _retrieve(self, out: _StepOutcome) -> None:
         ctx, st = self.context, self._state
-        got = self.domain.retrieve(ctx.task, ctx)
-        assert got is not None and st is not None
-        doc, looks_relevant = got
+        hit = self.domain.retrieve(ctx.task, ctx)
+        assert hit is not None and st is not None
+        doc = hit.document
         ctx.retrieved.append(doc.doc_id)
         ctx.documents.append(doc)
-        st.n_relevant_looking += int(looks_relevant)
+        st.n_relevant_looking += int(hit.looks_relevant)
         self._last_text = f"RETRIEVE: [{doc.doc_id}] {doc.title}"
 
     def _tool(self, out: _StepOutcome) -> None:

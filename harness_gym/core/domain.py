@@ -8,15 +8,32 @@ docs/extending.md.
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.tools import ToolSpec, validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
+
+
+class Retrieved(NamedTuple):
+    """What one RETRIEVE returns: the document and what the retriever's ranking says about it (scores a real
+    retriever returns with its hits; true relevance stays hidden)."""
+
+    document: Document
+    looks_relevant: bool
+    """the document's score is at least :attr:`Domain.relevant_looking_ratio` of the query's best score"""
+    score_share: float
+    """its score over the query's best score, in [0, 1] (1 for the best-ranked document)"""
+    gap_share: float
+    """its score minus the next unseen document's, over the query's best score, in [0, 1]"""
+
+
+_KEY_PATTERN = re.compile(r"\"([^\"]{2,60})\"|'([^']{2,60})'|\b((?:[A-Z][\w-]*)(?:\s+[A-Z][\w-]*)+)\b|\b(\w*\d[\w.:/-]*)\b")
 
 
 class Domain(ABC):
@@ -58,6 +75,10 @@ class Domain(ABC):
     deterministic tests); each domain's value and its source: docs/domains.md, "Checker false alarms"."""
     wrong_calls_per_call: int = 3
     """How many well-formed wrong variants :meth:`wrong_tool_calls` makes per argument of an evidence call."""
+    hidden_payload_keys: frozenset[str] = frozenset()
+    """Keys of ``Task.payload`` (when it is a mapping) that the harness must not see: hidden tests, gold
+    answers, gold database states. Features and the action mask never read them; ``tests/test_signals.py``
+    scrubs them (and the other hidden task fields) and checks that no observation changes."""
     relevant_looking_ratio: float = 0.5
     """A retrieved document 'looks relevant' when its BM25 score is at least this fraction of the best
     score for the task's query (an observable proxy; true relevance stays hidden)."""
@@ -141,23 +162,26 @@ class Domain(ABC):
         """The retrieval query for a task (override to add more than the prompt)."""
         return task.prompt
 
-    def retrieve(self, task: Task, ctx: Context) -> tuple[Document, bool] | None:
-        """The best-ranked unseen document for the task and whether it looks relevant."""
+    def retrieve(self, task: Task, ctx: Context) -> Retrieved | None:
+        """The best-ranked unseen document for the task, with what the ranking says about it."""
         return self.best_unseen(self.query(task), ctx)
 
-    def best_unseen(self, query: str, ctx: Context) -> tuple[Document, bool] | None:
-        """The best-ranked document for ``query`` not yet retrieved in ``ctx``, and whether it looks relevant
-        (for domains whose query depends on what was retrieved, e.g. multi-hop expansion)."""
+    def best_unseen(self, query: str, ctx: Context) -> Retrieved | None:
+        """The best-ranked document for ``query`` not yet retrieved in ``ctx`` and its scores against the
+        ranking (for domains whose query depends on what was retrieved, e.g. multi-hop expansion); ``None`` when
+        every ranked document has been retrieved."""
         ranking = self.index.ranking(query)
         if not ranking:
             return None
         best = ranking[0][1]
         seen = set(ctx.retrieved)
-        for doc_idx, score in ranking:
-            doc = self.corpus[doc_idx]
-            if doc.doc_id not in seen:
-                return doc, best > 0 and score >= self.relevant_looking_ratio * best
-        return None
+        unseen = [(doc_idx, score) for doc_idx, score in ranking if self.corpus[doc_idx].doc_id not in seen]
+        if not unseen:
+            return None
+        (doc_idx, score), after = unseen[0], (unseen[1][1] if len(unseen) > 1 else 0.0)
+        share = score / best if best > 0 else 0.0
+        return Retrieved(document=self.corpus[doc_idx], looks_relevant=best > 0 and share >= self.relevant_looking_ratio,
+                         score_share=share, gap_share=(score - after) / best if best > 0 else 0.0)
 
     # ----- TOOL --------------------------------------------------------------------------------------
     def run_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None, *,
@@ -265,3 +289,58 @@ class Domain(ABC):
         if call is not None:
             return -1.0 if validate_call(self.tools, call) else 1.0
         return 0.0
+
+    # ----- signals the harness holds (observation features; never hidden task fields) -----------------
+    def task_keys(self, task: Task) -> tuple[str, ...]:
+        """The entities, ids and quantities the visible task text names, lower-cased, in order of first
+        appearance: what a harness looks for in the text it gathers (the ``key_coverage`` feature). The default
+        reads ``task.prompt`` only: quoted strings, capitalised multi-word names and tokens holding a digit.
+        Domains with a structured prompt override it with their own parser of the visible text.
+
+        :param task: the task
+        """
+        keys: dict[str, None] = {}
+        for match in _KEY_PATTERN.finditer(task.prompt):
+            text = next(g for g in match.groups() if g)
+            keys.setdefault(text.strip().lower(), None)
+        return tuple(keys)
+
+    def n_visible_checks(self, task: Task) -> int:
+        """How many visible tests, constraints or validations CHECK runs on this task (0 for a self-check or a
+        domain that does not count them). Reads only what the harness holds, never hidden tests.
+
+        :param task: the task
+        """
+        return 0
+
+    def input_size(self, task: Task) -> int:
+        """Characters of the task's visible input at reset: the prompt and any attachment handed over with it
+        (not what OBSERVE reveals later). The default: the prompt's length.
+
+        :param task: the task
+        """
+        return len(task.prompt)
+
+    def tool_answers(self, task: Task, call: ToolCall, result: ToolResult) -> bool:
+        """Whether a successful tool result mentions what was asked: the default looks in the output for one
+        of the call's string argument values or one of :meth:`task_keys`.
+
+        :param task: the episode's task
+        :param call: the call that ran
+        :param result: its result
+        """
+        if not result.ok:
+            return False
+        text = result.output.lower()
+        asked = [v.lower() for v in call.args.values() if isinstance(v, str) and len(v) >= 2]
+        return any(a in text for a in asked) or any(k in text for k in self.task_keys(task))
+
+    def observe_bill(self, task: Task, index: int) -> Mapping[str, float]:
+        """What revealing observation ``index`` of ``task`` costs in a deployed harness, billable item ->
+        quantity (docs/cost.md): nothing for text the task came with (the default), a ``db_query`` for a schema
+        read from a live database, an ``api_call:internal`` for a record fetched from a service.
+
+        :param task: the task
+        :param index: the observation's position in ``task.observations``
+        """
+        return {}

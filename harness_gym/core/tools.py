@@ -20,6 +20,10 @@ class ToolSpec:
     parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     writes: bool = False
     """True for tools that change state (e.g. a retail order); those form a draft's plan, not evidence."""
+    bills: Mapping[str, float] = field(default_factory=dict)
+    """What one call costs in a deployed harness, as billable item -> quantity (e.g. ``{"api_call:fx_rates": 1}``;
+    the items are the keys of the price tables, docs/cost.md). Billed for every call that passes schema
+    validation; empty for a tool that is free or whose cost is its sandbox jobs."""
 
 
 _validators: dict[int, jsonschema.protocols.Validator] = {}

@@ -44,6 +44,9 @@ class ToolResult:
     error: str = ""
     ran_code: bool = False
     """True when the tool executed code (the ``env`` evidence signal rewards code that runs)."""
+    billed: Mapping[str, float] | None = None
+    """What this call cost, as billable item -> quantity (docs/cost.md); ``None``: the tool's declared
+    :attr:`~harness_gym.core.tools.ToolSpec.bills`. Sandbox jobs are metered separately, never listed here."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,14 @@ class CheckResult:
     passed: bool
     feedback: str
     specificity: float = 0.5
+    n_passed: int | None = None
+    """How many of the visible tests, constraints or validations the check evaluated passed (``None``: the
+    checker does not count them, e.g. a self-check)."""
+    n_total: int | None = None
+    """How many it evaluated (``None`` as for :attr:`n_passed`)."""
+    billed: Mapping[str, float] | None = None
+    """What running the check cost beyond its sandbox jobs and model calls (which are metered on their own), as
+    billable item -> quantity, e.g. the API calls of a re-executed plan (docs/cost.md)."""
 
 
 @dataclass(frozen=True)

@@ -48,20 +48,22 @@ class ToolTable(Mapping[str, Tool]):
         self._tools: dict[str, Tool] = {}
 
     def tool(self, description: str, parameters: Mapping[str, Any] | None = None, *, writes: bool = False,
-             name: str | None = None) -> Callable[[F], F]:
+             name: str | None = None, bills: Mapping[str, float] | None = None) -> Callable[[F], F]:
         """Decorator: register the decorated function as a tool and return it unchanged.
 
         :param description: what the tool does, as the worker reads it
         :param parameters: JSON schema of the call's arguments (default: an object without properties)
         :param writes: True when the tool changes state; such tools form a draft's plan, not evidence
         :param name: the tool's name (default: the function's name)
+        :param bills: what one call costs, billable item -> quantity (default: nothing; see
+            :attr:`~harness_gym.core.tools.ToolSpec.bills`)
         """
         def register(func: F) -> F:
             tool_name = name or func.__name__
             if tool_name in self._tools:
                 raise ValueError(f"tool {tool_name!r} is registered twice")
             schema = parameters if parameters is not None else {"type": "object", "properties": {}}
-            self._tools[tool_name] = Tool(ToolSpec(tool_name, description, schema, writes), func)
+            self._tools[tool_name] = Tool(ToolSpec(tool_name, description, schema, writes, dict(bills or {})), func)
             return func
         return register
 

@@ -14,7 +14,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.domain import Domain
+from harness_gym.core.domain import Domain, Retrieved
 from harness_gym.core.retrieval import tokenize
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_jsonl, require
@@ -98,7 +98,7 @@ class ResearchQADomain(Domain):
             terms += sorted(bridge)
         return " ".join(terms)
 
-    def retrieve(self, task: Task, ctx: Context) -> tuple[Document, bool] | None:
+    def retrieve(self, task: Task, ctx: Context) -> Retrieved | None:
         return self.best_unseen(self.expanded_query(task, ctx.retrieved), ctx)
 
     # ----- tools -------------------------------------------------------------------------------------
