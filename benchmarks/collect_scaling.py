@@ -39,7 +39,7 @@ from harness_gym.parallel import map_episodes
 from harness_gym.rollout import episode_seed
 from harness_gym.workers.latency import CallMeter, LatencyWorker
 from harness_gym_baselines.evaluate import episode_record
-from harness_gym_baselines.registry import make_policy
+from harness_gym_baselines.policies.registry import make_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICY = "forced-check"

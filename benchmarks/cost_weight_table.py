@@ -1,11 +1,11 @@
 """The offline comparison at several cost weights, side by side: per env, each controller's quality, cost
 and return at the weight it was trained and evaluated at, and whether a fixed script keeps the best return.
 
-Reads the ``summary.csv`` that ``python -m harness_gym_baselines.offline_compare ... --cost-weight W --out DIR``
+Reads the ``summary.csv`` that ``python -m harness_gym_baselines.experiments.offline_comparison ... --cost-weight W --out DIR``
 writes, one DIR per weight::
 
     for w in 0 0.01 0.1; do
-        python -m harness_gym_baselines.offline_compare <env ids> --out results/offline_cw$w --cost-weight $w
+        python -m harness_gym_baselines.experiments.offline_comparison <env ids> --out results/offline_cw$w --cost-weight $w
     done
     python benchmarks/cost_weight_table.py results/offline_cw0 results/offline_cw0.01 results/offline_cw0.1
 """
@@ -22,13 +22,13 @@ LEARNED = ("bc", "awr", "awr-q")
 
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="offline_compare output folders, one per cost weight")
+    parser.add_argument("runs", nargs="+", type=Path, help="offline_comparison output folders, one per cost weight")
     args = parser.parse_args(argv)
     by_weight: dict[float, dict[tuple[str, str], dict[str, str]]] = {}
     for run in args.runs:
         path = run / "summary.csv"
         if not path.is_file():
-            raise SystemExit(f"{path}: no such file (run offline_compare with --out {run} first)")
+            raise SystemExit(f"{path}: no such file (run offline_comparison with --out {run} first)")
         rows = list(csv.DictReader(path.open()))
         weight = float(rows[0]["cost_weight"])
         by_weight[weight] = {(r["env_id"], r["policy"]): r for r in rows}

@@ -13,7 +13,7 @@ by the default ``all`` command:
 2. ``train-d3rlpy`` (d3rlpy venv, run as a subprocess of ``all``): DiscreteBC and DiscreteCQL on those
    arrays, with our network (MLP 64-64, ReLU), our batch size (256) and our number of gradient steps. Each
    trained network (the BC policy's logits, CQL's Q-values) is written as a ``harness_gym.learned`` model file:
-   d3rlpy's encoder + head is the same Linear-ReLU stack as :class:`harness_gym_baselines.learned.MLP`, so the weights
+   d3rlpy's encoder + head is the same Linear-ReLU stack as :class:`harness_gym_baselines.policies.learned.MLP`, so the weights
    map one to one and ``harness-gym eval --policy FILE`` runs it (masked argmax; for CQL, over Q-values).
 3. ``evaluate`` (main env): our BC and AWR (sample and fitted advantage) are trained on the same dataset; all four are evaluated on the
    test split (same episodes for each) and printed with their training times.
@@ -42,11 +42,11 @@ import numpy as np
 
 HIDDEN = (64, 64)
 BATCH = 256
-MODEL_FORMAT = "harness_gym.learned/1"  # harness_gym_baselines.learned.MODEL_FORMAT (not importable in the d3rlpy venv)
+MODEL_FORMAT = "harness_gym.learned/1"  # harness_gym_baselines.policies.learned.MODEL_FORMAT (not importable in the d3rlpy venv)
 
 
 def epochs_to_steps(n_transitions: int, epochs: int) -> int:
-    """Gradient steps of our trainers for ``epochs`` passes (harness_gym_baselines.learned.minibatches)."""
+    """Gradient steps of our trainers for ``epochs`` passes (harness_gym_baselines.algos.training.minibatches)."""
     return epochs * max(1, n_transitions // BATCH)
 
 
@@ -111,12 +111,12 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from rich.table import Table
 
     from harness_gym.datasets import load_transitions
-    from harness_gym_baselines.awr import AWRConfig
-    from harness_gym_baselines.awr import train as train_awr
-    from harness_gym_baselines.bc import BCConfig
-    from harness_gym_baselines.bc import train as train_bc
+    from harness_gym_baselines.algos.awr import AWRConfig
+    from harness_gym_baselines.algos.awr import train as train_awr
+    from harness_gym_baselines.algos.bc import BCConfig
+    from harness_gym_baselines.algos.bc import train as train_bc
     from harness_gym_baselines.evaluate import evaluate
-    from harness_gym_baselines.learned import load_policy
+    from harness_gym_baselines.policies.learned import load_policy
 
     out = Path(args.out)
     data = load_transitions(args.dataset)

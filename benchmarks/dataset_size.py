@@ -33,7 +33,7 @@ def measure(env_id: str, episodes: int, seed: int) -> dict[str, dict[str, float]
     :param seed: the collection seed
     """
     from harness_gym import datasets
-    from harness_gym_baselines.registry import make_policy
+    from harness_gym_baselines.policies.registry import make_policy
 
     results = {}
     for label, info_keys, repack in (("before", None, False), ("after", datasets.STEP_INFO_KEYS, True)):

@@ -2,9 +2,9 @@
 
     python benchmarks/ecpo_overhead.py [--env HarnessResearchQA-v0] [--steps 20000] [--repeats 1]
 
-Plain: ``MaskablePPO.learn`` on the same vector env (:func:`harness_gym_baselines.ppo.make_training_env`) with the same
-hyperparameters (:func:`harness_gym_baselines.ppo.make_model`), no wrapper, no callback, no TensorBoard. ECPO:
-:func:`harness_gym_baselines.ecpo.train` end to end: the in-memory behaviour buffer and the Bradley-Terry fit (one-off),
+Plain: ``MaskablePPO.learn`` on the same vector env (:func:`harness_gym_baselines.algos.ppo.make_training_env`) with the same
+hyperparameters (:func:`harness_gym_baselines.algos.ppo.make_model`), no wrapper, no callback, no TensorBoard. ECPO:
+:func:`harness_gym_baselines.algos.ecpo.train` end to end: the in-memory behaviour buffer and the Bradley-Terry fit (one-off),
 the evidence wrapper on every step, the calibration episodes on the validation split, logging and the save.
 Runs alternate (plain, ECPO, plain, ...); the medians are reported. Target: ECPO at most 1.15x plain.
 """
@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness_gym_baselines.ecpo import ECPOConfig, train
-from harness_gym_baselines.ppo import make_model, make_training_env
-from harness_gym_baselines.sb3_policy import SB3Policy
-from harness_gym_baselines.training import seed_everything
+from harness_gym_baselines.algos.ecpo import ECPOConfig, train
+from harness_gym_baselines.algos.ppo import make_model, make_training_env
+from harness_gym_baselines.algos.training import seed_everything
+from harness_gym_baselines.policies.sb3_zip import SB3Policy
 
 
 def plain_seconds(cfg: ECPOConfig) -> float:

@@ -4,7 +4,7 @@ Runs the fixed scripts (static, forced-check, thorough) and a learned controller
 of each env, with the live model behind ``OpenAIWorker``, and writes
 
 - ``OUT/NAME-awr-q-ENV.pt``: the learned controller per env, trained on the simulator first
-  (:func:`harness_gym_baselines.sim_to_real.train_learned`; ``--learned-episodes`` behaviour episodes);
+  (:func:`harness_gym_baselines.experiments.sim_to_real.train_learned`; ``--learned-episodes`` behaviour episodes);
 - ``OUT/NAME.sqlite``: the replay cache (journal mode DELETE, vacuumed: ready to ship read-only). It is opened
   in ``auto`` mode, so rerunning the same command after an interruption replays what was recorded and records
   the rest;
@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from harness_gym.workers.profile import WorkerProfile
-from harness_gym_baselines.sim_to_real import FIXED, LEARNED, make_controller, run_on_task, train_learned
+from harness_gym_baselines.experiments.sim_to_real import FIXED, LEARNED, make_controller, run_on_task, train_learned
 
 
 def finalise_cache(cache: Path) -> None:

@@ -1,5 +1,5 @@
 """The sim-to-real gap on a recording: the real model (replayed) against the simulator on its default and
-on its fitted profile, for the same controllers on the same tasks (:mod:`harness_gym_baselines.sim_to_real`).
+on its fitted profile, for the same controllers on the same tasks (:mod:`harness_gym_baselines.experiments.sim_to_real`).
 
 Writes the fitted profiles to ``OUT/<domain>.json`` and prints the table, then the fitted parameters beside
 the defaults with their 95% intervals. ``harness-gym reproduce`` writes the same table as
@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness_gym_baselines.sim_to_real import markdown, sim_to_real
+from harness_gym_baselines.experiments.sim_to_real import markdown, sim_to_real
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

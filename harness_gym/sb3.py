@@ -1,9 +1,10 @@
-"""Gymnasium vector envs as Stable-Baselines3 vector envs: :class:`SB3VecEnv` and :func:`to_sb3_vec_env`.
+"""Stable-Baselines3 vector envs of the harness envs: :func:`make_sb3_vec_env` builds one from an env id (what
+the online trainers of ``harness_gym_baselines`` train on), :func:`to_sb3_vec_env` adapts a Gymnasium vector env.
 
 SB3 trains on its own ``VecEnv`` interface and rejects a Gymnasium :class:`~gymnasium.vector.VectorEnv`.
-For SB3's own vector envs nothing is needed: ``make_vec_env("HarnessCode-v0", n_envs=4)`` (with
-``vec_env_cls=SubprocVecEnv`` or not) works on every env id as it is. This module is for a vector env made by
-Gymnasium, e.g. ``gym.make_vec(env_id, 4, vectorization_mode="async")``::
+:func:`make_sb3_vec_env` is SB3's ``make_vec_env`` on a harness env id (a ``Monitor`` per env, env ``i``
+seeded ``seed + i``), in this process (``DummyVecEnv``) or one process per env (``SubprocVecEnv``).
+:class:`SB3VecEnv` is for a vector env made by Gymnasium, e.g. ``gym.make_vec(env_id, 4, vectorization_mode="async")``::
 
     import gymnasium as gym
     import harness_gym
@@ -37,20 +38,50 @@ This module imports Stable-Baselines3 (the ``train`` extra); ``import harness_gy
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
 
 try:
-    from stable_baselines3.common.env_util import is_wrapped
+    from stable_baselines3.common.env_util import is_wrapped, make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 except ImportError as exc:  # SB3 is an optional extra
     raise ImportError(f"harness_gym.sb3 needs Stable-Baselines3 ({exc}); install it with "
                       'pip install "harness-gym[train]"') from exc
 
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
+
+
+def make_sb3_vec_env(env_id: str, n_envs: int, seed: int, env_kwargs: Mapping[str, Any] | None = None, *,
+                     vec_env: Literal["dummy", "subproc"] = "dummy", start_method: str = "spawn") -> VecEnv:
+    """``n_envs`` copies of ``env_id``, each in a ``Monitor`` (so episode returns reach SB3's logger), as one SB3
+    ``VecEnv``. ``"dummy"`` steps them one after another in this process; ``"subproc"`` runs each in its own
+    process (with ``n_envs > 1``), so the simulated worker's CPU work and a live worker's waits on its server
+    overlap. Both give the same episodes for the same seed. The action masks that sb3-contrib's
+    ``MaskablePPO`` asks for pass through (``env_method("action_masks")``).
+
+    :param env_id: a registered env id
+    :param n_envs: number of envs stepped together
+    :param seed: env ``i`` is seeded ``seed + i`` (SB3's rule)
+    :param env_kwargs: constructor keywords for ``gym.make`` (``worker=...``, ``data_dir=...``)
+    :param vec_env: ``"dummy"`` (SB3's ``DummyVecEnv``) or ``"subproc"`` (``SubprocVecEnv``)
+    :param start_method: the ``multiprocessing`` start method of the env processes
+    """
+    if int(n_envs) < 1:
+        raise ValueError(f"n_envs must be >= 1, got {n_envs}")
+    if vec_env not in ("dummy", "subproc"):
+        raise ValueError(f"vec_env must be 'dummy' or 'subproc', got {vec_env!r}")
+    # the registration travels with the factory, so a fresh env process need not import harness_gym first
+    make_env = functools.partial(gym.make, gym.spec(env_id))
+    kwargs = dict(env_kwargs or {})
+    if vec_env == "dummy" or int(n_envs) == 1:
+        return make_vec_env(make_env, n_envs=int(n_envs), seed=seed, env_kwargs=kwargs, vec_env_cls=DummyVecEnv)
+    return make_vec_env(make_env, n_envs=int(n_envs), seed=seed, env_kwargs=kwargs, vec_env_cls=SubprocVecEnv,
+                        vec_env_kwargs={"start_method": start_method})
 
 
 def unbatch_infos(infos: Mapping[str, Any], num_envs: int) -> list[dict[str, Any]]:

@@ -3,10 +3,11 @@
 ``list`` the envs, ``eval`` / ``compare`` / ``play`` controllers, ``collect`` offline datasets, ``train``
 offline controllers and ``reproduce`` the paper tables.
 
-It lives in ``harness_gym_baselines`` because it uses both layers: the env library (``harness_gym``, which never imports
-``harness_gym_baselines``) and the controllers, trainers and experiments here. Heavy modules (torch, Minari) are imported
-by the command that needs them. The policy names come from :mod:`harness_gym_baselines.registry`, the trainers and their
-flags from :mod:`harness_gym_baselines.trainers`.
+It lives in ``harness_gym_baselines`` because it uses both layers: the env library (``harness_gym``, which never
+imports ``harness_gym_baselines``) and the controllers, trainers and experiments here; it is the package's top
+layer. Heavy modules (torch, Minari) are imported by the command that needs them. The policy names come from
+:mod:`harness_gym_baselines.policies.registry`, the trainers and their flags from
+:mod:`harness_gym_baselines.common.trainer_registry`.
 """
 
 from __future__ import annotations
@@ -31,12 +32,8 @@ from harness_gym.paths import data_path
 from harness_gym.rollout import Policy
 from harness_gym.workers import WORKER_NAMES, WorkerProfile
 from harness_gym.workers.calibrate import collect_events, fit_profile
-from harness_gym_baselines.dataclass_args import add_dataclass_arguments, config_from_args
-from harness_gym_baselines.evaluate import evaluate
-from harness_gym_baselines.registry import POLICIES, make_policy, policy_help
-from harness_gym_baselines.reproduce import reproduce
-from harness_gym_baselines.trainers import TRAINERS, load_trainer
-from harness_gym_baselines.usage import (
+from harness_gym_baselines.common.dataclass_flags import add_dataclass_arguments, config_from_args
+from harness_gym_baselines.common.options import (
     UsageError,
     check_dataset,
     check_env_id,
@@ -47,6 +44,10 @@ from harness_gym_baselines.usage import (
     parse_key_values,
     positive_int,
 )
+from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
+from harness_gym_baselines.evaluate import evaluate
+from harness_gym_baselines.policies.registry import POLICIES, make_policy, policy_help
+from harness_gym_baselines.report.reproduce import reproduce
 
 WORKER_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("base_url", "--base-url", str, "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8011/v1"),
@@ -105,6 +106,8 @@ def load_policy_arg(value: str) -> Policy:
         return make_policy(value)
     try:
         return make_policy(value)
+    except UsageError as exc:  # the file's format or trainer, already said in one line
+        raise UsageError(f"--policy {exc}") from exc
     except Exception as exc:  # torch / zip / format errors of a user's file are reported, not raised
         raise UsageError(f"--policy {value}: cannot load this model file: {type(exc).__name__}: {exc}") from exc
 
@@ -226,7 +229,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.save_episodes:
         if args.num_envs != 1 or args.backend != "local":
             raise UsageError("--save-episodes records the episodes one after another: drop --num-envs / --backend")
-        from harness_gym_baselines.episode_view import EpisodeRecorder
+        from harness_gym_baselines.report.episode_view import EpisodeRecorder
 
         kwargs = {**kwargs, "render_mode": "ansi"}
 
@@ -239,7 +242,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                       **scale_options(args))
     result["policy"] = args.policy
     if recorded:
-        from harness_gym_baselines.episode_view import save_episodes
+        from harness_gym_baselines.report.episode_view import save_episodes
 
         save_episodes(args.save_episodes, recorded[0].episodes, env_id=args.env_id, policy=args.policy,
                       split=args.split, seed=args.seed, env_kwargs={k: v for k, v in kwargs.items()
@@ -388,7 +391,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_frontier(args: argparse.Namespace) -> int:
-    from harness_gym_baselines.frontier import (
+    from harness_gym_baselines.experiments.frontier import (
         FIXED_POLICIES,
         frontier_rows,
         parse_cost_weights,
@@ -426,9 +429,9 @@ def cmd_merge_cache(args: argparse.Namespace) -> int:
 
 
 def train_parser(trainer_name: str) -> argparse.ArgumentParser:
-    """The parser of ``harness-gym train NAME``: one flag per field of the trainer's ``Config``.
+    """The parser of ``harness-gym train NAME``: one flag per field of the trainer's config dataclass.
 
-    :param trainer_name: a key of :data:`harness_gym_baselines.trainers.TRAINERS`
+    :param trainer_name: a key of :data:`harness_gym_baselines.common.trainer_registry.TRAINERS`
     """
     trainer = load_trainer(trainer_name)
     parser = OneLineErrorParser(prog=f"harness-gym train {trainer_name}", description=trainer.summary)
@@ -465,7 +468,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from harness_gym_baselines.episode_view import episodes_page, load_run
+    from harness_gym_baselines.report.episode_view import episodes_page, load_run
 
     try:
         episodes = load_run(args.run, limit=args.limit)
@@ -479,7 +482,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from harness_gym_baselines.frontier import parse_cost_weights
+    from harness_gym_baselines.experiments.frontier import parse_cost_weights
 
     try:
         weights = parse_cost_weights(args.cost_weights) if args.cost_weights else None
@@ -495,7 +498,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def policy_name(value: str) -> str:
     """``--policy`` values: a registered name, an existing model file or an importable ``module:callable``
-    (argparse ``type``; :func:`harness_gym_baselines.usage.check_policy_value` says what is wrong with any other).
+    (argparse ``type``; :func:`harness_gym_baselines.common.options.check_policy_value` says what is wrong with any other).
 
     :param value: what was given on the command line
     """
@@ -662,7 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "or online on an env",
                        description="harness-gym train NAME --help lists the flags of trainer NAME")
     p.add_argument("algo", choices=tuple(TRAINERS), metavar="NAME", help=f"the trainer: {', '.join(TRAINERS)}")
-    p.add_argument("options", nargs=argparse.REMAINDER, help="the trainer's flags (from its Config dataclass)")
+    p.add_argument("options", nargs=argparse.REMAINDER, help="the trainer's flags (from its config dataclass)")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("view", help="render the episodes of a dataset or an eval run step by step as HTML")
@@ -682,7 +685,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cost-weights", default=None, help="comma-separated cost weights of the frontier (default "
                    "0,0.01,0.1)")
     p.add_argument("--size", action="append", default=[], metavar="FIELD=VALUE",
-                   help="change one size (repeatable; fields of harness_gym_baselines.reproduce.Sizes, e.g. online_steps=8192)")
+                   help="change one size (repeatable; fields of harness_gym_baselines.report.reproduce.Sizes, e.g. online_steps=8192)")
     p.add_argument("--ppo-dense", action="store_true", help="also train ppo-dense for every env of the harness table")
     p.add_argument("--tau-data", default=None, help="also run the τ-bench retail rows on this data folder")
     p.add_argument("--dbbench-data", default=None, help="also run the DB-Bench rows on this JSONL file")
@@ -691,7 +694,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``harness-gym``: a :class:`~harness_gym_baselines.usage.UsageError` is printed as one line with exit status 2,
+    """Run ``harness-gym``: a :class:`~harness_gym_baselines.common.options.UsageError` is printed as one line with exit status 2,
     any other error as one line with status 1; ``--debug`` (anywhere) raises it with its traceback.
 
     :param argv: the arguments (default ``sys.argv[1:]``)
@@ -715,6 +718,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"harness-gym {args.command}: error: {type(exc).__name__}: {exc} (rerun with --debug for the "
               "traceback)", file=sys.stderr)
         return 1
+
+
+def run_trainer(name: str) -> NoReturn:
+    """``python -m MODULE ARGS`` of a trainer's module: exit with ``harness-gym train NAME ARGS``.
+
+    :param name: the trainer's name in :data:`harness_gym_baselines.common.trainer_registry.TRAINERS`
+    """
+    sys.exit(main(["train", name, *sys.argv[1:]]))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid
 cost_ci95, return_mean, cost_weight, seconds``. ``cost_mean`` is the mean episode cost in cost units (the sum of
 ``info["cost"]["units"]``, see ``harness_gym.core.cost``), ``return_mean`` the mean undiscounted episode return,
 ``Q - cost_weight * cost`` at the env's ``cost_weight``.
+
+A layer of its own, between ``policies`` (whose registry resolves a policy name here) and ``algos`` (whose
+trainers end with an evaluation): every room above uses it (the package docstring lists the layers).
 """
 
 from __future__ import annotations
@@ -19,12 +22,11 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
-import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym import HarnessEnv
 from harness_gym.core.maturity import PATTERNS
-from harness_gym.env import HarnessEnv
 from harness_gym.parallel import is_concurrent, map_episodes
 from harness_gym.rollout import Policy, episode_seed, play_episode
-from harness_gym_baselines.registry import make_policy
+from harness_gym_baselines.policies.registry import make_policy
 
 HARNESS_DEFAULT_COST_WEIGHT: float = inspect.signature(HarnessEnv.__init__).parameters["cost_weight"].default
 """the env's ``cost_weight`` when none is given"""
@@ -171,7 +173,7 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     :param backend: ``"local"`` or ``"ray"``
     :param address: the Ray cluster to join (``backend="ray"``)
     :param envs_per_actor: with Ray, envs per actor
-    :param wrap_env: applied to the env before the episodes (e.g. :class:`harness_gym_baselines.episode_view.EpisodeRecorder`);
+    :param wrap_env: applied to the env before the episodes (e.g. :class:`harness_gym_baselines.report.episode_view.EpisodeRecorder`);
         sequential runs only
     """
     pol = make_policy(policy) if isinstance(policy, str) else policy

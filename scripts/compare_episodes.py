@@ -25,7 +25,7 @@ POLICIES = ("static", "forced-check")
 
 
 def _policy(name: str) -> Any:
-    from harness_gym_baselines.policies import StaticPolicy
+    from harness_gym_baselines.policies.scripted import StaticPolicy
 
     return StaticPolicy(check=name == "forced-check")
 

@@ -1,5 +1,6 @@
-"""The layout's rules: ``harness_gym`` works without ``harness_gym_baselines``, no import circles, a trainer is one file
-plus one registry line, and ``import harness_gym`` stays light."""
+"""The layout's rules: ``harness_gym`` works without ``harness_gym_baselines``, no import circles, the rooms of
+``harness_gym_baselines`` import only downwards, a trainer needs the registry shape, and ``import harness_gym``
+and ``harness-gym --help`` stay light. (A trainer added by following docs/extending.md: test_trainer_recipe.py.)"""
 
 from __future__ import annotations
 
@@ -9,11 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from harness_gym_baselines import trainers
-from harness_gym_baselines.cli import main
+from harness_gym_baselines.common import trainer_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("harness_gym", "harness_gym_baselines")
@@ -78,7 +77,7 @@ print(json.dumps({"modules": len(modules), "steps": steps,
 
 
 def test_the_blocker_would_catch_an_import_of_baselines():
-    proc = subprocess.run([sys.executable, "-c", BLOCK_BASELINES + "import harness_gym_baselines.registry"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-c", BLOCK_BASELINES + "import harness_gym_baselines.policies.registry"], cwd=ROOT,
                           capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode != 0 and "harness_gym imported harness_gym_baselines" in proc.stderr
 
@@ -94,13 +93,24 @@ def project_modules() -> dict[str, Path]:
     return out
 
 
+def is_main_guard(node: ast.stmt) -> bool:
+    """Whether ``node`` is ``if __name__ == "__main__":``."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
+
+
 def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The project modules that ``name`` imports, anywhere in the file (inside functions, ``if`` blocks and
-    ``TYPE_CHECKING`` too). ``from pkg import x`` counts as importing ``pkg.x`` when that is a module, else
-    ``pkg``."""
+    ``TYPE_CHECKING`` too) except an ``if __name__ == "__main__":`` block: that runs only when the file is
+    executed as a program (then the module is ``__main__``, not ``name``), never on import. ``from pkg import
+    x`` counts as importing ``pkg.x`` when that is a module, else ``pkg``."""
     is_package = path.name == "__init__.py"
     targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    tree = ast.parse(path.read_text(), filename=str(path))
+    tree.body = [node for node in tree.body if not is_main_guard(node)]
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -149,7 +159,8 @@ def test_find_cycle_finds_one_hidden_in_a_function(tmp_path):
     assert find_cycle(graph) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
     src = tmp_path / "m.py"
-    src.write_text("def f():\n    from harness_gym_baselines import evaluate\n    import harness_gym.rollout\n")
+    src.write_text("def f():\n    from harness_gym_baselines import evaluate\n    import harness_gym.rollout\n"
+                   "if __name__ == '__main__':\n    from harness_gym_baselines.cli import run_trainer\n")
     assert imported_modules("harness_gym_baselines.x", src, project_modules()) == {"harness_gym_baselines.evaluate", "harness_gym.rollout"}
 
 
@@ -167,59 +178,84 @@ def test_harness_gym_never_imports_baselines_not_even_inside_a_function():
     assert not {m: t for m, t in offending.items() if t}
 
 
-# ----- (c) a trainer is one file plus one registry line ------------------------------------------------------
-@pytest.fixture
-def small_dataset(tmp_path, monkeypatch):
-    import gymnasium as gym
-
-    from harness_gym import datasets
-    from harness_gym_baselines.registry import make_policy
-
-    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
-    if "HarnessToy-v0" not in gym.registry:
-        gym.register(id="HarnessToy-v0", entry_point="examples.toy_domain.env:HarnessToyEnv", max_episode_steps=100)
-    return datasets.collect("HarnessToy-v0", make_policy("behaviour"), "harness/toy-majority-v0", episodes=12,
-                            seed=5, ref_policies=None, progress=False)
+# ----- (c) the rooms of harness_gym_baselines import only downwards -------------------------------------------
+LAYERS = ("common", "policies", "evaluate", "algos", "experiments", "report", "cli")
+"""the layers of harness_gym_baselines from the bottom up (its package docstring says what each holds): a
+module imports from its own layer and the layers below, never above"""
 
 
-def test_a_trainer_added_with_its_file_and_one_registry_line_runs_through_the_cli(small_dataset, tmp_path,
-                                                                                  monkeypatch, capsys):
-    from harness_gym.datasets import load_transitions
-
-    monkeypatch.setitem(trainers.TRAINERS, "majority", "tests.majority_trainer")  # the one registry line
-    with pytest.raises(SystemExit):
-        main(["train", "majority", "--help"])
-    help_text = capsys.readouterr().out
-    assert "--skip-first SKIP_FIRST" in help_text and "ignore this many transitions" in help_text
-    assert "(default: 0)" in help_text
-
-    out = tmp_path / "majority.json"
-    assert main(["train", "majority", "--dataset", small_dataset.id, "--out", str(out), "--skip-first", "2"]) == 0
-    assert f"wrote {out} (majority, trained on {small_dataset.id}, seed 0)" in capsys.readouterr().out
-    data = load_transitions(small_dataset)
-    first_steps = {int(e): int(np.flatnonzero(data.episode == e)[0]) for e in np.unique(data.episode)}
-    kept = [a for i, (a, e) in enumerate(zip(data.actions, data.episode)) if i - first_steps[int(e)] >= 2]
-    assert json.loads(out.read_text())["counts"] == np.bincount(kept, minlength=7).tolist()
-
-    with pytest.raises(SystemExit):
-        main(["train", "majority", "--dataset", small_dataset.id, "--beta", "1"])
-    assert "unrecognized arguments: --beta" in capsys.readouterr().err
+def layer(module: str) -> int:
+    """The layer index of a ``harness_gym_baselines`` module (its room, or itself for ``evaluate`` and ``cli``)."""
+    room = module.split(".")[1]
+    assert room in LAYERS, f"{module} is in no layer of {LAYERS}: put it in a room or add its room to LAYERS"
+    return LAYERS.index(room)
 
 
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``"a -> b"`` for every import of a ``harness_gym_baselines`` module from a higher layer."""
+    found = []
+    for a, targets in sorted(graph.items()):
+        if a.startswith("harness_gym_baselines."):
+            found += [f"{a} -> {b}" for b in sorted(targets)
+                      if b.startswith("harness_gym_baselines.") and layer(b) > layer(a)]
+            layer(a)  # a module outside every room fails even when it imports nothing of the package
+    return found
+
+
+def test_the_layer_check_catches_an_upward_import_and_a_module_outside_the_rooms():
+    graph = {"harness_gym_baselines.policies.registry": {"harness_gym_baselines.common.options"},
+             "harness_gym_baselines.algos.bc": {"harness_gym_baselines.policies.learned",
+                                                "harness_gym_baselines.experiments.frontier"},
+             "harness_gym_baselines.report.writer": {"harness_gym_baselines.experiments.frontier"}}
+    assert upward_imports(graph) == ["harness_gym_baselines.algos.bc -> harness_gym_baselines.experiments.frontier"]
+    with pytest.raises(AssertionError, match="harness_gym_baselines.utils is in no layer"):
+        upward_imports({"harness_gym_baselines.utils": set()})
+
+
+def test_the_rooms_of_the_baselines_import_only_downwards():
+    graph = import_graph()
+    baselines = [m for m in graph if m.startswith("harness_gym_baselines.")]
+    assert {m.split(".")[1] for m in baselines} == set(LAYERS)  # every room holds modules, and no module is roomless
+    # a trainer's __main__ block runs harness-gym train (the cli, the top layer) and is not an import of the module
+    assert "from harness_gym_baselines.cli import run_trainer" in (ROOT / "harness_gym_baselines/algos/bc.py").read_text()
+    assert "harness_gym_baselines.cli" not in graph["harness_gym_baselines.algos.bc"]
+    assert upward_imports(graph) == []
+
+
+def test_the_package_docstring_lists_the_layers_in_order():
+    import harness_gym_baselines
+
+    doc = harness_gym_baselines.__doc__
+    positions = [doc.index(f"    {name}") for name in reversed(LAYERS)]
+    assert positions == sorted(positions), "the package docstring lists the rooms from the top down"
+
+
+# ----- (d) the trainer registry ---------------------------------------------------------------------------------
 def test_a_trainer_module_without_the_trainer_shape_is_named(monkeypatch):
-    monkeypatch.setitem(trainers.TRAINERS, "broken", "tests.shared_data")
-    with pytest.raises(TypeError, match=r"trainer 'broken' \(tests.shared_data\).*dataclass `Config`"):
-        trainers.load_trainer("broken")
+    monkeypatch.setitem(trainer_registry.TRAINERS, "broken", "tests.shared_data:shared_data_mark")
+    with pytest.raises(TypeError, match=r"trainer 'broken' \(tests.shared_data:shared_data_mark\).*module:ConfigClass.*`load"):
+        trainer_registry.load_trainer("broken")
     with pytest.raises(ValueError, match="unknown trainer 'nope'"):
-        trainers.load_trainer("nope")
+        trainer_registry.load_trainer("nope")
+
+
+@pytest.mark.parametrize("name", list(trainer_registry.TRAINERS))
+def test_every_registered_trainer_has_one_config_name_and_a_loader(name):
+    import importlib
+
+    trainer = trainer_registry.load_trainer(name)
+    module = importlib.import_module(trainer_registry.TRAINERS[name].partition(":")[0])
+    aliases = [attr for attr, value in vars(module).items() if value is trainer.config]
+    assert aliases == [trainer.config.__name__], f"{name}: the config has one name, not {aliases}"
+    assert callable(trainer.load) and callable(trainer.train)
 
 
 def test_train_flags_come_from_the_config_dataclass():
     import argparse
     import dataclasses
 
-    from harness_gym_baselines.awr import AWRConfig
-    from harness_gym_baselines.dataclass_args import add_dataclass_arguments, config_from_args
+    from harness_gym_baselines.algos.awr import AWRConfig
+    from harness_gym_baselines.common.dataclass_flags import add_dataclass_arguments, config_from_args
 
     parser = argparse.ArgumentParser()
     add_dataclass_arguments(parser, AWRConfig)
@@ -232,11 +268,21 @@ def test_train_flags_come_from_the_config_dataclass():
         parser.parse_args(["--dataset", "x/y-v0", "--advantage", "z"])  # Literal["mc", "q"] gives the choices
 
 
-# ----- (d) import harness_gym stays light ---------------------------------------------------------------------
+# ----- (e) import harness_gym and harness-gym --help stay light ----------------------------------------------
 def test_import_harness_gym_imports_nothing_heavy():
     out = run_python("import json, sys\nimport harness_gym, harness_gym.rollout\n"
                      f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
     assert json.loads(out) == []
+
+
+def test_help_of_the_command_and_of_train_loads_no_training_stack():
+    out = run_python("import contextlib, io, json, sys\nfrom harness_gym_baselines.cli import main\n"
+                     "for argv in (['--help'], ['train', '--help'], ['eval', '--help']):\n"
+                     "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+                     "        main(argv)\n"
+                     "print(json.dumps(sorted(m for m in ('torch', 'stable_baselines3', 'sb3_contrib', 'minari', "
+                     "'tensorboard') if m in sys.modules)))")
+    assert json.loads(out.splitlines()[-1]) == []
 
 
 def test_the_distribution_installs_no_generic_top_level_package():

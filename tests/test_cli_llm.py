@@ -10,7 +10,7 @@ import pytest
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.workers import WorkerProfile
 from harness_gym_baselines.cli import main, parse_env_kwargs
-from harness_gym_baselines.usage import UsageError
+from harness_gym_baselines.common.options import UsageError
 
 
 def test_worker_flags_become_env_keywords_only_with_the_openai_worker():

@@ -16,7 +16,7 @@ from harness_gym.core.tools import validate_call
 from harness_gym.rollout import play_episode
 from harness_gym.workers.prompting import PromptSet, render_context
 from harness_gym_baselines.cli import main
-from harness_gym_baselines.registry import make_policy
+from harness_gym_baselines.policies.registry import make_policy
 
 
 @pytest.fixture(scope="module")

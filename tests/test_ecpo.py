@@ -15,9 +15,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 import harness_gym  # noqa: F401
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.rollout import play_episode
-from harness_gym_baselines.behaviour import BehaviourPolicy
-from harness_gym_baselines.cli import main
-from harness_gym_baselines.ecpo import (
+from harness_gym_baselines.algos.ecpo import (
     SOURCES,
     Calibrator,
     EvidenceReward,
@@ -30,8 +28,10 @@ from harness_gym_baselines.ecpo import (
     task_evidence,
     trust_weight,
 )
-from harness_gym_baselines.ppo import dense_step_reward
-from harness_gym_baselines.registry import make_policy
+from harness_gym_baselines.algos.ppo import dense_step_reward
+from harness_gym_baselines.cli import main
+from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+from harness_gym_baselines.policies.registry import make_policy
 
 ENV = "HarnessResearchQA-v0"
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
@@ -253,7 +253,7 @@ def test_subprocess_envs_train_the_same_model(tmp_path, algo: str) -> None:
 
 def test_env_kwargs_reach_the_training_envs(tmp_path) -> None:
     """``--env-kwarg`` configures the envs the trainer steps (here a budget of 5 units caps every episode)."""
-    from harness_gym_baselines.ppo import PPOConfig, train
+    from harness_gym_baselines.algos.ppo import PPOConfig, train
 
     lengths = {}
     for kwargs in ((), ("budget=5",)):

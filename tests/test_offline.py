@@ -14,12 +14,12 @@ import torch
 from harness_gym import datasets
 from harness_gym.core.actions import Action
 from harness_gym.rollout import episode_seed
-from harness_gym_baselines.awr import AWRConfig, advantage_weights
-from harness_gym_baselines.awr import train as train_awr
-from harness_gym_baselines.bc import BCConfig
-from harness_gym_baselines.bc import train as train_bc
+from harness_gym_baselines.algos.awr import AWRConfig, advantage_weights
+from harness_gym_baselines.algos.awr import train as train_awr
+from harness_gym_baselines.algos.bc import BCConfig
+from harness_gym_baselines.algos.bc import train as train_bc
 from harness_gym_baselines.cli import main
-from harness_gym_baselines.registry import make_policy
+from harness_gym_baselines.policies.registry import make_policy
 
 TOY_ID = "HarnessToy-v0"
 if TOY_ID not in gym.registry:
@@ -176,7 +176,7 @@ def test_behaviour_policy_is_seeded():
 
 
 def test_ablation_filter_definition():
-    from harness_gym_baselines import offline_compare as mod
+    from harness_gym_baselines.experiments import offline_comparison as mod
 
     D, C, R, S = Action.DRAFT, Action.CHECK, Action.REVISE, Action.SUBMIT
 

@@ -99,6 +99,44 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
     assert report.count('<div class="episode">') == 2
 
 
+def test_the_papers_figures_and_claims_are_read_from_the_shipped_data_file(run_dir):
+    import configparser
+    import html
+
+    from harness_gym_baselines.experiments import paper_claims
+
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(__file__).resolve().parents[1] / "setup.cfg")
+    assert cfg["options.package_data"]["harness_gym_baselines.experiments"].split() == ["paper_claims.json"]
+    shipped = json.loads(paper_claims.CLAIMS_FILE.read_text())
+    assert shipped["offline_rl_paper"]["awr_minus_static_points"]["per_env"] == paper_claims.PAPER_GAIN
+
+    report = html.unescape((run_dir / "report.html").read_text())
+    assert f"The seed's ordering is {paper_claims.seed_ordering()}." in report
+    assert f"The seed reports that {shipped['ecpo_seed_blog']['claims']['corruption']};" in report
+    offline = shipped["offline_rl_paper"]["claims"]
+    assert f"The paper reports it {offline['check_before_submit_emerges']}." in report
+    assert f"(the paper: {offline['awr_vs_forced_check']})" in report and f"The paper: {offline['awr_vs_bc']}" in report
+    with open(run_dir / "table_ecpo.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    seed_rows = [r for r in rows if r["method"] in shipped["ecpo_seed_blog"]["table"]]
+    assert seed_rows and all(
+        (r["seed_reported_success"], r["seed_reported_score"], r["seed_reported_ood"])
+        == tuple(shipped["ecpo_seed_blog"]["table"][r["method"]][k] for k in ("success", "score", "ood_retention"))
+        for r in seed_rows)
+
+
+def test_a_claims_file_without_a_field_the_report_reads_is_named(tmp_path):
+    from harness_gym_baselines.experiments import paper_claims
+
+    claims = json.loads(paper_claims.CLAIMS_FILE.read_text())
+    del claims["ecpo_seed_blog"]["table"]["bc"]["score"]
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps(claims))
+    with pytest.raises(KeyError, match=r"claims.json: no field ecpo_seed_blog.table.bc.score"):
+        paper_claims.read_claims(path)
+
+
 def test_rerun_resumes_every_stage_and_writes_the_same_tables(run_dir):
     before = {stem: (run_dir / f"{stem}.csv").read_text() for stem in TABLES}
     assert main(["reproduce", "--out", str(run_dir), *TINY]) == 0
@@ -163,7 +201,7 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path):
 
 
 def test_verdict_marks_collapsed_and_undertrained_rows():
-    from harness_gym_baselines.report import verdict
+    from harness_gym_baselines.report.writer import verdict
 
     sizes = {"online_steps": 50_000, "epochs": 30}
     assert verdict("static", {"forced_submit_rate": 1.0}, [], sizes) == "fixed script"
@@ -176,7 +214,7 @@ def test_verdict_marks_collapsed_and_undertrained_rows():
 
 
 def test_probability_of_improvement_and_aggregate_iqm():
-    from harness_gym_baselines.stats import aggregate_iqm_ci, prob_greater, probability_of_improvement
+    from harness_gym_baselines.report.statistics import aggregate_iqm_ci, prob_greater, probability_of_improvement
 
     assert prob_greater(np.array([1.0, 1.0]), np.array([0.0, 0.0])) == 1.0
     assert prob_greater(np.array([0.5]), np.array([0.5])) == 0.5
@@ -224,7 +262,7 @@ def test_view_renders_a_collected_dataset(tmp_path, monkeypatch):
 
 
 def test_benchmark_script_and_cli_do_not_import_benchmarks():
-    code = ("import sys, harness_gym_baselines.cli, harness_gym_baselines.reproduce, harness_gym_baselines.report; "
+    code = ("import sys, harness_gym_baselines.cli, harness_gym_baselines.report.reproduce, harness_gym_baselines.report.writer; "
             "print(any(m.startswith('benchmarks') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})

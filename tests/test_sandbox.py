@@ -821,7 +821,7 @@ def test_code_env_same_qualities_under_both_backends(docker_backend: str) -> Non
     gym = pytest.importorskip("gymnasium")
     import harness_gym  # noqa: F401  (registers the envs)
     from harness_gym_baselines.evaluate import run_episodes
-    from harness_gym_baselines.registry import make_policy
+    from harness_gym_baselines.policies.registry import make_policy
 
     outcomes = {}
     for name in BACKENDS:

@@ -22,7 +22,7 @@ from harness_gym.workers.latency import CallMeter, LatencyWorker
 from harness_gym.workers.llm_cache import LLMCache, merge_caches
 from harness_gym_baselines.cli import main
 from harness_gym_baselines.evaluate import evaluate
-from harness_gym_baselines.registry import make_policy
+from harness_gym_baselines.policies.registry import make_policy
 from tests.fake_openai_server import FakeOpenAIServer
 
 ENV_ID = "HarnessKnowledge-v0"  # no sandbox: cheap episodes, so the tests time the machinery, not the domain
@@ -199,13 +199,14 @@ def test_bad_scale_flags_are_one_line_usage_errors(capsys):
     assert "--num-envs must be >= 1" in capsys.readouterr().err
 
 
-def test_sb3_vec_env_seeds_env_i_with_seed_plus_i():
+@pytest.mark.parametrize("vec_env, cls", [("subproc", "SubprocVecEnv"), ("dummy", "DummyVecEnv")])
+def test_sb3_vec_env_seeds_env_i_with_seed_plus_i(vec_env, cls):
     pytest.importorskip("stable_baselines3")
-    from harness_gym_baselines.vec_env import make_sb3_vec_env
+    from harness_gym.sb3 import make_sb3_vec_env
 
-    venv = make_sb3_vec_env(ENV_ID, 2, seed=11)
+    venv = make_sb3_vec_env(ENV_ID, 2, seed=11, vec_env=vec_env)
     try:
-        assert venv.num_envs == 2 and type(venv).__name__ == "SubprocVecEnv"
+        assert venv.num_envs == 2 and type(venv).__name__ == cls
         first = venv.reset()
         masks = venv.env_method("action_masks")
     finally:
@@ -215,6 +216,8 @@ def test_sb3_vec_env_seeds_env_i_with_seed_plus_i():
         obs, _ = env.reset(seed=11 + i)
         assert np.array_equal(first[i], obs) and np.array_equal(masks[i], env.unwrapped.action_masks())
         env.close()
+    with pytest.raises(ValueError, match="vec_env must be 'dummy' or 'subproc', got 'async'"):
+        make_sb3_vec_env(ENV_ID, 2, seed=11, vec_env="async")
 
 
 # ----- Ray ------------------------------------------------------------------------------------------------

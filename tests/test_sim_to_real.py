@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from harness_gym.paths import data_path
-from harness_gym_baselines.sim_to_real import (
+from harness_gym_baselines.experiments.sim_to_real import (
     FIXED,
     LEARNED,
     SimToRealRow,

@@ -24,7 +24,7 @@ from harness_gym.env import UnsupportedRenderMode
 from harness_gym.sb3 import SB3VecEnv, to_sb3_vec_env
 from harness_gym_baselines.cli import main, row_labels
 from harness_gym_baselines.evaluate import evaluate
-from harness_gym_baselines.registry import make_policy
+from harness_gym_baselines.policies.registry import make_policy
 
 TOY_ID = "HarnessToy-v0"
 if TOY_ID not in gym.registry:

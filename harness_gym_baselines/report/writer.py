@@ -1,4 +1,4 @@
-"""The outputs of ``harness-gym reproduce`` (:mod:`harness_gym_baselines.reproduce`): tables, figures, ``report.html`` and
+"""The outputs of ``harness-gym reproduce`` (:mod:`harness_gym_baselines.report.reproduce`): tables, figures, ``report.html`` and
 ``manifest.json``, all computed from the stage result files under the run folder.
 
 Verdicts. Every learned row says whether it means something (:func:`verdict`). A row is marked *not
@@ -31,16 +31,20 @@ from typing import Any
 import numpy as np
 
 from harness_gym.core.maturity import PATTERNS
-from harness_gym_baselines import offline_compare
-from harness_gym_baselines.episode_view import STYLE as EPISODE_STYLE
-from harness_gym_baselines.episode_view import episode_html, load_episodes
+from harness_gym_baselines.experiments import offline_comparison
+from harness_gym_baselines.experiments.paper_claims import (
+    ECPO_CLAIMS,
+    OFFLINE_RL_CLAIMS,
+    PAPER_GAIN,
+    SEED_REPORTED,
+    seed_ordering,
+)
+from harness_gym_baselines.report.episode_view import STYLE as EPISODE_STYLE
+from harness_gym_baselines.report.episode_view import episode_html, load_episodes
 
 FORCED_SUBMIT_LIMIT = 0.5
 MIN_ONLINE_STEPS = 20_000
 MIN_EPOCHS = 30
-PAPER_GAIN = {"HarnessTauRetail-v0": 18.2, "HarnessDBBench-v0": 13.2, "HarnessCode-v0": 10.0}
-"""AWR minus static in quality points, as the offline-RL paper reports it (τ-bench retail, AgentBench
-DB-Bench, coding with a calibrated structured verifier); the public-data variants share their env's figure"""
 FIXED = ("static", "forced-check", "thorough")
 LEARNED = ("bc", "awr", "awr-q", "ppo-sparse", "ppo-dense", "ecpo")
 ABLATION = ("awr", "awr-ablation", "awr-q", "awr-q-ablation")
@@ -54,7 +58,7 @@ PACKAGES = ("harness-gym", "gymnasium", "numpy", "scipy", "pandas", "torch", "st
 def load_cells(stages: dict[str, dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """{env label: {controller: [cell per seed]}} from the harness stages' result files.
 
-    :param stages: stage name -> stage record (:class:`harness_gym_baselines.reproduce.Stages`)
+    :param stages: stage name -> stage record (:class:`harness_gym_baselines.report.reproduce.Stages`)
     """
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for name, record in stages.items():
@@ -99,7 +103,7 @@ def verdict(name: str, row: dict[str, Any], cells: list[dict[str, Any]], sizes: 
 
 
 def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per env label and controller of the harness table: :func:`offline_compare.pooled` plus CIs of
+    """One row per env label and controller of the harness table: :func:`offline_comparison.pooled` plus CIs of
     success and HMS, the forced-submit rate, AWR minus static (paired by episode) and the verdict.
 
     :param cells: :func:`load_cells`
@@ -111,11 +115,11 @@ def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[
             if name not in by_name:
                 continue
             per = by_name[name]
-            row = offline_compare.pooled(label, name, per)
-            row["success_ci95"] = offline_compare.two_level_bootstrap(_per_seed(per, "success"), np.mean)
+            row = offline_comparison.pooled(label, name, per)
+            row["success_ci95"] = offline_comparison.two_level_bootstrap(_per_seed(per, "success"), np.mean)
             hms = [h[~np.isnan(h)] for h in _per_seed(per, "hms")]  # HMS is NaN where no pattern applies
             hms = [h for h in hms if len(h)]
-            row["hms_ci95"] = offline_compare.two_level_bootstrap(hms, np.mean) if hms else (math.nan, math.nan)
+            row["hms_ci95"] = offline_comparison.two_level_bootstrap(hms, np.mean) if hms else (math.nan, math.nan)
             row["forced_submit_rate"] = float(np.mean([r["forced_submit"] for c in per for r in c["records"]]))
             row["verdict"] = verdict(name, row, per, sizes)
             row["gain_vs_static"] = row["gain_vs_static_ci95"] = None
@@ -123,7 +127,7 @@ def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[
                 static = {c["seed"]: c for c in by_name["static"]}
                 diffs = [_per_seed([c], "quality")[0] - _per_seed([static[c["seed"]]], "quality")[0] for c in per]
                 row["gain_vs_static"] = 100 * float(np.concatenate(diffs).mean())
-                lo, hi = offline_compare.two_level_bootstrap(diffs, np.mean)
+                lo, hi = offline_comparison.two_level_bootstrap(diffs, np.mean)
                 row["gain_vs_static_ci95"] = (100 * lo, 100 * hi)
             row["paper_gain"] = PAPER_GAIN.get(base_env(label)) if name in ("awr", "awr-q") else None
             rows.append(row)
@@ -139,13 +143,13 @@ def best_fixed(rows: list[dict[str, Any]], label: str) -> str:
 def aggregate_rows(rows: list[dict[str, Any]], cells: dict[str, dict[str, list[dict[str, Any]]]],
                    labels: list[str]) -> tuple[list[dict[str, Any]], dict[tuple[str, str], tuple[float, tuple]]]:
     """Per controller over ``labels``: aggregate IQM with a stratified bootstrap CI, mean Q, and P(controller
-    > best fixed script of each env) (:mod:`harness_gym_baselines.stats`); also the per-env probabilities of improvement.
+    > best fixed script of each env) (:mod:`harness_gym_baselines.report.statistics`); also the per-env probabilities of improvement.
 
     :param rows: :func:`harness_rows`
     :param cells: :func:`load_cells`
     :param labels: the envs aggregated over (those where every controller ran)
     """
-    from harness_gym_baselines.stats import aggregate_iqm_ci, probability_of_improvement
+    from harness_gym_baselines.report.statistics import aggregate_iqm_ci, probability_of_improvement
 
     quality = {label: {name: _per_seed(per, "quality") for name, per in cells[label].items()} for label in labels}
     best = {label: best_fixed(rows, label) for label in labels}
@@ -388,7 +392,7 @@ def fig_support_ceiling(path: Path, rows: list[dict[str, Any]], banner: str) -> 
 
 def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost_weights: list[float],
               banner: str) -> dict[str, Path]:
-    """The quality-cost frontier of every env (:mod:`harness_gym_baselines.frontier`) from the cells' episodes: the fixed
+    """The quality-cost frontier of every env (:mod:`harness_gym_baselines.experiments.frontier`) from the cells' episodes: the fixed
     scripts, random, oracle and the learned controllers (trained at cost weight 0) as points.
 
     :param out: the run folder (writes ``frontier/<env>/frontier.{json,md,png}``)
@@ -396,7 +400,7 @@ def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost
     :param cost_weights: the cost weights of the returns and the iso-return lines
     :param banner: appended to the titles
     """
-    from harness_gym_baselines.frontier import frontier_row, write_frontier
+    from harness_gym_baselines.experiments.frontier import frontier_row, write_frontier
 
     pngs = {}
     for label, by_name in cells.items():
@@ -460,7 +464,7 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
         learned = [e for e in labels if (e, name) in by and cbs(e, name) >= cbs(e, "static") + 0.1]
         out.append(f"Check-before-submit emerges with {name} (rate at least 0.1 above static) in {len(learned)} of "
                    f"{len(labels)} envs{': ' + ', '.join(_short(e) for e in learned) if learned else ''}. The paper "
-                   "reports it in every env. "
+                   f"reports it {OFFLINE_RL_CLAIMS['check_before_submit_emerges']}. "
                    + ("Mechanism (docs/offline_results.md): with the sample advantage G - V(s) and a mostly pass/fail "
                       "terminal reward, the reweighting multiplies CHECK's behaviour probability by at most the ratio "
                       "of success rates (1.05-1.3), which does not overturn the buffer's 2:1 prior for SUBMIT."
@@ -484,13 +488,13 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
     wins = sum(a["quality_ci95"][0] > b["quality_mean"] for a, b in pairs)
     losses = sum(a["quality_ci95"][1] < b["quality_mean"] for a, b in pairs)
     out.append(f"AWR (sample advantage) against BC: above BC's mean by more than its CI in {wins}, below in {losses}, "
-               f"within its CI in {len(pairs) - wins - losses} of {len(pairs)} envs. The paper: AWR beats BC in most "
-               "settings" + (" (agrees)." if wins > len(pairs) / 2 else "; here mostly ties: BC clones the behaviour's "
+               f"within its CI in {len(pairs) - wins - losses} of {len(pairs)} envs. The paper: "
+               f"{OFFLINE_RL_CLAIMS['awr_vs_bc']}" + (" (agrees)." if wins > len(pairs) / 2 else "; here mostly ties: BC clones the behaviour's "
                              "static script, and the sample advantage barely reweights it (above)."))
     fc_wins = [e for e in labels if (e, "forced-check") in by and all(
         by[(e, "forced-check")]["quality_mean"] >= by[(e, n)]["quality_mean"] for n in LEARNED if (e, n) in by)]
     out.append(f"Forced-CHECK is at least as good as every learned controller in {len(fc_wins)} of {len(labels)} "
-               "envs (the paper: AWR beats forced-CHECK where its gains are large). The support ceiling (wrong drafts "
+               f"envs (the paper: {OFFLINE_RL_CLAIMS['awr_vs_forced_check']}). The support ceiling (wrong drafts "
                "that pass the checker) caps the fixed scripts and the learners alike (docs/offline_results.md).")
     for r in agg:
         if "p_improvement" in r:
@@ -504,7 +508,7 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
                        key=lambda m: by_e[(env, m)]["success"])
         out.append(f"ECPO table, {_short(env)}: success from lowest to highest: "
                    + ", ".join(f"{m} {100 * by_e[(env, m)]['success']:.0f}%" for m in order)
-                   + ". The seed's ordering is ppo-sparse (~15%) < ppo-dense (~55%) < BC (~75%) < ECPO (~82%). "
+                   + f". The seed's ordering is {seed_ordering()}. "
                    "Mechanisms where it differs (docs/ecpo.md): harness episodes are short, so the sparse reward is "
                    "not starved; without a binding cost PPO policies spend the whole budget; ECPO's knowledge and "
                    "consistency sources can be raised by repeating a step, which the policy farms."
@@ -514,12 +518,12 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
         if all(finals.values()):
             out.append(f"Knowledge corruption: final test success adaptive {np.mean(finals['adaptive']):.2f} vs frozen "
                        f"{np.mean(finals['frozen']):.2f} ({len(finals['adaptive'])} seed(s)). The seed reports that "
-                       "adaptive weights recover and fixed ones drop; docs/ecpo.md found the weight moving less than "
+                       f"{ECPO_CLAIMS['corruption']}; docs/ecpo.md found the weight moving less than "
                        "its own sampling noise with 30 validation episodes per calibration."
                        + ("" if corruption_verdict == "meaningful" else f" These runs are {corruption_verdict}."))
     if sim_rows:
-        from harness_gym_baselines.sim_to_real import LEARNED as SIM_LEARNED
-        from harness_gym_baselines.sim_to_real import SimToRealRow, rank
+        from harness_gym_baselines.experiments.sim_to_real import LEARNED as SIM_LEARNED
+        from harness_gym_baselines.experiments.sim_to_real import SimToRealRow, rank
 
         gap_d = np.mean([abs(r["q_real"] - r["q_sim_default"]) for r in sim_rows])
         gap_f = np.mean([abs(r["q_real"] - r["q_sim_fitted"]) for r in sim_rows])
@@ -623,13 +627,13 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     """Write every table, figure, ``report.html`` and ``manifest.json`` from the stage results.
 
     :param out: the run folder
-    :param settings: the run's settings (:func:`harness_gym_baselines.reproduce.reproduce`)
+    :param settings: the run's settings (:func:`harness_gym_baselines.report.reproduce.reproduce`)
     :param stages: stage name -> stage record
     :param argv: the command line
     :param total_seconds: wall time of the stages in this invocation
     """
     from harness_gym.paths import data_path
-    from harness_gym_baselines.ecpo_experiments import plot_corruption
+    from harness_gym_baselines.experiments.ecpo_comparison import plot_corruption
 
     quick, sizes = settings["quick"], settings["sizes"]
     run = "quick" if quick else "full"
@@ -653,9 +657,9 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                   _ci(r.get("p_improvement"), r.get("p_improvement_ci95"), ".2f") if "p_improvement" in r else ""]
                  for r in agg],
                 f"Aggregate over {len(base_labels)} envs: IQM of episode quality with stratified bootstrap CIs, and "
-                f"the probability of improvement over each env's best fixed script (harness_gym_baselines/stats.py). {text_banner}",
+                f"the probability of improvement over each env's best fixed script (harness_gym_baselines/report/statistics.py). {text_banner}",
                 run)
-    ablation = [offline_compare.pooled(label, name, cells[label][name]) for label in cells for name in ABLATION
+    ablation = [offline_comparison.pooled(label, name, cells[label][name]) for label in cells for name in ABLATION
                 if name in cells[label]]
     write_table(out / "table_ablation", ["env", "learner", "Q [95% CI]", "check_before_submit",
                                          "episodes removed per seed"],
@@ -663,14 +667,14 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                   _f(r["patterns"]["check_before_submit"]),
                   ", ".join(str(n) for n in r.get("removed_episodes_per_seed", []))] for r in ablation],
                 "Support-ceiling ablation: the same learner on the buffer without the episodes holding a successful "
-                f"revise (harness_gym_baselines/offline_compare.py). {text_banner}", run)
+                f"revise (harness_gym_baselines/experiments/offline_comparison.py). {text_banner}", run)
 
-    # the ECPO table, as ecpo_experiments wrote it
+    # the ECPO table, as ecpo_comparison wrote it
     online = out / "online"
     ecpo_rows = stages["ecpo"]["result"]["rows"]
     online_verdict = (f"not meaningful: trained {sizes['online_steps']} steps (< {MIN_ONLINE_STEPS}, the budget of "
                       "docs/ecpo.md)" if sizes["online_steps"] < MIN_ONLINE_STEPS else "meaningful")
-    (out / "table_ecpo.md").write_text(f"ECPO comparison (harness_gym_baselines/ecpo_experiments.py). {text_banner}\n\n"
+    (out / "table_ecpo.md").write_text(f"ECPO comparison (harness_gym_baselines/experiments/ecpo_comparison.py). {text_banner}\n\n"
                                        f"Verdict of the ppo-sparse, ppo-dense and ECPO rows: {online_verdict}.\n\n"
                                        + (online / "table.md").read_text())
     with open(online / "table.csv") as src, open(out / "table_ecpo.csv", "w", newline="") as dst:
@@ -678,8 +682,6 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
         writer = csv.writer(dst)
         writer.writerow(["run", *next(reader), "seed_reported_success", "seed_reported_score", "seed_reported_ood",
                          "verdict"])
-        from harness_gym_baselines.ecpo_experiments import SEED_REPORTED
-
         for row in reader:
             method = row[2]
             writer.writerow([run, *row, *SEED_REPORTED.get(method, ("", "", "")),

@@ -26,7 +26,7 @@ instance of check -> fail -> revise -> "fixed" as the controller can see it.
 
 Example (minutes per env on 2 cores)::
 
-    python -m harness_gym_baselines.offline_compare HarnessCode-v0 --out results/offline --seeds 5 --episodes 2000
+    python -m harness_gym_baselines.experiments.offline_comparison HarnessCode-v0 --out results/offline --seeds 5 --episodes 2000
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ from harness_gym.core.actions import Action
 from harness_gym.core.maturity import PATTERNS
 
 FIXED = ("static", "forced-check", "thorough")
-"""The fixed scripts evaluated beside the learned controllers (:mod:`harness_gym_baselines.policies`)."""
+"""The fixed scripts evaluated beside the learned controllers (:mod:`harness_gym_baselines.policies.scripted`)."""
 POLICIES = ("static", "forced-check", "thorough", "bc", "awr", "awr-ablation", "awr-q", "awr-q-ablation")
 """``awr`` uses the sample advantage G - V(s) (the configuration fixed before any run); ``awr-q`` the fitted
-advantage Q(s, a) - V(s) (see :mod:`harness_gym_baselines.awr`), added after the ``awr`` results, for the mechanism the
+advantage Q(s, a) - V(s) (see :mod:`harness_gym_baselines.algos.awr`), added after the ``awr`` results, for the mechanism the
 notes explain. Everything else (buffers, beta, weight clip, epochs) is the same for both."""
 ADVANTAGE = {"awr": "mc", "awr-ablation": "mc", "awr-q": "q", "awr-q-ablation": "q"}
 
@@ -145,13 +145,13 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
     """Every cell of one env: {policy: [cell per seed]}; with ``variant`` and ``env_kwargs`` on that data
     (cells under ``cells/<env_label>``)."""
     from harness_gym.datasets import collect, load_transitions
-    from harness_gym_baselines.awr import AWRConfig
-    from harness_gym_baselines.awr import train as train_awr
-    from harness_gym_baselines.bc import BCConfig
-    from harness_gym_baselines.bc import train as train_bc
-    from harness_gym_baselines.behaviour import BehaviourPolicy
-    from harness_gym_baselines.learned import load_policy
-    from harness_gym_baselines.registry import make_policy
+    from harness_gym_baselines.algos.awr import AWRConfig
+    from harness_gym_baselines.algos.awr import train as train_awr
+    from harness_gym_baselines.algos.bc import BCConfig
+    from harness_gym_baselines.algos.bc import train as train_bc
+    from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+    from harness_gym_baselines.policies.learned import load_policy
+    from harness_gym_baselines.policies.registry import make_policy
 
     cells: dict[str, list[dict[str, Any]]] = {p: [] for p in POLICIES}
     out = Path(args.out)
@@ -278,7 +278,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness_gym_baselines.awr import AWRConfig
+    from harness_gym_baselines.algos.awr import AWRConfig
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("env_ids", nargs="+")

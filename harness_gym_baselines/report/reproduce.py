@@ -4,24 +4,24 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
 ``--out``; inside a stage the experiment modules skip their finished cells, datasets and models):
 
 1. ``harness:<env>`` per env (and per public-data variant when ``--tau-data`` / ``--dbbench-data`` is given):
-   :func:`harness_gym_baselines.offline_compare.run_env` (behaviour buffers, static, forced-check, thorough, BC, AWR with
+   :func:`harness_gym_baselines.experiments.offline_comparison.run_env` (behaviour buffers, static, forced-check, thorough, BC, AWR with
    both advantage estimators, the support-ceiling ablation), then the online controllers ppo-sparse and ECPO
-   (and ppo-dense with ``--ppo-dense``) trained with :func:`harness_gym_baselines.ecpo_experiments.train_cell` and
-   evaluated on the same test episodes with :func:`harness_gym_baselines.offline_compare.run_cell`, and the random and
+   (and ppo-dense with ``--ppo-dense``) trained with :func:`harness_gym_baselines.experiments.ecpo_comparison.train_cell` and
+   evaluated on the same test episodes with :func:`harness_gym_baselines.experiments.offline_comparison.run_cell`, and the random and
    oracle references for the frontier. The online trainers take no env constructor arguments, so the
    public-data variants have no online rows.
-2. ``ecpo``: :func:`harness_gym_baselines.ecpo_experiments.table` (ppo-sparse, ppo-dense, BC, ECPO, static,
+2. ``ecpo``: :func:`harness_gym_baselines.experiments.ecpo_comparison.table` (ppo-sparse, ppo-dense, BC, ECPO, static,
    forced-check, thorough; test and ood splits; deterministic and sampling) on the ECPO envs among ``--envs``.
    It shares the model folder with stage 1, so the ppo-sparse and ECPO models are trained once; its
    behaviour buffers hold the same episodes as stage 1's (same policy, seeds and size).
-3. ``corruption``: :func:`harness_gym_baselines.ecpo_experiments.corruption` (adaptive vs frozen trust weights).
-4. ``sim_to_real``: :func:`harness_gym_baselines.sim_to_real.sim_to_real` on the shipped SmolLM2 recording (replayed).
-5. ``examples``: a few test episodes recorded step by step (:class:`harness_gym_baselines.episode_view.EpisodeRecorder`).
-6. ``report``: :mod:`harness_gym_baselines.report` writes the tables, figures, ``report.html`` and ``manifest.json``.
+3. ``corruption``: :func:`harness_gym_baselines.experiments.ecpo_comparison.corruption` (adaptive vs frozen trust weights).
+4. ``sim_to_real``: :func:`harness_gym_baselines.experiments.sim_to_real.sim_to_real` on the shipped SmolLM2 recording (replayed).
+5. ``examples``: a few test episodes recorded step by step (:class:`harness_gym_baselines.report.episode_view.EpisodeRecorder`).
+6. ``report``: :mod:`harness_gym_baselines.report.writer` writes the tables, figures, ``report.html`` and ``manifest.json``.
 
 Sizes: :data:`FULL` and :data:`QUICK` (``--quick``); ``--seeds N`` and ``--size FIELD=VALUE`` change single
 fields. Quick outputs say so everywhere (titles, a ``run`` column, the report's banner, the manifest), and
-every learned row carries a verdict, meaningful or not and why (:func:`harness_gym_baselines.report.verdict`).
+every learned row carries a verdict, meaningful or not and why (:func:`harness_gym_baselines.report.writer.verdict`).
 """
 
 from __future__ import annotations
@@ -40,13 +40,11 @@ from typing import Any
 import gymnasium as gym
 
 import harness_gym
-from harness_gym_baselines import offline_compare
+from harness_gym_baselines.experiments import offline_comparison
 
 ECPO_ENVS = ("HarnessData-v0", "HarnessResearchQA-v0")
 """the envs of the ECPO table (docs/ecpo.md), when they are among ``--envs``"""
 CORRUPTION_ENV = "HarnessResearchQA-v0"
-FIXED = ("static", "forced-check", "thorough")
-OFFLINE = ("bc", "awr", "awr-q")
 ONLINE = ("ppo-sparse", "ecpo")
 REFERENCES = ("random", "oracle")
 """evaluated for the quality-cost frontier only"""
@@ -129,7 +127,7 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return offline_compare.env_label(self.env_id, self.variant)
+        return offline_comparison.env_label(self.env_id, self.variant)
 
 
 def variants(env_ids: list[str], tau_data: str | None, dbbench_data: str | None) -> list[Variant]:
@@ -207,7 +205,7 @@ class Stages:
 
 
 def _offline_args(out: Path, sizes: Sizes, quiet: bool) -> argparse.Namespace:
-    from harness_gym_baselines.awr import AWRConfig
+    from harness_gym_baselines.algos.awr import AWRConfig
 
     return argparse.Namespace(out=str(out), seeds=sizes.seeds, episodes=sizes.buffer_episodes,
                               eval_episodes=sizes.eval_episodes, epochs=sizes.epochs, beta=AWRConfig.beta,
@@ -229,21 +227,21 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
     :param online: the online trainers to run (none on a public-data variant)
     :param quiet: no progress bars of the sub-experiments
     """
-    from harness_gym_baselines.ecpo_experiments import train_cell
-    from harness_gym_baselines.registry import make_policy
+    from harness_gym_baselines.experiments.ecpo_comparison import train_cell
+    from harness_gym_baselines.policies.registry import make_policy
 
     offline_dir = out / "offline"
-    cells = offline_compare.run_env(var.env_id, _offline_args(offline_dir, sizes, quiet), variant=var.variant,
+    cells = offline_comparison.run_env(var.env_id, _offline_args(offline_dir, sizes, quiet), variant=var.variant,
                                     env_kwargs=var.env_kwargs)
     cell_dir = offline_dir / "cells" / var.label
     for seed in range(sizes.seeds):
         for name in REFERENCES:
-            cells.setdefault(name, []).append(offline_compare.run_cell(
+            cells.setdefault(name, []).append(offline_comparison.run_cell(
                 cell_dir / f"{name}-seed{seed}.json", var.env_id, make_policy(name), name,
                 episodes=sizes.eval_episodes, seed=seed, env_kwargs=var.env_kwargs))
     online_args = _online_args(out / "online", sizes, [var.env_id])
     for seed in range(sizes.online_seeds):
-        dsid = offline_compare.dataset_id(var.env_id, seed, var.variant)
+        dsid = offline_comparison.dataset_id(var.env_id, seed, var.variant)
         for name in online:
             path = cell_dir / f"{name}-seed{seed}.json"
             if not path.exists():
@@ -255,7 +253,7 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
                 policy.name = name
             else:
                 extra, policy = {}, None
-            cells.setdefault(name, []).append(offline_compare.run_cell(
+            cells.setdefault(name, []).append(offline_comparison.run_cell(
                 path, var.env_id, policy, name, episodes=sizes.eval_episodes, seed=seed, extra=extra,
                 env_kwargs=var.env_kwargs))
     return {"label": var.label, "cells": {name: [str(cell_dir / f"{name}-seed{c['seed']}.json") for c in per]
@@ -275,9 +273,9 @@ def examples_stage(out: Path, env_id: str, sizes: Sizes) -> dict[str, Any]:
     import gymnasium as gym
 
     from harness_gym.rollout import episode_seed, play_episode
-    from harness_gym_baselines.episode_view import EpisodeRecorder, save_episodes
-    from harness_gym_baselines.learned import load_policy
-    from harness_gym_baselines.registry import make_policy
+    from harness_gym_baselines.policies.learned import load_policy
+    from harness_gym_baselines.policies.registry import make_policy
+    from harness_gym_baselines.report.episode_view import EpisodeRecorder, save_episodes
 
     def record(name: str, policy: Any, index: int) -> dict[str, Any]:
         env = EpisodeRecorder(gym.make(env_id, render_mode="ansi"), policy=name)
@@ -320,8 +318,9 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness_gym_baselines import ecpo_experiments, report
-    from harness_gym_baselines.sim_to_real import sim_to_real
+    from harness_gym_baselines.experiments import ecpo_comparison
+    from harness_gym_baselines.experiments.sim_to_real import sim_to_real
+    from harness_gym_baselines.report import writer
 
     sizes = QUICK if quick else FULL
     if seeds is not None:
@@ -356,21 +355,21 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     for var in groups:
         plan.append((f"harness:{var.label}",
                      lambda var=var: harness_stage(out, var, sizes, () if var.variant else online, quiet),
-                     f"python -m harness_gym_baselines.offline_compare {var.env_id} --out {out / 'offline'} --seeds {sizes.seeds} "
+                     f"python -m harness_gym_baselines.experiments.offline_comparison {var.env_id} --out {out / 'offline'} --seeds {sizes.seeds} "
                      f"--episodes {sizes.buffer_episodes} --eval-episodes {sizes.eval_episodes} --epochs "
                      f"{sizes.epochs}; harness-gym train {{{','.join(online)}}} --env {var.env_id} --steps "
                      f"{sizes.online_steps}"))
     online_dir = out / "online"
-    plan.append(("ecpo", lambda: {"rows": ecpo_experiments.table(_online_args(online_dir, sizes, ecpo_envs))},
-                 f"python -m harness_gym_baselines.ecpo_experiments table --out {online_dir} "
+    plan.append(("ecpo", lambda: {"rows": ecpo_comparison.table(_online_args(online_dir, sizes, ecpo_envs))},
+                 f"python -m harness_gym_baselines.experiments.ecpo_comparison table --out {online_dir} "
                  + " ".join(f"--env {e}" for e in ecpo_envs)
                  + f" --seeds {sizes.online_seeds} --steps {sizes.online_steps} --episodes {sizes.ecpo_episodes}"
                  f" --buffer-episodes {sizes.buffer_episodes}"))
     corruption_args = dataclasses.replace(sizes, online_seeds=sizes.corruption_seeds, online_steps=sizes.corruption_steps)
     plan.append(("corruption",
-                 lambda: {"runs": ecpo_experiments.corruption(_online_args(out / "corruption", corruption_args,
+                 lambda: {"runs": ecpo_comparison.corruption(_online_args(out / "corruption", corruption_args,
                                                                            [corruption_env]))},
-                 f"python -m harness_gym_baselines.ecpo_experiments corruption --out {out / 'corruption'} --env {corruption_env} "
+                 f"python -m harness_gym_baselines.experiments.ecpo_comparison corruption --out {out / 'corruption'} --env {corruption_env} "
                  f"--seeds {sizes.corruption_seeds} --steps {sizes.corruption_steps} --corrupt-from "
                  f"{sizes.corrupt_from}"))
     plan.append(("sim_to_real", lambda: _sim_to_real_result(sim_to_real(sim_seeds=sizes.sim_seeds,
@@ -393,7 +392,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
             progress.advance(task)
         progress.update(task, description="reproduce: report")
         start = time.perf_counter()
-        manifest = report.write_report(out, settings=settings, stages=records, argv=argv or sys.argv,
+        manifest = writer.write_report(out, settings=settings, stages=records, argv=argv or sys.argv,
                                        total_seconds=time.perf_counter() - total_start)
         progress.console.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
         progress.advance(task)
@@ -428,7 +427,7 @@ def print_summary(out: Path, quick: bool) -> None:
 
 
 def _sim_to_real_result(result: tuple[Any, Any, Any]) -> dict[str, Any]:
-    from harness_gym_baselines.sim_to_real import markdown
+    from harness_gym_baselines.experiments.sim_to_real import markdown
 
     rows, fits, manifest = result
     return {"rows": [dataclasses.asdict(r) for r in rows], "markdown": markdown(rows, fits),

@@ -4,7 +4,7 @@ line that names the bad value and the accepted ones (closest matches first).
 ``harness-gym`` prints a :class:`UsageError` as ``harness-gym: error: MESSAGE`` and exits with status 2; the
 traceback is shown only with ``--debug``. The checks run before anything slow starts: env ids against
 Gymnasium's registry, ``--env-kwarg`` keys against the env constructor's signature (the env's own keywords
-and those of :class:`~harness_gym.env.HarnessEnv`) and their values against its annotations, ``--policy``
+and those of :class:`~harness_gym.HarnessEnv`) and their values against its annotations, ``--policy``
 values against the registry, the file system and ``module:callable``, dataset ids against the local Minari
 datasets, task ids against the env's tasks.
 """
@@ -24,7 +24,7 @@ import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
 
 import harness_gym
-from harness_gym.env import HarnessEnv
+from harness_gym import HarnessEnv
 from harness_gym.workers import OPENAI_OPTIONS
 
 GYM_MAKE_KEYWORDS = ("max_episode_steps", "disable_env_checker")

@@ -38,6 +38,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -49,8 +50,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from harness_gym.core.actions import N_ACTIONS
 from harness_gym.core.evidence import EVIDENCE_SOURCES
 from harness_gym.rollout import Episode, episode_seed, play_episode
-from harness_gym_baselines.behaviour import BehaviourPolicy
-from harness_gym_baselines.ppo import (
+from harness_gym_baselines.algos.ppo import (
     OnlineConfig,
     TransitionRewardWrapper,
     ValidationEvalCallback,
@@ -60,8 +60,9 @@ from harness_gym_baselines.ppo import (
     run_name,
     save_model,
 )
-from harness_gym_baselines.sb3_policy import SB3Policy
-from harness_gym_baselines.training import seed_everything
+from harness_gym_baselines.algos.training import seed_everything
+from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+from harness_gym_baselines.policies.sb3_zip import SB3Policy, load_sb3_policy
 
 SOURCES: tuple[str, ...] = (*EVIDENCE_SOURCES, "preference")
 """the evidence sources, in the column order of every evidence array here"""
@@ -206,7 +207,6 @@ class PreferenceModel:
         self.net = torch.nn.Sequential(torch.nn.Linear(n_features, hidden), torch.nn.ReLU(),
                                        torch.nn.Linear(hidden, 1))
         self.heldout_accuracy = float("nan")
-        self.final_loss = float("nan")
         self._numpy_weights()
 
     def _numpy_weights(self) -> None:
@@ -265,7 +265,6 @@ class PreferenceModel:
             if writer is not None and (step % 50 == 0 or step == steps - 1):
                 writer.record("losses/preference_bt_loss", loss.item())
                 writer.dump(step)
-        self.final_loss = float(loss.item())
         self._numpy_weights()
         with torch.no_grad():
             s = scores().numpy()
@@ -462,14 +461,14 @@ class EvidenceReward(TransitionRewardWrapper):
 
 # ----- the callback: calibration, corruption switch, logging ----------------------------------------------
 class ECPOCallback(ValidationEvalCallback):
-    """The validation evaluations of :class:`~harness_gym_baselines.ppo.ValidationEvalCallback`, each also re-estimating
+    """The validation evaluations of :class:`~harness_gym_baselines.algos.ppo.ValidationEvalCallback`, each also re-estimating
     the trust weights; switches the corruption on at ``corrupt_from`` and logs weights, AUCs, normaliser
     statistics and conflicts at every rollout's end.
 
     :param wrapper: the reward wrapper of the training env
     :param corrupt_from: training step of the corruption switch (-1: never)
     :param freeze_at_corruption: stop re-estimating the weights when the corruption starts
-    :param kwargs: the keyword arguments of :class:`~harness_gym_baselines.ppo.ValidationEvalCallback`
+    :param kwargs: the keyword arguments of :class:`~harness_gym_baselines.algos.ppo.ValidationEvalCallback`
     """
 
     def __init__(self, wrapper: EvidenceReward, *, corrupt_from: int, freeze_at_corruption: bool,
@@ -477,7 +476,6 @@ class ECPOCallback(ValidationEvalCallback):
         super().__init__(**kwargs)
         self.wrapper = wrapper
         self.corrupt_from, self.freeze_at_corruption = corrupt_from, freeze_at_corruption
-        self.weight_history: list[dict[str, Any]] = []
 
     def _on_step(self) -> bool:
         corr = self.wrapper.corruption
@@ -564,11 +562,13 @@ def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
     return SB3Policy(model, name="ecpo")
 
 
-Config = ECPOConfig
-"""the trainer's settings (:mod:`harness_gym_baselines.trainers`)"""
+def load(path: str | Path) -> SB3Policy:
+    """The controller in a model zip that :func:`train` wrote (ppo's format, :mod:`harness_gym_baselines.policies.sb3_zip`)."""
+    return load_sb3_policy(path)
 
-if __name__ == "__main__":
-    from harness_gym_baselines.dataclass_args import parse_config
 
-    cfg = parse_config(ECPOConfig, prog="python -m harness_gym_baselines.ecpo", description=__doc__.splitlines()[0])
-    print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.env_id}, seed {cfg.seed})")
+
+if __name__ == "__main__":  # the same as harness-gym train ecpo (one way to run a trainer)
+    from harness_gym_baselines.cli import run_trainer
+
+    run_trainer("ecpo")

@@ -34,7 +34,7 @@ from harness_gym.paths import data_path
 from harness_gym.rollout import Policy
 from harness_gym.workers.calibrate import ProfileFit, collect_events, fit_profile
 from harness_gym.workers.profile import WorkerProfile
-from harness_gym_baselines.policies import StaticPolicy, ThoroughPolicy
+from harness_gym_baselines.policies.scripted import StaticPolicy, ThoroughPolicy
 
 COST_KEYS = ("llm_calls", "llm_errors", "prompt_tokens", "completion_tokens", "latency_s")
 FIXED: dict[str, Callable[[], Policy]] = {"static": lambda: StaticPolicy(check=False),
@@ -47,7 +47,7 @@ LEARNED = "awr-q"
 def train_learned(env_id: str, out: Path, *, episodes: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Train the learned controller of the comparison on the simulator and write its model file to ``out``.
 
-    The recipe of the offline table (:mod:`harness_gym_baselines.offline_compare`): a behaviour buffer of
+    The recipe of the offline table (:mod:`harness_gym_baselines.experiments.offline_comparison`): a behaviour buffer of
     ``episodes`` episodes on the train split with the default profile, then AWR with the fitted Q advantage
     (``advantage="q"``), its default beta and epochs, ``seed``. The buffer goes to a temporary Minari folder.
 
@@ -58,9 +58,9 @@ def train_learned(env_id: str, out: Path, *, episodes: int = 2000, seed: int = 0
     :returns: the manifest's entry for the model (file name, recipe)
     """
     from harness_gym.datasets import collect, load_transitions
-    from harness_gym_baselines.awr import AWRConfig, train
-    from harness_gym_baselines.behaviour import BehaviourPolicy
-    from harness_gym_baselines.offline_compare import dataset_id
+    from harness_gym_baselines.algos.awr import AWRConfig, train
+    from harness_gym_baselines.experiments.offline_comparison import dataset_id
+    from harness_gym_baselines.policies.behaviour import BehaviourPolicy
 
     dsid = dataset_id(env_id, seed)
     before = os.environ.get("MINARI_DATASETS_PATH")
@@ -94,7 +94,7 @@ def make_controller(name: str, env_id: str, manifest: dict[str, Any], manifest_d
     if entry is None:
         raise ValueError(f"recording manifest: controller {name!r} on {env_id} is neither a fixed script "
                          f"({', '.join(FIXED)}) nor listed under models.{name}.{env_id}")
-    from harness_gym_baselines.learned import load_policy
+    from harness_gym_baselines.policies.learned import load_policy
 
     policy = load_policy(manifest_dir / entry["file"])
     policy.name = name

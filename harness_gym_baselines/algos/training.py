@@ -1,4 +1,4 @@
-"""What the offline trainers (:mod:`harness_gym_baselines.bc`, :mod:`harness_gym_baselines.awr`) share: seeding, minibatches, the
+"""What the offline trainers (:mod:`harness_gym_baselines.algos.bc`, :mod:`harness_gym_baselines.algos.awr`) share: seeding, minibatches, the
 (weighted) likelihood fit of the logged actions, the TensorBoard run (mirrored to Weights & Biases with
 ``wandb=True`` when wandb is installed), the progress bar, and the final save and evaluation.
 
@@ -7,8 +7,9 @@ Run names are ``{env_id}__{algo}[-{variant}]__{seed}__{time}`` (``algo`` names t
 folder, the last value of every ``losses/`` scalar and the final evaluation summary; ``harness-gym train``
 prints them.
 
-A trainer is one module with a dataclass ``Config`` and ``train(cfg, data=None)``, named in
-:data:`harness_gym_baselines.trainers.TRAINERS`; the command line builds its flags from the dataclass.
+A trainer is one module with a config dataclass, ``train(cfg, data=None)`` and ``load(path)``, named in
+:data:`harness_gym_baselines.common.trainer_registry.TRAINERS`; the command line builds its flags from the
+dataclass. :func:`seed_everything` serves the online trainers (ppo, ecpo) as well.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tqdm import tqdm
 
 from harness_gym.datasets import Transitions, load_transitions
 from harness_gym_baselines.evaluate import evaluate
-from harness_gym_baselines.learned import MLP, LearnedPolicy, action_log_prob, save_model
+from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, action_log_prob, save_model
 
 
 def seed_everything(seed: int, torch_threads: int) -> None:

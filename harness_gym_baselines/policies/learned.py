@@ -4,7 +4,7 @@ file that ``harness-gym eval --policy FILE`` runs through :func:`load_policy`.
 A model file is a ``torch.save`` dict: ``algo``, ``env_id``, ``env_kwargs``, ``dataset_id``, ``config`` (the
 trainer's dataclass as a dict), ``feature_names`` (checked against the env at every reset), ``hidden_sizes``,
 ``n_actions`` and ``state_dict`` (of :class:`MLP`). It loads with ``torch.load(weights_only=True)``. What the
-trainers share beyond this (seeding, the likelihood fit, logging) is in :mod:`harness_gym_baselines.training`.
+trainers share beyond this (seeding, the likelihood fit, logging) is in :mod:`harness_gym_baselines.algos.training`.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class LearnedPolicy:
         self.sample = sample
         self.rng = np.random.default_rng(0)
         self.report: dict[str, Any] = {}
-        """what training reported (:func:`harness_gym_baselines.training.finish`): run folder, final losses, evaluation"""
+        """what training reported (:func:`harness_gym_baselines.algos.training.finish`): run folder, final losses, evaluation"""
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
         env_features = tuple(harness_env(env).feature_names)

@@ -1,6 +1,6 @@
 """Static, forced-CHECK, thorough, random and oracle harnesses on every registered env (and on the public data where given).
 
-    python -m harness_gym_baselines.reference_policies --out results/reference_policies [--episodes 300]
+    python -m harness_gym_baselines.experiments.reference_scores --out results/reference_policies [--episodes 300]
         [--tau-data ../shared/data/tau2-retail] [--dbbench-data ../shared/data/dbbench/standard.jsonl]
 
 Writes ``reference_policies.json`` (one evaluation summary of :mod:`harness_gym_baselines.evaluate` per row) and

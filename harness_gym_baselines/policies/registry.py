@@ -1,10 +1,10 @@
 """The policy registry: every controller the command line and the experiments can name, declared once.
 
 ``harness-gym eval/compare/play/collect --policy NAME`` accept a name of :data:`POLICIES`, the path of a
-model file written by a trainer (:mod:`harness_gym_baselines.learned`) or ``module:callable``, the import path of a
-function or class returning any object that implements :class:`harness_gym.rollout.Policy` (or of such an
-object itself; see docs/evaluate.md). Their choices and help text come from here. Adding a controller is one
-entry in :data:`POLICIES`.
+model file written by a trainer (loaded by that trainer, :mod:`harness_gym_baselines.policies.model_files`) or
+``module:callable``, the import path of a function or class returning any object that implements
+:class:`harness_gym.rollout.Policy` (or of such an object itself; see docs/evaluate.md). Their choices and help
+text come from here. Adding a controller is one entry in :data:`POLICIES`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_gym.rollout import Policy
-from harness_gym_baselines.behaviour import BehaviourPolicy
-from harness_gym_baselines.policies import OraclePolicy, RandomPolicy, StaticPolicy, ThoroughPolicy
+from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+from harness_gym_baselines.policies.scripted import OraclePolicy, RandomPolicy, StaticPolicy, ThoroughPolicy
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def load_callable_policy(spec: str) -> Policy:
 
     :param spec: ``"package.module:name"`` (``name`` may be dotted), importable from ``sys.path``
     """
-    from harness_gym_baselines.usage import UsageError, resolve_callable
+    from harness_gym_baselines.common.options import UsageError, resolve_callable
 
     obj = resolve_callable(spec)
     if is_policy(obj):
@@ -80,21 +80,17 @@ def load_callable_policy(spec: str) -> Policy:
 def make_policy(name: str) -> Policy:
     """A registered policy by name, or the controller stored in a trained model file.
 
-    :param name: a key of :data:`POLICIES`, the path of a model file: this project's
-        (:func:`harness_gym_baselines.learned.load_policy`) or a Stable-Baselines3 zip
-        (:func:`harness_gym_baselines.sb3_policy.load_sb3_policy`), or ``module:callable`` (:func:`load_callable_policy`)
+    :param name: a key of :data:`POLICIES`, the path of a model file (loaded by the trainer that wrote it, or
+        any Stable-Baselines3 zip: :func:`harness_gym_baselines.policies.model_files.load_model_file`), or
+        ``module:callable`` (:func:`load_callable_policy`)
     """
     if name in POLICIES:
         return POLICIES[name].factory()
     if not Path(name).is_file() and ":" in name:
         return load_callable_policy(name)
     if Path(name).is_file():
-        from harness_gym_baselines.sb3_policy import is_sb3_zip, load_sb3_policy
+        from harness_gym_baselines.policies.model_files import load_model_file
 
-        if is_sb3_zip(name):
-            return load_sb3_policy(name)
-        from harness_gym_baselines.learned import load_policy  # torch is imported only when a model file is evaluated
-
-        return load_policy(name)
+        return load_model_file(name)
     raise ValueError(f"unknown policy {name!r}: expected one of {POLICY_NAMES}, the path of a model file or "
                      "module:callable")

@@ -1,7 +1,7 @@
 """Stable-Baselines3 model zips as harness controllers: ``harness-gym eval ENV --policy model.zip``.
 
 :func:`load_sb3_policy` reads which algorithm wrote the zip from the policy class stored in it and loads it
-with that algorithm: sb3-contrib's ``MaskablePPO`` (also what :mod:`harness_gym_baselines.ecpo` and :mod:`harness_gym_baselines.ppo`
+with that algorithm: sb3-contrib's ``MaskablePPO`` (also what :mod:`harness_gym_baselines.algos.ecpo` and :mod:`harness_gym_baselines.algos.ppo`
 save), SB3's ``PPO``, ``A2C`` (same policy class as PPO; loaded as PPO, which acts identically) and ``DQN``.
 A maskable model acts with the env's action mask; the others act on the observation alone, as they were
 trained (an inapplicable action is a legal no-op of the Harness MDP).
@@ -111,13 +111,3 @@ def load_sb3_policy(path: str | Path, deterministic: bool = True) -> SB3Policy:
     label = meta.get("algo", algo.__name__)
     return SB3Policy(model, name=f"{label}:{Path(path).name}", deterministic=deterministic)
 
-
-def is_sb3_zip(path: str | Path) -> bool:
-    """Whether ``path`` is a zip archive holding the ``data`` entry every SB3 model zip has.
-
-    :param path: a file path
-    """
-    if not zipfile.is_zipfile(path):
-        return False
-    with zipfile.ZipFile(path) as archive:
-        return "data" in archive.namelist()

@@ -11,7 +11,7 @@ estimators are implemented here, with the definitions of rliable's ``metrics`` m
 - **IQM** (:func:`harness_gym_baselines.evaluate.iqm`): the mean of the middle 50% of all scores.
 - **Stratified bootstrap**: each env is a stratum; a resample draws, inside every env independently, seeds
   with replacement and then episodes with replacement inside each drawn seed (the two-level bootstrap of
-  :func:`harness_gym_baselines.offline_compare.two_level_bootstrap`, per stratum), so no env is over- or under-represented
+  :func:`harness_gym_baselines.experiments.offline_comparison.two_level_bootstrap`, per stratum), so no env is over- or under-represented
   and the interval includes the variance across training seeds. rliable resamples runs only; harness runs
   have few seeds and many episodes, so episodes are resampled too (with one seed it is the episode bootstrap).
 - **Probability of improvement** ``P(X > Y)``: per env, the probability that an episode score of X exceeds

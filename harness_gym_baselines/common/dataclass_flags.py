@@ -15,7 +15,6 @@ import dataclasses
 import inspect
 import textwrap
 import typing
-from collections.abc import Sequence
 from typing import Any, TypeVar
 
 ConfigT = TypeVar("ConfigT")
@@ -107,16 +106,3 @@ def config_from_args(cls: type[ConfigT], namespace: argparse.Namespace) -> Confi
         values[f.name] = tuple(value) if typing.get_origin(hints[f.name]) is tuple else value
     return cls(**values)
 
-
-def parse_config(cls: type[ConfigT], argv: Sequence[str] | None = None, *, prog: str | None = None,
-                 description: str | None = None) -> ConfigT:
-    """Parse ``argv`` into an instance of ``cls`` (the whole command line of ``python -m harness_gym_baselines.bc``).
-
-    :param cls: the dataclass
-    :param argv: the arguments (default: ``sys.argv[1:]``)
-    :param prog: program name in usage messages
-    :param description: the ``--help`` description
-    """
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    add_dataclass_arguments(parser, cls)
-    return config_from_args(cls, parser.parse_args(argv))

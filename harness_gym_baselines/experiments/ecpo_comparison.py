@@ -1,7 +1,7 @@
 """The ECPO experiments of docs/ecpo.md: the comparison table and the knowledge-corruption experiment.
 
-    python -m harness_gym_baselines.ecpo_experiments table --out results/ecpo [--env ENV ...] [--seeds 3] [--steps 20000]
-    python -m harness_gym_baselines.ecpo_experiments corruption --out results/ecpo [--env HarnessResearchQA-v0] [--seeds 3]
+    python -m harness_gym_baselines.experiments.ecpo_comparison table --out results/ecpo [--env ENV ...] [--seeds 3] [--steps 20000]
+    python -m harness_gym_baselines.experiments.ecpo_comparison corruption --out results/ecpo [--env HarnessResearchQA-v0] [--seeds 3]
 
 ``table``: per env and seed s, a behaviour-policy buffer (``harness-gym collect``'s Minari format, train split,
 collection seed s), BC trained on it, ppo-sparse, ppo-dense and ECPO trained online for ``--steps`` steps with
@@ -20,7 +20,7 @@ seeds) and the mean cost per episode (``info["cost"]["units"]`` summed over the 
 a cost ledger, else the number of steps).
 
 ``corruption``: ECPO with adaptive weights against ECPO with the weights frozen at their value before the
-switch, the knowledge corruption on from ``--corrupt-from`` (:mod:`harness_gym_baselines.ecpo`); writes
+switch, the knowledge corruption on from ``--corrupt-from`` (:mod:`harness_gym_baselines.algos.ecpo`); writes
 ``corruption.json`` and ``corruption.png`` (w_knowledge and validation success over training, mean over seeds).
 """
 
@@ -41,18 +41,13 @@ import numpy as np
 
 import harness_gym  # noqa: F401
 from harness_gym.rollout import Episode, Policy, episode_seed, play_episode
-from harness_gym_baselines.registry import make_policy
+from harness_gym_baselines.experiments.paper_claims import SEED_REPORTED
+from harness_gym_baselines.policies.registry import make_policy
 
 ENVS = ("HarnessData-v0", "HarnessResearchQA-v0")
 TRAINED = ("ppo-sparse", "ppo-dense", "bc", "ecpo")
 REFERENCE = ("static", "forced-check", "thorough")
 STABILITY_LAST = 3
-SEED_REPORTED = {  # the seed blog's table (section 5.2): success, quality score, OOD retention
-    "ppo-sparse": ("~15%", "1.5", "n/a"),
-    "ppo-dense": ("~55%", "3.0", "~30%"),
-    "bc": ("~75%", "3.8", "~50%"),
-    "ecpo": ("~82%", "4.2", "~65%"),
-}
 
 
 # ----- per-episode measures -----------------------------------------------------------------------------
@@ -110,7 +105,7 @@ def evaluate_split(env_id: str, policy: Policy, *, split: str, episodes: int, se
 def behaviour_dataset(env_id: str, seed: int, episodes: int) -> str:
     """Collect (or find) the behaviour buffer of ``env_id`` with collection seed ``seed``; returns its id."""
     from harness_gym.datasets import collect
-    from harness_gym_baselines.behaviour import BehaviourPolicy
+    from harness_gym_baselines.policies.behaviour import BehaviourPolicy
 
     dsid = f"harness/{env_id.lower().removesuffix('-v0').removeprefix('harness')}-behaviour-s{seed}-v0"
     collect(env_id, BehaviourPolicy(), dsid, episodes=episodes, seed=seed, progress=False, ref_policies=None)
@@ -119,7 +114,7 @@ def behaviour_dataset(env_id: str, seed: int, episodes: int) -> str:
 
 def train_cell(method: str, env_id: str, seed: int, args: argparse.Namespace, dsid: str) -> Path:
     """Train ``method`` for one env and seed (unless its model exists); returns the model path."""
-    from harness_gym_baselines.trainers import load_trainer
+    from harness_gym_baselines.common.trainer_registry import load_trainer
 
     models = args.out / "models"
     models.mkdir(parents=True, exist_ok=True)
@@ -151,17 +146,17 @@ def sampling_policy(method: str, out: Path, env_id: str, seed: int) -> Policy | 
     if method not in TRAINED:
         return None
     if method == "bc":
-        from harness_gym_baselines.learned import load_policy
+        from harness_gym_baselines.policies.learned import load_policy
 
         return load_policy(out / "models" / f"{env_id}__bc__{seed}.pt", sample=True)
-    from harness_gym_baselines.sb3_policy import load_sb3_policy
+    from harness_gym_baselines.policies.sb3_zip import load_sb3_policy
 
     return load_sb3_policy(out / "models" / f"{env_id}__{method}__{seed}.zip", deterministic=False)
 
 
 def table(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run (or resume) every cell of the comparison and write the cells files, table.md and table.csv."""
-    from harness_gym_baselines.registry import POLICIES
+    from harness_gym_baselines.policies.registry import POLICIES
 
     references = [p for p in REFERENCE if p in POLICIES]
     cells: dict[str, dict[str, Any]] = {}
@@ -301,7 +296,7 @@ def write_table(rows: list[dict[str, Any]], sampled_rows: list[dict[str, Any]], 
 # ----- the corruption experiment ------------------------------------------------------------------------
 def corruption(args: argparse.Namespace) -> dict[str, Any]:
     """ECPO adaptive vs frozen weights under the knowledge corruption; writes corruption.json and .png."""
-    from harness_gym_baselines.ecpo import ECPOConfig, train
+    from harness_gym_baselines.algos.ecpo import ECPOConfig, train
 
     path = args.out / "corruption.json"
     runs: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}

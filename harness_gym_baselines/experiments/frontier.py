@@ -81,7 +81,7 @@ def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[f
     """
     import gymnasium as gym
 
-    from harness_gym_baselines.registry import make_policy
+    from harness_gym_baselines.policies.registry import make_policy
 
     kwargs = {k: v for k, v in (env_kwargs or {}).items() if k != "cost_weight"}
     rows = []

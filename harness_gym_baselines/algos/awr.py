@@ -3,7 +3,7 @@
 Peng et al., 2019, https://arxiv.org/abs/1910.00177, in the form the harness paper uses: the reward is the
 terminal task quality only, the value baseline V(s) is fitted to the buffer's Monte-Carlo returns, and the
 policy minimises ``-E[min(exp(A / beta), weight_max) * log pi(a|s)]``. With ``beta = inf`` every weight is 1
-and the loss is behaviour cloning's (:mod:`harness_gym_baselines.bc`).
+and the loss is behaviour cloning's (:mod:`harness_gym_baselines.algos.bc`).
 
 Two advantage estimators, both fitted to the same Monte-Carlo returns:
 
@@ -14,21 +14,23 @@ Two advantage estimators, both fitted to the same Monte-Carlo returns:
   the outcome first, so exp((Q(s, a) - V(s)) / beta) grows exponentially in the difference of expected
   qualities.
 
-Run ``harness-gym train awr --dataset ID --out FILE [--beta B]`` or ``python -m harness_gym_baselines.awr ...``.
+Run ``harness-gym train awr --dataset ID --out FILE [--beta B]`` (``python -m harness_gym_baselines.algos.awr``
+runs the same command).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import torch
 
 from harness_gym.datasets import Transitions
-from harness_gym_baselines.bc import BCConfig
-from harness_gym_baselines.learned import MLP, LearnedPolicy
-from harness_gym_baselines.training import finish, fit_policy, minibatches, progress_bar, start_run
+from harness_gym_baselines.algos.bc import BCConfig
+from harness_gym_baselines.algos.training import finish, fit_policy, minibatches, progress_bar, start_run
+from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, load_policy
 
 
 @dataclass
@@ -107,11 +109,12 @@ def train(cfg: AWRConfig, data: Transitions | None = None) -> LearnedPolicy:
     return finish(cfg, "awr", policy_net, data, writer, step)
 
 
-Config = AWRConfig
-"""the trainer's settings (:mod:`harness_gym_baselines.trainers`)"""
+def load(path: str | Path) -> LearnedPolicy:
+    """The controller in a model file that :func:`train` wrote (bc's format, :mod:`harness_gym_baselines.policies.learned`)."""
+    return load_policy(path)
 
-if __name__ == "__main__":
-    from harness_gym_baselines.dataclass_args import parse_config
 
-    cfg = parse_config(AWRConfig, prog="python -m harness_gym_baselines.awr", description=__doc__.splitlines()[0])
-    print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.dataset_id}, seed {cfg.seed})")
+if __name__ == "__main__":  # the same as harness-gym train awr (one way to run a trainer)
+    from harness_gym_baselines.cli import run_trainer
+
+    run_trainer("awr")

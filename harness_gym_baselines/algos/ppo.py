@@ -3,7 +3,7 @@ hand-shaped step rewards (``ppo-dense``).
 
 Schulman et al., 2017, https://arxiv.org/abs/1707.06347, as sb3-contrib's ``MaskablePPO`` (Huang & Ontañón,
 2020, https://arxiv.org/abs/2006.14171) with the env's action masks. These are the first two baselines the
-evidence-calibrated method (:mod:`harness_gym_baselines.ecpo`, docs/ecpo.md) is compared with:
+evidence-calibrated method (:mod:`harness_gym_baselines.algos.ecpo`, docs/ecpo.md) is compared with:
 
 - ``reward="sparse"``: the env's own reward, the task quality Q paid on the last step (minus the cost term
   when the env was built with a ``cost_weight``);
@@ -21,15 +21,14 @@ evidence-calibrated method (:mod:`harness_gym_baselines.ecpo`, docs/ecpo.md) is 
   | an inapplicable action (a no-op) | -0.05 |
 
 What the three online trainers share (settings, the vector env, the periodic evaluation on the validation
-split, the model file) is defined here; :mod:`harness_gym_baselines.ecpo` extends it. The model file is an SB3 zip that
-``harness-gym eval ENV --policy FILE`` runs (:mod:`harness_gym_baselines.sb3_policy`).
+split, the model file) is defined here; :mod:`harness_gym_baselines.algos.ecpo` extends it. The model file is an SB3 zip that
+``harness-gym eval ENV --policy FILE`` runs (:mod:`harness_gym_baselines.policies.sb3_zip`).
 
 Run ``harness-gym train ppo-sparse --env ENV --steps N --seed S --out FILE`` (or ``ppo-dense``).
 """
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -40,7 +39,6 @@ import gymnasium as gym
 import numpy as np
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
@@ -48,10 +46,10 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.rollout import Episode, episode_seed, play_episode
-from harness_gym_baselines.sb3_policy import SB3Policy
-from harness_gym_baselines.training import seed_everything
-from harness_gym_baselines.usage import UsageError, check_env_kwargs, parse_key_values
-from harness_gym_baselines.vec_env import make_sb3_vec_env
+from harness_gym.sb3 import make_sb3_vec_env
+from harness_gym_baselines.algos.training import seed_everything
+from harness_gym_baselines.common.options import UsageError, check_env_kwargs, parse_key_values
+from harness_gym_baselines.policies.sb3_zip import SB3Policy, load_sb3_policy
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
@@ -69,7 +67,7 @@ class OnlineConfig:
     seed: int = 0
     """seed of random, numpy, torch, the envs and the evaluation episodes"""
     cost_weight: float = 0.0
-    """passed to the env when its constructor takes a ``cost_weight`` (the reward then includes the cost term)"""
+    """the env's ``cost_weight`` (the reward then includes the cost term)"""
     env_kwargs: tuple[str, ...] = field(default=(), metadata={"flags": ("--env-kwarg",)})
     """more keywords of the training and evaluation envs, KEY=VALUE (VALUE read as JSON when it parses), e.g.
     worker=openai base_url=http://127.0.0.1:8011/v1 model=NAME cache=calls.sqlite"""
@@ -77,7 +75,7 @@ class OnlineConfig:
     """envs stepped together (a rollout step sends one worker call per env)"""
     vec_env: Literal["dummy", "subproc"] = "dummy"
     """"dummy": the envs step one after another in this process (SB3's DummyVecEnv); "subproc": one process
-    each (:func:`harness_gym_baselines.vec_env.make_sb3_vec_env`), so a live LLM worker's calls and slow tools
+    each (:func:`harness_gym.sb3.make_sb3_vec_env`), so a live LLM worker's calls and slow tools
     overlap. Both give the same training for the same seed."""
     n_steps: int = 128
     """steps per env per rollout (a PPO update uses n_envs * n_steps transitions)"""
@@ -116,8 +114,8 @@ class PPOConfig(OnlineConfig):
 
 
 def env_constructor_kwargs(env_id: str, cost_weight: float, env_kwargs: Sequence[str] = ()) -> dict[str, Any]:
-    """Keyword arguments of ``gym.make(env_id, ...)``: ``cost_weight`` when the env's constructor takes one,
-    and the ``KEY=VALUE`` pairs of ``env_kwargs`` (checked against the env's keywords).
+    """Keyword arguments of ``gym.make(env_id, ...)``: ``cost_weight`` (every harness env takes it) and the
+    ``KEY=VALUE`` pairs of ``env_kwargs`` (checked against the env's keywords).
 
     :param env_id: a registered env id
     :param cost_weight: the weight of the cost term (0: none)
@@ -127,25 +125,17 @@ def env_constructor_kwargs(env_id: str, cost_weight: float, env_kwargs: Sequence
     extra = check_env_kwargs(env_id, parse_key_values(env_kwargs)) if env_kwargs else {}
     if "cost_weight" in extra:
         raise UsageError("--env-kwarg cost_weight=...: the trainers take --cost-weight")
-    if "cost_weight" in inspect.signature(harness_gym.HarnessEnv).parameters:
-        return {"cost_weight": cost_weight, **extra}
-    if cost_weight:
-        raise ValueError(f"cost_weight={cost_weight}: the constructor of {env_id} takes no cost_weight")
-    return extra
+    return {"cost_weight": cost_weight, **extra}
 
 
 def make_training_env(cfg: OnlineConfig) -> VecEnv:
-    """``cfg.n_envs`` copies of the env (train split) with SB3's Monitor, env ``i`` seeded ``cfg.seed + i``: in
-    this process (``vec_env="dummy"``) or one process each (``"subproc"``).
+    """The training env of ``cfg``: :func:`harness_gym.sb3.make_sb3_vec_env` with ``cfg.n_envs`` envs seeded from
+    ``cfg.seed``, in this process (``vec_env="dummy"``) or one process each (``"subproc"``).
 
     :param cfg: the trainer's settings
     """
     kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs)
-    if cfg.vec_env == "subproc":
-        return make_sb3_vec_env(cfg.env_id, cfg.n_envs, cfg.seed, kwargs)
-    if cfg.vec_env != "dummy":
-        raise ValueError(f"vec_env must be 'dummy' or 'subproc', got {cfg.vec_env!r}")
-    return make_vec_env(lambda: gym.make(cfg.env_id, **kwargs), n_envs=cfg.n_envs, seed=cfg.seed)
+    return make_sb3_vec_env(cfg.env_id, cfg.n_envs, cfg.seed, kwargs, vec_env=cfg.vec_env)
 
 
 def make_model(cfg: OnlineConfig, venv: VecEnv) -> MaskablePPO:
@@ -331,7 +321,7 @@ class ValidationEvalCallback(BaseCallback):
 
 def save_model(model: MaskablePPO, cfg: Any, algo: str, **diagnostics: Any) -> Path:
     """Write the model zip to ``cfg.out`` with a ``harness_gym`` attribute (algo, env id, feature names, the
-    config and ``diagnostics``) that :mod:`harness_gym_baselines.sb3_policy` reads back.
+    config and ``diagnostics``) that :mod:`harness_gym_baselines.policies.sb3_zip` reads back.
 
     :param model: the trained model
     :param cfg: the trainer's settings (a dataclass)
@@ -374,11 +364,7 @@ def train(cfg: PPOConfig, data: Any = None) -> SB3Policy:
     return SB3Policy(model, name=algo)
 
 
-Config = PPOConfig
-"""the trainer's settings (:mod:`harness_gym_baselines.trainers`)"""
 
-if __name__ == "__main__":
-    from harness_gym_baselines.dataclass_args import parse_config
-
-    cfg = parse_config(PPOConfig, prog="python -m harness_gym_baselines.ppo", description=__doc__.splitlines()[0])
-    print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.env_id}, seed {cfg.seed})")
+def load(path: str | Path) -> SB3Policy:
+    """The controller in a model file that :func:`train` wrote (:mod:`harness_gym_baselines.policies.sb3_zip`)."""
+    return load_sb3_policy(path)

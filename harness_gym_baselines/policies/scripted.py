@@ -3,7 +3,7 @@
 A policy maps the observation (and, for the oracle only, the env's hidden state) to an action id. The static,
 forced-check and thorough policies read nothing but the observation vector and the action mask, as a
 hand-written harness would; the oracle reads hidden state and is an upper reference, not a baseline. Each is a
-:class:`harness_gym.rollout.Policy`; :mod:`harness_gym_baselines.registry` names them.
+:class:`harness_gym.rollout.Policy`; :mod:`harness_gym_baselines.policies.registry` names them.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+from harness_gym import HarnessEnv
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.env import HarnessEnv

@@ -1,18 +1,19 @@
 """Behaviour cloning of a harness controller from a Minari rollout buffer.
 
 Maximises the masked log-likelihood of the logged actions, ``-E[log pi(a|s)]``: the imitation baseline the
-paper compares AWR against. Run ``harness-gym train bc --dataset ID --out FILE`` or
-``python -m harness_gym_baselines.bc --dataset ID --out FILE`` (the same options).
+paper compares AWR against. Run ``harness-gym train bc --dataset ID --out FILE`` (``python -m
+harness_gym_baselines.algos.bc`` runs the same command). The model file is :mod:`harness_gym_baselines.policies.learned`'s.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from harness_gym.datasets import Transitions
-from harness_gym_baselines.learned import MLP, LearnedPolicy
-from harness_gym_baselines.training import finish, fit_policy, start_run
+from harness_gym_baselines.algos.training import finish, fit_policy, start_run
+from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, load_policy
 
 
 @dataclass
@@ -66,11 +67,12 @@ def train(cfg: BCConfig, data: Transitions | None = None) -> LearnedPolicy:
     return finish(cfg, "bc", net, data, writer, step)
 
 
-Config = BCConfig
-"""the trainer's settings (:mod:`harness_gym_baselines.trainers`)"""
+def load(path: str | Path) -> LearnedPolicy:
+    """The controller in a model file that :func:`train` wrote (:mod:`harness_gym_baselines.policies.learned`)."""
+    return load_policy(path)
 
-if __name__ == "__main__":
-    from harness_gym_baselines.dataclass_args import parse_config
 
-    cfg = parse_config(BCConfig, prog="python -m harness_gym_baselines.bc", description=__doc__.splitlines()[0])
-    print(f"wrote {cfg.out} ({train(cfg).name}, trained on {cfg.dataset_id}, seed {cfg.seed})")
+if __name__ == "__main__":  # the same as harness-gym train bc (one way to run a trainer)
+    from harness_gym_baselines.cli import run_trainer
+
+    run_trainer("bc")
