@@ -18,6 +18,11 @@ feature names), so the same script measures an older commit too::
 3. **The TOOL mask**: for every task of every env, whether TOOL is applicable (after a DRAFT where TOOL runs
    the draft) against whether the task has evidence tool calls; the mutual information in bits and the
    accuracy of predicting "the task needs tools" from the mask, beside the majority-class accuracy.
+4. **The whole observation** per env: a cross-task predictor of draft correctness, a logistic regression on the
+   full observation vector after each DRAFT (and after each CHECK of it, where the env has a checker), fitted on
+   drafts of train-split tasks and scored by AUROC on drafts of test-split tasks (other tasks): how well
+   everything a controller sees tells a right draft from a wrong one. A real harness never knows correctness
+   for sure: a value near 1 would mean a label leak.
 """
 
 from __future__ import annotations
@@ -74,8 +79,59 @@ def confidence_auroc(env_id: str, episodes: int) -> dict[str, float]:
     return {"auroc": auroc(scores, labels), "drafts": len(labels), "correct_rate": float(np.mean(labels))}
 
 
+def _draft_observations(env: gym.Env, episodes: int, split: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The observation after each DRAFT (and after a CHECK of that draft) of episodes that gather a random
+    amount of evidence first, with whether the draft is correct."""
+    rng = np.random.default_rng(seed)
+    rows, labels = [], []
+    for i in range(episodes):
+        env.reset(seed=seed * 100_003 + i, options={"split": split})
+        for _ in range(int(rng.integers(0, 7))):
+            mask = env.unwrapped.action_masks()
+            gather = [a for a in (OBSERVE, RETRIEVE, TOOL) if mask[a]]
+            if not gather:
+                break
+            env.step(int(rng.choice(gather)))
+        obs, _, terminated, _, _ = env.step(DRAFT)
+        if terminated:
+            continue
+        correct = draft_is_correct(env)
+        rows.append(obs)
+        labels.append(correct)
+        if rng.random() < 0.5:
+            obs, _, terminated, _, _ = env.step(CHECK)
+            if not terminated:
+                rows.append(obs)
+                labels.append(correct)
+    return np.asarray(rows, dtype=float), np.asarray(labels, dtype=bool)
+
+
+def logistic_fit(x: np.ndarray, y: np.ndarray, *, iterations: int = 2000, lr: float = 0.5,
+                 l2: float = 1e-3) -> np.ndarray:
+    """Weights (last entry the bias) of an L2-regularised logistic regression, by full-batch gradient descent."""
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(xb.shape[1])
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(xb @ w)))
+        w -= lr * (xb.T @ (p - y) / len(y) + l2 * w)
+    return w
+
+
+def observation_auroc(env_id: str, episodes: int) -> dict[str, float]:
+    env = gym.make(env_id)
+    x_train, y_train = _draft_observations(env, episodes, "train", seed=1)
+    x_test, y_test = _draft_observations(env, episodes, "test", seed=2)
+    env.close()
+    if y_train.all() or not y_train.any():
+        return {"auroc": math.nan, "train_rows": len(y_train), "test_rows": len(y_test)}
+    w = logistic_fit(x_train, y_train.astype(float))
+    scores = np.hstack([x_test, np.ones((len(x_test), 1))]) @ w
+    return {"auroc": auroc(list(scores), list(y_test)), "train_rows": len(y_train), "test_rows": len(y_test),
+            "test_correct_rate": float(y_test.mean())}
+
+
 def self_check_agreement(episodes: int, checks: int) -> dict[str, float]:
-    env = gym.make("HarnessResearchQA-v0")
+    env = gym.make(next(e for e in harness_gym.ENV_IDS if e.startswith("HarnessResearchQA-")))
     check_feature = env.unwrapped.feature_names.index("last_check_result")
     same, all_pass, half_or_less = [], [], []
     for i in range(episodes):
@@ -150,6 +206,11 @@ def main() -> None:
     print(f"ResearchQA repeated self-checks ({args.checks} of one draft): agreement with the first {sc['agreement']:.3f}; "
           f"P(correct | all passed) {sc['p_correct_all_pass']:.3f} (n={sc['n_all_pass']}), "
           f"P(correct | <= {args.checks // 2} passed) {sc['p_correct_half_or_less']:.3f} (n={sc['n_half_or_less']})")
+    result["observation"] = {}
+    for env_id in harness_gym.ENV_IDS:
+        result["observation"][env_id] = got = observation_auroc(env_id, args.episodes)
+        print(f"observation AUROC {env_id:24s} {got['auroc']:.3f}  (logistic regression on the full observation, "
+              f"fitted on {got['train_rows']} train-task rows, scored on {got['test_rows']} test-task rows)")
     result["tool_mask"] = tm = tool_mask_leak()
     print(f"TOOL mask vs 'task needs tools' over {tm['tasks']} tasks: I = {tm['mutual_information_bits']:.4f} bits "
           f"of H = {tm['entropy_needs_tools_bits']:.4f}; accuracy from the mask {tm['accuracy_from_mask']:.3f} "

@@ -46,6 +46,7 @@ from harness_gym_baselines.common.options import (
 )
 from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
 from harness_gym_baselines.evaluate import evaluate
+from harness_gym_baselines.policies.open_loop import is_script_name
 from harness_gym_baselines.policies.registry import POLICIES, make_policy, policy_help
 from harness_gym_baselines.report.reproduce import reproduce
 
@@ -419,6 +420,50 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_search_script(args: argparse.Namespace) -> int:
+    from harness_gym_baselines.experiments.script_search import COST_WEIGHTS, SearchConfig, search_to_file
+
+    weights = tuple(args.cost_weight) if args.cost_weight else COST_WEIGHTS
+    for w in weights:
+        if not math.isfinite(w) or w < 0:
+            raise UsageError(f"--cost-weight must be finite and >= 0, got {w}")
+    if args.num_workers < 1:
+        raise UsageError(f"--num-workers must be >= 1, got {args.num_workers}")
+    try:
+        rounds = tuple((int(n), int(k)) for n, k in (part.split(":") for part in args.rounds.split(",")))
+    except ValueError:
+        raise UsageError(f"--rounds {args.rounds!r}: expected EPISODES:KEEP pairs separated by commas, "
+                         "e.g. 16:48,48:12,128:4") from None
+    if not rounds or any(n < 1 or k < 1 for n, k in rounds):
+        raise UsageError(f"--rounds {args.rounds!r}: every EPISODES and KEEP must be >= 1")
+    kwargs = parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args))
+    if "cost_weight" in kwargs:
+        raise UsageError("--env-kwarg cost_weight=...: the search scores every --cost-weight itself; drop it")
+    results = []
+    for env_id in args.env_id:
+        cfg = SearchConfig(env_id, cost_weights=weights, env_kwargs=kwargs, seed=args.seed, rounds=rounds,
+                           val_episodes=args.val_episodes, test_episodes=args.test_episodes)
+        results.append(search_to_file(cfg, args.out, num_workers=args.num_workers, progress=not args.no_progress))
+    if args.json:
+        print(json.dumps(results, default=_json_default))
+        return 0
+    for res in results:
+        env_id = res["settings"]["env_id"]
+        print(f"{env_id}: {res['candidates']} scripts searched on train/val in {res['seconds']:.0f} s; test split, "
+              f"{res['settings']['test_episodes']} episodes")
+        for w, won in res["winners"].items():
+            test = res["test"][won["script"]]
+            ret = test["return"][w]
+            vs = test["minus"].get("forced-check", {}).get(w)
+            versus = (f"; minus forced-check {vs['mean']:+.3f} [{vs['ci95'][0]:+.3f}, {vs['ci95'][1]:+.3f}]"
+                      if vs else "")
+            print(f"  w={w}: {won['script']}  return {ret['mean']:.3f} [{ret['ci95'][0]:.3f}, {ret['ci95'][1]:.3f}]"
+                  f"  Q {test['quality_mean']:.3f}  cost {test['cost_mean']:.2f}  forced "
+                  f"{100 * test['forced_submit_rate']:.0f}%{versus}")
+    print(f"wrote {', '.join(str(Path(args.out) / (r['settings']['env_id'] + '.json')) for r in results)}")
+    return 0
+
+
 def cmd_merge_cache(args: argparse.Namespace) -> int:
     from harness_gym.workers.llm_cache import merge_caches
 
@@ -497,11 +542,14 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def policy_name(value: str) -> str:
-    """``--policy`` values: a registered name, an existing model file or an importable ``module:callable``
+    """``--policy`` values: a registered name, an open-loop script name, an existing model file or an importable
+    ``module:callable``
     (argparse ``type``; :func:`harness_gym_baselines.common.options.check_policy_value` says what is wrong with any other).
 
     :param value: what was given on the command line
     """
+    if is_script_name(value):
+        return value
     try:
         return check_policy_value(value, tuple(POLICIES))
     except UsageError as exc:
@@ -625,6 +673,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(p, "print the rows as a JSON list")
     p.set_defaults(func=cmd_frontier)
 
+    p = sub.add_parser("search-script", help="the best open-loop script (the strongest fixed baseline) per cost "
+                                             "weight: searched on train/val, judged on test")
+    p.add_argument("env_id", nargs="+", help="one or more registered env ids")
+    p.add_argument("--cost-weight", type=float, action="append", default=[], metavar="W",
+                   help="repeatable; the weights w of the return Q - w * cost (default 0, 0.001, 0.01, 0.1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rounds", default="16:48,48:12,128:4", metavar="N:K,...",
+                   help="successive halving on train: per round, episodes per script and how many to keep per "
+                        "cost weight (default 16:48,48:12,128:4)")
+    p.add_argument("--val-episodes", type=positive_int, default=300, help="val episodes per finalist (default 300)")
+    p.add_argument("--test-episodes", type=positive_int, default=500,
+                   help="test episodes of the winners and the named scripts (default 500)")
+    p.add_argument("--num-workers", type=int, default=1, metavar="N", help="processes playing scripts at once")
+    p.add_argument("--out", default="results/scripts", help="results folder, one JSON per env (default results/scripts)")
+    p.add_argument("--json", action="store_true", help="print the results as a JSON list")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _add_env_options(p)
+    p.set_defaults(func=cmd_search_script)
+
     p = sub.add_parser("play", help="print a step-by-step trace of one episode")
     p.add_argument("env_id")
     p.add_argument("--policy", default="forced-check", type=policy_name, help=policy_help())
@@ -704,8 +771,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     args = build_parser().parse_args(argv)
     try:
-        if hasattr(args, "env_id"):
-            check_env_id(args.env_id)
+        for env_id in ([args.env_id] if isinstance(getattr(args, "env_id", None), str) else getattr(args, "env_id", [])):
+            check_env_id(env_id)
         return int(args.func(args) or 0)
     except UsageError as exc:
         if debug:

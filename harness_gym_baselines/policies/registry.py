@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness_gym.rollout import Policy
 from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+from harness_gym_baselines.policies.open_loop import ScriptPolicy, is_script_name
 from harness_gym_baselines.policies.scripted import OraclePolicy, RandomPolicy, StaticPolicy, ThoroughPolicy
 
 
@@ -43,7 +44,8 @@ POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
 def policy_help() -> str:
     """The ``--policy`` help text: every registered name with its summary, then the model-file form."""
     names = "; ".join(f"{name}: {entry.summary}" for name, entry in POLICIES.items())
-    return (f"a registered policy ({names}), the path of a trained model file, or module:callable returning a "
+    return (f"a registered policy ({names}), an open-loop script O<a>-R<b>-T<c>-D-T<p>-C<k> (e.g. the winner of "
+            "harness-gym search-script), the path of a trained model file, or module:callable returning a "
             "harness_gym.rollout.Policy (docs/evaluate.md)")
 
 
@@ -80,17 +82,20 @@ def load_callable_policy(spec: str) -> Policy:
 def make_policy(name: str) -> Policy:
     """A registered policy by name, or the controller stored in a trained model file.
 
-    :param name: a key of :data:`POLICIES`, the path of a model file (loaded by the trainer that wrote it, or
+    :param name: a key of :data:`POLICIES`, an open-loop script name
+        (:mod:`harness_gym_baselines.policies.open_loop`), the path of a model file (loaded by the trainer that wrote it, or
         any Stable-Baselines3 zip: :func:`harness_gym_baselines.policies.model_files.load_model_file`), or
         ``module:callable`` (:func:`load_callable_policy`)
     """
     if name in POLICIES:
         return POLICIES[name].factory()
+    if is_script_name(name):
+        return ScriptPolicy(name)
     if not Path(name).is_file() and ":" in name:
         return load_callable_policy(name)
     if Path(name).is_file():
         from harness_gym_baselines.policies.model_files import load_model_file
 
         return load_model_file(name)
-    raise ValueError(f"unknown policy {name!r}: expected one of {POLICY_NAMES}, the path of a model file or "
-                     "module:callable")
+    raise ValueError(f"unknown policy {name!r}: expected one of {POLICY_NAMES}, a script name such as "
+                     "O1-R2-T0-D-T0-C2, the path of a model file or module:callable")

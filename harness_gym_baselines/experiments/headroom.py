@@ -1,0 +1,280 @@
+"""Headroom: does reading the observation pay over the best fixed script, and how much would hidden state pay?
+
+For one env, price profile and cost weight ``w`` (return ``Q - w * cost``), on the same seeded test episodes:
+
+- **best open-loop script**: the winner of :mod:`harness_gym_baselines.experiments.script_search` (chosen on
+  train and val);
+- **closed-loop probe**: a linear controller over the observation vector (logits ``obs @ W + b``, masked argmax),
+  first fitted by multinomial logistic regression to the best script's own steps on train (so it starts as a
+  copy of the script, where a linear rule over the features can copy it), then improved by the cross-entropy
+  method on train episodes (common random numbers within an iteration); the better of the two on val is kept.
+  It reads nothing but the observation and the action mask: what it gains over the script is what the
+  observation is worth to a controller;
+- **evidence oracle**: gathers exactly the task's required evidence (hidden), then drafts and runs the best
+  script's check-revise macro: what knowing when evidence suffices is worth;
+- **oracle**: the full-information reference (:class:`~harness_gym_baselines.policies.scripted.OraclePolicy`).
+
+The headline is *probe minus script*, a paired mean over the test episodes with a 95% bootstrap CI. The report
+states it whatever it shows: a CI above 0 means the env holds a decision that a controller reading the
+observation can learn and no fixed script matches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from tqdm import tqdm
+
+from harness_gym.core.actions import N_ACTIONS
+from harness_gym.rollout import episode_seed, harness_env, play_episode
+from harness_gym_baselines.evaluate import bootstrap_ci
+from harness_gym_baselines.experiments.script_search import SearchConfig, _env, play_outcomes, returns, search_to_file
+from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
+from harness_gym_baselines.policies.scripted import EvidenceOraclePolicy, OraclePolicy
+
+HEADROOM_WEIGHTS: tuple[float, ...] = (0.001, 0.01, 0.1)
+"""The cost weights of the headroom table (issue: w in {0.001, 0.01, 0.1})."""
+
+
+@dataclass(frozen=True)
+class HeadroomConfig:
+    """Settings of one env's headroom run (module docstring); recorded with the result."""
+
+    env_id: str
+    cost_weights: tuple[float, ...] = HEADROOM_WEIGHTS
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """constructor keywords (prices, budget_units); not cost_weight"""
+    seed: int = 0
+    bc_episodes: int = 200
+    """train episodes of the best script the probe is first fitted to"""
+    cem_iterations: int = 12
+    cem_population: int = 24
+    cem_elite: int = 6
+    cem_episodes: int = 24
+    """train episodes per candidate per iteration (new seeds every iteration, the same for all candidates)"""
+    cem_init_std: float = 0.5
+    val_episodes: int = 300
+    test_episodes: int = 500
+
+
+class LinearPolicy:
+    """A linear controller over the observation: the applicable action with the largest ``obs @ W + b``.
+
+    :param weights: an ``(F + 1, 7)`` array, the last row the bias
+    :param name: the name shown in tables
+    """
+
+    def __init__(self, weights: np.ndarray, name: str = "probe") -> None:
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.name = name
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        pass
+
+    def act(self, obs: np.ndarray, env: gym.Env) -> int:
+        mask = harness_env(env).action_masks()
+        logits = obs.astype(np.float64) @ self.weights[:-1] + self.weights[-1]
+        logits[~mask] = -np.inf
+        return int(np.argmax(logits))
+
+
+# ----- fitting the probe -------------------------------------------------------------------------------------
+def _steps_of(env: gym.Env, policy: Any, seeds: Sequence[int], split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Observations, actions and action masks of every step ``policy`` takes on the seeded episodes."""
+    obs, acts, masks = [], [], []
+    for seed in seeds:
+        episode = play_episode(env, policy, seed=seed, split=split, record_masks=True)
+        obs += episode.observations[:-1]
+        acts += episode.actions
+        masks += episode.action_masks[:-1]
+    return np.array(obs, dtype=np.float64), np.array(acts), np.array(masks, dtype=bool)
+
+
+def fit_imitation(obs: np.ndarray, actions: np.ndarray, masks: np.ndarray, *, iterations: int = 800,
+                  lr: float = 0.5, l2: float = 1e-4) -> np.ndarray:
+    """Multinomial logistic regression of ``actions`` on ``obs`` over the applicable actions (full-batch gradient
+    descent on the masked softmax cross-entropy); the ``(F + 1, 7)`` weights of a :class:`LinearPolicy`.
+
+    :param obs: ``(n, F)`` observations
+    :param actions: ``(n,)`` action ids taken
+    :param masks: ``(n, 7)`` applicable actions
+    :param iterations: gradient steps
+    :param lr: step size
+    :param l2: weight decay
+    """
+    x = np.hstack([obs, np.ones((len(obs), 1))])
+    w = np.zeros((x.shape[1], N_ACTIONS))
+    onehot = np.eye(N_ACTIONS)[actions]
+    for _ in range(iterations):
+        logits = x @ w
+        logits[~masks] = -1e9
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=1, keepdims=True)
+        grad = x.T @ (p - onehot) / len(x) + l2 * w
+        w -= lr * grad
+    return w
+
+
+def _evaluate_weights(env_id: str, env_kwargs: dict[str, Any], candidates: list[np.ndarray], seeds: list[int],
+                      split: str) -> list[np.ndarray]:
+    env = _env(env_id, env_kwargs)
+    return [play_outcomes(env, LinearPolicy(w), seeds, split) for w in candidates]
+
+
+def _map_weights(cfg: HeadroomConfig, candidates: list[np.ndarray], seeds: list[int], split: str,
+                 pool: ProcessPoolExecutor | None) -> list[np.ndarray]:
+    if pool is None:
+        return _evaluate_weights(cfg.env_id, cfg.env_kwargs, candidates, seeds, split)
+    workers = pool._max_workers  # noqa: SLF001 (the pool's own size)
+    size = max(1, math.ceil(len(candidates) / workers))
+    futures = [pool.submit(_evaluate_weights, cfg.env_id, cfg.env_kwargs, candidates[i:i + size], seeds, split)
+               for i in range(0, len(candidates), size)]
+    return [out for f in futures for out in f.result()]
+
+
+def fit_probe(cfg: HeadroomConfig, script: Script, w: float, *, pool: ProcessPoolExecutor | None = None,
+              progress: bool = False) -> tuple[LinearPolicy, dict[str, Any]]:
+    """The closed-loop probe for weight ``w`` (module docstring) and a record of how it was fitted.
+
+    :param cfg: the settings
+    :param script: the best open-loop script at ``w`` (the imitation target)
+    :param w: the cost weight
+    :param pool: worker processes for the CEM candidates (``None``: this process)
+    :param progress: show a progress bar over the CEM iterations
+    """
+    env = _env(cfg.env_id, cfg.env_kwargs)
+    seeds = [episode_seed(cfg.seed + 7, i) for i in range(cfg.bc_episodes)]
+    w0 = fit_imitation(*_steps_of(env, ScriptPolicy(script), seeds, "train"))
+    rng = np.random.default_rng(cfg.seed)
+    mean, std = w0.copy(), np.full_like(w0, cfg.cem_init_std)
+    history = []
+    offset = 10_000
+    for it in tqdm(range(cfg.cem_iterations), desc=f"{cfg.env_id} probe w={w:g}", disable=not progress, leave=False):
+        it_seeds = [episode_seed(cfg.seed + 11, offset + it * cfg.cem_episodes + i) for i in range(cfg.cem_episodes)]
+        population = [mean] + [mean + std * rng.standard_normal(mean.shape) for _ in range(cfg.cem_population - 1)]
+        scores = np.array([returns(out, w).mean() for out in _map_weights(cfg, population, it_seeds, "train", pool)])
+        elite = np.argsort(-scores)[:cfg.cem_elite]
+        stacked = np.stack([population[i] for i in elite])
+        mean = stacked.mean(axis=0)
+        std = stacked.std(axis=0) + 0.02
+        history.append({"iteration": it, "mean_candidate": float(scores[0]), "best": float(scores.max()),
+                        "elite_mean": float(scores[elite].mean())})
+    val_seeds = [episode_seed(cfg.seed, i) for i in range(cfg.val_episodes)]
+    imitation, refined = _map_weights(cfg, [w0, mean], val_seeds, "val", pool)
+    val = {"imitation": float(returns(imitation, w).mean()), "cem": float(returns(refined, w).mean())}
+    chosen = "cem" if val["cem"] > val["imitation"] else "imitation"
+    return LinearPolicy(mean if chosen == "cem" else w0), {"val_return": val, "chosen": chosen, "cem": history}
+
+
+# ----- the table -----------------------------------------------------------------------------------------------
+def headroom(cfg: HeadroomConfig, *, scripts_dir: str | os.PathLike, num_workers: int = 1,
+             progress: bool = False) -> dict[str, Any]:
+    """One env's headroom rows (one per cost weight), as a JSON-ready dict.
+
+    :param cfg: the settings
+    :param scripts_dir: where the script search writes (and finds) its results
+    :param num_workers: worker processes
+    :param progress: show progress bars
+    """
+    start = time.perf_counter()
+    search = search_to_file(SearchConfig(cfg.env_id, cost_weights=cfg.cost_weights, env_kwargs=cfg.env_kwargs,
+                                         seed=cfg.seed, test_episodes=cfg.test_episodes),
+                            scripts_dir, num_workers=num_workers, progress=progress)
+    test_seeds = [episode_seed(cfg.seed, i) for i in range(cfg.test_episodes)]
+    env = _env(cfg.env_id, cfg.env_kwargs)
+    oracle = play_outcomes(env, OraclePolicy(), test_seeds, "test")
+    rows = []
+    pool = (ProcessPoolExecutor(num_workers, mp_context=multiprocessing.get_context("spawn"))
+            if num_workers > 1 else None)
+    try:
+        for w in cfg.cost_weights:
+            script = Script.parse(search["winners"][f"{w:g}"]["script"])
+            scripted = play_outcomes(env, ScriptPolicy(script), test_seeds, "test")
+            probe, fitted = fit_probe(cfg, script, w, pool=pool, progress=progress)
+            probed = _map_weights(cfg, [probe.weights], test_seeds, "test", pool)[0]
+            evidence = play_outcomes(env, EvidenceOraclePolicy(script.checks), test_seeds, "test")
+            named = {name: search["test"][name] for name in ("static", "forced-check", "thorough")}
+            rows.append({
+                "cost_weight": w, "script": script.name,
+                "script_return": _mean_ci(returns(scripted, w), cfg.seed),
+                "script_quality": float(scripted[:, 0].mean()), "script_cost": float(scripted[:, 1].mean()),
+                "script_forced_submit_rate": float(scripted[:, 2].mean()),
+                "probe_return": _mean_ci(returns(probed, w), cfg.seed),
+                "probe_quality": float(probed[:, 0].mean()), "probe_cost": float(probed[:, 1].mean()),
+                "probe_forced_submit_rate": float(probed[:, 2].mean()),
+                "probe_minus_script": _mean_ci(returns(probed, w) - returns(scripted, w), cfg.seed),
+                "evidence_oracle_return": _mean_ci(returns(evidence, w), cfg.seed),
+                "evidence_oracle_minus_script": _mean_ci(returns(evidence, w) - returns(scripted, w), cfg.seed),
+                "oracle_return": _mean_ci(returns(oracle, w), cfg.seed),
+                "named_returns": {n: s["return"][f"{w:g}"]["mean"] for n, s in named.items()},
+                "probe_fit": fitted, "probe_weights": probe.weights.round(6).tolist(),
+            })
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return {"settings": json.loads(json.dumps(asdict(cfg), default=str)), "rows": rows,
+            "test_episodes": cfg.test_episodes, "seconds": time.perf_counter() - start}
+
+
+def _mean_ci(values: np.ndarray, seed: int) -> dict[str, Any]:
+    return {"mean": float(np.mean(values)), "ci95": list(bootstrap_ci(values, seed=seed))}
+
+
+def headroom_to_file(cfg: HeadroomConfig, out_dir: str | os.PathLike, *, num_workers: int = 1,
+                     progress: bool = False) -> dict[str, Any]:
+    """:func:`headroom` written to ``out_dir/headroom_<env id>.json`` (reused when the settings match).
+
+    :param cfg: the settings
+    :param out_dir: the results folder (the script search writes into ``out_dir/scripts``)
+    :param num_workers: worker processes
+    :param progress: show progress bars
+    """
+    path = Path(out_dir) / f"headroom_{cfg.env_id}.json"
+    settings = json.loads(json.dumps(asdict(cfg), default=str))
+    if path.is_file():
+        done = json.loads(path.read_text())
+        if done.get("settings") == settings:
+            return done
+    result = headroom(cfg, scripts_dir=Path(out_dir) / "scripts", num_workers=num_workers, progress=progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    tmp.replace(path)
+    return result
+
+
+def headroom_table(results: Sequence[dict[str, Any]], *, profile: str) -> str:
+    """The Markdown headroom table of several envs' results.
+
+    :param results: :func:`headroom` results
+    :param profile: the price profile named in the caption
+    """
+    def fmt(ci: dict[str, Any]) -> str:
+        lo, hi = ci["ci95"]
+        return f"{ci['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+    lines = [f"Price profile `{profile}`; return = Q - w * cost units; test split, the same seeded episodes for "
+             "every row; 95% bootstrap CIs over episodes (paired for differences).", "",
+             "| env | w | best script | script return | forced % | probe return | probe - script | "
+             "evidence oracle - script | oracle return |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for res in results:
+        env_id = res["settings"]["env_id"]
+        for row in res["rows"]:
+            lines.append(f"| {env_id} | {row['cost_weight']:g} | `{row['script']}` | {fmt(row['script_return'])} | "
+                         f"{100 * row['script_forced_submit_rate']:.0f} | {fmt(row['probe_return'])} | "
+                         f"**{fmt(row['probe_minus_script'])}** | {fmt(row['evidence_oracle_minus_script'])} | "
+                         f"{fmt(row['oracle_return'])} |")
+    return "\n".join(lines) + "\n"
