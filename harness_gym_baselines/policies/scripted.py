@@ -14,7 +14,6 @@ import numpy as np
 from harness_gym import HarnessEnv
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
-from harness_gym.env import HarnessEnv
 from harness_gym.rollout import harness_env
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
