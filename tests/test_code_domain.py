@@ -1,23 +1,38 @@
-"""The code domain: task file loading, mutation engine, checker, grader, tool, evidence and the registered env."""
+"""The code domain: task file loading, the task mix, mutation engine, checker, grader, tool, the harness
+signals (hooks), evidence and the registered env."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
 
 from harness_gym.core.taskfile import TaskFileError
-from harness_gym.core.types import SPLITS, Context, ToolCall
+from harness_gym.core.types import SPLITS, Context, ToolCall, ToolResult
 from harness_gym.domains.code.domain import CodeDomain, load_code_domain
-from harness_gym.domains.code.generate import build_task
+from harness_gym.domains.code.generate import (
+    STATED_SPEC_MIX,
+    VISIBLE_TESTS_MIX,
+    assign_splits,
+    build_task,
+    draw_mix,
+    example_outcome,
+)
 from harness_gym.domains.code.mutations import OPERATORS, mutants
 from harness_gym.domains.code.problems import OOD_FAMILIES, all_specs
+from harness_gym.domains.code.sandbox_jobs import expected_value, same
+from harness_gym.domains.code.tools import TOOLS
+from harness_gym.domains.generation import quota
 from harness_gym.paths import data_path
 from harness_gym.sandbox import make_sandbox
+from harness_gym.workers.profile import WorkerProfile
+from harness_gym.workers.simulated import SimulatedWorker
 from tests.domain_cases import draft
 
 
@@ -54,8 +69,11 @@ def test_counts_families_and_splits(domain, records):
         split_of_problem.setdefault(rec["problem"], set()).add(rec["split"])
     assert all(len(s) == 1 for s in split_of_problem.values()), "variants of one problem share a split"
     for task in domain.all_tasks():
-        assert 3 <= len(task.candidates) <= 7 and task.required_observations and task.relevant_docs
-        assert len(task.payload.visible) in (2, 3) and 7 <= len(task.payload.hidden) <= 13
+        stated = records[task.task_id]["mix"]["spec_stated"]
+        assert 3 <= len(task.candidates) <= 7 and bool(task.required_observations) is not stated
+        assert bool(task.relevant_docs) is not stated and bool(task.tool_calls) is not stated
+        assert 0 <= len(task.payload.visible) <= 4 and 7 <= len(task.payload.hidden) <= 13
+        assert task.payload.hidden[:len(task.payload.visible)] == task.payload.visible
 
 
 def test_reference_passes_checker_and_grades_one(domain, sandbox):
@@ -116,8 +134,9 @@ def test_draft_output_cannot_fake_a_result(domain, sandbox):
 def test_run_example_tool(domain, sandbox):
     task = domain.task("code-lists-chunk_list")
     ctx = Context(task=task, draft=draft(task.reference.content))
-    good = domain.run_tool(task, task.tool_calls[0], ctx, sandbox)
-    assert good.ok and good.ran_code and "->" in good.output
+    example = ToolCall("run_example", {"call": "chunk_list([], 3)"})
+    good = domain.run_tool(task, example, ctx, sandbox)
+    assert good.ok and good.ran_code and good.output == "chunk_list([], 3) -> []"
     ok = domain.run_tool(task, ToolCall("run_example", {"call": "chunk_list([1, 2, 3], 2)"}), ctx, sandbox)
     assert ok.ok and ok.output.endswith("[[1, 2], [3]]")
     raised = domain.run_tool(task, ToolCall("run_example", {"call": "chunk_list([1], 0)"}), ctx, sandbox)
@@ -126,7 +145,7 @@ def test_run_example_tool(domain, sandbox):
         res = domain.run_tool(task, ToolCall("run_example", bad), ctx, sandbox)
         assert not res.ok and res.error.startswith("invalid arguments for run_example"), bad
     assert not domain.run_tool(task, ToolCall("run_examples", {"call": "x"}), ctx, sandbox).ok
-    assert not domain.run_tool(task, task.tool_calls[0], Context(task=task), sandbox).ok
+    assert not domain.run_tool(task, example, Context(task=task), sandbox).ok
 
 
 def test_knowledge_evidence_on_drafts(domain):
@@ -158,11 +177,14 @@ def test_mutation_operators():
 
 
 def test_generator_is_deterministic_on_a_sample(sandbox, records):
-    specs = {s.task_id: s for s in all_specs()}
+    ordered = all_specs()
+    specs = {s.task_id: s for s in ordered}
+    mixes = draw_mix(ordered, assign_splits(ordered, random.Random("0:splits")), 0)
     for task_id in ("code-strings-rot13", "code-dicts-merge_max"):
-        record, _ = build_task(specs[task_id], sandbox, random.Random(f"0:{task_id}"))
+        record, _ = build_task(specs[task_id], sandbox, random.Random(f"0:{task_id}"), mixes[task_id])
         shipped = records[task_id]
-        for key in ("prompt", "observations", "visible_tests", "hidden_tests", "candidates", "tool_calls"):
+        for key in ("prompt", "observations", "visible_tests", "hidden_tests", "candidates", "tool_calls", "mix",
+                    "required_observations", "relevant_docs"):
             assert record[key] == shipped[key], (task_id, key)
 
 
@@ -226,3 +248,140 @@ def test_env_episodes():
         qualities.append(info["quality"])
     env.close()
     assert len(qualities) == 4
+
+
+# ----- the task mix (issue 23) ---------------------------------------------------------------------------
+def _examples(prompt: str) -> list[str]:
+    """The example lines the prompt shows (after ``Examples:``)."""
+    return prompt.split("\n\nExamples:\n", 1)[1].splitlines() if "\n\nExamples:\n" in prompt else []
+
+
+def test_mix_proportions_per_split_and_their_cue(domain, records):
+    for split in SPLITS:
+        tasks = domain.tasks(split)
+        shown = Counter(len(t.payload.visible) for t in tasks)
+        assert shown == Counter(quota(len(tasks), VISIBLE_TESTS_MIX)), split
+        stated = Counter(records[t.task_id]["mix"]["spec_stated"] for t in tasks)
+        assert stated == Counter(quota(len(tasks), STATED_SPEC_MIX)), split
+    for task in domain.all_tasks():
+        rec = records[task.task_id]
+        lines = _examples(task.prompt)
+        assert lines == [f"{t.expr} {example_outcome(t)}" for t in task.payload.visible]
+        assert rec["mix"]["visible_tests"] == len(task.payload.visible) == domain.n_visible_checks(task)
+        assert ("\n\nDetails:\n" in task.prompt) is rec["mix"]["spec_stated"]
+
+
+def test_stated_spec_tasks_need_no_evidence(domain, records):
+    """A stated spec's clauses are all in the prompt, the task has no required evidence, and the simulated
+    worker drafts it as well from the prompt alone as with every piece of evidence."""
+    worker = SimulatedWorker(WorkerProfile.for_domain("code"))
+    stated = [t for t in domain.all_tasks() if records[t.task_id]["mix"]["spec_stated"]]
+    partial = [t for t in domain.all_tasks() if not records[t.task_id]["mix"]["spec_stated"]]
+    assert stated and partial
+    specs = {s.task_id: s for s in all_specs()}
+    for task in stated:
+        details = task.prompt.split("\n\nDetails:\n", 1)[1].split("\n\nExamples:\n", 1)[0]
+        assert details.splitlines() == [f"- {d}" for d in specs[task.task_id].details]
+        assert len(task.observations) == 1 and task.observations[0].startswith("Example: ")
+        assert not (task.required_observations or task.relevant_docs or task.tool_calls)
+        assert Context(task=task).evidence_coverage() == 1.0
+        assert worker.p_correct_draft(Context(task=task)) == pytest.approx(
+            worker.p_correct_draft(Context(task=task, observed=list(range(len(task.observations))))))
+    for task in partial:
+        assert "Details:" not in task.prompt and task.required_observations
+        for i in task.required_observations:
+            assert task.observations[i] not in task.prompt  # the clause the hidden tests need is not stated
+        assert Context(task=task).evidence_coverage() == 0.0
+
+
+def test_few_visible_tests_leave_wrong_drafts_that_pass_the_check(domain, sandbox, records):
+    """With no visible test every viable mutant passes CHECK; the share of tasks whose bank holds a mutant
+    passing CHECK falls as the prompt shows more examples; and running the checker agrees."""
+    with_support: dict[int, list[bool]] = {}
+    for task in domain.all_tasks():
+        kept = [c for c in records[task.task_id]["candidates"] if not c["correct"]]
+        with_support.setdefault(len(task.payload.visible), []).append(any(c["checker_passed"] for c in kept))
+        if not task.payload.visible:
+            assert all(c["checker_passed"] for c in kept), task.task_id
+    share = {n: sum(v) / len(v) for n, v in with_support.items()}
+    assert share[0] == 1.0 and share[1] >= share[4] and share[1] > 0.5
+    blind = next(t for t in domain.all_tasks() if not t.payload.visible)
+    for cand in blind.candidates:
+        result = domain.check(blind, draft(cand.content), sandbox)
+        assert result.passed and result.n_passed is None and result.n_total is None
+
+
+# ----- hooks: the signals a harness holds ----------------------------------------------------------------
+def test_task_keys_name_what_the_prompt_names(domain):
+    for task in domain.all_tasks():
+        keys = domain.task_keys(task)
+        assert keys[0] == task.payload.function.lower() or task.payload.function.lower() in keys
+        statement = task.prompt.split("\n\nExamples:\n", 1)[0].lower()
+        assert all(k in statement for k in keys), task.task_id
+    count = domain.task("code-strings-count_vowels")
+    assert domain.task_keys(count) == ("count_vowels", "text")
+    lru = next(t for t in domain.all_tasks() if t.payload.kind == "class")
+    assert "self" not in domain.task_keys(lru) and lru.payload.function.lower() in domain.task_keys(lru)
+
+
+def test_hooks_read_no_hidden_field(domain):
+    """Scrubbing the hidden tests, candidates, evidence labels and difficulty changes no hook's value."""
+    for task in domain.all_tasks()[::5]:
+        scrubbed = dataclasses.replace(
+            task, candidates=task.candidates[:1], relevant_docs=frozenset(), required_observations=frozenset(),
+            tool_calls=(), difficulty=0.5, task_id=task.task_id + "#scrubbed",
+            payload=dataclasses.replace(task.payload, **dict.fromkeys(domain.hidden_payload_keys, ())))
+        for hook in (domain.task_keys, domain.n_visible_checks, domain.input_size):
+            assert hook(scrubbed) == hook(task), (task.task_id, hook.__name__)
+        assert [domain.observe_bill(scrubbed, i) for i in range(len(task.observations))] == \
+               [domain.observe_bill(task, i) for i in range(len(task.observations))]
+        assert domain.input_size(task) == len(task.prompt)
+
+
+def test_check_counts_visible_tests_passed(domain, sandbox):
+    """A draft that always returns the first example's value passes exactly the examples expecting that
+    value: n_passed / n_total say so, and n_total is n_visible_checks."""
+    tasks = [t for t in domain.all_tasks() if t.payload.kind == "function" and len(t.payload.visible) >= 3
+             and all(v.expect is not None for v in t.payload.visible)]
+    assert len(tasks) >= 10
+    mixed = 0
+    for task in tasks[:12]:
+        first = task.payload.visible[0].expect
+        constant = f"def {task.payload.function}(*args, **kwargs):\n    return {first}\n"
+        want = sum(same(expected_value(v.expect), expected_value(first)) for v in task.payload.visible)
+        result = domain.check(task, draft(constant), sandbox)
+        assert (result.n_passed, result.n_total) == (want, domain.n_visible_checks(task)), task.task_id
+        assert result.passed is (want == len(task.payload.visible))
+        mixed += 0 < want < len(task.payload.visible)
+        broken = domain.check(task, draft(f"def {task.payload.function}(:\n"), sandbox)
+        assert (broken.passed, broken.n_passed, broken.n_total) == (False, 0, len(task.payload.visible))
+    assert mixed > 0
+
+
+def test_tool_answers_compares_with_the_prompts_example(domain, sandbox):
+    task = next(t for t in domain.all_tasks() if t.payload.kind == "function" and t.payload.visible
+                and t.payload.visible[0].expect is not None)
+    example = task.payload.visible[0]
+    ref = Context(task=task, draft=draft(task.reference.content))
+    call = ToolCall("run_example", {"call": example.expr})
+    good = domain.run_tool(task, call, ref, sandbox)
+    assert good.ok and domain.tool_answers(task, call, good)
+    wrong = next(c for c in task.candidates if not c.correct)
+    for cand in task.candidates[1:]:
+        res = domain.run_tool(task, call, Context(task=task, draft=draft(cand.content)), sandbox)
+        agrees = res.ok and same(expected_value(res.output.split(" -> ", 1)[1]), expected_value(example.expect))
+        assert domain.tool_answers(task, call, res) is agrees, cand.kind
+    assert wrong is not None
+    other = ToolCall("run_example", {"call": task.payload.hidden[-1].expr})
+    assert domain.tool_answers(task, other, domain.run_tool(task, other, ref, sandbox))
+    assert not domain.tool_answers(task, call, ToolResult(ok=False, output="", error="boom"))
+    assert not domain.tool_answers(task, ToolCall("run_example", {"call": "len([1])"}),
+                                   ToolResult(ok=True, output="len([1]) -> 1"))
+
+
+def test_bills(domain):
+    """OBSERVE reads a spec detail from an internal service; run_example bills only its sandbox job."""
+    assert TOOLS.specs["run_example"].bills == {}
+    task = domain.tasks("train")[0]
+    assert all(domain.observe_bill(task, i) == {"api_call:internal": 1} for i in range(len(task.observations)))
+    assert domain.hidden_payload_keys == frozenset({"hidden"})

@@ -8,9 +8,12 @@ are checked against their labels here, and all 1900-odd of them in ``test_every_
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import gymnasium as gym
@@ -20,8 +23,18 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, Draft, Task, ToolCall
 from harness_gym.domains.data import domain as data_domain
+from harness_gym.domains.data.checker import validations
 from harness_gym.domains.data.domain import DataDomain, load_data_domain
-from harness_gym.domains.data.generate import SCHEMAS, datasets
+from harness_gym.domains.data.generate import (
+    DIRT_KINDS_MIX,
+    IN_TEMPLATES,
+    OOD_TEMPLATES,
+    RANGE_STATED_MIX,
+    SCHEMAS,
+    datasets,
+)
+from harness_gym.domains.data.programs import analysis_only
+from harness_gym.domains.generation import quota
 from harness_gym.paths import data_path
 from harness_gym.sandbox import make_sandbox
 
@@ -78,6 +91,8 @@ def test_generator_is_deterministic(domain: DataDomain) -> None:
 
 def test_relevant_documents_rank_near_the_top(domain: DataDomain) -> None:
     for task in domain.all_tasks():
+        if not task.relevant_docs:
+            continue  # a task no cleaning matters for needs no document
         order = [domain.corpus[i].doc_id for i, _ in domain.index.ranking(domain.query(task))]
         assert max(order.index(d) for d in task.relevant_docs) < 5, task.task_id
 
@@ -262,3 +277,129 @@ def test_env_episodes(sandbox) -> None:
             assert terminated and info["split"] == "ood"
     finally:
         env.close()
+
+
+# ----- the task mix (issue 23) ---------------------------------------------------------------------------
+def _records() -> dict[str, dict]:
+    lines = data_path("data", "tasks.jsonl").read_text(encoding="utf-8").splitlines()
+    return {rec["task_id"]: rec for rec in map(json.loads, lines)}
+
+
+def test_mix_proportions_per_split_and_their_cue(domain: DataDomain) -> None:
+    records = _records()
+    sets = [json.loads(ln) for ln in data_path("data", "datasets.jsonl").read_text().splitlines()]
+    for split in SPLITS:
+        mine = [d for d in sets if d["split"] == split]
+        assert Counter(len(d["faults"]) for d in mine) == Counter(quota(len(mine), DIRT_KINDS_MIX)), split
+        numeric = [t for t in domain.tasks(split) if t.payload.spec.kind != "label"]
+        stated = Counter(t.payload.spec.range_stated for t in numeric)
+        assert stated == Counter(quota(len(numeric), RANGE_STATED_MIX)), split
+    faults = {d["name"]: d["faults"] for d in sets}
+    for task in domain.all_tasks():
+        frame = domain.table(task).frame
+        clean = not faults[task.payload.dataset]
+        assert ("validated extract" in task.prompt) is clean and ("raw export" in task.prompt) is not clean
+        assert f"({len(frame)} rows; columns {', '.join(frame.columns)})" in task.prompt
+        assert bool(re.search(r", (each )?between -?[\d.]+ and [\d.]+\.$", task.prompt)) is task.payload.spec.range_stated
+        assert records[task.task_id]["mix"]["range_stated"] is task.payload.spec.range_stated
+        if clean:
+            assert not (task.required_observations or task.relevant_docs or task.tool_calls), task.task_id
+
+
+def test_clean_extracts_are_answerable_from_the_prompt(domain: DataDomain, sandbox) -> None:
+    """On a validated extract the analysis alone, without any cleaning, gets the full grade: the prompt (the
+    question and the columns) is all a program needs."""
+    by_template: dict[str, Task] = {}
+    for task in domain.all_tasks():
+        if "validated extract" in task.prompt:
+            by_template.setdefault(task.family, task)
+    assert set(by_template) == set(IN_TEMPLATES) | set(OOD_TEMPLATES)
+    for task in by_template.values():
+        schema = next(s for s in SCHEMAS if task.payload.dataset.startswith(s.file_stem + "_"))
+        threshold = re.search(r"above (\S+) ", task.payload.question)
+        names = {"file": domain.table(task).file, "m": schema.measure, "c": schema.count, "g": schema.group,
+                 "d": schema.date, "e": schema.entity, "x": threshold.group(1) if threshold else ""}
+        bare = Draft(content=analysis_only(names, task.family), candidate=-1, version=1)
+        assert domain.grade(task, bare, sandbox) >= domain.success_threshold, task.task_id
+
+
+def test_unstated_ranges_let_more_wrong_programs_pass(domain: DataDomain, sandbox) -> None:
+    """On the same datasets and templates, a wrong program passes the checker at least as often when the
+    question states no range, and a unit mix-up left in is caught only by a stated range."""
+    passed = {True: [0, 0], False: [0, 0]}
+    caught_units = {True: 0, False: 0}
+    for task in domain.all_tasks()[::3]:
+        if task.payload.spec.kind == "label":
+            continue
+        stated = task.payload.spec.range_stated
+        for i, cand in enumerate(task.candidates):
+            if cand.correct:
+                continue
+            check = domain.check(task, draft(task, i), sandbox)
+            passed[stated][0] += check.passed
+            passed[stated][1] += 1
+            if cand.kind == "no_unit_fix" and not check.passed and "plausible range" in check.feedback:
+                caught_units[stated] += 1
+    assert passed[False][0] / passed[False][1] > passed[True][0] / passed[True][1]
+    assert caught_units[False] == 0 and caught_units[True] > 0
+
+
+# ----- hooks: the signals a harness holds ----------------------------------------------------------------
+def test_checker_counts_its_validations(domain: DataDomain, sandbox) -> None:
+    task = next(t for t in domain.tasks("train") if t.family == "group_mean")
+    kinds = {c.kind: i for i, c in enumerate(task.candidates)}
+    n = domain.n_visible_checks(task)
+    assert n == len(validations(task.payload.spec)) == (6 if task.payload.spec.range_stated else 5)
+    ref = domain.check(task, draft(task, 0), sandbox)
+    assert (ref.passed, ref.n_passed, ref.n_total) == (True, n, n)
+    crash = domain.check(task, draft(task, kinds["hallucinated_column"]), sandbox)
+    assert (crash.n_passed, crash.n_total) == (0, n)
+    not_json = domain.check(task, draft(task, kinds["print_repr"]), sandbox)
+    assert (not_json.n_passed, not_json.n_total) == (1, n)
+    shape = domain.check(task, draft(task, kinds["wrong_group_key"]), sandbox)
+    assert (shape.n_passed, shape.n_total) == (3, n)
+    for task in sample(domain):
+        assert domain.n_visible_checks(task) == len(validations(task.payload.spec))
+        assert domain.check(task, draft(task, 0), sandbox).n_total == domain.n_visible_checks(task)
+    counts = {domain.n_visible_checks(t) for t in domain.all_tasks()}
+    assert counts == {4, 5, 6}
+
+
+def test_task_keys_and_input_size(domain: DataDomain) -> None:
+    for task in domain.all_tasks():
+        keys = domain.task_keys(task)
+        table = domain.table(task)
+        assert keys[0] == table.file.lower()
+        assert set(keys[1:]) <= {c.lower() for c in table.frame.columns} | set(re.findall(r"\d+(?:\.\d+)?",
+                                                                                           task.payload.question))
+        assert domain.input_size(task) == len(task.prompt) + len(table.csv)
+    task = next(t for t in domain.all_tasks() if t.family == "share_above")
+    schema = next(s for s in SCHEMAS if task.payload.dataset.startswith(s.file_stem + "_"))
+    threshold = re.search(r"above (\S+) ", task.payload.question).group(1)
+    assert domain.task_keys(task) == (domain.table(task).file.lower(), schema.measure, schema.count, threshold)
+
+
+def test_hooks_read_no_hidden_field(domain: DataDomain) -> None:
+    for task in domain.all_tasks()[::7]:
+        scrubbed = dataclasses.replace(
+            task, candidates=task.candidates[:1], relevant_docs=frozenset(), required_observations=frozenset(),
+            tool_calls=(), difficulty=0.5, task_id=task.task_id + "#scrubbed",
+            payload=dataclasses.replace(task.payload, **dict.fromkeys(domain.hidden_payload_keys, None)))
+        for hook in (domain.task_keys, domain.n_visible_checks, domain.input_size):
+            assert hook(scrubbed) == hook(task), (task.task_id, hook.__name__)
+        assert all(domain.observe_bill(scrubbed, i) == {} for i in range(len(task.observations)))
+
+
+def test_tool_answers_and_bills(domain: DataDomain) -> None:
+    assert all(spec.bills == {"api_call:free": 1} for spec in domain.tools.values())
+    task = next(t for t in domain.all_tasks() if t.family == "corr")
+    schema = next(s for s in SCHEMAS if task.payload.dataset.startswith(s.file_stem + "_"))
+    ctx = Context(task=task)
+    asked = ToolCall("profile_column", {"column": schema.measure})
+    other = ToolCall("profile_column", {"column": schema.group})
+    dups = ToolCall("count_duplicates", {})
+    assert domain.tool_answers(task, asked, domain.run_tool(task, asked, ctx, None))
+    assert not domain.tool_answers(task, other, domain.run_tool(task, other, ctx, None))
+    assert domain.tool_answers(task, dups, domain.run_tool(task, dups, ctx, None))
+    bad = ToolCall("profile_column", {"column": schema.measure_alias})
+    assert not domain.tool_answers(task, bad, domain.run_tool(task, bad, ctx, None))

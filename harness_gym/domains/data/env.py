@@ -14,10 +14,14 @@ class HarnessDataEnv(HarnessEnv):
     ## Description
 
     Data analysis (fetch, clean, analyse, report): each task is a question about a generated CSV export
-    (store orders, shipment logs, timesheets; 120-280 rows) that carries realistic faults: rows repeated by the
-    export, hand-typed identifiers with stray spaces and lower case, a measure recorded in another unit on some
-    rows (cents instead of USD, grams instead of kg, flagged by a unit column), sentinel values (0, -1, 999) in
-    a count column and missing values. Questions: mean per group, total of a derived amount, distinct count,
+    (store orders, shipment logs, timesheets; 120-280 rows, stated in the prompt with the columns) that carries
+    0 to 3 kinds of realistic faults: rows repeated by the export, hand-typed identifiers with stray spaces and
+    lower case, a measure recorded in another unit on some rows (cents instead of USD, grams instead of kg,
+    flagged by a unit column), sentinel values (0, -1, 999) in a count column and missing values. A third of
+    the exports are clean (the prompt calls them validated extracts; their tasks need no evidence), the others
+    raw exports with CleanML's distribution of error kinds; half of the numeric questions state a plausible
+    range, which only then the checker validates (the mix and its sources:
+    :mod:`harness_gym.domains.data.generate`). Questions: mean per group, total of a derived amount, distinct count,
     month with the highest total, Pearson correlation. The ``ood`` split uses two unseen schemas (utility meter
     readings, a medication dosing log) and three unseen question templates (share of records above a
     threshold, percent change between the first and last month, weighted mean).
@@ -35,8 +39,8 @@ class HarnessDataEnv(HarnessEnv):
       ``count_duplicates(columns)``. An unknown column is a tool error that lists the columns.
     - **Checker** (CHECK): runs the program in the sandbox and validates its output: it must exit cleanly
       (else the exception and its line are returned), print JSON, have the expected type (number, integer,
-      object with exactly the expected groups, or one of the possible month labels), contain no NaN and lie
-      in the plausible range of the named quantity. Programs that forget a cleaning step or use the wrong
+      object with exactly the expected groups, or one of the possible month labels), contain no NaN and, where
+      the question states one, lie in the plausible range; the result counts the validations passed. Programs that forget a cleaning step or use the wrong
       statistic often print plausible numbers, pass the checker and fail the grader: the domain's support
       ceiling.
     - **Grader** (SUBMIT, hidden): runs the program and compares its answer with the reference program's,

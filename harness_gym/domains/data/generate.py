@@ -19,6 +19,30 @@ through the sandbox and the real checker and grader.
 
 The hand-written inputs are in ``sources/``: the export formats (``schemas.json``), the place names
 (``places.json``) and the pandas notes of the corpus (``pandas_notes.jsonl``).
+
+**The task mix.** Two properties vary, each visible in the task itself:
+
+- *How dirty the export is*: 0 to 3 of the five kinds of dirt (duplicate rows, hand-typed identifiers, unit
+  mix-ups, sentinel outliers, missing values), :data:`DIRT_KINDS_MIX`. A third of the exports are clean: the
+  prompt calls such a file "a validated extract", and no cleaning step changes any answer, so its tasks need
+  no evidence (no required observation, document or tool call; the columns and row count are in every
+  prompt). The others are "raw exports" to be cleaned as the data dictionary prescribes; their number of
+  kinds follows the real datasets of the CleanML benchmark (Li et al., "CleanML: A Study for Evaluating the
+  Impact of Data Cleaning on ML Classification Tasks", ICDE 2021; the dataset table of its code,
+  ``schema/dataset.py``): of its 13 real datasets with missing values, outliers, duplicates or inconsistencies,
+  9 have one of these kinds, 3 two and 1 (Airbnb) three; the kinds are drawn uniformly. The clean third is
+  chosen, not measured: cleaning benchmarks hold only dirty tables and analysis benchmarks do not report how
+  many of theirs are clean. A raw export's task still needs no evidence when none of its dirt changes that
+  question's answer (e.g. padded ids and a mean price).
+- *Whether the question states a plausible range* for its numeric answer (``..., between L and H``):
+  :data:`RANGE_STATED_MIX`, half of the tasks with a numeric answer, chosen (no benchmark reports how often a
+  data question bounds its answer). The checker validates the range only where it is stated, so its
+  validations (``n_visible_checks``: ran, JSON, type, shape, finite, range) cover less of the spec in the
+  other half, where a unit mix-up or a sentinel outlier left in passes the check and fails the grader.
+
+Both are laid out by quota in every split (:func:`~harness_gym.domains.generation.quota`): the dirt over the
+split's datasets, the range over its numeric tasks, each over its own seeded shuffle, fixed before any
+headroom run.
 """
 
 from __future__ import annotations
@@ -44,7 +68,7 @@ from harness_gym.domains.data.checker import sanity
 from harness_gym.domains.data.grader import score
 from harness_gym.domains.data.mutations import CLEANING_OF, mutants
 from harness_gym.domains.data.programs import ANALYSIS_CODE, CLEANING_STEPS, analysis_only, program
-from harness_gym.domains.generation import generator_main
+from harness_gym.domains.generation import generator_main, quota
 from harness_gym.domains.sources import read_vocabulary, source_path
 
 SEED = 7301
@@ -52,6 +76,11 @@ IN_DIST_DATASETS = 12
 """Datasets per in-distribution schema: 7 train, 2 val, 3 test."""
 OOD_DATASETS = 6
 """Datasets per out-of-distribution schema."""
+DIRT_KINDS_MIX: tuple[tuple[int, float], ...] = ((0, 13 / 2), (1, 9), (2, 3), (3, 1))
+"""How many kinds of dirt an export has, with its weight: a clean third (13/2 against the 13 dirty datasets),
+then CleanML's 13 real dirty datasets by their number of error kinds (see the module docstring)."""
+RANGE_STATED_MIX: tuple[tuple[bool, float], ...] = ((True, 1), (False, 1))
+"""Whether a numeric question states its plausible range, with its weight (chosen; see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -168,8 +197,9 @@ def _months(rng: np.random.Generator) -> list[pd.Period]:
     return [start + i for i in range(int(rng.integers(6, 13)))]
 
 
-def make_dataset(schema: Schema, place: str, split: str, rng: np.random.Generator) -> Dataset:
-    """Draw a clean table, then inject the faults the schema's data dictionary documents."""
+def make_dataset(schema: Schema, place: str, split: str, rng: np.random.Generator, n_faults: int) -> Dataset:
+    """Draw a clean table, then inject ``n_faults`` kinds of the faults the schema's data dictionary documents,
+    chosen uniformly."""
     n = int(rng.integers(120, 261))
     months = _months(rng)
     groups = sorted(rng.choice(schema.group_values, size=int(rng.integers(3, 6)), replace=False).tolist())
@@ -199,7 +229,7 @@ def make_dataset(schema: Schema, place: str, split: str, rng: np.random.Generato
     }).sort_values(schema.date, kind="stable").reset_index(drop=True)
     df.insert(0, schema.row_id, [f"{schema.row_id[0].upper()}{10000 + i}" for i in range(n)])
 
-    faults = frozenset(f for f in CLEANING_STEPS if rng.random() < 0.8)
+    faults = frozenset(CLEANING_STEPS[int(i)] for i in rng.permutation(len(CLEANING_STEPS))[:n_faults])
     if "missing" in faults:
         df[schema.entity] = df[schema.entity].astype(object)
         df.loc[rng.random(n) < 0.02, schema.entity] = np.nan
@@ -280,37 +310,52 @@ def _nice(x: float) -> float:
     return float(f"{x:.2g}")
 
 
-def question(ds: Dataset, template: str, n_rows: int) -> tuple[str, str, str, AnswerSpec, float]:
-    """The question, the definition it relies on, the output format, the answer spec and the threshold used."""
+def question(ds: Dataset, template: str, n_rows: int,
+             range_stated: bool) -> tuple[str, str, str, AnswerSpec, float]:
+    """The question, the definition it relies on, the output format, the answer spec and the threshold used.
+    Questions name the columns they use, as analysis benchmarks' questions do.
+
+    :param ds: the dataset
+    :param template: the question template
+    :param n_rows: the rows of the messy export
+    :param range_stated: whether the question states a plausible range (and the checker validates it)
+    """
     s = ds.schema
     amount = f"The {s.amount_label} of a record is {s.measure} × {s.count}."
     threshold = _nice(float(np.quantile(ds.truth[s.measure] * ds.truth[s.count], 0.7)))
-    measure = f"{s.measure_label} ({s.measure_unit})"
+    measure = f"{s.measure_label} ({s.measure_unit}, column {s.measure})"
     lo, hi = s.measure_range
     table: dict[str, tuple[str, str, str, AnswerSpec]] = {
         "group_mean": (f"What is the mean {measure} per {s.group}?", "",
                        f"an object mapping each {s.group} to its mean rounded to 2 decimals",
-                       AnswerSpec("mapping", f"a mean {measure}", lo, hi, 2, keys=ds.groups)),
+                       AnswerSpec("mapping", f"a mean {s.measure_label} ({s.measure_unit})", lo, hi, 2,
+                                  keys=ds.groups)),
         "total": (f"What is the total {s.amount_label} ({s.amount_unit})?", amount, "a number rounded to 2 decimals",
                   AnswerSpec("number", f"a total {s.amount_label} ({s.amount_unit})", 0.0, n_rows * s.amount_high, 2)),
-        "distinct_count": (f"How many distinct {s.entity_label} appear in the cleaned data?", "",
+        "distinct_count": (f"How many distinct {s.entity_label} ({s.entity}) appear in the cleaned data?", "",
                            "an integer",
                            AnswerSpec("integer", f"a number of distinct {s.entity_label}", 1.0, float(n_rows), 0)),
-        "argmax_month": (f"In which month was the total {s.amount_label} highest?", amount, 'a string "YYYY-MM"',
-                         AnswerSpec("label", "a month", 0.0, 0.0, 0, labels=ds.months)),
+        "argmax_month": (f"In which month of {s.date} was the total {s.amount_label} highest?", amount,
+                         'a string "YYYY-MM"', AnswerSpec("label", "a month", 0.0, 0.0, 0, labels=ds.months)),
         "corr": (f"What is the Pearson correlation between {s.measure} and {s.count} across records?", "",
                  "a number rounded to 3 decimals", AnswerSpec("number", "a correlation coefficient", -1.0, 1.0, 3)),
         "share_above": (f"What share of the records has a {s.amount_label} above {threshold:g} {s.amount_unit}?",
-                        amount, "a fraction between 0 and 1 rounded to 4 decimals",
+                        amount, "a fraction rounded to 4 decimals",
                         AnswerSpec("number", "a share of records", 0.0, 1.0, 4)),
         "pct_change": (f"By how many percent did the monthly total {s.amount_label} change from the first month "
-                       f"covered to the last?", amount, "a number rounded to 2 decimals",
+                       f"of {s.date} covered to the last?", amount, "a number rounded to 2 decimals",
                        AnswerSpec("number", "a percent change", -100.0, 1000.0, 2)),
         "weighted_mean": (f"What is the mean {measure} weighted by {s.count_label} ({s.count})?", "",
                           "a number rounded to 3 decimals",
-                          AnswerSpec("number", f"a weighted mean {measure}", lo, hi, 3)),
+                          AnswerSpec("number", f"a weighted mean {s.measure_label} ({s.measure_unit})", lo, hi, 3)),
     }
     text, definition, fmt, spec = table[template]
+    if spec.kind != "label":
+        if range_stated:
+            each = "each " if spec.kind == "mapping" else ""
+            fmt = f"{fmt}, {each}between {spec.low:g} and {spec.high:g}"
+        else:
+            spec = dataclasses.replace(spec, low=-math.inf, high=math.inf)
     return text, definition, fmt, spec, threshold
 
 
@@ -356,14 +401,22 @@ def dictionary_doc(s: Schema) -> dict[str, str]:
 
 
 def evidence(ds: Dataset, template: str, broken: set[str]) -> tuple[list[int], list[str], list[dict[str, Any]]]:
-    """Required observations, relevant documents and evidence tool calls, from the cleaning steps that matter."""
+    """Required observations, relevant documents and evidence tool calls, from the cleaning steps that change
+    the answer (``broken``; none: the task needs no evidence, its prompt names the columns it uses).
+
+    An observation is required when it shows a fault that matters: the first rows show hand-typed ids, the
+    column summary the missing values, the README the units and valid ranges. The question template's pandas
+    note and the data dictionary are relevant whenever some cleaning matters.
+    """
     s = ds.schema
-    required = {1}
+    required = set()
+    if "ids" in broken:
+        required.add(0)
+    if "missing" in broken:
+        required.add(1)
     if broken & {"units", "outliers"}:
         required.add(2)
-    if "ids" in broken or template in ("argmax_month", "pct_change"):
-        required.add(0)
-    docs = [TEMPLATE_DOCS[template]] + ([f"dict-{s.name}"] if broken else [])
+    docs = [TEMPLATE_DOCS[template], f"dict-{s.name}"] if broken else []
     by_step = {"units": ("profile_column", {"column": s.measure}), "outliers": ("profile_column", {"column": s.count}),
                "dedupe": ("count_duplicates", {}), "ids": ("profile_column", {"column": s.entity}),
                "missing": ("profile_column", {"column": s.measure})}
@@ -393,8 +446,14 @@ def run_program(code: str, workdir: Path) -> Outcome:
     return Outcome(value, problem)
 
 
-def make_tasks(ds: Dataset, workdir: Path, stats: dict[str, int]) -> list[dict[str, Any]]:
-    """All questions about one dataset, with programs executed and labelled by the grader."""
+def make_tasks(ds: Dataset, workdir: Path, stats: dict[str, int], range_stated: dict[str, bool]) -> list[dict[str, Any]]:
+    """All questions about one dataset, with programs executed and labelled by the grader.
+
+    :param ds: the dataset
+    :param workdir: a scratch folder where the programs run
+    :param stats: counts to update (tasks, wrong programs by checker outcome)
+    :param range_stated: task id -> whether its question states a plausible range (numeric questions)
+    """
     s = ds.schema
     (workdir / ds.file).write_text(ds.csv)
     frame = pd.read_csv(io.StringIO(ds.csv))
@@ -404,7 +463,8 @@ def make_tasks(ds: Dataset, workdir: Path, stats: dict[str, int]) -> list[dict[s
     obs = observations(ds, frame)
     tasks = []
     for template in s.templates:
-        text, definition, fmt, spec, threshold = question(ds, template, len(frame))
+        task_id = f"data-{ds.name}-{template}"
+        text, definition, fmt, spec, threshold = question(ds, template, len(frame), range_stated.get(task_id, False))
         names = _names(ds, threshold)
         reference = program(names, ANALYSIS_CODE[template])
         ref = run_program(reference, workdir)
@@ -424,7 +484,8 @@ def make_tasks(ds: Dataset, workdir: Path, stats: dict[str, int]) -> list[dict[s
             quality = 0.0 if out.error else score(spec, out.value, ref.value)
             if quality >= 1.0:
                 continue  # equivalent to the reference on this dataset
-            broken.update({CLEANING_OF[kind]} if kind in CLEANING_OF else set())
+            if kind in CLEANING_OF and CLEANING_OF[kind] in ds.faults:
+                broken.add(CLEANING_OF[kind])  # a fault the export has, whose cleaning changes this answer
             candidates.append({"kind": kind, "content": code, "correct": False})
             passes = not out.error and sanity(spec, out.value).ok
             stats["wrong"] += 1
@@ -432,30 +493,57 @@ def make_tasks(ds: Dataset, workdir: Path, stats: dict[str, int]) -> list[dict[s
         required, docs, calls = evidence(ds, template, broken)
         ood = s.name in OOD_SCHEMAS
         difficulty = min(0.95, TEMPLATE_BASE_DIFFICULTY[template] + 0.1 * len(broken) + (0.1 if ood else 0.0))
-        prompt = (f"{ds.place} {s.title}, file {ds.file}. {text} {definition + ' ' if definition else ''}"
-                  f"Clean the data as its data dictionary prescribes "
-                  f"before answering. Write a pandas program that reads {ds.file} from the working directory and "
-                  f"prints the answer as JSON on its last line: {fmt}.")
+        provenance = ("The file is a validated extract that passed every check of its data dictionary."
+                      if not ds.faults else "It is a raw export: clean the data as its data dictionary prescribes "
+                                            "before answering.")
+        prompt = (f"{ds.place} {s.title}, file {ds.file} ({len(frame)} rows; columns {', '.join(frame.columns)}). "
+                  f"{text} {definition + ' ' if definition else ''}{provenance} Write a pandas program that reads "
+                  f"{ds.file} from the working directory and prints the answer as JSON on its last line: {fmt}.")
         tasks.append({
-            "task_id": f"data-{ds.name}-{template}", "split": ds.split, "family": template, "dataset": ds.name,
+            "task_id": task_id, "split": ds.split, "family": template, "dataset": ds.name,
             "difficulty": round(difficulty, 3), "prompt": prompt, "question": text, "observations": obs,
             "required_observations": required, "relevant_docs": docs, "tool_calls": calls,
             "answer_spec": spec.to_json(), "expected": ref.value, "candidates": candidates,
+            "mix": {"dirt_kinds": len(ds.faults), "range_stated": spec.range_stated, "cleaning_matters": bool(broken)},
         })
         stats["tasks"] += 1
     return tasks
 
 
 def datasets(seed: int = SEED) -> list[Dataset]:
-    """Every dataset of the bank, deterministically from ``seed``."""
+    """Every dataset of the bank, deterministically from ``seed``; each split's datasets get their number of
+    kinds of dirt by quota (:data:`DIRT_KINDS_MIX`) over a seeded shuffle."""
     places = list(np.random.default_rng(seed).permutation(PLACES))
-    out = []
+    layout = []
     for si, schema in enumerate(SCHEMAS):
         ood = schema.name in OOD_SCHEMAS
         for k in range(OOD_DATASETS if ood else IN_DIST_DATASETS):
-            split = "ood" if ood else ("train" if k < 7 else "val" if k < 9 else "test")
-            rng = np.random.default_rng([seed, si, k])
-            out.append(make_dataset(schema, str(places.pop()), split, rng))
+            layout.append((si, k, "ood" if ood else ("train" if k < 7 else "val" if k < 9 else "test")))
+    n_faults: dict[tuple[int, int], int] = {}
+    for i, split in enumerate(("train", "val", "test", "ood")):
+        members = [(si, k) for si, k, sp in layout if sp == split]
+        order = np.random.default_rng([seed, 1 + i]).permutation(len(members))
+        n_faults.update(zip((members[j] for j in order), quota(len(members), DIRT_KINDS_MIX)))
+    out = []
+    for si, k, split in layout:
+        rng = np.random.default_rng([seed, si, k])
+        out.append(make_dataset(SCHEMAS[si], str(places.pop()), split, rng, n_faults[si, k]))
+    return out
+
+
+def range_mix(all_sets: list[Dataset], seed: int) -> dict[str, bool]:
+    """Task id -> whether its question states a plausible range: each split's numeric questions by quota
+    (:data:`RANGE_STATED_MIX`) over a seeded shuffle.
+
+    :param all_sets: every dataset
+    :param seed: the generator's seed
+    """
+    out: dict[str, bool] = {}
+    for i, split in enumerate(("train", "val", "test", "ood")):
+        ids = [f"data-{ds.name}-{t}" for ds in all_sets if ds.split == split for t in ds.schema.templates
+               if t != "argmax_month"]
+        order = np.random.default_rng([seed, 11 + i]).permutation(len(ids))
+        out.update(zip((ids[j] for j in order), quota(len(ids), RANGE_STATED_MIX)))
     return out
 
 
@@ -465,16 +553,18 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
             fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
 
 
-def generate(out: Path, seed: int = SEED) -> dict[str, int]:
-    """Write the whole bank under ``out``; returns counts of tasks and wrong candidates."""
-    stats = dict.fromkeys(("tasks", "wrong", "wrong_pass_checker", "wrong_fail_checker"), 0)
+def generate(out: Path, seed: int = SEED) -> dict[str, Any]:
+    """Write the whole bank under ``out``; returns counts of tasks and wrong candidates, and the task mix per
+    split (:func:`mix_summary`)."""
+    stats: dict[str, Any] = dict.fromkeys(("tasks", "wrong", "wrong_pass_checker", "wrong_fail_checker"), 0)
     all_sets = datasets(seed)
+    stated = range_mix(all_sets, seed)
     (out / "datasets").mkdir(parents=True, exist_ok=True)
     tasks: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for ds in all_sets:
             (out / "datasets" / ds.file).write_text(ds.csv, encoding="utf-8")
-            tasks.extend(make_tasks(ds, Path(tmp), stats))
+            tasks.extend(make_tasks(ds, Path(tmp), stats, stated))
     _write_jsonl(out / "datasets.jsonl", [
         {"name": ds.name, "file": f"datasets/{ds.file}", "schema": ds.schema.name, "split": ds.split,
          "place": ds.place, "faults": sorted(ds.faults), "unit_columns": {ds.schema.measure: ds.schema.unit_col}}
@@ -482,7 +572,28 @@ def generate(out: Path, seed: int = SEED) -> dict[str, int]:
     notes = [{"doc_id": d.doc_id, "title": d.title, "text": d.text} for d in read_documents(NOTES_FILE)]
     _write_jsonl(out / "corpus.jsonl", notes + [dictionary_doc(s) for s in SCHEMAS])
     _write_jsonl(out / "tasks.jsonl", tasks)
+    stats["mix_per_split"] = mix_summary(tasks)
     return stats
+
+
+def mix_summary(tasks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per split: tasks by kinds of dirt in their export, tasks whose question states a range (of those with a
+    numeric answer), tasks where some cleaning changes the answer, and tasks with a wrong program that passes
+    the checker.
+
+    :param tasks: the task records
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for split in ("train", "val", "test", "ood"):
+        rows = [t for t in tasks if t["split"] == split]
+        kinds: dict[str, int] = {}
+        for t in rows:
+            kinds[str(t["mix"]["dirt_kinds"])] = kinds.get(str(t["mix"]["dirt_kinds"]), 0) + 1
+        out[split] = {"tasks": len(rows), "dirt_kinds": dict(sorted(kinds.items())),
+                      "numeric": sum(t["answer_spec"]["kind"] != "label" for t in rows),
+                      "range_stated": sum(t["mix"]["range_stated"] for t in rows),
+                      "cleaning_matters": sum(t["mix"]["cleaning_matters"] for t in rows)}
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,8 @@
-"""The data domain's tools: real statistics of the task's dataset, computed in-process on a pandas copy."""
+"""The data domain's tools: real statistics of the task's dataset, computed in-process on a pandas copy.
+
+Each stands for the harness's own profiling of the CSV file the task hands over, run on the harness host with
+pandas: a local computation with no service behind it, so every call bills one ``api_call:free`` (priced 0;
+counted, so that the ledger shows the calls)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from harness_gym.domains.tooling import ToolTable
 TOOLS = ToolTable()
 """The data tools; each takes the task's :class:`Table` before its call arguments and returns the report."""
 
+FREE_LOCAL_CALL = {"api_call:free": 1}
+"""What one tool call costs: a local pandas computation on the harness host (see the module docstring)."""
 _COLUMN = {"type": "string", "minLength": 1, "description": "a column name of the task's CSV file"}
 
 
@@ -31,7 +37,8 @@ class Table:
     "Statistics of one column of the task's dataset: dtype, nulls, distinct values; for numbers the "
     "quartiles, values outside the 1.5 IQR fences and the spread per unit code; for text the most common "
     "values and how many differ only by spaces or case.",
-    {"type": "object", "properties": {"column": _COLUMN}, "required": ["column"], "additionalProperties": False})
+    {"type": "object", "properties": {"column": _COLUMN}, "required": ["column"], "additionalProperties": False},
+    bills=FREE_LOCAL_CALL)
 def profile_column(table: Table, column: str) -> str:
     """The ``profile_column`` report of ``column``.
 
@@ -44,7 +51,8 @@ def profile_column(table: Table, column: str) -> str:
 @TOOLS.tool(
     "The most frequent values of a column (missing values included), with their counts.",
     {"type": "object", "properties": {"column": _COLUMN, "top": {"type": "integer", "minimum": 1, "maximum": 50}},
-     "required": ["column"], "additionalProperties": False})
+     "required": ["column"], "additionalProperties": False},
+    bills=FREE_LOCAL_CALL)
 def value_counts(table: Table, column: str, top: int = 10) -> str:
     """The ``top`` most frequent values of ``column`` with their counts.
 
@@ -59,7 +67,8 @@ def value_counts(table: Table, column: str, top: int = 10) -> str:
 @TOOLS.tool(
     "How many rows repeat an earlier row, comparing all columns or only the given ones.",
     {"type": "object", "properties": {"columns": {"type": "array", "items": _COLUMN, "minItems": 1}},
-     "additionalProperties": False})
+     "additionalProperties": False},
+    bills=FREE_LOCAL_CALL)
 def count_duplicates(table: Table, columns: list[str] | None = None) -> str:
     """How many rows repeat an earlier row over ``columns`` (all columns when not given).
 
