@@ -62,6 +62,7 @@ class KnowledgeDomain(Domain):
         self.corpus = [Document(s.doc_id, s.title, s.text) for s in sources]
         self.library = Library(self.sources, self.corpus, self.index)
         self.tools = TOOLS.specs
+        self._requests: dict[str, RecordRequest | None] = {}
         task_path = root / "tasks.jsonl"
         tasks = []
         for line, rec in read_jsonl(task_path):
@@ -81,11 +82,14 @@ class KnowledgeDomain(Domain):
 
     # ----- signals the harness holds --------------------------------------------------------------------
     def request(self, task: Task) -> RecordRequest | None:
-        """What the task's prompt asks for (``None`` for a prompt in another format, e.g. a task built in code).
+        """What the task's prompt asks for (memoised; ``None`` for a prompt in another format, e.g. a task built in
+        code).
 
         :param task: the task
         """
-        return parse_record_prompt(task.prompt)
+        if task.task_id not in self._requests:
+            self._requests[task.task_id] = parse_record_prompt(task.prompt)
+        return self._requests[task.task_id]
 
     def task_keys(self, task: Task) -> tuple[str, ...]:
         """The entity the prompt names and the year of the period it names, if any (lower-cased)."""
