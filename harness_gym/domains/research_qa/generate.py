@@ -27,8 +27,9 @@ Sources of the proportions: single-hop and multi-hop questions are half each, as
 TriviaQA) and three multi-hop sets (MuSiQue, HotpotQA, 2WikiMultiHopQA) to evaluate retrieval that adapts to
 question complexity. The single-hop half is split evenly between passage-given and lookup questions (our choice:
 the published mixes do not separate them). The multi-hop half follows the hop counts of MuSiQue-Ans v1.0's dev set
-(Trivedi et al., TACL 2022): 1,252 2-hop and 1,165 questions of 3 or more hops (760 3-hop, 405 4-hop) of 2,417; the
-4-hop questions are counted as 3-hop because the world's templates stop at three hops. So 2-hop =
+(Trivedi et al., TACL 2022): of its 2,417 questions 1,252 are 2-hop and 1,165 have 3 or 4 hops (the dataset
+cards of dgslibisey/MuSiQue and of its 2-hop subset bdsaglam/musique-2hop give the two counts); the 4-hop
+questions are counted as 3-hop because the world's templates stop at three hops. So 2-hop =
 0.5 * 1252 / 2417 = 25.9% and 3-hop = 0.5 * 1165 / 2417 = 24.1%.
 
 Difficulty (what the simulated worker's accuracy falls with) is 0.05 for a passage question, 0.1 for a 1-hop one
@@ -66,8 +67,8 @@ SEED = 7130
 SPLIT_SIZES = {"train": 100, "val": 30, "test": 44}
 N_OOD = 40
 MAX_MENTIONS = 4
-MUSIQUE_DEV_HOPS = {"2-hop": 1252, "3-hop": 760 + 405}
-"""MuSiQue-Ans v1.0 dev questions by hop count (4-hop counted as 3-hop)."""
+MUSIQUE_DEV_HOPS = {"2-hop": 1252, "3-hop": 2417 - 1252}
+"""MuSiQue-Ans v1.0 dev questions by hop count (3- and 4-hop counted as 3-hop)."""
 KIND_WEIGHTS = {"passage": 0.25, "1-hop": 0.25,
                 **{k: 0.5 * n / sum(MUSIQUE_DEV_HOPS.values()) for k, n in MUSIQUE_DEV_HOPS.items()}}
 """The task mix: kind -> share of every split (module docstring)."""
