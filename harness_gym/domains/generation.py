@@ -4,7 +4,7 @@ quota of each kind of a documented task mix, and the command line (``python -m h
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +24,26 @@ def pick(rng: np.random.Generator, items: Sequence[T]) -> T:
     :param items: what to pick from (not empty)
     """
     return items[int(rng.integers(len(items)))]
+
+
+def mix_counts(total: int, weights: Mapping[str, float]) -> dict[str, int]:
+    """How many of ``total`` tasks each kind of a task mix gets: ``total`` split in proportion to ``weights`` by
+    the largest-remainder rule (each kind gets the floor of its share, the leftover tasks go to the largest
+    fractional parts, ties to the kind listed first), so the counts sum to ``total`` and each is within one of
+    its exact share.
+
+    :param total: how many tasks to split
+    :param weights: kind -> weight (not negative, not all zero); the order breaks ties
+    """
+    if total < 0 or not weights or any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
+        raise ValueError(f"need a total >= 0 and non-negative weights with a positive sum, got {total}, {weights}")
+    norm = sum(weights.values())
+    exact = {kind: total * w / norm for kind, w in weights.items()}
+    counts = {kind: int(share) for kind, share in exact.items()}
+    order = sorted(weights, key=lambda kind: -(exact[kind] - counts[kind]))
+    for kind in order[:total - sum(counts.values())]:
+        counts[kind] += 1
+    return counts
 
 
 def family_splits(rng: np.random.Generator, in_dist: Sequence[F], shares: Sequence[tuple[str, int]],

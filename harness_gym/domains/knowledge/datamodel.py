@@ -3,10 +3,11 @@ states what. The checker (:mod:`.checker`) and the grader (:mod:`.grader`) work 
 
 A record draft is JSON: ``{"entity": ..., "values": {field: value}, "citations": {field: doc_id}}``.
 
-- The **checker** validates the record against the task's JSON schema (every field present with its type
-  and enum) and checks every citation: the cited source exists, is about the entity and states the value.
-  A stale value cited to the old source that stated it passes: the checker cannot know which source is newest
-  *and* authoritative without doing the task.
+- The **checker** runs one validation of the record's envelope (the entity, a ``values`` and a ``citations``
+  object, no field the task does not ask for) and one per field (a value of the field's type and enum, cited to a
+  source that exists, is about the entity and states the value): ``1 + len(fields)`` validations, the count the
+  harness sees. A stale value cited to the old source that stated it passes: the checker cannot know which
+  source is newest *and* authoritative without doing the task.
 - The **grader** scores field-level accuracy: a field counts when its value equals the gold value (the newest
   authoritative statement) and it cites an authoritative source about the entity that states that value.
 """
@@ -14,6 +15,7 @@ A record draft is JSON: ``{"entity": ..., "values": {field: value}, "citations":
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,13 +70,13 @@ class Source:
 
 @dataclass(frozen=True)
 class RecordSpec:
-    """What a task asks for: the entity, its typed fields and (hidden) the gold record."""
+    """What a task asks for: the entity and its typed fields (the gold record is kept apart, in the task's hidden
+    payload, see :func:`read_gold`)."""
 
     entity: str
     kind: str
     fields: tuple[tuple[str, str, tuple[str, ...]], ...]
     """(name, JSON type, enum) per field."""
-    gold: Mapping[str, Any]
 
     @classmethod
     def from_json(cls, rec: dict[str, Any], *, path: str | Path, line: int | None = None) -> RecordSpec:
@@ -92,16 +94,17 @@ class RecordSpec:
                                     field=f"{label}.type")
             enum = require({f"{label}.enum": raw.get("enum", [])}, f"{label}.enum", list, **get)
             fields.append((name, typ, tuple(enum)))
-        gold = require(rec, "gold", dict, **get)
-        missing = [name for name, _, _ in fields if name not in gold]
-        if missing:
-            raise TaskFileError(path, f"no gold value for {missing}", line=line, task_id=task_id, field="gold")
         return cls(entity=require(rec, "entity", str, **get), kind=require(rec, "family", str, **get),
-                   fields=tuple(fields), gold=gold)
+                   fields=tuple(fields))
+
+    def field_schema(self, name: str) -> dict[str, Any]:
+        """The JSON schema of one field's value (its type and enum)."""
+        _, typ, enum = next(f for f in self.fields if f[0] == name)
+        return {"type": typ, **({"enum": list(enum)} if enum else {})}
 
     def json_schema(self) -> dict[str, Any]:
         """The JSON schema a record for this task must satisfy."""
-        props = {name: {"type": typ, **({"enum": list(enum)} if enum else {})} for name, typ, enum in self.fields}
+        props = {name: self.field_schema(name) for name, _, _ in self.fields}
         names = [name for name, _, _ in self.fields]
         return {
             "type": "object",
@@ -114,6 +117,63 @@ class RecordSpec:
                               "properties": {name: {"type": "string"} for name in names}},
             },
         }
+
+
+def record_prompt(kind: str, entity: str, fields: Sequence[str], year: int | None) -> str:
+    """The prompt of a record task: the entity, the period the record must describe (``None``: none named) and the
+    fields it asks for. :func:`parse_record_prompt` reads it back.
+
+    :param kind: the entity's kind (company, person, product)
+    :param entity: the entity's name
+    :param fields: the field names, in the record's order
+    :param year: the year the record is to be current for, or ``None``
+    """
+    period = f" as of {year}" if year is not None else ""
+    return (f"Compile the structured {kind} record for {entity}{period} from the source documents. "
+            f"Fields: {', '.join(fields)}. Cite for every field a source that states its value.")
+
+
+_PROMPT = re.compile(r"^Compile the structured (?P<kind>\w+) record for (?P<entity>.+?)(?: as of (?P<year>\d{4}))? "
+                     r"from the source documents\. Fields: (?P<fields>[a-z0-9_]+(?:, [a-z0-9_]+)*)\. ")
+
+
+@dataclass(frozen=True)
+class RecordRequest:
+    """What a record task's prompt asks: the entity, the period named (``None``: none) and the fields."""
+
+    kind: str
+    entity: str
+    year: int | None
+    fields: tuple[str, ...]
+
+
+def parse_record_prompt(prompt: str) -> RecordRequest | None:
+    """The request a prompt written by :func:`record_prompt` makes, or ``None`` for another prompt.
+
+    :param prompt: the task's prompt
+    """
+    match = _PROMPT.match(prompt)
+    if match is None:
+        return None
+    year = match.group("year")
+    return RecordRequest(match.group("kind"), match.group("entity"), int(year) if year else None,
+                         tuple(match.group("fields").split(", ")))
+
+
+def read_gold(rec: dict[str, Any], spec: RecordSpec, *, path: str | Path, line: int | None = None) -> dict[str, Any]:
+    """The gold record of a task record (field -> value), with a value for every field the spec asks for.
+
+    :param rec: the task record
+    :param spec: what the task asks for
+    :param path: the task file (for errors)
+    :param line: the record's line (for errors)
+    """
+    task_id = require(rec, "task_id", str, path=path, line=line)
+    gold = require(rec, "gold", dict, path=path, line=line, task_id=task_id)
+    missing = [name for name, _, _ in spec.fields if name not in gold]
+    if missing:
+        raise TaskFileError(path, f"no gold value for {missing}", line=line, task_id=task_id, field="gold")
+    return gold
 
 
 def same_value(value: Any, gold: Any) -> bool:

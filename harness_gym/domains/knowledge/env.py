@@ -14,10 +14,14 @@ class HarnessKnowledgeEnv(HarnessEnv):
     ## Description
 
     Knowledge work: the worker compiles a structured, cited record about a fictional entity (a company, a
-    person, or, in the ``ood`` split only, a product) from dated source documents that disagree. Older
+    person, or, in the ``ood`` split only, a product) from dated source documents. A third of the records (every
+    split) have one authoritative source stating every field; two thirds have sources that disagree: older
     authoritative sources hold stale values, newer ones update some fields, forum posts and rumour columns
-    contradict them, and a confusable sibling entity (same first name word) has sources of its own. The rule:
-    for each field, the value of the most recently dated *authoritative* source wins.
+    contradict them (FreshQA's share of never-changing to changing answers,
+    :mod:`harness_gym.domains.knowledge.generate`). The prompt shows which: it lists the 3-4 or 5-6 fields it asks
+    for and, for a record whose sources disagree, names the period ("as of 2019"). A confusable sibling entity
+    has sources of its own. The rule: for each field, the value of the most recently dated *authoritative*
+    source wins.
 
     A draft is JSON: ``{"entity": E, "values": {field: value}, "citations": {field: doc_id}}``.
 
@@ -25,11 +29,13 @@ class HarnessKnowledgeEnv(HarnessEnv):
       sources, its sibling's and every other task's.
     - **Tools**: ``search(query, k)`` (BM25 hits), ``lookup_source(doc_id)`` (full text, date, source kind),
       ``get_field_history(entity, field)`` (every dated statement of a field, with authority). Arguments are
-      validated against JSON schemas; unknown entities, fields and doc ids are tool errors.
-    - **Checker** (CHECK): JSON-schema validation (every field present, typed, within its enum) and citation
-      checks (the cited source exists, is about the entity and states the value). Feedback names the offending
-      fields. A stale or rumoured value cited to the source that stated it passes the checker and fails the
-      grader: the domain's support ceiling.
+      validated against JSON schemas; unknown entities, fields and doc ids are tool errors. They stand for the
+      operator's document store, an internal service (``api_call:internal`` per call).
+    - **Checker** (CHECK): one validation of the record's envelope and one per field (present, typed, within
+      its enum, cited to a source that exists, is about the entity and states the value): it reports how many
+      of these ``1 + fields`` passed and bills one document-store read per cited source. Feedback names the
+      offending fields. A stale or rumoured value cited to the source that stated it passes the checker and
+      fails the grader: the domain's support ceiling (none on single-source records).
     - **Grader** (SUBMIT, hidden): field-level accuracy; a field counts when its value equals the newest
       authoritative value and it cites an authoritative source about the entity stating that value.
       Success is a fully correct record (quality 1).

@@ -1,12 +1,31 @@
-"""Generate the knowledge-work task bank: records about fictional entities from conflicting, dated sources.
+"""Generate the knowledge-work task bank: records about fictional entities from one source or from conflicting,
+dated sources.
 
-For every task entity the generator writes a set of dated source documents (an old authoritative profile,
-newer authoritative updates that change some fields, sometimes a newer rumour that contradicts them) and two
-documents about a confusable sibling entity. The reference record takes each field from the newest
-authoritative source and cites it; the wrong candidates are the mistakes a model makes on such a task
-(stale values, rumours, wrong types, missing fields, missing or wrong citations, another entity's values;
-:mod:`~harness_gym.domains.knowledge.mutations`). The record fields with their phrasings and the source kinds
-are hand-written inputs in ``sources/`` (``fields.json``, ``source_kinds.json``).
+For every task entity the generator writes its dated source documents and two documents about a confusable
+sibling entity. The reference record takes each field from the newest authoritative source and cites it; the
+wrong candidates are the mistakes a model makes on such a task (stale values, rumours, wrong types, missing
+fields, missing or wrong citations, another entity's values; :mod:`~harness_gym.domains.knowledge.mutations`). The
+record fields with their phrasings and the source kinds are hand-written inputs in ``sources/`` (``fields.json``,
+``source_kinds.json``).
+
+**Task mix** (every split, ``ood`` included, by :func:`~harness_gym.domains.generation.mix_counts` of
+:data:`MIX_WEIGHTS`):
+
+| kind | share | sources about the entity | the prompt | evidence needed | the checker |
+|---|---|---|---|---|---|
+| ``single_source`` | 1/3 | one authoritative profile stating every field | 3-4 fields, no period | the schema, the one source | complete: every wrong record fails it |
+| ``conflicting`` | 2/3 | an old profile, 1-2 newer authoritative updates changing 1-2 fields, a newer rumour half the time | 5-6 fields, "as of YEAR" (the year of the newest source) | the schema, the rules, the sources giving the current values, the histories of the changed fields | partial: a stale value cited to the old source that stated it passes |
+
+The cue is in the prompt (how many fields it asks for, whether it names a period) and, later, in what retrieval
+returns (one source naming the entity, or several). The proportions follow FreshQA (Vu et al. 2023, "FreshLLMs"),
+whose 500 test questions are 125 never-changing, 125 slow-changing, 125 fast-changing and 125 false-premise ones:
+a record field that never changes has one source; one that changes has several dated ones. Leaving the
+false-premise questions aside, 125 of 375 never change (1/3) and 250 change (2/3); within ``conflicting``, one
+update (slow) or two (fast) are drawn half and half.
+
+Difficulty is 0.05 per field beyond three for a single-source record and 0.1 + 0.25 per conflicting field beyond
+one + 0.2 for a rumour + 0.1 for a sixth field + 0.15 for updates spread over two sources for a conflicting one,
+each plus U(0, 0.15).
 
 Run ``python -m harness_gym.domains.knowledge.generate [--out DIR] [--seed N]``; the output is deterministic.
 """
@@ -21,8 +40,15 @@ import numpy as np
 
 from harness_gym.core.taskfile import TaskFileError, read_json, require, write_jsonl
 from harness_gym.domains.fictional_world import NameForge, World
-from harness_gym.domains.generation import generator_main, pick
-from harness_gym.domains.knowledge.datamodel import JSON_TYPES, FieldSpec, RecordSpec, Source, SourceIndex
+from harness_gym.domains.generation import generator_main, mix_counts, pick
+from harness_gym.domains.knowledge.datamodel import (
+    JSON_TYPES,
+    FieldSpec,
+    RecordSpec,
+    Source,
+    SourceIndex,
+    record_prompt,
+)
 from harness_gym.domains.knowledge.grader import grade_record
 from harness_gym.domains.knowledge.mutations import record_candidates
 from harness_gym.domains.sources import source_path
@@ -33,6 +59,11 @@ SEED = 20240611
 N_OOD = 40
 SPLIT_SIZES = {"train": 100, "val": 32, "test": 44}
 """In-distribution tasks per split (company and person records, alternating)."""
+FRESHQA_TEST = {"never-changing": 125, "slow-changing": 125, "fast-changing": 125}
+"""FreshQA's test questions per category whose answer is stable or changes (its 125 false-premise ones left out)."""
+MIX_WEIGHTS = {"single_source": FRESHQA_TEST["never-changing"],
+               "conflicting": FRESHQA_TEST["slow-changing"] + FRESHQA_TEST["fast-changing"]}
+"""The task mix: kind -> weight in every split (module docstring)."""
 
 
 def read_fields(path: Path = FIELDS_FILE) -> dict[str, tuple[FieldSpec, ...]]:
@@ -166,10 +197,13 @@ class KnowledgeGenerator:
         return self.names.product(root), self.names.product(root)
 
     # ----- one task ----------------------------------------------------------------------------------
-    def task(self, index: int, kind: str, split: str) -> dict[str, Any]:
+    def task(self, index: int, kind: str, split: str, mix: str) -> dict[str, Any]:
+        """One record task about a new entity of ``kind`` (company, person, product), of the mix kind ``mix``
+        (``single_source`` or ``conflicting``, :data:`MIX_WEIGHTS`)."""
         r = self.rng
         all_specs = KIND_FIELDS[kind]
-        n_fields = 5 + int(r.random() < 0.5)
+        single = mix == "single_source"
+        n_fields = (3 if single else 5) + int(r.random() < 0.5)
         keep = sorted(r.choice(len(all_specs), size=n_fields, replace=False).tolist())
         specs = {all_specs[i].name: all_specs[i] for i in keep}
         entity, sibling = self.entity_names(kind)
@@ -177,14 +211,14 @@ class KnowledgeGenerator:
 
         gold = {f: self.value(s) for f, s in specs.items()}
         changeable = [f for f, s in specs.items() if s.changes]
-        n_conflicts = 1 + int(r.random() < 0.5)
+        n_conflicts = 0 if single else 1 + int(r.random() < 0.5)
         conflicted = [changeable[i] for i in sorted(r.choice(len(changeable), size=n_conflicts, replace=False))]
         year = int(r.integers(2012, 2017))
         base_doc = self.add_source(entity, kind, official[0], True, year, dict(gold), specs)
         support = dict.fromkeys(specs, base_doc)
         stale: dict[str, tuple[Any, str]] = {}
         split_updates = n_conflicts == 2 and r.random() < 0.5
-        for group in ([[f] for f in conflicted] if split_updates else [conflicted]):
+        for group in ([[f] for f in conflicted] if split_updates else [conflicted] if conflicted else []):
             year += 1 + int(r.integers(3))
             for f in group:
                 stale[f] = (gold[f], support[f])
@@ -194,10 +228,11 @@ class KnowledgeGenerator:
             doc = self.add_source(entity, kind, self._pick(official[1:]), True, year, statements, specs)
             support.update(dict.fromkeys(statements, doc))
         rumour: tuple[str, Any, str] | None = None
-        if r.random() < 0.5:
+        if not single and r.random() < 0.5:
             f = self._pick(changeable)
             value = self.changed(specs[f], gold[f])
-            doc = self.add_source(entity, kind, self._pick(UNOFFICIAL[kind]), False, year + 1, {f: value}, specs)
+            year += 1
+            doc = self.add_source(entity, kind, self._pick(UNOFFICIAL[kind]), False, year, {f: value}, specs)
             rumour = (f, value, doc)
         sibling_values = {f: self.changed(s, gold[f]) for f, s in specs.items()}
         sibling_docs = [self.add_source(sibling, kind, official[0], True, int(r.integers(2012, 2023)),
@@ -206,14 +241,22 @@ class KnowledgeGenerator:
         sibling_docs.append(self.add_source(sibling, kind, self._pick(official[1:]), True,
                                             int(r.integers(2012, 2023)), part, specs))
 
-        difficulty = 0.1 + 0.25 * (n_conflicts - 1) + 0.2 * (rumour is not None) + 0.1 * (n_fields == 6) \
-            + 0.15 * split_updates + float(r.uniform(0, 0.15))
+        if single:
+            difficulty = 0.05 * (n_fields - 3) + float(r.uniform(0, 0.15))
+        else:
+            difficulty = 0.1 + 0.25 * (n_conflicts - 1) + 0.2 * (rumour is not None) + 0.1 * (n_fields == 6) \
+                + 0.15 * split_updates + float(r.uniform(0, 0.15))
         schema_text = ", ".join(
             f"{f} ({s.type}{'; one of ' + '/'.join(s.enum) if s.enum else ''})" for f, s in specs.items())
-        rules = (f"Field rules: sources about {entity} disagree. For each field the value stated by the most "
-                 f"recently dated authoritative source wins; authoritative sources are {', '.join(official)}. "
-                 f"{' and '.join(s + 's' for s in UNOFFICIAL[kind]).capitalize()} never count. Cite for every "
-                 f"field the doc id of a source about {entity} that states the value you report.")
+        never = f"{' and '.join(s + 's' for s in UNOFFICIAL[kind]).capitalize()} never count."
+        cite = f"Cite for every field the doc id of a source about {entity} that states the value you report."
+        if single:
+            rules = (f"Field rules: report each field as an authoritative source about {entity} states it; "
+                     f"authoritative sources are {', '.join(official)}. {never} {cite}")
+        else:
+            rules = (f"Field rules: sources about {entity} disagree. For each field the value stated by the most "
+                     f"recently dated authoritative source wins; authoritative sources are {', '.join(official)}. "
+                     f"{never} {cite}")
         observations = [
             f"Record schema for the {kind} {entity}: a JSON object {{\"entity\": \"{entity}\", \"values\": "
             f"{{field: value}}, \"citations\": {{field: doc_id}}}} with every one of these fields: {schema_text}.",
@@ -224,13 +267,12 @@ class KnowledgeGenerator:
                                   self.changed)
         return {
             "task_id": f"kn-{index:04d}", "split": split, "family": kind, "difficulty": round(min(difficulty, 1.0), 3),
-            "prompt": f"Compile the structured {kind} record for {entity} from the source documents, "
-                      f"citing a source for every field.",
-            "entity": entity,
+            "prompt": record_prompt(kind, entity, list(specs), None if single else year),
+            "entity": entity, "mix": mix,
             "fields": [{"name": f, "type": s.type, **({"enum": list(s.enum)} if s.enum else {})}
                        for f, s in specs.items()],
             "gold": gold,
-            "observations": observations, "required_observations": [0, 1],
+            "observations": observations, "required_observations": [0] if single else [0, 1],
             "relevant_docs": sorted(set(support.values())),
             "tool_calls": [{"name": "get_field_history", "args": {"entity": entity, "field": f}} for f in conflicted],
             "candidates": cands,
@@ -238,10 +280,15 @@ class KnowledgeGenerator:
 
     # ----- the bank ----------------------------------------------------------------------------------
     def build(self) -> list[dict[str, Any]]:
-        splits = [s for s, n in SPLIT_SIZES.items() for _ in range(n)]
-        self.rng.shuffle(splits)
-        tasks = [self.task(i, ("company", "person")[i % 2], split) for i, split in enumerate(splits)]
-        tasks += [self.task(len(tasks) + i, "product", "ood") for i in range(N_OOD)]
+        def plan(sizes: dict[str, int]) -> list[tuple[str, str]]:
+            slots = [(split, mix) for split, n in sizes.items() for mix, k in mix_counts(n, MIX_WEIGHTS).items()
+                     for _ in range(k)]
+            self.rng.shuffle(slots)
+            return slots
+
+        tasks = [self.task(i, ("company", "person")[i % 2], split, mix)
+                 for i, (split, mix) in enumerate(plan(SPLIT_SIZES))]
+        tasks += [self.task(len(tasks) + i, "product", split, mix) for i, (split, mix) in enumerate(plan({"ood": N_OOD}))]
         return tasks
 
 
@@ -251,7 +298,7 @@ def label_candidates(tasks: list[dict[str, Any]], sources: list[dict[str, Any]])
     for t in tasks:
         spec = RecordSpec.from_json(t, path="<generated>")
         for cand in t["candidates"]:
-            cand["correct"] = grade_record(index, spec, cand["content"]) >= 1.0
+            cand["correct"] = grade_record(index, spec, t["gold"], cand["content"]) >= 1.0
 
 
 def generate(out_dir: Path, seed: int = SEED) -> tuple[int, int]:

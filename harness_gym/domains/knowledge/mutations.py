@@ -25,7 +25,8 @@ def record_candidates(rng: np.random.Generator, entity: str, specs: dict[str, Fi
     :param specs: its record's fields
     :param gold: the right value of each field
     :param support: the source each right value is cited to
-    :param stale: field -> (the older value, the source that stated it), for the fields that changed
+    :param stale: field -> (the older value, the source that stated it), for the fields that changed (empty for a
+        record with one source: its miscited record then cites the sibling's source)
     :param rumour: (field, value, source) of an unofficial claim, if the task has one
     :param sibling_values: the confusable sibling entity's values
     :param sibling_docs: the sibling's sources
@@ -58,8 +59,12 @@ def record_candidates(rng: np.random.Generator, entity: str, specs: dict[str, Fi
                                         {g: d for g, d in support.items() if g != f})))
     f = pick(rng, fields)
     out.append(("uncited_value", record(gold, {g: d for g, d in support.items() if g != f})))
-    f = pick(rng, list(stale))
-    out.append(("miscited", edit(f, gold[f], stale[f][1])))
+    if stale:
+        f = pick(rng, list(stale))
+        out.append(("miscited", edit(f, gold[f], stale[f][1])))
+    else:
+        f = pick(rng, fields)
+        out.append(("miscited", edit(f, gold[f], sibling_docs[-1])))
     f = pick(rng, fields)
     out.append(("other_entity", edit(f, sibling_values[f], sibling_docs[0])))
     f = pick(rng, [g for g in fields if not specs[g].enum])

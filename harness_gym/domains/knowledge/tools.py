@@ -1,5 +1,10 @@
 """The knowledge domain's tools: BM25 search over the sources, one source's full text, and the dated history
-of one field of one entity."""
+of one field of one entity.
+
+All three stand for the operator's own document store (a search endpoint, a document endpoint and a field-history
+endpoint) behind an API gateway: one ``api_call:internal`` per call (Amazon API Gateway's HTTP API price; the
+store's own compute is not counted).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ from harness_gym.domains.tooling import ToolTable
 
 TOOLS = ToolTable()
 """The knowledge tools; each takes the :class:`Library` of the domain before its call arguments."""
+DOCUMENT_STORE_CALL = {"api_call:internal": 1}
+"""One request to the operator's document store behind an API gateway."""
 
 
 class Library:
@@ -29,9 +36,10 @@ class Library:
 @TOOLS.tool("BM25 search over the source documents; returns doc ids, dates and titles.", {
     "type": "object", "additionalProperties": False, "required": ["query"],
     "properties": {"query": {"type": "string", "minLength": 1},
-                   "k": {"type": "integer", "minimum": 1, "maximum": 10}}})
+                   "k": {"type": "integer", "minimum": 1, "maximum": 10}}}, bills=DOCUMENT_STORE_CALL)
 def search(library: Library, query: str, k: int = 5) -> ToolResult:
-    """The ``k`` best sources for ``query`` (those with a positive score).
+    """The ``k`` best sources for ``query`` (those with a positive score). Stands for the document store's search
+    endpoint (an internal service): one ``api_call:internal``.
 
     :param library: the domain's sources and index
     :param query: the search text
@@ -46,9 +54,10 @@ def search(library: Library, query: str, k: int = 5) -> ToolResult:
 
 @TOOLS.tool("The full text, date and source kind of one source document.", {
     "type": "object", "additionalProperties": False, "required": ["doc_id"],
-    "properties": {"doc_id": {"type": "string", "pattern": "^kn-s[0-9]{4}$"}}})
+    "properties": {"doc_id": {"type": "string", "pattern": "^kn-s[0-9]{4}$"}}}, bills=DOCUMENT_STORE_CALL)
 def lookup_source(library: Library, doc_id: str) -> ToolResult:
-    """One source with its date, kind and authority.
+    """One source with its date, kind and authority. Stands for the document store's get-document endpoint: one
+    ``api_call:internal``.
 
     :param library: the domain's sources and index
     :param doc_id: the source's id
@@ -64,9 +73,10 @@ def lookup_source(library: Library, doc_id: str) -> ToolResult:
             "kind and whether it is authoritative.", {
                 "type": "object", "additionalProperties": False, "required": ["entity", "field"],
                 "properties": {"entity": {"type": "string", "minLength": 1},
-                               "field": {"type": "string", "minLength": 1}}})
+                               "field": {"type": "string", "minLength": 1}}}, bills=DOCUMENT_STORE_CALL)
 def get_field_history(library: Library, entity: str, field: str) -> ToolResult:
-    """Every statement of ``field`` of ``entity``, oldest first; an unknown entity suggests near names.
+    """Every statement of ``field`` of ``entity``, oldest first; an unknown entity suggests near names. Stands for a
+    query of the document store's statement index: one ``api_call:internal``.
 
     :param library: the domain's sources and index
     :param entity: the entity's name

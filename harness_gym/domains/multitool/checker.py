@@ -1,6 +1,12 @@
 """CHECK for tool plans: re-execute the plan with the real tools, validating every step's arguments (JSON schema)
 and the units of referenced values against what the step claims (``from_unit``, the ``days`` of ``date_add``,
-sums of unlike units), then the final unit and the stated answer; the feedback names the failing step."""
+sums of unlike units), then the final unit and the stated answer; the feedback names the failing step.
+
+The check counts what it verifies: one check per plan step and one for the final answer (its unit and value), so
+``n_total = len(plan) + 1`` (1 for a draft whose plan cannot be read) and ``n_passed`` the steps that ran before the
+first failure plus the final check if it passed. Re-executing a step calls its tool again, and in deployment the
+tools are services: the steps sent (those whose arguments passed the schema) bill their tools' declared items
+again, reported in ``CheckResult.billed`` (e.g. one ``api_call:fx_rates`` per ``exchange_rate`` step)."""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness_gym.core.tools import ToolSpec, validate_call
@@ -36,6 +42,8 @@ class PlanRun:
     failed_step: int = 0
     """1-based index of the step that failed (0: none)."""
     error: str = ""
+    billed: Mapping[str, float] = field(default_factory=dict)
+    """What the calls sent cost (their tools' declared bills), billable item -> quantity."""
 
     @property
     def ok(self) -> bool:
@@ -73,9 +81,11 @@ def run_plan(world: World, tools: Mapping[str, ToolSpec], plan: Any, *, check_un
     if len(plan) > MAX_PLAN_STEPS:
         return PlanRun((), MAX_PLAN_STEPS + 1, f"the plan has {len(plan)} steps; at most {MAX_PLAN_STEPS}")
     values: list[Value] = []
+    billed: dict[str, float] = {}
     for i, step in enumerate(plan, start=1):
         if not (isinstance(step, dict) and isinstance(step.get("tool"), str) and isinstance(step.get("args"), dict)):
-            return PlanRun(tuple(values), i, "a step must be an object with a 'tool' name and an 'args' object")
+            return PlanRun(tuple(values), i, "a step must be an object with a 'tool' name and an 'args' object",
+                           billed)
         name, raw_args = step["tool"], step["args"]
         try:
             args: dict[str, Any] = {}
@@ -87,10 +97,12 @@ def run_plan(world: World, tools: Mapping[str, ToolSpec], plan: Any, *, check_un
             problem = validate_call(tools, ToolCall(name, args))
             if problem:
                 raise ToolError(problem)
+            for item, quantity in tools[name].bills.items():
+                billed[item] = billed.get(item, 0.0) + quantity
             values.append(execute(world, name, args, values, units))
         except ToolError as exc:
-            return PlanRun(tuple(values), i, f"{name}: {exc}")
-    return PlanRun(tuple(values))
+            return PlanRun(tuple(values), i, f"{name}: {exc}", billed)
+    return PlanRun(tuple(values), billed=billed)
 
 
 def check_plan(world: World, tools: Mapping[str, ToolSpec], payload: Mapping[str, Any], content: str) -> CheckResult:
@@ -104,11 +116,14 @@ def check_plan(world: World, tools: Mapping[str, ToolSpec], payload: Mapping[str
     """
     parsed = parse_draft(content)
     if isinstance(parsed, str):
-        return CheckResult(False, parsed, specificity=0.3)
+        return CheckResult(False, parsed, specificity=0.3, n_passed=0, n_total=1)
     plan, answer = parsed
     run = run_plan(world, tools, plan)
+    readable = isinstance(plan, list) and 0 < len(plan) <= MAX_PLAN_STEPS
+    counts = {"n_total": len(plan) + 1 if readable else 1, "billed": dict(run.billed) or None}
     if not run.ok:
-        return CheckResult(False, f"step {run.failed_step} failed: {run.error}", specificity=0.9)
+        return CheckResult(False, f"step {run.failed_step} failed: {run.error}", specificity=0.9,
+                           n_passed=run.failed_step - 1 if readable else 0, **counts)
     result = run.result
     want = payload["answer_unit"]
     n = len(run.values)
@@ -116,9 +131,9 @@ def check_plan(world: World, tools: Mapping[str, ToolSpec], payload: Mapping[str
         got = "a date" if result.unit == DATE else (f"a value in {format_unit(result.unit)}"
                                                      if result.unit else "a plain number")
         return CheckResult(False, f"the last step ({n}) returns {got}, but the task asks for "
-                                  f"{payload['unit_name']}", specificity=0.8)
+                                  f"{payload['unit_name']}", specificity=0.8, n_passed=n, **counts)
     if not answer_close(answer, result.as_json()):
         return CheckResult(False, f"the answer {answer!r} does not match the plan's result "
-                                  f"{result.render()} (step {n})", specificity=0.9)
+                                  f"{result.render()} (step {n})", specificity=0.9, n_passed=n, **counts)
     return CheckResult(True, f"the plan ran ({n} steps) and its result {result.render()} matches the answer",
-                       specificity=1.0)
+                       specificity=1.0, n_passed=n + 1, **counts)

@@ -1,14 +1,23 @@
-"""The multi-tool domain: answer a question with a chain of 2-5 tool calls.
+"""The multi-tool domain: answer a question with a chain of 1-5 tool calls.
 
 The draft is a tool plan plus its final value, ``{"plan": [{"tool": ..., "args": {...}}, ...], "answer": v}``.
 The checker re-executes the plan with the real tools (:func:`~harness_gym.domains.multitool.checker.run_plan`),
-validates every step's arguments and units and the final unit, and names the failing step. The hidden grader
-compares the answer with the gold value computed by running the task's reference plan.
+validates every step's arguments and units and the final unit, and names the failing step; it counts the steps it
+verified and bills the re-executed calls again. The hidden grader compares the answer with the gold value computed
+by running the task's reference plan (kept by the domain, never in ``Task.payload``, whose ``answer_unit`` and
+``unit_name`` the prompt states anyway).
+
+The task mix (chains of 1 to 5 calls in τ²-bench retail's proportions) is documented in
+:mod:`harness_gym.domains.multitool.generate`; the harness signals read the prompt through
+:class:`~harness_gym.domains.multitool.requests.RequestParser` (the request type, so the chain length, and the ids,
+dates and currencies it names).
 """
 
 from __future__ import annotations
 
 import functools
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +27,7 @@ from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents,
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.multitool.checker import check_plan, parse_draft, run_plan
 from harness_gym.domains.multitool.grader import grade_answer
+from harness_gym.domains.multitool.requests import ParsedRequest, RequestParser, read_requests
 from harness_gym.domains.multitool.tools import (
     DATE,
     TOOLS,
@@ -41,6 +51,10 @@ class MultiToolDomain(Domain):
     name = "multitool"
     uses_sandbox = False
     tool_needs_draft = False
+    KEY_SLOTS = frozenset({"order", "sku", "contract", "route", "booking", "invoice", "date", "base", "quote",
+                           "currency", "target", "value"})
+    """The slots of a request's wording whose values a harness looks for in tool calls and results: ids, dates,
+    currencies, target units and the quantity to convert (not the spelled-out unit words, the payment terms)."""
     check_false_alarm_rate = 0.015
     """The plan check re-executes every step against the tools, which in deployment are live services (rates,
     lookups): 1.5% of Google's test runs report a flaky result (J. Micco, "Flaky Tests at Google and How We
@@ -53,6 +67,9 @@ class MultiToolDomain(Domain):
         self.world = self._load_world(root / "world.json")
         self.tools = TOOLS.specs
         self.corpus = read_documents(root / "corpus.jsonl")
+        in_dist, out_dist = read_requests()
+        self.parser = RequestParser({**in_dist, **out_dist})
+        self._parsed: dict[str, ParsedRequest | None] = {}
         self._gold: dict[str, Value] = {}
         path = root / "tasks.jsonl"
         tasks = []
@@ -73,6 +90,9 @@ class MultiToolDomain(Domain):
                 raise TaskFileError(path, f"reference plan returns {format_unit(run.result.unit)}, not {unit}",
                                     line=line, task_id=tid, field="payload.answer_unit")
             task = parse_task(rec, path=path, line=line, payload={"answer_unit": want, "unit_name": unit})
+            if self.parser.parse(task.prompt) is None:
+                raise TaskFileError(path, "the prompt follows no request type of sources/requests.json", line=line,
+                                    task_id=tid, field="prompt")
             self._gold[tid] = run.result
             tasks.append(task)
         self.add_tasks(tasks)
@@ -99,6 +119,46 @@ class MultiToolDomain(Domain):
     def gold(self, task: Task) -> Value:
         """The value the reference plan computes (what the grader compares with)."""
         return self._gold[task.task_id]
+
+    # ----- signals the harness holds --------------------------------------------------------------------
+    def request(self, task: Task) -> ParsedRequest | None:
+        """The request the task's prompt makes: its type (so the chain length) and its slot values (memoised;
+        ``None`` for a prompt of no known type, e.g. a task built in code).
+
+        :param task: the task
+        """
+        if task.task_id not in self._parsed:
+            self._parsed[task.task_id] = self.parser.parse(task.prompt)
+        return self._parsed[task.task_id]
+
+    def task_keys(self, task: Task) -> tuple[str, ...]:
+        """The ids, dates, currencies, target units and quantities the prompt names (lower-cased, in the wording's
+        order)."""
+        got = self.request(task)
+        if got is None:
+            return super().task_keys(task)
+        keys = dict.fromkeys(v.lower() for k, v in got.slots.items() if k in self.KEY_SLOTS)
+        return tuple(keys)
+
+    def n_visible_checks(self, task: Task) -> int:
+        """The checks CHECK runs on a plan of the length the request type chains: one per step and one for the
+        final answer."""
+        got = self.request(task)
+        return 0 if got is None else got.type.steps + 1
+
+    def tool_answers(self, task: Task, call: ToolCall, result: ToolResult) -> bool:
+        """A successful call answers when its arguments or its result name one of the prompt's keys (its id, a
+        date or currency it names): a lookup of the asked order does, one of the next order does not."""
+        if not result.ok:
+            return False
+        text = (result.output + " " + json.dumps(dict(call.args), sort_keys=True, default=str)).lower()
+        return any(key in text for key in self.task_keys(task))
+
+    def observe_bill(self, task: Task, index: int) -> Mapping[str, float]:
+        """A table's schema is read from the tables service (``api_call:internal``); the answer format and the
+        rate table's coverage come with the task (free)."""
+        text = task.observations[index] if 0 <= index < len(task.observations) else ""
+        return {"api_call:internal": 1} if text.startswith("Table ") else {}
 
     # ----- TOOL --------------------------------------------------------------------------------------
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,

@@ -13,12 +13,14 @@ class HarnessMultiToolEnv(HarnessEnv):
     """
     ## Description
 
-    Multi-tool: each task is a question that needs a chain of 2-5 tool calls, e.g. "what is order O-1042's
+    Multi-tool: each task is a question that needs a chain of 1-5 tool calls, e.g. "what is order O-1042's
     amount in EUR at the rate finance uses?" (look up the amount, look up the order date, fetch that day's
     rate, multiply). The world is a dated currency rate table (six currencies, one rate a day over half a
     year) and six lookup tables (orders, products, contracts, routes, bookings, invoices) whose cells carry
-    units. Five question templates make up train/val/test; two unseen templates (an invoice settled at the rate
-    of its due date, a price per pound in another currency) form the ``ood`` split.
+    units. Twelve request types make up train/val/test; six unseen ones (about supplier invoices, unit prices per
+    pound) form the ``ood`` split. Every split mixes chains of 1 to 5 calls in the proportions of τ²-bench
+    retail's gold action sequences (:mod:`harness_gym.domains.multitool.generate`); the prompt's wording names the
+    quantities the answer combines, so the chain length is visible.
 
     A draft is a tool plan plus its final value: ``{"plan": [{"tool": T, "args": {...}}, ...], "answer": v}``;
     an argument ``"$n"`` stands for the result of step n.
@@ -29,11 +31,14 @@ class HarnessMultiToolEnv(HarnessEnv):
       evaluator with unit algebra, never ``eval``), ``convert_units(value, from_unit, to_unit)``,
       ``date_add(date, days)``, ``date_diff(start, end)``, ``exchange_rate(base, quote, date)``,
       ``lookup(table, key, field)``. Schema violations and semantic faults (unknown unit, impossible date, no
-      rate for that day, converting mass to length) are tool errors.
+      rate for that day, converting mass to length) are tool errors. ``exchange_rate`` stands for a paid
+      currency-rate API (``api_call:fx_rates``), ``lookup`` for an internal tables service
+      (``api_call:internal``); the calculator, unit and date tools run locally (``api_call:free``).
     - **Checker** (CHECK): re-executes the plan with the real tools, checks each step's arguments and the
       units of referenced values (``from_unit`` must be the value's unit, sums need like units, ``date_add``
       needs days), that the last step returns the unit the task asks for and that the answer equals the
-      plan's result. Feedback names the failing step. A plan that runs with consistent units but answers a
+      plan's result. Feedback names the failing step; it reports how many of its checks (one per step, one for
+      the answer) passed and bills every call it re-sends (an FX lookup again costs an FX request). A plan that runs with consistent units but answers a
       slightly different question (the delivery date's rate, the scheduled instead of the measured time, one
       night too many) passes the checker and fails the grader: the domain's support ceiling.
     - **Grader** (SUBMIT, hidden): 1 when the answer is within 0.1% (dates: equal) of the gold value computed

@@ -4,15 +4,29 @@ Deterministic for a seed; run ``python -m harness_gym.domains.multitool.generate
 Writes ``world.json``, ``corpus.jsonl`` and ``tasks.jsonl`` to ``envs_data/multitool/``.
 
 The hand-written inputs are in ``sources/``: the currencies' starting levels (``currencies.json``), the lookup
-tables' descriptions (``tables.json``) and the tool manuals and conventions (``manuals.jsonl``).
+tables' descriptions (``tables.json``), the tool manuals and conventions (``manuals.jsonl``), the request types
+with their wording and chain length (``requests.json``, read by :mod:`~harness_gym.domains.multitool.requests`)
+and the unit conversions a 1-call task asks (``conversions.json``).
 
-Each task is a chain of 2-5 tool calls made from a template. Five templates form train/val/test; two more
-(invoice due-date conversion, price per weight in another currency) are held out as the ``ood`` split.
-Wrong candidates are realistic plan perturbations (:mod:`~harness_gym.domains.multitool.mutations`): the wrong
-column or rate date, swapped arguments, a missing step, the wrong target unit, a slip in the calculator
-expression or in the final number. Each
-wrong plan's answer is what executing it gives; a candidate is kept only when the grader's comparison with the
-reference plan's value agrees with its label (a rate that did not move between two dates is dropped).
+Each task is a chain of 1-5 tool calls made from a request type. Twelve types form train/val/test; six more
+(about supplier invoices, and unit prices per pound) are held out as the ``ood`` split. Wrong candidates are
+realistic plan perturbations (:mod:`~harness_gym.domains.multitool.mutations`): the wrong column, key or rate
+date, swapped arguments, a missing step, the wrong unit, a slip in the calculator expression or in the final
+number. Each wrong plan's answer is what executing it gives; a candidate is kept only when the grader's comparison
+with the reference plan's value agrees with its label (a rate that did not move between two dates is dropped).
+
+**Task mix** (every split, ``ood`` included, by :func:`~harness_gym.domains.generation.mix_counts` of
+:data:`LENGTH_WEIGHTS`): the number of tool calls a task's answer chains, 1 to 5, in the proportions of the
+gold action sequences of τ²-bench's retail domain (``tasks.json``, 114 tasks; reads and writes both count):
+20 tasks take 1 call, 15 take 2, 9 take 3, 8 take 4 and 18 take 5 (the 2 tasks with no call and the 42 with more
+than 5 left out), so 28.6% / 21.4% / 12.9% / 11.4% / 25.7%. The request types of one length take turns. The cue
+is the prompt: its wording names the quantities the answer combines (a rate on a day: 1 call; a unit weight in
+another unit: 2; an order's amount at its order date's rate: 4 ...). A longer chain needs more evidence (more table
+schemas, manuals and lookups) and its check covers more steps; how much of the spec the check covers depends on
+the request type (a wrong rate date or a near-miss id passes it, a unit slip does not).
+
+Difficulty is 0.1 + 0.12 per call beyond two (so about 0 for one call) + the template's trickiness + U(-0.05,
+0.05), + 0.15 on ``ood``.
 """
 
 from __future__ import annotations
@@ -28,10 +42,11 @@ from typing import Any
 import numpy as np
 
 from harness_gym.core.taskfile import TaskFileError, read_documents, read_json, require, write_jsonl
-from harness_gym.domains.generation import family_splits, generator_main, pick
+from harness_gym.domains.generation import generator_main, mix_counts, pick
 from harness_gym.domains.multitool import mutations
 from harness_gym.domains.multitool.checker import run_plan
-from harness_gym.domains.multitool.mutations import Plan, answer_slip, lookup, step
+from harness_gym.domains.multitool.mutations import WEIGHT_UNITS, Plan, answer_slip, lookup, step
+from harness_gym.domains.multitool.requests import REQUESTS_FILE, RequestType, read_requests
 from harness_gym.domains.multitool.tools import TOOL_SPECS, UNITS, World, answer_close, format_unit
 from harness_gym.domains.sources import fill_placeholders, source_path
 
@@ -40,8 +55,14 @@ DAYS = 182
 CURRENCIES_FILE = source_path("multitool", "currencies.json")
 TABLES_FILE = source_path("multitool", "tables.json")
 MANUALS_FILE = source_path("multitool", "manuals.jsonl")
-OOD_PER_FAMILY = 20
-SPLIT_SHARES = (("train", 19), ("val", 6), ("test", 7))  # tasks per in-distribution family, by split
+SPLIT_SIZES = {"train": 95, "val": 30, "test": 35}
+"""In-distribution tasks per split."""
+N_OOD = 40
+TAU2_RETAIL_CALLS = {"1": 20, "2": 15, "3": 9, "4": 8, "5": 18}
+"""τ²-bench retail tasks by the number of tool calls in their gold action sequence, 1 to 5 (module docstring)."""
+LENGTH_WEIGHTS = TAU2_RETAIL_CALLS
+"""The task mix: chain length -> weight in every split."""
+CONVERSIONS_FILE = source_path("multitool", "conversions.json")
 
 # ----- world -----------------------------------------------------------------------------------------
 def read_currencies(path: Path = CURRENCIES_FILE) -> dict[str, float]:
@@ -75,9 +96,35 @@ def read_tables(path: Path = TABLES_FILE) -> dict[str, dict[str, Any]]:
     return raw
 
 
+def read_conversions(path: Path = CONVERSIONS_FILE) -> list[dict[str, str]]:
+    """The unit conversions a 1-call task asks: source and target unit, how the prompt names them, a confusable
+    source unit and another target unit of the same dimension (the wrong plans).
+
+    :param path: the conversions file
+    """
+    raw = read_json(path)
+    if not isinstance(raw, list) or not raw:
+        raise TaskFileError(path, "expected a non-empty list of conversions")
+    out = []
+    for i, rec in enumerate(raw):
+        where = f"[{i}]"
+        if not isinstance(rec, dict):
+            raise TaskFileError(path, "expected an object", field=where)
+        conv = {k: require(rec, k, str, path=path, task_id=where)
+                for k in ("from", "to", "from_words", "to_words", "confusable", "other_to")}
+        for k in ("from", "to", "confusable", "other_to"):
+            if conv[k] not in UNITS:
+                raise TaskFileError(path, f"unknown unit {conv[k]!r}", task_id=where, field=k)
+        if len({UNITS[conv[k]].dimension for k in ("from", "to", "confusable", "other_to")}) != 1:
+            raise TaskFileError(path, "the four units must share one dimension", task_id=where)
+        out.append(conv)
+    return out
+
+
 COLUMN_TYPES = ("text", "quantity", "date")
 CURRENCIES = read_currencies()
 COLUMNS = read_tables()
+CONVERSIONS = read_conversions()
 
 
 def _day(rng: np.random.Generator, lo: int = 0, hi: int = DAYS) -> dt.date:
@@ -173,13 +220,14 @@ def make_corpus(world: dict[str, Any]) -> list[dict[str, str]]:
 class Spec:
     """One task before labelling: the reference plan and the wrong plans a model plausibly writes."""
 
-    family: str
+    request: RequestType
     prompt: str
     answer_unit: str
     plan: Plan
     wrong: list[tuple[str, Plan]]
     tool_calls: list[dict[str, Any]]
-    table: str
+    table: str | None
+    """The table whose schema the task needs (``None``: the task reads no table)."""
     docs: list[str]
     extra: float = 0.0
     """Difficulty added for the template's trickiness."""
@@ -189,7 +237,82 @@ def _call(s: dict[str, Any]) -> dict[str, Any]:
     return {"name": s["tool"], "args": dict(s["args"])}
 
 
-def order_fx(rng: np.random.Generator, w: World) -> Spec:
+def _neighbour(keys: list[str], key: str) -> str:
+    """The key after ``key`` (the first after the last): a near-miss id."""
+    return keys[(keys.index(key) + 1) % len(keys)]
+
+
+def _day_before(day: str) -> str:
+    return (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
+
+
+def order_amount(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    orders = list(w.tables["orders"]["rows"])
+    o = pick(rng, orders)
+    cur = w.tables["orders"]["rows"][o]["amount"][1]
+    plan = [lookup("orders", o, "amount")]
+    return Spec(req, req.prompt(order=o, currency=cur), cur, plan, mutations.order_amount(o, _neighbour(orders, o)),
+                [_call(plan[0])], "orders", ["table-orders"])
+
+
+def fx_rate(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    base = pick(rng, [c for c in CURRENCIES if c != "JPY"])
+    quote = pick(rng, [c for c in CURRENCIES if c not in (base, "JPY")])
+    day = _day(rng, 1).isoformat()
+    plan = [step("exchange_rate", base=base, quote=quote, date=day)]
+    return Spec(req, req.prompt(quote=quote, base=base, date=day), f"{quote}/{base}", plan,
+                mutations.fx_rate(base, quote, day, _day_before(day)), [_call(plan[0])], None,
+                ["tool-exchange_rate"])
+
+
+def unit_conversion(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    conv = pick(rng, CONVERSIONS)
+    value = round(float(rng.uniform(2, 400)), 1)
+    plan = [step("convert_units", value=value, from_unit=conv["from"], to_unit=conv["to"])]
+    wrong = mutations.unit_conversion(value, conv["from"], conv["to"], conv["confusable"], conv["other_to"])
+    prompt = req.prompt(to_words=conv["to_words"], value=f"{value:g}", from_words=conv["from_words"],
+                        to_unit=conv["to"])
+    return Spec(req, prompt, conv["to"], plan, wrong, [_call(plan[0])], None,
+                [f"units-{UNITS[conv['to']].dimension}"])
+
+
+def unit_weight(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    rows = w.tables["products"]["rows"]
+    sku = pick(rng, list(rows))
+    weight, unit = rows[sku]["unit_weight"]
+    target = pick(rng, [u for u in ("kg", "lb", "oz", "g") if u != unit])
+    third = pick(rng, [u for u in WEIGHT_UNITS if u not in (unit, target)])
+    neighbour = _neighbour(list(rows), sku)
+    plan = [lookup("products", sku, "unit_weight"), step("convert_units", value="$1", from_unit=unit, to_unit=target)]
+    wrong = mutations.unit_weight(plan, unit, target, third, neighbour, rows[neighbour]["unit_weight"][1])
+    calls = [_call(plan[0]), _call(step("convert_units", value=weight, from_unit=unit, to_unit=target))]
+    return Spec(req, req.prompt(sku=sku, target=target), target, plan, wrong, calls, "products",
+                ["table-products", "units-mass"])
+
+
+def route_distance(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    rows = w.tables["routes"]["rows"]
+    r = pick(rng, list(rows))
+    dist, unit = rows[r]["distance"]
+    target = "mi" if unit == "km" else "km"
+    neighbour = _neighbour(list(rows), r)
+    plan = [lookup("routes", r, "distance"), step("convert_units", value="$1", from_unit=unit, to_unit=target)]
+    wrong = mutations.route_distance(plan, unit, target, neighbour, rows[neighbour]["distance"][1])
+    calls = [_call(plan[0]), _call(step("convert_units", value=dist, from_unit=unit, to_unit=target))]
+    return Spec(req, req.prompt(route=r, target=target), target, plan, wrong, calls, "routes",
+                ["table-routes", "units-length"])
+
+
+def delivery_days(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    orders = list(w.tables["orders"]["rows"])
+    o = pick(rng, orders)
+    plan = [lookup("orders", o, "order_date"), lookup("orders", o, "delivery_date"),
+            step("date_diff", start="$1", end="$2")]
+    return Spec(req, req.prompt(order=o), "day", plan, mutations.delivery_days(plan, _neighbour(orders, o)),
+                [_call(plan[0]), _call(plan[1])], "orders", ["table-orders", "tool-date_diff"])
+
+
+def order_fx(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
     o = pick(rng, list(w.tables["orders"]["rows"]))
     row = w.tables["orders"]["rows"][o]
     cur = row["amount"][1]
@@ -198,14 +321,13 @@ def order_fx(rng: np.random.Generator, w: World) -> Spec:
             step("exchange_rate", base=cur, quote=target, date="$2"), step("calculate", expression="$1 * $3")]
     month_start = row["order_date"][:8] + "01"
     wrong = mutations.order_fx(plan, o, cur, target, month_start)
-    prompt = (f"Order {o} was invoiced in the customer's currency. What is the order amount in {target}, "
-              f"converted at the exchange rate finance uses for orders? Answer in {target}.")
     calls = [_call(plan[1]), _call({"tool": "exchange_rate", "args": {"base": cur, "quote": target,
                                                                        "date": row["order_date"]}})]
-    return Spec("order_fx", prompt, target, plan, wrong, calls, "orders", ["table-orders", "tool-exchange_rate"])
+    return Spec(req, req.prompt(order=o, target=target), target, plan, wrong, calls, "orders",
+                ["table-orders", "tool-exchange_rate"])
 
 
-def shipment_weight(rng: np.random.Generator, w: World) -> Spec:
+def shipment_weight(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
     o = pick(rng, list(w.tables["orders"]["rows"]))
     row = w.tables["orders"]["rows"][o]
     sku = row["sku"]
@@ -215,31 +337,35 @@ def shipment_weight(rng: np.random.Generator, w: World) -> Spec:
     plan = [lookup("orders", o, "sku"), lookup("products", "$1", "unit_weight"), lookup("orders", o, "quantity"),
             step("calculate", expression="$2 * $3"), step("convert_units", value="$4", from_unit=unit, to_unit=target)]
     wrong = mutations.shipment_weight(rng, plan, unit, target, qty)
-    prompt = (f"What is the total shipping weight of order {o} (all units of the product it contains)? "
-              f"Answer in {target}.")
     calls = [_call(plan[0]), _call(lookup("products", sku, "unit_weight"))]
-    return Spec("shipment_weight", prompt, target, plan, wrong, calls, "orders",
+    return Spec(req, req.prompt(order=o, target=target), target, plan, wrong, calls, "orders",
                 ["table-orders", "table-products"], extra=0.1)
 
 
-def contract_end(rng: np.random.Generator, w: World) -> Spec:
-    c = pick(rng, list(w.tables["contracts"]["rows"]))
-    row = w.tables["contracts"]["rows"][c]
-    term, unit = row["term"]
-    if unit == "week":
+def _contract_end(rng: np.random.Generator, w: World, req: RequestType, term_unit: str) -> Spec:
+    rows = w.tables["contracts"]["rows"]
+    c = pick(rng, [k for k, v in rows.items() if v["term"][1] == term_unit])
+    if term_unit == "week":
         plan = [lookup("contracts", c, "effective"), lookup("contracts", c, "term"),
                 step("convert_units", value="$2", from_unit="week", to_unit="day"),
                 step("date_add", date="$1", days="$3")]
     else:
         plan = [lookup("contracts", c, "effective"), lookup("contracts", c, "term"),
                 step("date_add", date="$1", days="$2")]
-    wrong = mutations.contract_end(plan, c, unit)
-    prompt = f"On which date does contract {c} end, given its term? Answer with an ISO date."
-    calls = [_call(plan[0]), _call(plan[1])]
-    return Spec("contract_end", prompt, "date", plan, wrong, calls, "contracts", ["table-contracts", "tool-date_add"])
+    wrong = mutations.contract_end(plan, c, term_unit)
+    return Spec(req, req.prompt(contract=c), "date", plan, wrong, [_call(plan[0]), _call(plan[1])], "contracts",
+                ["table-contracts", "tool-date_add"])
 
 
-def route_speed(rng: np.random.Generator, w: World) -> Spec:
+def contract_end_days(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    return _contract_end(rng, w, req, "day")
+
+
+def contract_end_weeks(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    return _contract_end(rng, w, req, "week")
+
+
+def route_speed(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
     r = pick(rng, list(w.tables["routes"]["rows"]))
     row = w.tables["routes"]["rows"][r]
     d_unit, t_unit = row["distance"][1], row["actual_duration"][1]
@@ -249,13 +375,11 @@ def route_speed(rng: np.random.Generator, w: World) -> Spec:
     plan = [lookup("routes", r, "distance"), lookup("routes", r, "actual_duration"),
             step("calculate", expression="$1 / $2"), step("convert_units", value="$3", from_unit=speed, to_unit=target)]
     wrong = mutations.route_speed(plan, r, target, speed, misread)
-    prompt = (f"What was the average speed on the last trip of route {r}, from the driver's measured time? "
-              f"Answer in {target}.")
-    calls = [_call(plan[1]), _call(plan[0])]
-    return Spec("route_speed", prompt, target, plan, wrong, calls, "routes", ["table-routes", "units-speed"])
+    return Spec(req, req.prompt(route=r, target=target), target, plan, wrong, [_call(plan[1]), _call(plan[0])],
+                "routes", ["table-routes", "units-speed"])
 
 
-def stay_cost(rng: np.random.Generator, w: World) -> Spec:
+def stay_cost(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
     b = pick(rng, list(w.tables["bookings"]["rows"]))
     row = w.tables["bookings"]["rows"][b]
     cur = row["nightly_rate"][1].split("/")[0]
@@ -263,12 +387,52 @@ def stay_cost(rng: np.random.Generator, w: World) -> Spec:
             step("date_diff", start="$1", end="$2"), lookup("bookings", b, "nightly_rate"),
             step("calculate", expression="$3 * $4")]
     wrong = mutations.stay_cost(plan, b)
-    prompt = f"What is the total room charge of booking {b} for the whole stay? Answer in {cur}."
     calls = [_call(plan[3]), _call(step("date_diff", start=row["check_in"], end=row["check_out"]))]
-    return Spec("stay_cost", prompt, cur, plan, wrong, calls, "bookings", ["table-bookings", "tool-date_diff"])
+    return Spec(req, req.prompt(booking=b, currency=cur), cur, plan, wrong, calls, "bookings",
+                ["table-bookings", "tool-date_diff"])
 
 
-def invoice_due_fx(rng: np.random.Generator, w: World) -> Spec:
+def invoice_issued(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    invoices = list(w.tables["invoices"]["rows"])
+    inv = pick(rng, invoices)
+    plan = [lookup("invoices", inv, "issued")]
+    return Spec(req, req.prompt(invoice=inv), "date", plan, mutations.invoice_issued(inv, _neighbour(invoices, inv)),
+                [_call(plan[0])], "invoices", ["table-invoices"])
+
+
+def invoice_due(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    inv = pick(rng, list(w.tables["invoices"]["rows"]))
+    issued = w.tables["invoices"]["rows"][inv]["issued"]
+    terms = int(rng.choice([14, 30, 45, 60]))
+    plan = [lookup("invoices", inv, "issued"), step("date_add", date="$1", days=terms)]
+    calls = [_call(plan[0]), _call(step("date_add", date=issued, days=terms))]
+    return Spec(req, req.prompt(invoice=inv, terms=terms), "date", plan, mutations.invoice_due(plan, inv, terms), calls,
+                "invoices", ["table-invoices", "guide-dates"])
+
+
+def invoice_fx_on_day(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    inv = pick(rng, list(w.tables["invoices"]["rows"]))
+    cur = w.tables["invoices"]["rows"][inv]["amount"][1]
+    target = pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
+    day = _day(rng, 1).isoformat()
+    plan = [lookup("invoices", inv, "amount"), step("exchange_rate", base=cur, quote=target, date=day),
+            step("calculate", expression="$1 * $2")]
+    wrong = mutations.invoice_fx_on_day(plan, cur, target, _day_before(day))
+    return Spec(req, req.prompt(invoice=inv, target=target, date=day), target, plan, wrong,
+                [_call(plan[0]), _call(plan[1])], "invoices", ["table-invoices", "tool-exchange_rate"])
+
+
+def price_per_weight_local(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
+    rows = w.tables["products"]["rows"]
+    p = pick(rng, [k for k, v in rows.items() if v["unit_weight"][1] != "lb"])
+    cur, unit = rows[p]["price"][1], rows[p]["unit_weight"][1]
+    plan = [lookup("products", p, "price"), lookup("products", p, "unit_weight"),
+            step("convert_units", value="$2", from_unit=unit, to_unit="lb"), step("calculate", expression="$1 / $3")]
+    return Spec(req, req.prompt(sku=p, currency=cur), f"{cur}/lb", plan, mutations.price_per_weight_local(plan, unit),
+                [_call(plan[0]), _call(plan[1])], "products", ["table-products", "units-mass"])
+
+
+def invoice_due_fx(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
     inv = pick(rng, list(w.tables["invoices"]["rows"]))
     row = w.tables["invoices"]["rows"][inv]
     cur = row["amount"][1]
@@ -278,35 +442,36 @@ def invoice_due_fx(rng: np.random.Generator, w: World) -> Spec:
             step("exchange_rate", base=cur, quote=target, date="$2"), lookup("invoices", inv, "amount"),
             step("calculate", expression="$4 * $3")]
     wrong = mutations.invoice_due_fx(plan, inv, cur, target, terms)
-    prompt = (f"Invoice {inv} has net {terms} payment terms. How much is it in {target} at the rate on which it "
-              f"is settled? Answer in {target}.")
     due = (dt.date.fromisoformat(row["issued"]) + dt.timedelta(days=terms)).isoformat()
     calls = [_call(plan[0]), _call(step("exchange_rate", base=cur, quote=target, date=due))]
-    return Spec("invoice_due_fx", prompt, target, plan, wrong, calls, "invoices",
+    return Spec(req, req.prompt(invoice=inv, terms=terms, target=target), target, plan, wrong, calls, "invoices",
                 ["table-invoices", "guide-dates"], extra=0.15)
 
 
-def price_per_weight(rng: np.random.Generator, w: World) -> Spec:
+def price_per_weight(rng: np.random.Generator, w: World, req: RequestType) -> Spec:
     p = pick(rng, [k for k, v in w.tables["products"]["rows"].items() if v["unit_weight"][1] != "lb"])
     row = w.tables["products"]["rows"][p]
     cur, unit = row["price"][1], row["unit_weight"][1]
     target = pick(rng, [c for c in CURRENCIES if c not in (cur, "JPY")])
     day = _day(rng).isoformat()
-    day_before = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
     plan = [lookup("products", p, "price"), lookup("products", p, "unit_weight"),
             step("convert_units", value="$2", from_unit=unit, to_unit="lb"),
             step("exchange_rate", base=cur, quote=target, date=day), step("calculate", expression="$1 * $4 / $3")]
-    wrong = mutations.price_per_weight(plan, unit, cur, target, day_before)
-    prompt = (f"Quote the list price of product {p} per pound of weight in {target}, using the rate of {day}. "
-              f"Answer in {target}/lb.")
-    calls = [_call(plan[1]), _call(plan[3])]
-    return Spec("price_per_weight", prompt, f"{target}/lb", plan, wrong, calls, "products",
-                ["table-products", "tool-exchange_rate"], extra=0.1)
+    wrong = mutations.price_per_weight(plan, unit, cur, target, _day_before(day))
+    return Spec(req, req.prompt(sku=p, target=target, date=day), f"{target}/lb", plan, wrong,
+                [_call(plan[1]), _call(plan[3])], "products", ["table-products", "tool-exchange_rate"], extra=0.1)
 
 
-IN_DIST: tuple[Callable[[np.random.Generator, World], Spec], ...] = (order_fx, shipment_weight, contract_end,
-                                                                      route_speed, stay_cost)
-OOD: tuple[Callable[[np.random.Generator, World], Spec], ...] = (invoice_due_fx, price_per_weight)
+Template = Callable[[np.random.Generator, World, RequestType], Spec]
+TEMPLATES: dict[str, Template] = {f.__name__: f for f in (
+    order_amount, fx_rate, unit_conversion, unit_weight, route_distance, delivery_days, contract_end_days,
+    order_fx, route_speed, contract_end_weeks, shipment_weight, stay_cost,
+    invoice_issued, invoice_due, invoice_fx_on_day, price_per_weight_local, invoice_due_fx, price_per_weight)}
+"""Request family -> the function that makes one task of it (the families of ``sources/requests.json``)."""
+IN_DIST, OOD = read_requests()
+if set(TEMPLATES) != set(IN_DIST) | set(OOD):
+    raise TaskFileError(REQUESTS_FILE, f"request types without a template: {sorted(set(IN_DIST) | set(OOD) - set(TEMPLATES))}; "
+                        f"templates without a request type: {sorted(set(TEMPLATES) - set(IN_DIST) - set(OOD))}")
 
 
 # ----- labelling -------------------------------------------------------------------------------------
@@ -319,6 +484,7 @@ def build_task(spec: Spec, task_id: str, split: str, rng: np.random.Generator, w
     """Label the candidates with the real checker and grader and assemble the task record."""
     ref_run = run_plan(world, TOOL_SPECS, spec.plan)
     assert ref_run.ok, (task_id, ref_run.error)
+    assert len(spec.plan) == spec.request.steps, (task_id, len(spec.plan))
     exact = ref_run.result.as_json()
     gold = _answer(exact)
     assert format_unit(ref_run.result.unit) == spec.answer_unit or spec.answer_unit == "date", (task_id, ref_run.result)
@@ -337,10 +503,12 @@ def build_task(spec: Spec, task_id: str, split: str, rng: np.random.Generator, w
         if cand["content"] not in contents and graded_correct == cand["correct"]:
             contents.add(cand["content"])
             labelled.append(cand)
-    tab = world_raw["tables"][spec.table]
-    schema = "; ".join(f"{c} ({v['type']}): {v['doc']}" for c, v in tab["columns"].items())
-    observations = [
-        f"Table {spec.table} (key {tab['key']}): {schema}.",
+    observations = []
+    if spec.table is not None:
+        tab = world_raw["tables"][spec.table]
+        schema = "; ".join(f"{c} ({v['type']}): {v['doc']}" for c, v in tab["columns"].items())
+        observations.append(f"Table {spec.table} (key {tab['key']}): {schema}.")
+    observations += [
         'Answer format: JSON {"plan": [...], "answer": ...}; the answer is '
         + ("an ISO date." if spec.answer_unit == "date" else f"a number in {spec.answer_unit}, 2 decimals."),
         f"Rates are published daily from {world.start} to {world.end} for {', '.join(world.per_usd)}.",
@@ -349,9 +517,10 @@ def build_task(spec: Spec, task_id: str, split: str, rng: np.random.Generator, w
     difficulty = 0.1 + 0.12 * (n_steps - 2) + spec.extra + float(rng.uniform(-0.05, 0.05))
     if split == "ood":
         difficulty += 0.15
-    return {"task_id": task_id, "split": split, "family": spec.family,
+    return {"task_id": task_id, "split": split, "family": spec.request.family,
             "difficulty": round(min(1.0, max(0.0, difficulty)), 3), "prompt": spec.prompt,
-            "candidates": labelled, "observations": observations, "required_observations": [0],
+            "candidates": labelled, "observations": observations,
+            "required_observations": [0] if spec.table is not None else [],
             "relevant_docs": spec.docs, "tool_calls": spec.tool_calls, "payload": payload}
 
 
@@ -362,16 +531,20 @@ def generate(out: Path, seed: int = 0) -> dict[str, int]:
     world = World(world_raw["rates"], world_raw["tables"])
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for make, splits in family_splits(rng, IN_DIST, SPLIT_SHARES, OOD, OOD_PER_FAMILY):
-        made = 0
-        while made < len(splits):
-            spec = make(rng, world)
-            if spec.prompt in seen:
-                continue
-            seen.add(spec.prompt)
-            tid = f"mt-{spec.family}-{made:03d}"
-            records.append(build_task(spec, tid, splits[made], rng, world, world_raw))
-            made += 1
+    made: Counter[str] = Counter()
+    for types, sizes in ((IN_DIST, SPLIT_SIZES), (OOD, {"ood": N_OOD})):
+        for split, n in sizes.items():
+            for steps, count in mix_counts(n, LENGTH_WEIGHTS).items():
+                families = [t for t in types.values() if t.steps == int(steps)]
+                for i in range(count):
+                    request = families[i % len(families)]
+                    spec = TEMPLATES[request.family](rng, world, request)
+                    while spec.prompt in seen:
+                        spec = TEMPLATES[request.family](rng, world, request)
+                    seen.add(spec.prompt)
+                    tid = f"mt-{request.family}-{made[request.family]:03d}"
+                    made[request.family] += 1
+                    records.append(build_task(spec, tid, split, rng, world, world_raw))
     write_jsonl(out / "corpus.jsonl", make_corpus(world_raw))
     write_jsonl(out / "tasks.jsonl", records)
     (out / "world.json").write_text(json.dumps(world_raw, indent=1) + "\n", encoding="utf-8")

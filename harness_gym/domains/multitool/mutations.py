@@ -32,6 +32,60 @@ def lookup(table: str, key: str, field_: str) -> dict[str, Any]:
     return step("lookup", table=table, key=key, field=field_)
 
 
+def order_amount(order: str, neighbour: str) -> Wrong:
+    """Wrong amounts: the next order's amount (right unit when it is in the same currency), the quantity."""
+    return [("wrong_key", [lookup("orders", neighbour, "amount")]),
+            ("wrong_field", [lookup("orders", order, "quantity")])]
+
+
+def fx_rate(base: str, quote: str, day: str, day_before: str) -> Wrong:
+    """Wrong rates: the inverse rate, the previous day's rate."""
+    return [("swapped_args", [step("exchange_rate", base=quote, quote=base, date=day)]),
+            ("wrong_rate_date", [step("exchange_rate", base=base, quote=quote, date=day_before)])]
+
+
+def unit_conversion(value: float, from_unit: str, to_unit: str, confusable: str, other_to: str) -> Wrong:
+    """Wrong conversions: a confusable source unit (miles for nautical miles), another target unit of the same
+    dimension, the conversion the other way round."""
+    return [("wrong_from_unit", [step("convert_units", value=value, from_unit=confusable, to_unit=to_unit)]),
+            ("wrong_unit", [step("convert_units", value=value, from_unit=from_unit, to_unit=other_to)]),
+            ("swapped_args", [step("convert_units", value=value, from_unit=to_unit, to_unit=from_unit)])]
+
+
+def unit_weight(plan: Plan, unit: str, target: str, third: str, neighbour: str, neighbour_unit: str) -> Wrong:
+    """Wrong unit weights: no conversion, the wrong source unit, another target unit, the next product's weight,
+    a misspelt unit."""
+    other = "lb" if unit != "lb" else "kg"
+    return [
+        ("missing_step", [plan[0]]),
+        ("wrong_from_unit", [plan[0], step("convert_units", value="$1", from_unit=other, to_unit=target)]),
+        ("wrong_unit", [plan[0], step("convert_units", value="$1", from_unit=unit, to_unit=third)]),
+        ("wrong_key", [lookup("products", neighbour, "unit_weight"),
+                       step("convert_units", value="$1", from_unit=neighbour_unit, to_unit=target)]),
+        ("bad_unit_name", [plan[0], step("convert_units", value="$1", from_unit=unit, to_unit=target + "s")]),
+    ]
+
+
+def route_distance(plan: Plan, unit: str, target: str, neighbour: str, neighbour_unit: str) -> Wrong:
+    """Wrong road distances: no conversion, nautical miles for miles, the next route's distance."""
+    return [
+        ("missing_step", [plan[0]]),
+        ("wrong_unit", [plan[0], step("convert_units", value="$1", from_unit=unit, to_unit="nmi")]),
+        ("wrong_key", [lookup("routes", neighbour, "distance"),
+                       step("convert_units", value="$1", from_unit=neighbour_unit, to_unit=target)]),
+    ]
+
+
+def delivery_days(plan: Plan, neighbour: str) -> Wrong:
+    """Wrong delivery times: the dates swapped, one day too many, the next order's dates."""
+    return [
+        ("swapped_args", [plan[0], plan[1], step("date_diff", start="$2", end="$1")]),
+        ("off_by_one", [*plan, step("calculate", expression="$3 + 1[day]")]),
+        ("wrong_key", [lookup("orders", neighbour, "order_date"), lookup("orders", neighbour, "delivery_date"),
+                       plan[2]]),
+    ]
+
+
 def order_fx(plan: Plan, order: str, cur: str, target: str, month_start: str) -> Wrong:
     """Wrong conversions of an order amount: the delivery date's or the month start's rate, the inverse rate,
     no multiplication, a division."""
@@ -98,6 +152,38 @@ def stay_cost(plan: Plan, booking: str) -> Wrong:
         ("missing_step", [plan[0], plan[1], step("date_diff", start="$1", end="$2")]),
         ("wrong_operator", [*plan[:4], step("calculate", expression="$3 + $4")]),
     ]
+
+
+def invoice_issued(invoice: str, neighbour: str) -> Wrong:
+    """Wrong issue dates: the day the invoice was received, the next invoice's issue date."""
+    return [("wrong_field", [lookup("invoices", invoice, "received")]),
+            ("wrong_key", [lookup("invoices", neighbour, "issued")])]
+
+
+def invoice_due(plan: Plan, invoice: str, terms: int) -> Wrong:
+    """Wrong due dates: counted from the receipt date, one day short, the issue date itself."""
+    return [("wrong_field", [lookup("invoices", invoice, "received"), plan[1]]),
+            ("calc_slip", [plan[0], step("date_add", date="$1", days=terms - 1)]),
+            ("missing_step", [plan[0]])]
+
+
+def invoice_fx_on_day(plan: Plan, cur: str, target: str, day_before: str) -> Wrong:
+    """Wrong conversions of an invoice at a given day's rate: the inverse rate, the previous day's rate, no
+    multiplication, a division."""
+    return [("swapped_args", [plan[0], step("exchange_rate", base=target, quote=cur, date=plan[1]["args"]["date"]),
+                              plan[2]]),
+            ("wrong_rate_date", [plan[0], step("exchange_rate", base=cur, quote=target, date=day_before), plan[2]]),
+            ("missing_step", plan[:2]),
+            ("wrong_operator", [*plan[:2], step("calculate", expression="$1 / $2")])]
+
+
+def price_per_weight_local(plan: Plan, unit: str) -> Wrong:
+    """Wrong unit prices in the supplier's currency: the weight unconverted, the ratio inverted, ounces for
+    pounds."""
+    return [("missing_step", [plan[0], plan[1], step("calculate", expression="$1 / $2")]),
+            ("swapped_args", [*plan[:3], step("calculate", expression="$3 / $1")]),
+            ("wrong_unit", [plan[0], plan[1], step("convert_units", value="$2", from_unit=unit, to_unit="oz"),
+                            plan[3]])]
 
 
 def invoice_due_fx(plan: Plan, invoice: str, cur: str, target: str, terms: int) -> Wrong:

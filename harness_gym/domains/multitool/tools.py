@@ -11,6 +11,11 @@ Six pure-Python tools work on typed values (a number with a unit, a date, or a t
 
 A *plan* is a list of calls whose arguments may be ``"$n"`` references to earlier results; the checker's
 :func:`~harness_gym.domains.multitool.checker.run_plan` re-executes it.
+
+What one call costs in a deployment (``bills``): ``exchange_rate`` stands for a paid currency-rate API
+(``api_call:fx_rates``), ``lookup`` for the operator's own tables service behind an API gateway
+(``api_call:internal``); ``calculate``, ``convert_units``, ``date_add`` and ``date_diff`` run locally and are free
+(``api_call:free``).
 """
 
 from __future__ import annotations
@@ -340,6 +345,13 @@ _DATE_SCHEMA = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
 _CODE_SCHEMA = {"type": "string", "pattern": r"^[A-Z]{3}$"}
 _NAME_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 40}
 
+LOCAL_CALL = {"api_call:free": 1}
+"""Arithmetic, unit and date conversion done in the harness's own process: free."""
+TABLES_SERVICE_CALL = {"api_call:internal": 1}
+"""One request to the operator's tables service (orders, products, contracts ...) behind an API gateway."""
+FX_API_CALL = {"api_call:fx_rates": 1}
+"""One request to a paid currency exchange-rate API."""
+
 TOOLS = ToolTable()
 """The multi-tool tools. Each takes the :class:`World`, the values of earlier plan steps (``refs``) and the units
 of the arguments that came from ``$n`` references (``units``) before its call arguments."""
@@ -347,16 +359,20 @@ of the arguments that came from ``$n`` references (``units``) before its call ar
 
 @TOOLS.tool("Arithmetic on numbers with units: + - * / ** round abs min max. Inside a plan $n is the result of "
             "step n; 12.5[EUR/day] is a number with a unit.",
-            object_schema({"expression": {"type": "string", "minLength": 1, "maxLength": 300}}), name="calculate")
+            object_schema({"expression": {"type": "string", "minLength": 1, "maxLength": 300}}), name="calculate",
+            bills=LOCAL_CALL)
 def _calculate_tool(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], expression: str) -> Value:
+    """The calculator; runs locally (free)."""
     return calculate(expression, refs)
 
 
 @TOOLS.tool("Convert a value between units of the same dimension (length, mass, volume, time, speed, "
             "temperature).",
-            object_schema({"value": {"type": "number"}, "from_unit": _NAME_SCHEMA, "to_unit": _NAME_SCHEMA}))
+            object_schema({"value": {"type": "number"}, "from_unit": _NAME_SCHEMA, "to_unit": _NAME_SCHEMA}),
+            bills=LOCAL_CALL)
 def convert_units(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], value: float,
                   from_unit: str, to_unit: str) -> Value:
+    """Unit conversion; runs locally (free)."""
     got = units.get("value")
     if got is not None and got != parse_unit(from_unit):
         raise ToolError(f"value is in {format_unit(got) or 'no unit'} but from_unit is {from_unit!r}")
@@ -365,9 +381,10 @@ def convert_units(world: World, refs: Sequence[Value | None], units: Mapping[str
 
 @TOOLS.tool("The ISO date `days` days after `date` (negative days go back).",
             object_schema({"date": _DATE_SCHEMA, "days": {"type": "integer", "minimum": -36500, "maximum": 36500}}),
-            name="date_add")
+            name="date_add", bills=LOCAL_CALL)
 def _date_add_tool(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], date: str,
                    days: int) -> Value:
+    """Calendar arithmetic; runs locally (free)."""
     got = units.get("days")
     if got is not None and got not in ((), (("day", 1),)):
         raise ToolError(f"days is in {format_unit(got)}, not day; convert it first")
@@ -375,23 +392,27 @@ def _date_add_tool(world: World, refs: Sequence[Value | None], units: Mapping[st
 
 
 @TOOLS.tool("Days from `start` to `end` (negative when end is earlier).",
-            object_schema({"start": _DATE_SCHEMA, "end": _DATE_SCHEMA}), name="date_diff")
+            object_schema({"start": _DATE_SCHEMA, "end": _DATE_SCHEMA}), name="date_diff", bills=LOCAL_CALL)
 def _date_diff_tool(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], start: str,
                     end: str) -> Value:
+    """Calendar arithmetic; runs locally (free)."""
     return date_diff(start, end)
 
 
 @TOOLS.tool("Units of `quote` currency per one unit of `base` currency on `date`.",
-            object_schema({"base": _CODE_SCHEMA, "quote": _CODE_SCHEMA, "date": _DATE_SCHEMA}))
+            object_schema({"base": _CODE_SCHEMA, "quote": _CODE_SCHEMA, "date": _DATE_SCHEMA}), bills=FX_API_CALL)
 def exchange_rate(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], base: str, quote: str,
                   date: str) -> Value:
+    """A dated rate; stands for a paid currency exchange-rate API (one ``api_call:fx_rates`` per request)."""
     return world.exchange_rate(base, quote, date)
 
 
 @TOOLS.tool("One cell of a table: the `field` column of the row whose key is `key`.",
-            object_schema({"table": _NAME_SCHEMA, "key": _NAME_SCHEMA, "field": _NAME_SCHEMA}))
+            object_schema({"table": _NAME_SCHEMA, "key": _NAME_SCHEMA, "field": _NAME_SCHEMA}),
+            bills=TABLES_SERVICE_CALL)
 def lookup(world: World, refs: Sequence[Value | None], units: Mapping[str, Unit], table: str, key: str,
            field: str) -> Value:
+    """One table cell; stands for the operator's tables service behind an API gateway (``api_call:internal``)."""
     return world.lookup(table, key, field)
 
 

@@ -13,20 +13,25 @@ class HarnessResearchQAEnv(HarnessEnv):
     """
     ## Description
 
-    Research QA: 2- and 3-hop questions over the encyclopedia of a generated fictional world (regions,
-    cities, people, organisations, universities and events, linked by relations such as ``founded_by``,
-    ``born_in``, ``works_for``). Every name is invented, so no answer can come from a model's prior knowledge:
-    it must be traced through the articles. Example: *"In which city was the person who founded Kikia Labs
-    born?"* needs the article on Kikia Labs (founded by Saiho Hiastein) and the one on Saiho Hiastein.
-    The ``ood`` split asks templates whose relations (``parent_company``, ``held_in``, ``located_in``,
-    ``population``) occur in no train/val/test question.
+    Research QA: reading-comprehension and 1- to 3-hop questions over the encyclopedia of a generated fictional
+    world (regions, cities, people, organisations, universities and events, linked by relations such as
+    ``founded_by``, ``born_in``, ``works_for``). Every name is invented, so no answer can come from a model's prior
+    knowledge: it must be read from the passage the question came with or traced through the articles. Example:
+    *"In which city was the person who founded Kikia Labs born?"* needs the article on Kikia Labs (founded by Saiho
+    Hiastein) and the one on Saiho Hiastein. The task mix (every split): a quarter of the prompts carry the passage
+    that answers a 1-hop question (no evidence needed), a quarter ask a 1-hop question, and half ask 2- or 3-hop
+    ones in MuSiQue's proportions (:mod:`harness_gym.domains.research_qa.generate`); whether a passage is given and
+    how many relations the question chains are visible in the prompt. The ``ood`` split asks templates whose
+    relations (``parent_company``, ``held_in``, ``located_in``, ``population``) occur in no train/val/test
+    question.
 
     - **Corpus** (RETRIEVE, BM25): one article per entity (about 230). Retrieval is multi-hop: after the
       first article, the query is the question's remaining content words plus the bridge names from the
       retrieved articles' best-matching sentences. The relevant documents are the articles on the hop chain.
     - **Tools**: ``lookup_entity(name)`` (the infobox: kind, relations, attributes) and
       ``query_relation(entity, relation)`` (one edge or attribute of the world graph). Unknown names and
-      relations are tool errors with suggestions.
+      relations are tool errors with suggestions. They stand for a public knowledge-graph API and cost nothing
+      (``api_call:free``).
     - **Checker**: none. CHECK is the worker's own self-check, which passes correct answers with probability
       ``selfcheck_tpr`` and wrong ones with ``selfcheck_fpr`` (see ``envs_data/profiles/research_qa.json``)
       and names nothing (specificity 0.1). Revising after a false alarm can break a correct answer, so

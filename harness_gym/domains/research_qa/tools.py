@@ -1,5 +1,9 @@
 """The research-QA tools: an entity's infobox and one relation of an entity, read from the encyclopedia's
-world graph."""
+world graph.
+
+Both stand for a public knowledge-graph API (Wikidata's REST API for an item's statements, its query service for
+one property of an item), which charges nothing: every call bills one ``api_call:free``.
+"""
 
 from __future__ import annotations
 
@@ -31,11 +35,16 @@ class Encyclopedia:
         return ToolResult(ok=False, output="", error=f"no encyclopedia entry named {name!r}{hint}")
 
 
+FREE_KG_CALL = {"api_call:free": 1}
+"""One request to a public knowledge-graph API: free (Wikidata's APIs charge nothing)."""
+
+
 @TOOLS.tool("The encyclopedia's infobox for an entity: its kind, relations and attributes.", {
     "type": "object", "additionalProperties": False, "required": ["name"],
-    "properties": {"name": {"type": "string", "minLength": 1}}})
+    "properties": {"name": {"type": "string", "minLength": 1}}}, bills=FREE_KG_CALL)
 def lookup_entity(encyclopedia: Encyclopedia, name: str) -> ToolResult:
-    """Every relation and attribute of the entity ``name``.
+    """Every relation and attribute of the entity ``name``. Stands for a knowledge graph's item endpoint
+    (Wikidata's REST API ``/entities/items/{id}``): free.
 
     :param encyclopedia: the world graph
     :param name: the entity's exact name
@@ -51,9 +60,10 @@ def lookup_entity(encyclopedia: Encyclopedia, name: str) -> ToolResult:
             "query_relation('Acme Labs', 'founded_by').", {
                 "type": "object", "additionalProperties": False, "required": ["entity", "relation"],
                 "properties": {"entity": {"type": "string", "minLength": 1},
-                               "relation": {"type": "string", "pattern": "^[a-z_]+$"}}})
+                               "relation": {"type": "string", "pattern": "^[a-z_]+$"}}}, bills=FREE_KG_CALL)
 def query_relation(encyclopedia: Encyclopedia, entity: str, relation: str) -> ToolResult:
-    """The value of ``relation`` of ``entity``.
+    """The value of ``relation`` of ``entity``. Stands for one property of one item from a knowledge graph's
+    query service (a one-triple SPARQL query on Wikidata's query service): free.
 
     :param encyclopedia: the world graph
     :param entity: the entity's exact name
