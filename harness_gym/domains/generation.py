@@ -1,9 +1,11 @@
-"""Pieces shared by the task-bank generators: a uniform pick, the split of each template family's tasks, and the
-command line (``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
+"""Pieces shared by the task-bank generators: a uniform pick, values dealt in fixed proportions (a task mix), the
+split of each template family's tasks, and the command line (``python -m harness_gym.domains.<name>.generate
+[--out DIR] [--seed N]``)."""
 
 from __future__ import annotations
 
 import argparse
+import random
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +26,27 @@ def pick(rng: np.random.Generator, items: Sequence[T]) -> T:
     :param items: what to pick from (not empty)
     """
     return items[int(rng.integers(len(items)))]
+
+
+def deal(n: int, cycle: Sequence[T], rng: random.Random | np.random.Generator) -> list[T]:
+    """``n`` values in the proportions of ``cycle``, shuffled: each value is dealt next when its count lags its
+    share most, so every count is within one of ``n`` times its share, whatever ``n`` (a task mix holds in every
+    split, not only on average).
+
+    :param n: how many values
+    :param cycle: the values of one round, in their proportions (e.g. ``(0, 0, 1, 1, 1, 2)``)
+    :param rng: the shuffle's random source
+    """
+    kinds = list(dict.fromkeys(cycle))
+    share = {v: cycle.count(v) / len(cycle) for v in kinds}
+    dealt = dict.fromkeys(kinds, 0)
+    values = []
+    for i in range(n):
+        value = max(kinds, key=lambda v: (i + 1) * share[v] - dealt[v])
+        dealt[value] += 1
+        values.append(value)
+    rng.shuffle(values)
+    return values
 
 
 def family_splits(rng: np.random.Generator, in_dist: Sequence[F], shares: Sequence[tuple[str, int]],

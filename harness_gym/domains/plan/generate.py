@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from harness_gym.core.taskfile import TaskFileError, read_documents, read_json, require, write_jsonl
-from harness_gym.domains.generation import family_splits, generator_main
+from harness_gym.domains.generation import deal, family_splits, generator_main
 from harness_gym.domains.plan.instance import BUSINESS_RULE_KINDS, Assignment, Instance, slot_name
 from harness_gym.domains.plan.mutations import suboptimal_plans, violating_plans
 from harness_gym.domains.plan.prompt import write_prompt
@@ -246,23 +246,13 @@ def build_task(spec: Spec, family: str, task_id: str, split: str, rng: np.random
 
 
 def deal_kinds(splits: list[str], rng: np.random.Generator) -> list[tuple[bool, bool]]:
-    """The kind of each task of one family: within each split the cycle :data:`KINDS` dealt out, then shuffled.
+    """The kind of each task of one family: within each split, :data:`KINDS` dealt in its proportions.
 
     :param splits: the split of each of the family's tasks, in order
     :param rng: the generator's random source
     """
-    by_split: dict[str, list[tuple[bool, bool]]] = {}
-    for split in dict.fromkeys(splits):
-        n = splits.count(split)
-        dealt = [KINDS[i % len(KINDS)] for i in range(n)]
-        order = rng.permutation(n)
-        by_split[split] = [dealt[int(i)] for i in order]
-    taken: Counter[str] = Counter()
-    out = []
-    for split in splits:
-        out.append(by_split[split][taken[split]])
-        taken[split] += 1
-    return out
+    by_split = {split: iter(deal(splits.count(split), KINDS, rng)) for split in dict.fromkeys(splits)}
+    return [next(by_split[split]) for split in splits]
 
 
 def generate(out: Path, seed: int = 0, limit: int | None = None) -> dict[str, int]:

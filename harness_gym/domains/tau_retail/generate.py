@@ -38,19 +38,17 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from harness_gym.core.taskfile import TaskFileError, read_json, require
 from harness_gym.core.types import ToolCall
-from harness_gym.domains.generation import generator_main
+from harness_gym.domains.generation import deal, generator_main
 from harness_gym.domains.sources import read_vocabulary, source_path
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import CANCEL_REASONS, call_once
-
-T = TypeVar("T")
 
 CATALOGUE_FILE = source_path("tau_retail", "catalogue.json")
 CITIES_FILE = source_path("tau_retail", "cities.json")
@@ -475,26 +473,6 @@ class TicketWriter:
             if task is not None:
                 return task
         raise RuntimeError(f"the store holds no customer for a ticket of {spec}; enlarge the store")
-
-
-def deal(n: int, cycle: Sequence[T], rng: random.Random) -> list[T]:
-    """``n`` values in the proportions of ``cycle``, shuffled: each value is dealt next when its count lags its
-    share most, so every count is within one of ``n`` times its share, whatever ``n``.
-
-    :param n: how many values
-    :param cycle: the values of one round, in their proportions
-    :param rng: the shuffle's random source
-    """
-    kinds = list(dict.fromkeys(cycle))
-    share = {v: cycle.count(v) / len(cycle) for v in kinds}
-    dealt: dict[T, int] = dict.fromkeys(kinds, 0)
-    values = []
-    for i in range(n):
-        value = max(kinds, key=lambda v: (i + 1) * share[v] - dealt[v])
-        dealt[value] += 1
-        values.append(value)
-    rng.shuffle(values)
-    return values
 
 
 def ticket_specs(n: int, rng: random.Random, mixed: bool = False) -> list[TicketSpec]:
