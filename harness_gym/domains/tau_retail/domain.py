@@ -142,7 +142,7 @@ class TauRetailDomain(Domain):
             docs = list(dict.fromkeys(POLICY_OF_TOOL[c.name] for c in plan))[:MAX_RELEVANT_DOCS] or ["policy-information"]
         family = "+".join(sorted({FAMILY_OF_TOOL[c.name] for c in plan})) or "info"
         difficulty = min(1.0, 0.1 + 0.2 * min(len(writes), 3) + 0.1 * min(len(raw.outputs), 2)
-                         + 0.05 * min(len(raw.actions) - len(plan), 4) + 0.05 * min(len(unnamed), 2))
+                         + 0.05 * min(len(raw.actions) - len(plan), 4))
         return Task(task_id=raw.task_id, split=raw.split, family=family, difficulty=round(difficulty, 3),
                     prompt=raw.prompt, candidates=tuple(candidates), observations=observations,
                     required_observations=required, relevant_docs=frozenset(docs), tool_calls=evidence,
