@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from harness_gym.core.domain import Domain
 from harness_gym.core.sandbox import Sandbox
@@ -85,6 +86,27 @@ class PlanDomain(Domain):
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
                   *, resource: None = None) -> ToolResult:
         return TOOLS.implementation(call.name)(self.instance(task), **call.args)
+
+    def argument_values(self, task: Task, tool: str, arg: str) -> list[Any]:
+        """A person is one of the task's team (their calendar exists), a room one of its rooms."""
+        inst = self.instance(task)
+        if (tool, arg) == ("availability", "person"):
+            return sorted(inst.free)
+        if (tool, arg) == ("room_info", "room"):
+            return sorted(inst.rooms)
+        return super().argument_values(task, tool, arg)
+
+    def wrong_tool_calls(self, task: Task) -> tuple[ToolCall, ...]:
+        """Besides the calendars of team members the task does not need, the directory entry of each of its
+        rooms: real answers that are not the evidence (the calendars of its attendees)."""
+        got = self._wrong_calls.get(task.task_id)
+        if got is None:
+            calls = {c.key(): c for c in super().wrong_tool_calls(task)}
+            if task.tool_calls:
+                calls.update((c.key(), c) for c in (ToolCall("room_info", {"room": r})
+                                                    for r in sorted(self.instance(task).rooms)))
+            got = self._wrong_calls[task.task_id] = tuple(calls.values())
+        return got
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
