@@ -25,6 +25,7 @@ from harness_gym.domains.dbbench.domain import (
     DBBenchDomain,
     grade_content,
     load_dbbench_bank,
+    prompt_table,
     question_wording,
 )
 from harness_gym.domains.dbbench.engines import (
@@ -611,6 +612,7 @@ def test_task_keys_are_the_values_the_question_names(generated):
     for task in generated.all_tasks():
         record = task.payload.record
         keys = generated.task_keys(task)
+        assert prompt_table(task.prompt) == (record.description, record.table.name, record.table.columns)
         names = {record.table.name.lower(), *(c.lower() for c in record.table.columns)}
         assert all(k in record.description.lower() for k in keys) and not set(keys) & names, task.task_id
         if _wording(task) == "stated" and record.qtype == "INSERT":
@@ -626,3 +628,4 @@ def test_hooks_read_no_hidden_field(which, request):
         return dataclasses.replace(payload, record=dataclasses.replace(payload.record, label=(), answer_md5=None,
                                                                         sql=None))
     assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[::6], scrub)
+    assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[1::6], lambda payload: None)  # nor the visible part

@@ -557,3 +557,4 @@ def test_hooks_read_no_hidden_field(which, synthetic):
         domain = load_tau_retail_domain(str(root.resolve()))
     scrub = lambda data: dataclasses.replace(data, actions=(), outputs=(), gold_hash="")  # noqa: E731
     assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[::7], scrub)
+    assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[3::7], lambda data: None)  # the ticket only

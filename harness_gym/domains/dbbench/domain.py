@@ -198,12 +198,29 @@ def _difficulty(record: DBRecord, mode: str) -> float:
     return float(min(0.95, max(0.05, value + large)))
 
 
+ANSWER_LIST_FORM = "Answer with the list of answer values"
+"""Opens the answer-form text (the task's third observation) of a task whose draft is an answer list."""
+_TABLE_LINE = re.compile(r"\nThe name of this table is (.+), and the headers of this table are (.+)\.\s*$")
+
+
+def prompt_table(prompt: str) -> tuple[str, str, tuple[str, ...]]:
+    """The question, the table's name and its headers as a DB-Bench prompt states them (the question and its
+    ``add_description``); no name and no headers when the second part is not in the upstream form.
+
+    :param prompt: the task's prompt
+    """
+    match = _TABLE_LINE.search(prompt)
+    if match is None:
+        return prompt, "", ()
+    return prompt[:match.start()], match.group(1), tuple(match.group(2).split(","))
+
+
 def _answer_form(record: DBRecord, mode: str) -> str:
     if record.is_mutation:
         return (f"The question asks for one {record.qtype} statement on `{record.table.name}`; it is graded by "
                 "the hash of the whole table afterwards, so every value must be written exactly.")
     if mode == "answer":
-        return "Answer with the list of answer values, e.g. ['value'] or ['3'] for a number."
+        return f"{ANSWER_LIST_FORM}, e.g. ['value'] or ['3'] for a number."
     if record.qtype in _SINGLE_VALUE_TYPES:
         return f"The question ({record.qtype}) asks for one value: write one SELECT that returns it."
     return f"The question ({record.qtype}) asks for values from the table: write one SELECT that returns exactly them."
@@ -355,8 +372,8 @@ class DBBenchDomain(Domain):
     tool_needs_draft = False
     hidden_payload_keys = frozenset({"label", "answer_md5", "sql"})
     """Fields of the payload's record (:class:`~harness_gym.domains.dbbench.upstream.DBRecord`) the harness must not
-    see: the answer values, the hash of the table after the right change and the reference statement. The
-    question, the table, the question type and whether drafts are SQL or answer lists are the task's own."""
+    see: the answer values, the hash of the table after the right change and the reference statement. The hooks
+    read the prompt (question, table name, headers), the family (the question type) and the answer form."""
     OBSERVATION_BILLS: tuple[Mapping[str, float], ...] = ({"db_query": 1}, {"db_query": 1}, {})
     """Revealing the table's schema and size, then its first rows, is one statement on the live database each;
     the answer form is the task's own text."""
@@ -427,14 +444,14 @@ class DBBenchDomain(Domain):
         the table's and its columns' (what a harness looks for in the rows it reads)."""
         keys = self._keys.get(task.task_id)
         if keys is None:
-            record = task.payload.record
-            keys = self._keys[task.task_id] = question_values(record.description, record.table.name,
-                                                              record.table.columns)
+            keys = self._keys[task.task_id] = question_values(*prompt_table(task.prompt))
         return keys
 
     def n_visible_checks(self, task: Task) -> int:
-        """The checks CHECK runs for the question's type and answer form (:func:`~.checker.visible_checks`)."""
-        return visible_checks(task.payload.record.qtype, task.payload.mode)
+        """The checks CHECK runs for the question's type (the task's family) and the answer form the task asks
+        for (:func:`~.checker.visible_checks`)."""
+        answer_list = len(task.observations) > 2 and task.observations[2].startswith(ANSWER_LIST_FORM)
+        return visible_checks(task.family, "answer" if answer_list else "sql")
 
     def tool_answers(self, task: Task, call: ToolCall, result: ToolResult) -> bool:
         """A query answers when it ran and returned rows."""
