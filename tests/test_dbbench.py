@@ -7,19 +7,37 @@ MySQL tests need a server: run ``scripts/start_mariadb.sh`` and export the DSN i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from sqlglot import exp
 
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, ToolCall
-from harness_gym.domains.dbbench.domain import KNOWN_MISMATCHES, DBBenchDomain, grade_content, load_dbbench_bank
-from harness_gym.domains.dbbench.engines import Engine, SQLError, SQLiteEngine, TableSpec, make_engine, run_statement
-from harness_gym.domains.dbbench.generate import generate
+from harness_gym.domains.dbbench.domain import (
+    KNOWN_MISMATCHES,
+    DBBenchDomain,
+    grade_content,
+    load_dbbench_bank,
+    prompt_table,
+    question_wording,
+)
+from harness_gym.domains.dbbench.engines import (
+    Engine,
+    SQLError,
+    SQLiteEngine,
+    TableSpec,
+    make_engine,
+    parse_mysql,
+    run_statement,
+)
+from harness_gym.domains.dbbench.generate import TYPE_COUNTS, WORDINGS, generate
 from harness_gym.domains.dbbench.grader import (
     RESULT_MAX_CHARS,
     TRUNCATED_MARKER,
@@ -31,6 +49,7 @@ from harness_gym.domains.dbbench.grader import (
 from harness_gym.domains.dbbench.upstream import MUTATION_TYPES, content_split, read_records
 from harness_gym.paths import data_path
 from tests.domain_cases import draft
+from tests.hook_cases import assert_hooks_read_no_hidden_field
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 REAL_FILE = SHARED_DATA / "dbbench" / "standard.jsonl"
@@ -402,7 +421,7 @@ def test_episode_resource_is_a_database_of_its_own(generated):
     a, b = generated.tasks("train")[:2]
     session = generated.begin_episode(a)
     assert vars(generated).keys() == {"_tasks", "corpus", "tools", "_index", "_by_id", "bank", "load_report", "engine",
-                                      "_wrong_calls", "_arg_values"}  # memo tables of pure functions of a task
+                                      "_wrong_calls", "_arg_values", "_keys"}  # memo tables of pure functions of a task
     assert generated.grade(b, draft(b.reference.content), None) == 1.0
     assert generated.grade(a, draft(a.reference.content), None, resource=session) == 1.0
     assert grade_content(session, a.payload, a.reference.content) == 1.0
@@ -473,3 +492,140 @@ def test_env_on_real_data():
         _, _, terminated, _, info = env.step(action)
     assert terminated and info["quality"] in (0.0, 1.0)
     env.close()
+
+
+# ----- the task mix and the harness signals (issue 23) -------------------------------------------------------
+
+def _wording(task) -> str:
+    return question_wording(task.payload.record, task.payload.mode, task.reference.content)
+
+
+def test_generated_mix_follows_dbbench_kinds_sizes_and_wording(generated):
+    tasks = generated.all_tasks()
+    assert Counter(t.family for t in tasks) == dict(TYPE_COUNTS)
+    assert sum(t.payload.record.is_mutation for t in tasks) / len(tasks) == pytest.approx(2 / 3)
+    rows = [len(t.payload.record.table.rows) for t in tasks]
+    assert 0.5 <= sum(20 <= r < 50 for r in rows) / len(rows) <= 0.72 and 0.25 <= sum(10 <= r < 20 for r in rows) / len(rows) <= 0.45
+    assert min(rows) >= 8 and max(rows) <= 80 and any(r >= 50 for r in rows)
+    shares = Counter(_wording(t) for t in tasks)
+    expected = Counter()
+    for qtype, count in TYPE_COUNTS:  # dealt per type from WORDINGS
+        cycle = WORDINGS.get(qtype, ("data",))
+        for wording in set(cycle):
+            expected[wording] += count * cycle.count(wording) / len(cycle)
+    assert all(abs(shares[w] - expected[w]) <= 2 for w in ("stated", "lookup", "data")), (shares, expected)
+    for split in SPLITS:  # the content-hash split keeps every kind in every split
+        in_split = Counter(_wording(t) for t in generated.tasks(split))
+        assert all(in_split[w] / sum(in_split.values()) >= 0.12 for w in ("stated", "lookup", "data")), (split, in_split)
+
+
+@needs_real
+def test_dbbench_records_classified_as_the_generator_doc_cites(real):
+    assert Counter(_wording(t) for t in real.all_tasks()) == {"stated": 146, "lookup": 61, "data": 92}
+    assert sum(t.payload.mode == "answer" for t in real.all_tasks()) == 72
+
+
+def test_the_wording_is_the_cue_for_the_evidence_a_task_needs(generated):
+    for task in generated.all_tasks():
+        wording = _wording(task)
+        record = task.payload.record
+        no_evidence = not task.required_observations and not task.tool_calls and not task.relevant_docs
+        assert no_evidence == (wording == "stated"), task.task_id
+        tree = parse_mysql(task.reference.content)
+        literals = [str(lit.this) for lit in tree.find_all(exp.Literal)]
+        if wording == "stated":
+            # the reference can be written from the prompt: every value, the table and the columns are in it
+            assert all(v in task.prompt for v in literals) and record.table.name in task.prompt
+            assert all(c.name in task.prompt for c in tree.find_all(exp.Column))
+        elif wording == "lookup":
+            # a value is not written as stored, and the evidence query returns its stored spelling
+            unstated = [v for v in literals if v not in record.description]
+            assert unstated and len(task.tool_calls) == 1
+            result = generated.run_tool(task, task.tool_calls[0], Context(task=task), None)
+            assert result.ok and any(repr(v) in result.output for v in unstated), task.task_id
+    stated_difficulty = [t.difficulty for t in generated.all_tasks() if _wording(t) == "stated"]
+    data_difficulty = [t.difficulty for t in generated.all_tasks() if _wording(t) == "data"]
+    assert sum(data_difficulty) / len(data_difficulty) > sum(stated_difficulty) / len(stated_difficulty)
+
+
+@pytest.mark.parametrize("which", ["generated", pytest.param("real", marks=needs_real)])
+def test_n_visible_checks_is_what_the_checker_counts(which, request):
+    domain = request.getfixturevalue(which)
+    for task in domain.all_tasks():
+        result = domain.check(task, draft(task.reference.content), None)
+        n = domain.n_visible_checks(task)
+        assert result.passed and result.n_passed == result.n_total == n, task.task_id
+        for cand in task.candidates:
+            res = domain.check(task, draft(cand.content), None)
+            assert res.n_total == n and res.passed == (res.n_passed == n), (task.task_id, cand.kind)
+        garbage = domain.check(task, draft("SELEC x"), None)
+        assert (garbage.n_passed, garbage.n_total) == (0, n) if task.payload.mode == "sql" else garbage.n_total == n
+    assert {domain.n_visible_checks(t) for t in domain.all_tasks()} >= {4, 5, 6}
+
+
+def test_checker_counts_failing_checks_and_bills_statements(generated):
+    counting = next(t for t in generated.all_tasks() if t.family == "counting")
+    table = f"`{counting.payload.record.table.name}`"
+    two_columns = generated.check(counting, draft(f"SELECT COUNT(*), 1 FROM {table}"), None)
+    assert (two_columns.n_passed, two_columns.n_total) == (5, 6) and "one value" in two_columns.feedback
+    assert two_columns.billed == {"db_query": 1.0}
+    update = next(t for t in generated.all_tasks() if t.family == "UPDATE")
+    utable = f"`{update.payload.record.table.name}`"
+    column = f"`{update.payload.record.table.columns[1]}`"
+    nothing = generated.check(update, draft(f"UPDATE {utable} SET {column} = 'x' WHERE {column} = 'no such value'"), None)
+    assert (nothing.n_passed, nothing.n_total) == (3, 4) and "changed no rows" in nothing.feedback
+    assert nothing.billed == {"db_query": 2.0}  # the statement and the read of the table afterwards
+    select = generated.check(update, draft(f"SELECT * FROM {utable}"), None)
+    assert (select.n_passed, select.n_total) == (2, 4) and "asks for UPDATE" in select.feedback
+    assert generated.check(update, draft("SELEC x"), None).billed == {}  # never sent
+    assert generated.check(update, draft(update.reference.content), None).billed == {"db_query": 2.0}
+
+
+@needs_real
+def test_answer_checks_bill_one_read_of_the_table(real):
+    task = next(t for t in real.all_tasks() if t.payload.mode == "answer")
+    result = real.check(task, draft(task.reference.content), None)
+    assert result.passed and result.billed == {"db_query": 1.0}
+    empty = real.check(task, draft("[]"), None)
+    assert (empty.n_passed, empty.n_total) == (0, real.n_visible_checks(task)) and empty.billed == {}
+
+
+def test_tool_and_observations_bill_database_statements(generated):
+    assert {n: dict(s.bills) for n, s in generated.tools.items()} == {"execute_sql": {"db_query": 1}}
+    task = next(t for t in generated.all_tasks() if t.tool_calls)
+    ctx = Context(task=task)
+    table = f"`{task.payload.record.table.name}`"
+    ran = generated.run_tool(task, task.tool_calls[0], ctx, None)
+    assert ran.ok and ran.billed is None and generated.tool_answers(task, task.tool_calls[0], ran)
+    empty_call = ToolCall("execute_sql", {"sql": f"SELECT * FROM {table} WHERE 1 = 0"})
+    empty = generated.run_tool(task, empty_call, ctx, None)
+    assert empty.ok and empty.billed is None and not generated.tool_answers(task, empty_call, empty)
+    for sql in (f"DELETE FROM {table}", "SELEC x"):  # refused before the database sees them
+        refused = generated.run_tool(task, ToolCall("execute_sql", {"sql": sql}), ctx, None)
+        assert not refused.ok and refused.billed == {}
+    failed = generated.run_tool(task, ToolCall("execute_sql", {"sql": f"SELECT nope FROM {table}"}), ctx, None)
+    assert not failed.ok and failed.billed is None  # sent, and refused by the database
+    assert [dict(generated.observe_bill(task, i)) for i in range(3)] == [{"db_query": 1}, {"db_query": 1}, {}]
+
+
+def test_task_keys_are_the_values_the_question_names(generated):
+    for task in generated.all_tasks():
+        record = task.payload.record
+        keys = generated.task_keys(task)
+        assert prompt_table(task.prompt) == (record.description, record.table.name, record.table.columns)
+        names = {record.table.name.lower(), *(c.lower() for c in record.table.columns)}
+        assert all(k in record.description.lower() for k in keys) and not set(keys) & names, task.task_id
+        if _wording(task) == "stated" and record.qtype == "INSERT":
+            values = [str(lit.this).lower() for lit in parse_mysql(task.reference.content).find_all(exp.Literal)]
+            assert set(values) <= set(keys), task.task_id
+
+
+@pytest.mark.parametrize("which", ["generated", pytest.param("real", marks=needs_real)])
+def test_hooks_read_no_hidden_field(which, request):
+    domain = request.getfixturevalue(which)
+
+    def scrub(payload):
+        return dataclasses.replace(payload, record=dataclasses.replace(payload.record, label=(), answer_md5=None,
+                                                                        sql=None))
+    assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[::6], scrub)
+    assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[1::6], lambda payload: None)  # nor the visible part

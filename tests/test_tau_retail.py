@@ -3,7 +3,9 @@ on the real τ² retail data, the candidate bank and the env."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -20,10 +22,12 @@ from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft, r
 from harness_gym.domains.tau_retail.grader import missing_outputs, reward
 from harness_gym.domains.tau_retail.mutations import Perturber
 from harness_gym.domains.tau_retail.store import RetailDB
+from harness_gym.domains.tau_retail.ticket import ticket_changes
 from harness_gym.domains.tau_retail.tools import WRITE_TOOLS, call_once
 from harness_gym.domains.tau_retail.upstream import OOD_HELD_OUT_TOOL, TAU2_FAILING_GOLD_WRITES, load_dataset
 from harness_gym.paths import data_path
 from harness_gym_baselines.cli import main as cli_main
+from tests.hook_cases import assert_hooks_read_no_hidden_field
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 REAL = SHARED_DATA / "tau2-retail"
@@ -408,3 +412,149 @@ def test_cli_eval(capsys, with_data_dir):
         quality[policy] = result["quality_mean"]
     assert quality["oracle"] > quality["static"], quality
 
+
+
+# ----- the task mix and the harness signals (issue 23) -------------------------------------------------------
+
+def _writes(task) -> int:
+    return sum(a.name in WRITE_TOOLS for a in task.payload.actions)
+
+
+def _changed_statuses(domain: TauRetailDomain, task) -> set[str]:
+    orders = domain.snapshot.tables["orders"]
+    return {orders[a.args["order_id"]]["status"] for a in task.payload.actions
+            if a.name in WRITE_TOOLS and "order_id" in a.args}
+
+
+@pytest.mark.parametrize("split", ["train", "val", "test"])
+def test_synthetic_mix_follows_tau2_write_counts_in_every_split(synthetic, split):
+    tasks = synthetic.tasks(split)
+    counts = Counter(_writes(t) for t in tasks)
+    expected = Counter(generate.WRITES_CYCLE)
+    for writes, per_round in expected.items():  # dealt in the round's shares, so every split holds them
+        assert abs(counts[writes] - per_round * len(tasks) / len(generate.WRITES_CYCLE)) <= 1, (writes, counts)
+    with_question = [t for t in tasks if _writes(t) > 0 and t.payload.outputs]
+    assert 0.25 <= len(with_question) / sum(_writes(t) > 0 for t in tasks) <= 0.35
+    assert all(t.payload.outputs for t in tasks if _writes(t) == 0)
+    about_orders = [t for t in tasks if any("order_id" in a.args for a in t.payload.actions)]
+    named = sum("#W" in t.prompt for t in about_orders) / len(about_orders)
+    assert 0.45 <= named <= 0.65  # half by id, plus described orders another order of the customer matches
+    # in distribution, one ticket never changes both a pending and a delivered order: that is the ood split
+    assert all(len(_changed_statuses(synthetic, t) & {"pending", "delivered"}) <= 1 for t in tasks)
+
+
+def test_synthetic_ood_tickets_change_a_pending_and_a_delivered_order(synthetic):
+    for task in synthetic.tasks("ood"):
+        assert _writes(task) in (2, 3) and {"pending", "delivered"} <= _changed_statuses(synthetic, task)
+
+
+def test_the_ticket_is_the_cue_for_the_evidence_a_task_needs(synthetic):
+    stated = 0
+    for task in synthetic.all_tasks():
+        plan = task.payload.gold_plan
+        assert ticket_changes(task.prompt).total == len(plan), task.task_id
+        values = [v for c in plan for a in c.args.values() for v in (a if isinstance(a, list) else [a])]
+        answerable = bool(plan) and not task.payload.outputs and all(v in task.prompt for v in values)
+        no_evidence = not task.required_observations and not task.tool_calls and not task.relevant_docs
+        assert answerable == no_evidence, task.task_id
+        if answerable:
+            stated += 1
+            # the reference draft is written from the ticket alone: its plan's every value is in the text
+            draft_plan = json.loads(task.reference.content)["plan"]
+            assert all(str(v) in task.prompt for step in draft_plan for a in step["arguments"].values()
+                       for v in (a if isinstance(a, list) else [a]))
+        else:
+            orders = synthetic.snapshot.tables["users"][task.payload.user_id]["orders"]
+            described = {c.args["order_id"] for c in plan if "order_id" in c.args} - {
+                o for o in orders if o in task.prompt}
+            # an order the ticket describes without its id is needed evidence (its record on the console)
+            assert {orders.index(o) + 1 for o in described} <= task.required_observations, task.task_id
+    assert stated >= 10
+    by_calls = Counter(len(t.tool_calls) for t in synthetic.all_tasks())
+    assert set(by_calls) == {0, 1, 2, 3, 4}
+
+
+def test_n_visible_checks_is_what_the_checker_counts_on_the_reference(synthetic):
+    for task in synthetic.all_tasks():
+        result = synthetic.check(task, Draft(task.reference.content, 0, 1), None)
+        assert result.passed and result.n_passed == result.n_total == synthetic.n_visible_checks(task), task.task_id
+    assert {synthetic.n_visible_checks(t) for t in synthetic.all_tasks()} >= {1, 3, 5, 7, 9}
+
+
+@pytest.mark.parametrize("which,exact_at_least,within_one_at_least", [
+    ("tau-v1-retail", 0.9, 0.95), pytest.param("tau2-retail", 0.35, 0.75, marks=needs_real)])
+def test_the_change_parser_on_the_public_tickets(which, exact_at_least, within_one_at_least):
+    """The public tickets are free text: the estimate of the changes (hence of the checks) is a heuristic there;
+    measured: v1 488 of 520 exact, τ² 47 of 114 exact and 92 within one."""
+    root = SHARED_DATA / which
+    if not root.is_dir():
+        pytest.skip(f"{root} is not here")
+    domain = load_tau_retail_domain(str(root.resolve()))
+    diffs = [ticket_changes(t.prompt).total - len(t.payload.gold_plan) for t in domain.all_tasks()]
+    assert sum(d == 0 for d in diffs) / len(diffs) >= exact_at_least
+    assert sum(abs(d) <= 1 for d in diffs) / len(diffs) >= within_one_at_least
+
+
+def test_checker_counts_every_check_and_bills_each_dry_run(tiny):
+    data = tiny.task("test-0").payload  # Ana: #W1 pending, #W2 delivered
+    exchange = ToolCall("exchange_delivered_order_items", {"order_id": "#W2", "item_ids": ["1002"],
+                                                          "new_item_ids": ["1001"], "payment_method_id": "gift_card_1"})
+    cancel_w1 = ToolCall("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"})
+    good = verify(data, encode_draft([exchange, cancel_w1], "Order #W2 exchanged, order #W1 cancelled."))
+    assert good.passed and (good.n_passed, good.n_total) == (5, 5) and good.billed == {"api_call:internal": 2.0}
+    unconfirmed = verify(data, encode_draft([exchange, cancel_w1], "Order #W2 exchanged."))
+    assert not unconfirmed.passed and (unconfirmed.n_passed, unconfirmed.n_total) == (4, 5)
+    refused = ToolCall("cancel_pending_order", {"order_id": "#W2", "reason": "no longer needed"})  # delivered
+    one_bad = verify(data, encode_draft([refused, cancel_w1], "Orders #W2 and #W1 cancelled."))
+    assert (one_bad.n_passed, one_bad.n_total) == (4, 5) and "step 1" in one_bad.feedback
+    assert one_bad.billed == {"api_call:internal": 2.0}  # both reached the order service's dry run
+    foreign = ToolCall("cancel_pending_order", {"order_id": "#W3", "reason": "no longer needed"})  # Bo's order
+    stopped = verify(data, encode_draft([foreign], "Order #W3 cancelled."))
+    assert (stopped.n_passed, stopped.n_total) == (2, 3) and stopped.billed == {}  # refused before the service
+    garbage = verify(data, "not json")
+    assert (garbage.n_passed, garbage.n_total) == (0, 1)
+
+
+def test_every_tool_declares_its_bill_and_a_real_call_bills_it(tiny):
+    bills = {name: dict(spec.bills) for name, spec in tiny.tools.items()}
+    assert bills.pop("calculate") == {"api_call:free": 1} and bills.pop("think") == {}
+    assert bills and all(b == {"api_call:internal": 1} for b in bills.values()), bills
+    task = tiny.task("train-0")
+    ctx = Context(task=task)
+    for call in (ToolCall("get_order_details", {"order_id": "#W1"}), ToolCall("calculate", {"expression": "1 + 2"}),
+                 ToolCall("find_user_id_by_email", {"email": "ana.ito@example.com"}),
+                 ToolCall("list_all_product_types", {})):
+        result = tiny.run_tool(task, call, ctx, None)
+        assert result.ok and result.billed is None and tiny.tool_answers(task, call, result), call
+    think = ToolCall("think", {"thought": "the lamp"})
+    assert not tiny.tool_answers(task, think, tiny.run_tool(task, think, ctx, None))
+    write = ToolCall("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"})
+    refused = tiny.run_tool(task, write, ctx, None)
+    assert not refused.ok and refused.billed == {} and not tiny.tool_answers(task, write, refused)
+    assert all(dict(tiny.observe_bill(task, i)) == {"api_call:internal": 1} for i in range(len(task.observations)))
+
+
+def test_task_keys_are_what_the_ticket_names(synthetic):
+    for task in synthetic.all_tasks():
+        keys = synthetic.task_keys(task)
+        text = task.prompt.lower()
+        assert keys and all(k in text for k in keys), task.task_id
+        named = {o.lower() for o in re.findall(r"#W\d+", task.prompt)}
+        assert named <= set(keys)
+        user = synthetic.snapshot.tables["users"][task.payload.user_id]
+        assert user["email"] in keys or user["address"]["zip"] in keys
+        assert task.payload.user_id not in keys  # the ticket never names the user id: it is looked up
+
+
+@pytest.mark.parametrize("which", ["synthetic", pytest.param("tau2-retail", marks=needs_real), "tau-v1-retail"])
+def test_hooks_read_no_hidden_field(which, synthetic):
+    if which == "synthetic":
+        domain = synthetic
+    else:
+        root = SHARED_DATA / which
+        if not root.is_dir():
+            pytest.skip(f"{root} is not here")
+        domain = load_tau_retail_domain(str(root.resolve()))
+    scrub = lambda data: dataclasses.replace(data, actions=(), outputs=(), gold_hash="")  # noqa: E731
+    assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[::7], scrub)
+    assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[3::7], lambda data: None)  # the ticket only

@@ -1,9 +1,11 @@
-"""Pieces shared by the task-bank generators: a uniform pick, the split of each template family's tasks, the
-quota of each kind of a documented task mix, and the command line (``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
+"""Pieces shared by the task-bank generators: a uniform pick, the kinds of a documented task mix in exact
+proportions (:func:`quota`), the split of each template family's tasks, and the command line
+(``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
 
 from __future__ import annotations
 
 import argparse
+import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,24 +28,6 @@ def pick(rng: np.random.Generator, items: Sequence[T]) -> T:
     return items[int(rng.integers(len(items)))]
 
 
-def mix_counts(total: int, weights: Mapping[str, float]) -> dict[str, int]:
-    """How many of ``total`` tasks each kind of a task mix gets: ``total`` split in proportion to ``weights`` by
-    the largest-remainder rule (each kind gets the floor of its share, the leftover tasks go to the largest
-    fractional parts, ties to the kind listed first), so the counts sum to ``total`` and each is within one of
-    its exact share.
-
-    :param total: how many tasks to split
-    :param weights: kind -> weight (not negative, not all zero); the order breaks ties
-    """
-    if total < 0 or not weights or any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
-        raise ValueError(f"need a total >= 0 and non-negative weights with a positive sum, got {total}, {weights}")
-    norm = sum(weights.values())
-    exact = {kind: total * w / norm for kind, w in weights.items()}
-    counts = {kind: int(share) for kind, share in exact.items()}
-    order = sorted(weights, key=lambda kind: -(exact[kind] - counts[kind]))
-    for kind in order[:total - sum(counts.values())]:
-        counts[kind] += 1
-    return counts
 
 
 def family_splits(rng: np.random.Generator, in_dist: Sequence[F], shares: Sequence[tuple[str, int]],
@@ -79,6 +63,32 @@ def quota(n: int, shares: Sequence[tuple[T, float]]) -> list[T]:
     for i in by_remainder[:n - sum(counts)]:
         counts[i] += 1
     return [kind for (kind, _), c in zip(shares, counts) for _ in range(c)]
+
+
+def mix_counts(total: int, weights: Mapping[T, float]) -> dict[T, int]:
+    """:func:`quota` as counts: how many of ``total`` tasks each kind of a task mix gets (every kind of ``weights``,
+    in its order, zero counts included).
+
+    :param total: how many tasks to split
+    :param weights: kind -> weight (not negative, some positive); the order breaks ties
+    """
+    counts = dict.fromkeys(weights, 0)
+    for kind in quota(total, list(weights.items())):
+        counts[kind] += 1
+    return counts
+
+
+def deal(n: int, cycle: Sequence[T], rng: random.Random | np.random.Generator) -> list[T]:
+    """:func:`quota` shuffled: ``n`` values in the proportions of one round ``cycle`` (e.g. ``(0, 0, 1, 1, 1, 2)``),
+    in a random order drawn from ``rng``.
+
+    :param n: how many values
+    :param cycle: the values of one round, in their proportions
+    :param rng: the shuffle's random source
+    """
+    values = quota(n, [(v, cycle.count(v)) for v in dict.fromkeys(cycle)])
+    rng.shuffle(values)
+    return values
 
 
 def generator_main(doc: str, domain: str, generate: Callable[[Path, int], Any], seed: int = 0,

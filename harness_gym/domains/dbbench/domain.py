@@ -20,8 +20,9 @@ not reproduce the label, the answer list itself (``"['Vienna']"``).
 
 from __future__ import annotations
 
+import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -38,6 +39,7 @@ from harness_gym.domains.dbbench.checker import (
     _SINGLE_VALUE_TYPES,
     check_answer,
     check_sql,
+    visible_checks,
 )
 from harness_gym.domains.dbbench.checker import (
     quote_name as _quote,
@@ -83,9 +85,105 @@ def _where_column(sql: str) -> str | None:
     return column.name if column is not None else None
 
 
-def _difficulty(record: DBRecord, mode: str) -> float:
+def question_wording(record: DBRecord, mode: str, reference: str) -> str:
+    """How the question states what the statement needs (docs/domains.md, "Task mixes"): ``"stated"`` (every
+    value the reference uses appears in the question as stored: the statement can be written from the question
+    and the headers), ``"lookup"`` (a value is named otherwise than it is stored: its spelling is read from the
+    table) or ``"data"`` (the statement compares, orders, computes or aggregates values other than by counting
+    rows, or the answer is values read from the table).
+
+    :param record: the task's record
+    :param mode: ``"sql"`` or ``"answer"`` (see :class:`~harness_gym.domains.dbbench.upstream.DBTaskPayload`)
+    :param reference: the reference draft
+    """
     if mode == "answer":
-        return min(0.95, 0.55 + 0.1 * (len(record.label) - 1))
+        return "data"
+    try:
+        tree = parse_mysql(reference)
+    except SQLError:
+        return "data"
+    if tree.find(*_DATA_NODES) is not None or any(not isinstance(a, exp.Count) for a in tree.find_all(exp.AggFunc)):
+        return "data"
+    missing = _unstated_literal(tree, record.description)
+    return "stated" if missing is None else "lookup"
+
+
+_DATA_NODES = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Order, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Cast, exp.Like)
+
+
+def _unstated_literal(tree: exp.Expression, question: str) -> exp.Literal | None:
+    """The first literal of the statement the question does not write as it is stored."""
+    return next((lit for lit in tree.find_all(exp.Literal) if str(lit.this) not in question), None)
+
+
+def _literal_column(tree: exp.Expression, literal: exp.Literal) -> str | None:
+    """The column a literal is compared with, assigned to or inserted into."""
+    parent = literal.parent
+    if isinstance(parent, exp.Binary):
+        column = parent.find(exp.Column)
+        return column.name if column is not None else None
+    if isinstance(parent, exp.Tuple) and isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Schema):
+        names = [i.name for i in tree.this.expressions]
+        at = next(i for i, e in enumerate(parent.expressions) if e is literal)
+        return names[at] if at < len(names) else None
+    return None
+
+
+_QUOTED = re.compile(r"'([^']{1,60})'|\"([^\"]{1,60})\"")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\w)")
+_NAME = re.compile(r"[A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*")
+_QUESTION_WORDS = frozenset({"what", "which", "how", "who", "when", "where", "add", "delete", "change", "record",
+                             "remove", "set", "update", "insert", "into", "the", "a", "an", "in", "of", "for", "to",
+                             "from", "please", "count", "is", "are", "does", "do", "find", "list", "give", "show",
+                             "return", "values", "value", "table", "select"})
+
+
+def question_values(question: str, table: str, columns: tuple[str, ...]) -> tuple[str, ...]:
+    """The values a DB-Bench question names, lower-cased, in order: quoted strings, numbers, and runs of
+    capitalised words that are not the table's or a column's name nor question words.
+
+    :param question: the question text
+    :param table: the table's name
+    :param columns: the table's column names
+    """
+    keys: dict[str, None] = {}
+    for match in _QUOTED.finditer(question):
+        keys.setdefault((match.group(1) or match.group(2)).strip().lower(), None)
+    text = _QUOTED.sub(" | ", question)
+    for name in sorted((table, *columns), key=len, reverse=True):
+        text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", " | ", text, flags=re.IGNORECASE)
+    for match in _NAME.finditer(text):
+        words = [w for w in match.group(0).split() if w.lower().strip(".") not in _QUESTION_WORDS]
+        if words:
+            keys.setdefault(" ".join(words).strip(".").lower(), None)
+    for match in _NUMBER.finditer(text):
+        keys.setdefault(match.group(0), None)
+    names = {n.lower() for n in (table, *columns)}
+    return tuple(k for k in keys if k and k not in names)
+
+
+def _lookup_query(tree: exp.Expression, question: str, qtable: str) -> str | None:
+    """The query that finds how a value the question names otherwise is stored: the distinct values of its
+    column, narrowed to those holding the longest of its words the question shares (a long column's list is
+    cut at 800 characters)."""
+    literal = _unstated_literal(tree, question)
+    column = _literal_column(tree, literal) if literal is not None else None
+    if column is None:
+        return None
+    shared = [w for w in re.findall(r"\w+", str(literal.this).lower()) if w in question.lower()]
+    where = f" WHERE {_quote(column)} LIKE '%{max(shared, key=len)}%'" if shared else ""
+    return f"SELECT DISTINCT {_quote(column)} FROM {qtable}{where}"
+
+
+LARGE_TABLE_ROWS = 30
+"""Tables with more rows than this (DB-Bench's upper quartile) show little of themselves in the first rows and a
+query's output cut at 800 characters: their questions are harder."""
+
+
+def _difficulty(record: DBRecord, mode: str) -> float:
+    large = 0.1 if len(record.table.rows) > LARGE_TABLE_ROWS else 0.0
+    if mode == "answer":
+        return min(0.95, 0.55 + 0.1 * (len(record.label) - 1) + large)
     sql = record.sql or ""
     try:
         tree = parse_mysql(sql)
@@ -97,7 +195,24 @@ def _difficulty(record: DBRecord, mode: str) -> float:
     value += 0.15 if tree.find(exp.AggFunc) is not None or tree.args.get("order") is not None else 0.0
     value += 0.1 if not record.table.name.replace("_", "").isalnum() else 0.0
     value += 0.1 if tree.find(exp.Add, exp.Cast) is not None else 0.0
-    return float(min(0.95, max(0.05, value)))
+    return float(min(0.95, max(0.05, value + large)))
+
+
+ANSWER_LIST_FORM = "Answer with the list of answer values"
+"""Opens the answer-form text (the task's third observation) of a task whose draft is an answer list."""
+_TABLE_LINE = re.compile(r"\nThe name of this table is (.+), and the headers of this table are (.+)\.\s*$")
+
+
+def prompt_table(prompt: str) -> tuple[str, str, tuple[str, ...]]:
+    """The question, the table's name and its headers as a DB-Bench prompt states them (the question and its
+    ``add_description``); no name and no headers when the second part is not in the upstream form.
+
+    :param prompt: the task's prompt
+    """
+    match = _TABLE_LINE.search(prompt)
+    if match is None:
+        return prompt, "", ()
+    return prompt[:match.start()], match.group(1), tuple(match.group(2).split(","))
 
 
 def _answer_form(record: DBRecord, mode: str) -> str:
@@ -105,7 +220,7 @@ def _answer_form(record: DBRecord, mode: str) -> str:
         return (f"The question asks for one {record.qtype} statement on `{record.table.name}`; it is graded by "
                 "the hash of the whole table afterwards, so every value must be written exactly.")
     if mode == "answer":
-        return "Answer with the list of answer values, e.g. ['value'] or ['3'] for a number."
+        return f"{ANSWER_LIST_FORM}, e.g. ['value'] or ['3'] for a number."
     if record.qtype in _SINGLE_VALUE_TYPES:
         return f"The question ({record.qtype}) asks for one value: write one SELECT that returns it."
     return f"The question ({record.qtype}) asks for values from the table: write one SELECT that returns exactly them."
@@ -142,12 +257,18 @@ def _build_task(record: DBRecord, session: DatabaseSession) -> Task | str:
         f"First rows of {qtable}: {format_result(table.rows[:HEAD_ROWS])}",
         _answer_form(record, mode),
     )
-    where_col = _where_column(reference) if mode == "sql" else None
-    evidence_sql = (f"SELECT DISTINCT {_quote(where_col)} FROM {qtable}" if where_col
-                    else f"SELECT * FROM {qtable}")
-    docs = {TYPE_DOCS.get(record.qtype, "mysql-select-where")}
-    if not table.name.replace("_", "").isalnum():
-        docs.add(QUOTING_DOC)
+    wording = question_wording(record, mode, reference)
+    if wording == "stated":
+        required, calls, docs = frozenset(), (), set()
+    else:
+        column = _where_column(reference) if mode == "sql" else None
+        evidence_sql = f"SELECT DISTINCT {_quote(column)} FROM {qtable}" if column else f"SELECT * FROM {qtable}"
+        if wording == "lookup":
+            evidence_sql = _lookup_query(parse_mysql(reference), record.description, qtable) or evidence_sql
+        required, calls = frozenset({0, 1}), (ToolCall("execute_sql", {"sql": evidence_sql}),)
+        docs = {TYPE_DOCS.get(record.qtype, "mysql-select-where")}
+        if not table.name.replace("_", "").isalnum():
+            docs.add(QUOTING_DOC)
     return Task(
         task_id=record.record_id,
         split=record.split,
@@ -156,9 +277,9 @@ def _build_task(record: DBRecord, session: DatabaseSession) -> Task | str:
         prompt=f"{record.description}\n{record.add_description}".strip(),
         candidates=tuple(candidates),
         observations=observations,
-        required_observations=frozenset({0, 1}),
+        required_observations=required,
         relevant_docs=frozenset(docs),
-        tool_calls=(ToolCall("execute_sql", {"sql": evidence_sql}),),
+        tool_calls=calls,
         payload=payload,
     )
 
@@ -249,6 +370,13 @@ class DBBenchDomain(Domain):
     name = "dbbench"
     uses_sandbox = False
     tool_needs_draft = False
+    hidden_payload_keys = frozenset({"label", "answer_md5", "sql"})
+    """Fields of the payload's record (:class:`~harness_gym.domains.dbbench.upstream.DBRecord`) the harness must not
+    see: the answer values, the hash of the table after the right change and the reference statement. The hooks
+    read the prompt (question, table name, headers), the family (the question type) and the answer form."""
+    OBSERVATION_BILLS: tuple[Mapping[str, float], ...] = ({"db_query": 1}, {"db_query": 1}, {})
+    """Revealing the table's schema and size, then its first rows, is one statement on the live database each;
+    the answer form is the task's own text."""
 
     def __init__(self, bank: DBBenchBank, engine: Engine) -> None:
         super().__init__()
@@ -260,6 +388,7 @@ class DBBenchDomain(Domain):
         self.load_report: tuple[LeftOutRecord, ...] = bank.left_out
         """The records of the data file left out, each with file, line, record id and reason."""
         self.engine = engine
+        self._keys: dict[str, tuple[str, ...]] = {}
 
     # ----- the episode's database ----------------------------------------------------------------------
     def begin_episode(self, task: Task) -> DatabaseSession:
@@ -308,6 +437,30 @@ class DBBenchDomain(Domain):
               resource: DatabaseSession | None = None) -> float:
         with self._session(task, resource) as session:
             return grade_content(session, task.payload, draft.content)
+
+    # ----- signals the harness holds (the question and the record's visible fields) ------------------------
+    def task_keys(self, task: Task) -> tuple[str, ...]:
+        """The values the question names, lower-cased: quoted strings, numbers and capitalised names other than
+        the table's and its columns' (what a harness looks for in the rows it reads)."""
+        keys = self._keys.get(task.task_id)
+        if keys is None:
+            keys = self._keys[task.task_id] = question_values(*prompt_table(task.prompt))
+        return keys
+
+    def n_visible_checks(self, task: Task) -> int:
+        """The checks CHECK runs for the question's type (the task's family) and the answer form the task asks
+        for (:func:`~.checker.visible_checks`)."""
+        answer_list = len(task.observations) > 2 and task.observations[2].startswith(ANSWER_LIST_FORM)
+        return visible_checks(task.family, "answer" if answer_list else "sql")
+
+    def tool_answers(self, task: Task, call: ToolCall, result: ToolResult) -> bool:
+        """A query answers when it ran and returned rows."""
+        return result.ok and result.output.strip() not in ("", "[]")
+
+    def observe_bill(self, task: Task, index: int) -> Mapping[str, float]:
+        """The schema and the first rows are read from the live database (a ``db_query`` each); the answer form
+        is free."""
+        return self.OBSERVATION_BILLS[index] if 0 <= index < len(self.OBSERVATION_BILLS) else {}
 
     # ----- evidence --------------------------------------------------------------------------------------
     def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:

@@ -40,18 +40,31 @@ class HarnessDBBenchEnv(HarnessEnv):
     A draft is one MySQL statement; for real SELECT-like records whose stored SQL does not reproduce the
     label on the table, the draft is the answer list (``"['Vienna']"``).
 
+    Tasks differ in ways the question shows (the mix: ``harness_gym/domains/dbbench/generate.py`` and
+    docs/domains.md): DB-Bench's two thirds mutations and one third reads, its table sizes (8 to 80 rows here,
+    median 24), and its wording: a question that writes every value as stored needs no evidence; one that
+    names a value otherwise needs its stored spelling from the table; one that compares, ranks or aggregates
+    TEXT numbers needs the data and the notes. The same rule sets the evidence of every record of an
+    external file.
+
     - **Corpus** (RETRIEVE, BM25): 14 short MySQL notes (INSERT, UPDATE, DELETE, COUNT, aggregates,
       comparisons, ORDER BY / LIMIT, quoting, NULL, ...).
     - **Tool** ``execute_sql(sql)``: one read-only query (SELECT, SHOW TABLES, DESCRIBE) on the episode's
       database, answered as upstream answers: the Python repr of the rows, cut at 800 characters with
       ``[TRUNCATED]``. Writes are refused (they belong in the draft); SQL errors come back as tool errors.
+      Each query sent is one statement on the live database (``db_query``); a refused one costs nothing.
+    - **Observations**: the table's schema and size, then its first rows, are read from the database
+      (``db_query`` each); the answer form is the task's own text (free).
     - **Checker** (CHECK): a dry run of the draft in a rolled-back transaction, validated: it parses and
       runs, is the statement kind the question asks for, touches only the task's table, changes at least
       one row (INSERT / UPDATE / DELETE) or returns a result of the right shape (one value for counting and
       aggregation, a number for counting and SUM, at least one row otherwise). Answer-list drafts are checked
       for shape and for their values appearing in the table or the question. Feedback quotes the engine's
       error or the result. A wrong constant, a dropped condition, the wrong column or aggregate, ``>`` for
-      ``>=`` or a mistyped value passes the dry run and fails the grader: the domain's support ceiling.
+      ``>=`` or a mistyped value passes the dry run and fails the grader: the domain's support ceiling. It
+      counts its checks (``n_passed`` / ``n_total``: 4 for a mutation or a plain SELECT, 5 for AVG / MIN /
+      MAX, 6 for counting and SUM) and bills the statements it sends (``db_query``: the draft, plus the read
+      of the table after a mutation; one read of the table for an answer list).
     - **Grader** (SUBMIT, hidden), upstream's scoring computed in Python for every engine: mutations compare
       the table hash (md5 of the sorted, comma-joined first five hex digits of each row's md5 of its
       comma-joined non-NULL values, cut at 1024 bytes) with the record's ``answer_md5``; SELECT-like tasks

@@ -2,14 +2,35 @@
 
 Records are in AgentBench's DB-Bench format (``description``, ``add_description``, ``type``, ``table``,
 ``label`` or ``answer_md5``, ``sql.query``) with reference SQL for every record. Each record has its own
-table of 12-20 rows from one of six themes; the ``books`` theme is held out as the ``ood`` split (its
-records carry ``"split": "ood"``), the others are split by content hash like any external file.
+table from one of six themes; the ``books`` theme is held out as the ``ood`` split (its records carry
+``"split": "ood"``), the others are split by content hash like any external file.
 
 Numeric columns are TEXT, as upstream, and their values have different digit counts, so questions about
 the highest or lowest value need a numeric cast (``+ 0``) and comparisons such as ``> 4000`` must compare
 numbers. Thresholds are taken from values present in the table, so ``>`` and ``>=`` give different answers.
 Labels and answer hashes come from running the reference SQL on the SQLite engine; the tests check that
 MariaDB gives the same scores. The names and title words rows draw from are in ``sources/vocabulary.json``.
+
+**The task mix** (docs/domains.md, "Task mixes"), measured on AgentBench DB-Bench's ``standard.jsonl`` (300
+records: INSERT 100, UPDATE 100; SELECT-like 100: other, counting, comparison and ranking 17 each, SUM, AVG,
+MIN and MAX aggregation 8 each; no DELETE):
+
+- *Query kinds* (:data:`TYPE_COUNTS`, 240 records): two thirds change the table and one third reads it, as in
+  DB-Bench; INSERT and UPDATE equal (68 each) with 24 DELETE carved from them (DB-Bench has none; kept so
+  the third mutation kind of the engine and grader is exercised), the reads 14 each of other, counting,
+  comparison and ranking and 6 of each aggregation (DB-Bench's 17 : 8).
+- *Table sizes* (:data:`TABLE_ROWS`): DB-Bench's tables hold 7 to 105 rows (median 22; under 10: 3, 10-19:
+  101, 20-49: 186, 50 or more: 10 of 300); rows are drawn in those shares, large tables capped at 80 (two
+  themes' key columns have 100 distinct values).
+- *Wording* (:data:`WORDINGS`, the cue for the evidence a question needs): *stated* questions write every
+  value the statement uses as stored (an INSERT's quoted tuple, a key named in full): the statement can be
+  written from the question and the headers alone; *lookup* questions name a value otherwise than it is
+  stored (a key by its last word, categories in lower case), so the stored spelling must be read from the
+  table; *data* questions compare, rank or aggregate TEXT numbers (casts, thresholds). DB-Bench's records,
+  classified the same way (:func:`~harness_gym.domains.dbbench.domain.question_wording`, from which the
+  domain derives the evidence a task needs): stated 146, lookup 61, data 20 of the 227 with reproducible SQL,
+  and 72 SELECTs answerable only from the data (their stored SQL does not reproduce the label), so 49% / 20%
+  / 31% of the 299 it loads; here 100 / 52 / 88 of 240 (42% / 22% / 37%).
 
 Run: ``python -m harness_gym.domains.dbbench.generate [--out DIR] [--seed N]`` (writes ``DIR/generated.jsonl``).
 """
@@ -25,7 +46,7 @@ from pathlib import Path
 from harness_gym.domains.dbbench.domain import DEFAULT_DATA
 from harness_gym.domains.dbbench.engines import SQLiteEngine, TableSpec, run_statement
 from harness_gym.domains.dbbench.grader import rows_to_answer, table_hash
-from harness_gym.domains.generation import generator_main
+from harness_gym.domains.generation import deal, generator_main
 from harness_gym.domains.sources import read_vocabulary, source_path
 
 VOCABULARY = read_vocabulary(source_path("dbbench", "vocabulary.json"),
@@ -94,10 +115,21 @@ THEMES: tuple[Theme, ...] = (
 )
 
 TYPE_COUNTS: tuple[tuple[str, int], ...] = (
-    ("INSERT", 30), ("UPDATE", 34), ("DELETE", 30), ("counting", 26), ("aggregation-SUM", 8),
-    ("aggregation-AVG", 8), ("aggregation-MIN", 8), ("aggregation-MAX", 8), ("comparison", 26),
-    ("ranking", 26), ("other", 26),
+    ("INSERT", 68), ("UPDATE", 68), ("DELETE", 24), ("counting", 14), ("aggregation-SUM", 6),
+    ("aggregation-AVG", 6), ("aggregation-MIN", 6), ("aggregation-MAX", 6), ("comparison", 14),
+    ("ranking", 14), ("other", 14),
 )
+"""Records per question type (module doc: DB-Bench's two thirds mutations, one third reads)."""
+TABLE_ROWS: tuple[tuple[int, int, int], ...] = ((8, 9, 1), (10, 19, 34), (20, 49, 62), (50, 80, 3))
+"""(fewest rows, most rows, percent of tables): DB-Bench's table sizes (module doc)."""
+WORDINGS: dict[str, tuple[str, ...]] = {
+    "INSERT": ("stated",) * 3 + ("lookup",) * 2,
+    "UPDATE": ("stated",) * 5 + ("lookup",) * 2 + ("data",) * 3,
+    "DELETE": ("stated",) * 2 + ("lookup",) + ("data",) * 2,
+    "other": ("stated",) * 3 + ("lookup",) * 2,
+    "counting": ("stated", "data"),
+}
+"""How each type's questions are worded, in proportion (dealt per type); the other types are all ``data``."""
 
 
 def q(name: str) -> str:
@@ -121,7 +153,8 @@ class _Table:
         self.theme, self.rng = theme, rng
         self.name = rng.choice(theme.table_names)
         rows: dict[str, tuple[str, ...]] = {}
-        target = rng.randint(12, 20)
+        low, high, _ = rng.choices(TABLE_ROWS, weights=[w for *_, w in TABLE_ROWS])[0]
+        target = rng.randint(low, high)
         while len(rows) < target:
             row = theme.row(rng)
             rows.setdefault(row[0].lower(), row)
@@ -141,6 +174,15 @@ class _Table:
         cat = self.rng.choice(self.theme.categorical)
         return cat, self.value(self.rng.choice(self.rows), cat)
 
+    def partial(self, value: str) -> str | None:
+        """``value`` without its first word, when that names exactly one row's key (``None`` otherwise): how a
+        question names a row otherwise than it is stored."""
+        rest = " ".join(value.split()[1:])
+        if not rest:
+            return None
+        matches = [r for r in self.rows if rest.lower() in r[0].lower()]
+        return rest if len(matches) == 1 else None
+
     def threshold(self, num: str, rows: list[tuple[str, ...]]) -> str:
         """A value of ``num`` present in ``rows`` (neither the smallest nor the largest when possible)."""
         values = sorted({self.value(r, num) for r in rows}, key=_num)
@@ -148,29 +190,38 @@ class _Table:
         return self.rng.choice(inner)
 
 
-def _question(t: _Table, qtype: str) -> tuple[str, str]:
-    """(description, reference SQL) of one question of ``qtype`` about table ``t``."""
+def _question(t: _Table, qtype: str, wording: str) -> tuple[str, str] | None:
+    """(description, reference SQL) of one question of ``qtype`` about table ``t``, worded as ``wording`` says
+    (:data:`WORDINGS`), or ``None`` when the table offers no such wording (the caller draws another table)."""
     rng, th = t.rng, t.theme
     one, many = th.entity
     key = th.columns[0]
     T = q(t.name)
     row = rng.choice(t.rows)
     num = rng.choice(th.numeric)
+    named = t.value(row, key) if wording != "lookup" else t.partial(t.value(row, key))
+    if named is None:
+        return None
     if qtype == "INSERT":
         new = th.row(rng)
         while new[0].lower() in {r[0].lower() for r in t.rows}:
             new = th.row(rng)
-        if rng.random() < 0.5:
-            desc = (f"Add ({', '.join(s(v) for v in new)}) to the '{t.name}' table through INSERT INTO command.")
-        else:
-            desc = (f"Record a new {one} in the {t.name} table: " + ", ".join(f"{c} {v}" for c, v in zip(t.cols, new)) + ".")
-        return desc, f"INSERT INTO {T} ({', '.join(q(c) for c in t.cols)}) VALUES ({', '.join(s(v) for v in new)})"
+        sql = f"INSERT INTO {T} ({', '.join(q(c) for c in t.cols)}) VALUES ({', '.join(s(v) for v in new)})"
+        if wording == "stated":
+            return f"Add ({', '.join(s(v) for v in new)}) to the '{t.name}' table through INSERT INTO command.", sql
+        # a category the table already holds, written in lower case: its stored spelling is in the table
+        said = [v.lower() if c in th.categorical and v in {t.value(r, c) for r in t.rows} else v
+                for c, v in zip(t.cols, new)]
+        if said == list(new):
+            return None
+        return (f"Record a new {one} in the {t.name} table: " + ", ".join(f"{c} {v}" for c, v in zip(t.cols, said))
+                + ".", sql)
     if qtype == "UPDATE":
-        if rng.random() < 0.6:
+        if wording != "data":
             col = rng.choice([c for c in t.cols[1:]])
             other = rng.choice([r for r in t.rows if t.value(r, col) != t.value(row, col)] or t.rows)
             new_value = t.value(other, col)
-            desc = f"Change the {col} of the {one} {t.value(row, key)} to {new_value} in the {t.name} table."
+            desc = f"Change the {col} of the {one} {named} to {new_value} in the {t.name} table."
             return desc, f"UPDATE {T} SET {q(col)} = {s(new_value)} WHERE {q(key)} = {s(t.value(row, key))}"
         cat, cval = t.where_category()
         in_cat = [r for r in t.rows if t.value(r, cat) == cval]
@@ -181,16 +232,16 @@ def _question(t: _Table, qtype: str) -> tuple[str, str]:
                 f"whose {num} is at least {thr}.")
         return desc, f"UPDATE {T} SET {q(col)} = {s(new_value)} WHERE {q(cat)} = {s(cval)} AND {q(num)} >= {thr}"
     if qtype == "DELETE":
-        if rng.random() < 0.5:
+        if wording == "data":
             cat, cval = t.where_category()
             thr = t.threshold(num, [r for r in t.rows if t.value(r, cat) == cval])
             desc = f"Remove every {one} whose {cat} is {cval} and whose {num} is greater than {thr} from the {t.name} table."
             return desc, f"DELETE FROM {T} WHERE {q(cat)} = {s(cval)} AND {q(num)} > {thr}"
-        desc = f"Delete the {one} {t.value(row, key)} from the {t.name} table."
+        desc = f"Delete the {one} {named} from the {t.name} table."
         return desc, f"DELETE FROM {T} WHERE {q(key)} = {s(t.value(row, key))}"
     if qtype == "counting":
         cat, cval = t.where_category()
-        if rng.random() < 0.5:
+        if wording == "stated":
             return f"How many {many} have {cat} {cval}?", f"SELECT COUNT(*) FROM {T} WHERE {q(cat)} = {s(cval)}"
         thr = t.threshold(num, t.rows)
         return (f"How many {many} with {cat} {cval} have a {num} of at least {thr}?",
@@ -221,7 +272,7 @@ def _question(t: _Table, qtype: str) -> tuple[str, str]:
                     f"SELECT {q(key)} FROM {T} WHERE {q(cat)} = {s(cval)} ORDER BY {q(num)} + 0 {direction} LIMIT 1")
         return f"Which {one} has the {word} {num}?", f"SELECT {q(key)} FROM {T} ORDER BY {q(num)} + 0 {direction} LIMIT 1"
     col = rng.choice(t.cols[1:])
-    return (f"What is the {col} of the {one} {t.value(row, key)}?",
+    return (f"What is the {col} of the {one} {named}?",
             f"SELECT {q(col)} FROM {T} WHERE {q(key)} = {s(t.value(row, key))}")
 
 
@@ -239,11 +290,15 @@ def _unique_top(t: _Table, sql: str) -> bool:
     return _num(by_key[top.rows[0][0]]) != _num(by_key[top.rows[1][0]])
 
 
-def make_record(theme: Theme, qtype: str, rng: random.Random) -> dict:
-    """One record of ``qtype``; retried until the question is well-posed (rows change, answers exist)."""
+def make_record(theme: Theme, qtype: str, rng: random.Random, wording: str = "stated") -> dict:
+    """One record of ``qtype`` worded as ``wording`` says; retried until the question is well-posed (the wording
+    applies, rows change, answers exist)."""
     while True:
         t = _Table(theme, rng)
-        desc, sql = _question(t, qtype)
+        made = _question(t, qtype, wording)
+        if made is None:
+            continue
+        desc, sql = made
         session = SQLiteEngine().open(t.spec())
         try:
             result, after = run_statement(session, sql)
@@ -283,8 +338,8 @@ def build_records(seed: int = 0) -> list[dict]:
     rng = random.Random(seed)
     records = []
     for qtype, count in TYPE_COUNTS:
-        for _ in range(count):
-            records.append(make_record(THEMES[len(records) % len(THEMES)], qtype, rng))
+        for wording in deal(count, WORDINGS.get(qtype, ("data",)), rng):
+            records.append(make_record(THEMES[len(records) % len(THEMES)], qtype, rng, wording))
     return records
 
 

@@ -16,18 +16,24 @@ TOOLS = ToolTable()
 
 @TOOLS.tool("Run one read-only MySQL query (SELECT, SHOW TABLES, DESCRIBE) on the task's database and return its "
             "rows as a Python list of tuples (cut at 800 characters).",
-            object_schema({"sql": {"type": "string", "minLength": 1}}))
+            object_schema({"sql": {"type": "string", "minLength": 1}}), bills={"db_query": 1})
 def execute_sql(session_scope: Callable[[], AbstractContextManager[DatabaseSession]], sql: str) -> ToolResult:
     """Run a read-only query and answer as upstream does (the rows' repr, cut at 800 characters).
+
+    Stands for one statement on the task's live database (a serverless SQL database: ``db_query``); a statement
+    refused before it is sent (not one read-only statement, or unparseable) costs nothing.
 
     :param session_scope: gives the episode's database (a context manager)
     :param sql: the query
     """
     try:
         kind = statement_kind(sql)
-        if kind not in READ_KINDS:
-            return ToolResult(ok=False, output="", error=f"execute_sql runs read-only queries; a {kind.upper()} "
-                              "belongs in the draft, which CHECK dry-runs and SUBMIT grades")
+    except SQLError as exc:
+        return ToolResult(ok=False, output="", error=str(exc), billed={})
+    if kind not in READ_KINDS:
+        return ToolResult(ok=False, output="", error=f"execute_sql runs read-only queries; a {kind.upper()} "
+                          "belongs in the draft, which CHECK dry-runs and SUBMIT grades", billed={})
+    try:
         with session_scope() as session:
             result, _ = run_statement(session, sql)
     except SQLError as exc:

@@ -1,14 +1,21 @@
-"""CHECK for schedules: the hard-constraint verifier; the feedback names every violated constraint with its
-culprits (preferences are not looked at)."""
+"""CHECK for schedules: the booking system's verifier. It checks the task's verified hard rules (every rule, or
+all but the business rules the prompt marks "not verified"), counts how many hold, and names every violated
+one with its culprits (preferences are not looked at)."""
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from harness_gym.core.types import CheckResult
 from harness_gym.domains.plan.instance import Assignment, Instance, Violation
+
+VERIFIER_BILL: Mapping[str, float] = {"api_call:internal": 1}
+"""What one run of the verifier costs (CHECK and the ``dry_run`` tool): a request to the booking system's
+validation endpoint, behind the operator's API gateway. It is not local compute: the verifier needs the live
+calendars and room bookings, which only that system holds; its own compute is the service's, not counted."""
 
 
 def read_assignments(obj: Any) -> Assignment | str:
@@ -35,26 +42,40 @@ def parse_draft(content: str) -> Assignment | str:
     return read_assignments(obj["assignments"])
 
 
-def describe(violations: list[Violation]) -> str:
-    """Checker feedback: each violated hard constraint by kind, with its culprits."""
+def verified_violations(instance: Instance, plan: Assignment) -> list[Violation]:
+    """The violations of the rules the verifier checks (those of unverified rules are not seen)."""
+    return [v for v in instance.violations(plan) if v.rule not in instance.unverified]
+
+
+def describe(violations: list[Violation], n_rules: int) -> str:
+    """Verifier feedback: each violated rule by kind, with its culprits, and how many rules hold."""
+    broken = len({v.rule for v in violations})
     if not violations:
-        return "no hard constraint violated"
+        return f"no verified hard rule violated ({n_rules} of {n_rules} hold)"
     shown = "; ".join(f"{v.kind}: {v.message}" for v in violations[:4])
     more = f" (+{len(violations) - 4} more)" if len(violations) > 4 else ""
-    return f"{len(violations)} hard constraint violation(s): {shown}{more}"
+    return (f"{len(violations)} hard constraint violation(s), {n_rules - broken} of {n_rules} verified rules hold: "
+            f"{shown}{more}")
 
 
 def check_schedule(instance: Instance, content: str) -> CheckResult:
-    """The checker's verdict on a draft schedule.
+    """The verifier's verdict on a draft schedule: ``n_total`` is the number of verified rules, ``n_passed``
+    those no violation breaks (0 for a draft that cannot be read).
 
     :param instance: the task's scheduling instance
     :param content: the draft (JSON text)
     """
+    n_rules = len(instance.verified_rules())
     plan = parse_draft(content)
     if isinstance(plan, str):
-        return CheckResult(False, plan, specificity=0.3)
-    violations = instance.violations(plan)
+        return CheckResult(False, plan, specificity=0.3, n_passed=0, n_total=n_rules, billed=VERIFIER_BILL)
+    violations = verified_violations(instance, plan)
+    n_passed = n_rules - len({v.rule for v in violations})
     if not violations:
-        return CheckResult(True, "every hard constraint holds (preferences are not checked)", specificity=1.0)
+        unverified = " and the rules marked 'not verified'" if instance.unverified else ""
+        return CheckResult(True, f"every verified hard rule holds ({n_rules} of {n_rules}; preferences{unverified} "
+                                 "are not checked)", specificity=1.0, n_passed=n_passed, n_total=n_rules,
+                           billed=VERIFIER_BILL)
     specificity = 0.9 if len({v.kind for v in violations}) == 1 else 0.75
-    return CheckResult(False, describe(violations), specificity=specificity)
+    return CheckResult(False, describe(violations, n_rules), specificity=specificity, n_passed=n_passed,
+                       n_total=n_rules, billed=VERIFIER_BILL)

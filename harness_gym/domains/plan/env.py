@@ -14,23 +14,35 @@ class HarnessPlanEnv(HarnessEnv):
     ## Description
 
     Planning: schedule 4-5 meetings into one-hour slots (two days, six slots a day) and rooms. Hard
-    constraints: every attendee free in the slot, room capacity, no person or room double-booked, precedence
-    ("M1 before M4"), deadlines ("M3 by Tue-11"); the ``ood`` split adds constraint types never seen in
-    train/val/test: equipment requirements, a per-person daily meeting limit and room preferences. Soft
-    constraints give a cost to minimise: unmet time preferences (morning, afternoon, a day) and idle slots
-    between one person's meetings on a day. Templates: a team's week, an interview loop with its debrief,
-    project reviews; ``ood``: a workshop series.
+    constraints, listed in the prompt as numbered rules: every meeting scheduled once, every attendee free in
+    the slot, room capacity, no person or room double-booked, precedence ("M1 before M4"), deadlines ("M3 by
+    Tue-11"); the ``ood`` split adds constraint types never seen in train/val/test: equipment requirements, a
+    per-person daily meeting limit and room preferences. Soft constraints give a cost to minimise: unmet time
+    preferences (morning, afternoon, a day) and idle slots between one person's meetings on a day. Templates: a
+    team's week, an interview loop with its debrief, project reviews; ``ood``: a workshop series.
+
+    Tasks differ in ways the prompt shows (the mix: ``harness_gym/domains/plan/generate.py`` and
+    docs/domains.md): a third hand over every attendee's free slots, the room directory and the preferences
+    (an ``Attached:`` block; no evidence needed), the others name people and rooms only, and need the calendars
+    of 1 to 5 distinct attendees; in half of them the booking system's verifier checks only the rules it can
+    know, and the prompt marks the business rules (precedence, deadlines, daily limit) ``(not verified)``.
 
     A draft is JSON: ``{"assignments": {meeting: {"slot": "Mon-09", "room": name}}}``.
 
     - **Corpus** (RETRIEVE, BM25 over title and text): one policy page per constraint type, the soft costs,
-      the tools, the plan format and a strategy page.
-    - **Tools**: ``availability(person)`` (free slots), ``room_info(room)`` (capacity, equipment),
-      ``dry_run(assignments)`` (the hard-constraint verifier). Unknown people or rooms and malformed
-      arguments are tool errors.
-    - **Checker** (CHECK): the hard-constraint verifier; feedback names each violated constraint and the
-      meetings, people or rooms involved. It ignores preferences, so a valid but sub-optimal schedule passes
-      the checker and scores below 1: the domain's support ceiling.
+      the tools, the verifier, the plan format and a strategy page.
+    - **Tools**: ``availability(person)`` (free slots; a calendar free/busy query, free in reality:
+      ``api_call:free``), ``room_info(room)`` (capacity, equipment; the operator's room directory:
+      ``api_call:internal``), ``dry_run(assignments)`` (the booking system's verifier, the one CHECK runs:
+      ``api_call:internal``). Unknown people or rooms and malformed arguments are tool errors.
+    - **Observations**: the room directory and the attendees' preferences come from the scheduling system
+      (``api_call:internal`` each) unless the prompt attached them (free); the slot grid is free.
+    - **Checker** (CHECK): the booking system's verifier (one ``api_call:internal``): it checks the verified
+      rules, reports how many hold (``n_passed`` / ``n_total``, ``n_total`` = the rules the prompt does not mark
+      ``(not verified)``) and names each violated rule with the meetings, people or rooms involved. It ignores
+      preferences, so a valid but sub-optimal schedule passes the checker and scores below 1, and where
+      business rules are not verified a schedule breaking one passes too and scores 0: the domain's support
+      ceiling.
     - **Grader** (SUBMIT, hidden): 0 when any hard constraint is violated, else ``(1 + C*) / (1 + C)`` where
       ``C`` is the schedule's soft cost and ``C*`` the optimum found by the project's exact branch-and-bound
       solver. Success is quality >= 0.999 (an optimal schedule).
@@ -45,7 +57,7 @@ class HarnessPlanEnv(HarnessEnv):
     | 1   | RETRIEVE | the next-best unseen policy page for the task prompt (BM25) |
     | 2   | TOOL     | the worker calls a tool, usually ``availability`` of a tightly booked attendee |
     | 3   | DRAFT    | the worker writes a schedule |
-    | 4   | CHECK    | runs the hard-constraint verifier on the schedule |
+    | 4   | CHECK    | runs the booking system's verifier (the verified hard rules) on the schedule |
     | 5   | REVISE   | the worker repairs the schedule using the named violations |
     | 6   | SUBMIT   | grades the schedule; the episode ends |
 

@@ -6,6 +6,12 @@ no person or room in two meetings at once, precedence (``A`` strictly before ``B
 slot) and, where set, at most ``k`` meetings per person per day. Soft constraints give a cost to minimise:
 the weight of every unmet time or room preference plus ``gap_weight`` per idle slot between two meetings of
 one person on one day. :func:`solve` finds the optimum by depth-first branch and bound.
+
+The hard constraints are stated as numbered **rules** (:meth:`Instance.rules`), the list a task's prompt shows.
+Each violation names the rule it breaks. The booking system's verifier (what CHECK and ``dry_run`` run) checks
+the rules of :meth:`Instance.verified_rules`: every rule, or, where the instance lists ``unverified`` rules,
+only the others (a calendar and room-booking system knows its calendars and rooms, not the requester's
+business rules such as precedence, deadlines or a daily limit: :data:`BUSINESS_RULE_KINDS`).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,17 +27,43 @@ import numpy as np
 Assignment = dict[str, tuple[str, str]]
 """meeting -> (slot, room)."""
 
+BUSINESS_RULE_KINDS: frozenset[str] = frozenset({"precedence", "deadline", "max_per_day"})
+"""Rule kinds a booking system does not know about: the ones an instance may leave unverified."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One hard rule as the prompt states it: its id (``"availability"``, ``"precedence:M1:M4"``,
+    ``"deadline:M3"``, ...), its kind (the id before any ``:``) and its text."""
+
+    rule_id: str
+    text: str
+
+    @property
+    def kind(self) -> str:
+        return self.rule_id.split(":")[0]
+
+
 @dataclass(frozen=True)
 class Violation:
-    """A violated hard constraint: its kind and a message naming the culprits.
+    """A violated hard constraint: its kind, a message naming the culprits and the rule it breaks.
 
     The kinds: ``unknown_meeting``, ``unscheduled``, ``unknown_slot``, ``unknown_room``,
     ``availability``, ``capacity``, ``equipment``, ``person_conflict``, ``room_conflict``, ``precedence``,
-    ``deadline``, ``max_per_day``.
+    ``deadline``, ``max_per_day``. The rule is a :attr:`Rule.rule_id` (see :data:`RULE_OF_KIND`).
     """
 
     kind: str
     message: str
+    rule: str = ""
+
+
+RULE_OF_KIND: dict[str, str] = {
+    "unknown_meeting": "schedule", "unscheduled": "schedule", "unknown_slot": "schedule", "unknown_room": "schedule",
+    "availability": "availability", "capacity": "rooms", "room_conflict": "rooms", "person_conflict": "people",
+    "equipment": "equipment", "max_per_day": "max_per_day",
+}
+"""The rule each violation kind breaks (precedence and deadline violations name their own rule instance)."""
 
 
 class InstanceError(ValueError):
@@ -59,6 +91,7 @@ class Instance:
         self.precedence: list[tuple[str, str]] = [(a, b) for a, b in spec.get("precedence", [])]
         self.deadlines: dict[str, str] = dict(spec.get("deadlines", {}))
         self.max_per_day: int | None = spec.get("max_per_day")
+        self.unverified: frozenset[str] = frozenset(spec.get("unverified", ()))
         soft = spec.get("soft", {})
         self.prefer: list[dict[str, Any]] = list(soft.get("prefer", []))
         self.room_prefs: list[dict[str, Any]] = list(soft.get("room_prefs", []))
@@ -84,6 +117,32 @@ class Instance:
         for p in self.room_prefs:
             if p["room"] not in self.rooms:
                 raise InstanceError(f"room preference of {p['meeting']}: unknown room {p['room']!r}")
+        rules = {r.rule_id: r for r in self.rules()}
+        for rule_id in sorted(self.unverified):
+            if rule_id not in rules:
+                raise InstanceError(f"unverified rule {rule_id!r} is not a rule of the instance ({', '.join(rules)})")
+            if rules[rule_id].kind not in BUSINESS_RULE_KINDS:
+                raise InstanceError(f"unverified rule {rule_id!r}: only business rules "
+                                    f"({', '.join(sorted(BUSINESS_RULE_KINDS))}) can be left unverified")
+
+    # ----- rules -------------------------------------------------------------------------------------
+    def rules(self) -> list[Rule]:
+        """The hard rules in the order a prompt lists them."""
+        out = [Rule("schedule", "every meeting is scheduled once, in a bookable slot and one of the rooms"),
+               Rule("availability", "every attendee must be available"),
+               Rule("rooms", "a room holds one meeting per slot and seats at most its capacity"),
+               Rule("people", "nobody attends two meetings in the same slot")]
+        if any(m.get("needs") for m in self.meetings.values()):
+            out.append(Rule("equipment", "a meeting that needs equipment must be in a room that has it"))
+        out += [Rule(f"precedence:{a}:{b}", f"{a} must happen before {b}") for a, b in self.precedence]
+        out += [Rule(f"deadline:{m}", f"{m} must take place by {s}") for m, s in self.deadlines.items()]
+        if self.max_per_day is not None:
+            out.append(Rule("max_per_day", f"nobody has more than {self.max_per_day} meetings on one day"))
+        return out
+
+    def verified_rules(self) -> list[Rule]:
+        """The rules the booking system's verifier checks (CHECK and ``dry_run``), in prompt order."""
+        return [r for r in self.rules() if r.rule_id not in self.unverified]
 
     def day(self, slot: str) -> str:
         return slot.split("-")[0]
@@ -106,7 +165,10 @@ class Instance:
                 and all(s in self.free[p] for p in meet["attendees"]) for r in rooms]
 
     def violations(self, plan: Assignment) -> list[Violation]:
-        """Every violated hard constraint of a plan whose entries are (slot, room) strings."""
+        """Every violated hard constraint of a plan whose entries are (slot, room) strings, each with its rule."""
+        return [replace(v, rule=RULE_OF_KIND.get(v.kind, v.rule)) for v in self._violations(plan)]
+
+    def _violations(self, plan: Assignment) -> list[Violation]:
         out: list[Violation] = []
         valid: Assignment = {}
         for m, (slot, room) in plan.items():
@@ -136,7 +198,8 @@ class Instance:
             if missing:
                 out.append(Violation("equipment", f"{m} needs {', '.join(missing)}, which {room} lacks"))
             if m in self.deadlines and self.slot_index[slot] > self.slot_index[self.deadlines[m]]:
-                out.append(Violation("deadline", f"{m} at {slot} is after its deadline {self.deadlines[m]}"))
+                out.append(Violation("deadline", f"{m} at {slot} is after its deadline {self.deadlines[m]}",
+                                     f"deadline:{m}"))
             for p in meet["attendees"]:
                 by_person.setdefault((p, slot), []).append(m)
                 per_day[(p, self.day(slot))] += 1
@@ -149,7 +212,8 @@ class Instance:
                 out.append(Violation("room_conflict", f"{room} holds {' and '.join(ms)} at {slot}"))
         for a, b in self.precedence:
             if a in valid and b in valid and self.slot_index[valid[a][0]] >= self.slot_index[valid[b][0]]:
-                out.append(Violation("precedence", f"{a} ({valid[a][0]}) must come before {b} ({valid[b][0]})"))
+                out.append(Violation("precedence", f"{a} ({valid[a][0]}) must come before {b} ({valid[b][0]})",
+                                     f"precedence:{a}:{b}"))
         if self.max_per_day is not None:
             for (p, d), n in per_day.items():
                 if n > self.max_per_day:

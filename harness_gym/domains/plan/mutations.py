@@ -1,5 +1,6 @@
 """Wrong schedules for a planning task: plans that break exactly one kind of hard constraint (they fail the
-checker) and feasible plans costlier than the optimum (they pass the checker and score below 1)."""
+checker, unless the rule they break is one the task's verifier does not check) and feasible plans costlier
+than the optimum (they pass the checker and score below 1)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ def violating_plans(inst: Instance, ref: Assignment, rng: np.random.Generator) -
             by_kind.setdefault(kinds.pop(), []).append(plan)
     kinds = sorted(by_kind)
     rng.shuffle(kinds)
+    unverified = {rule.split(":")[0] for rule in inst.unverified}
+    kinds.sort(key=lambda k: k not in unverified)  # plans the verifier cannot see first: they pass CHECK
     return [(k, by_kind[k][int(rng.integers(len(by_kind[k])))]) for k in kinds[:4]]
 
 

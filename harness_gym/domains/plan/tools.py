@@ -1,12 +1,12 @@
 """The planning tools: a person's free slots, a room's capacity and equipment, and a dry run of a schedule
-against the hard rules."""
+against the verified hard rules. Each declares what one call costs in a deployment (``bills=``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from harness_gym.core.types import ToolResult
-from harness_gym.domains.plan.checker import describe, read_assignments
+from harness_gym.domains.plan.checker import VERIFIER_BILL, describe, read_assignments, verified_violations
 from harness_gym.domains.plan.instance import Instance
 from harness_gym.domains.tooling import ToolTable, object_schema
 
@@ -16,9 +16,12 @@ TOOLS = ToolTable()
 _NAME = {"type": "string", "minLength": 1, "maxLength": 40}
 
 
-@TOOLS.tool("The slots in which a person is free.", object_schema({"person": _NAME}))
+@TOOLS.tool("The slots in which a person is free.", object_schema({"person": _NAME}), bills={"api_call:free": 1})
 def availability(instance: Instance, person: str) -> ToolResult:
     """The slots in which ``person`` is free, in slot order.
+
+    Stands for a calendar free/busy query (e.g. Google Calendar's freebusy endpoint): free of charge within the
+    provider's quota, so billed as ``api_call:free``.
 
     :param instance: the task's scheduling instance
     :param person: an attendee's name
@@ -29,9 +32,11 @@ def availability(instance: Instance, person: str) -> ToolResult:
     return ToolResult(True, f"{person} is free at: {', '.join(free) or 'no slot'}")
 
 
-@TOOLS.tool("Capacity and equipment of a room.", object_schema({"room": _NAME}))
+@TOOLS.tool("Capacity and equipment of a room.", object_schema({"room": _NAME}), bills={"api_call:internal": 1})
 def room_info(instance: Instance, room: str) -> ToolResult:
     """The seats and equipment of ``room``.
+
+    Stands for a lookup in the operator's own room directory behind its API gateway: ``api_call:internal``.
 
     :param instance: the task's scheduling instance
     :param room: a room's name
@@ -43,10 +48,13 @@ def room_info(instance: Instance, room: str) -> ToolResult:
                             f"{', '.join(info.get('equipment', ())) or 'none'}")
 
 
-@TOOLS.tool("Check a schedule against the hard rules; lists every violated rule (no scoring).",
-            object_schema({"assignments": {"type": "object"}}))
+@TOOLS.tool("Check a schedule against the booking system's verified hard rules; lists every violated rule "
+            "(no scoring).", object_schema({"assignments": {"type": "object"}}), bills=VERIFIER_BILL)
 def dry_run(instance: Instance, assignments: Any) -> ToolResult:
-    """Every hard constraint the schedule ``assignments`` violates.
+    """Every verified hard rule the schedule ``assignments`` violates: the verifier CHECK runs.
+
+    Stands for a request to the booking system's validation endpoint (:data:`~.checker.VERIFIER_BILL`): one
+    ``api_call:internal``.
 
     :param instance: the task's scheduling instance
     :param assignments: ``{meeting: {"slot", "room"}}``
@@ -54,4 +62,4 @@ def dry_run(instance: Instance, assignments: Any) -> ToolResult:
     plan = read_assignments(assignments)
     if isinstance(plan, str):
         return ToolResult(False, "", f"dry_run: {plan}")
-    return ToolResult(True, describe(instance.violations(plan)))
+    return ToolResult(True, describe(verified_violations(instance, plan), len(instance.verified_rules())))

@@ -1,9 +1,22 @@
-"""The τ-bench retail domain: a store, its tickets, the retail tools, a plan verifier and the benchmark reward."""
+"""The τ-bench retail domain: a store, its tickets, the retail tools, a plan verifier and the benchmark reward.
+
+Evidence a task needs (the hidden ``required_*`` and ``tool_calls`` the simulated worker reads) follows from what
+the ticket states, for the synthetic store and the public data alike: a ticket that states every value its
+plan writes (order ids, the cancel reason, the new address) and asks for no information needs none; otherwise
+the customer's profile, the record of every order the plan changes that the ticket describes without naming
+its id, and the gold read calls (at most :data:`MAX_TOOL_EVIDENCE`).
+
+What the harness holds (the hooks read the ticket only, :mod:`.ticket`): the ids, emails, zip codes and catalogue
+products it names are the task's keys; the visible checks are those CHECK runs on a plan making the changes the
+ticket asks for; every tool call and every record OBSERVE shows is a request to the operator's order service
+(``api_call:internal``), except local arithmetic (``api_call:free``) and ``think`` (nothing).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from functools import lru_cache
 
 from harness_gym.core.domain import Domain
@@ -24,7 +37,8 @@ from harness_gym.domains.tau_retail.drafts import (
 from harness_gym.domains.tau_retail.grader import MAX_REPLY_CHARS, reward, rewards
 from harness_gym.domains.tau_retail.mutations import Perturber
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
-from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, WRITE_TOOLS, call_once, tool_specs
+from harness_gym.domains.tau_retail.ticket import ticket_changes, ticket_ids, ticket_products
+from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, ORDER_SERVICE, WRITE_TOOLS, call_once, tool_specs
 from harness_gym.domains.tau_retail.upstream import RawTask, RetailDataset, load_dataset
 from harness_gym.paths import data_path
 
@@ -44,6 +58,9 @@ FAMILY_OF_TOOL: dict[str, str] = {
     "exchange_delivered_order_items": "exchange", "transfer_to_human_agents": "transfer",
 }
 _LOOKUPS = frozenset({"find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details", "think"})
+_ANSWER_IS_THE_OUTPUT = frozenset({"find_user_id_by_email", "find_user_id_by_name_zip", "calculate",
+                                   "list_all_product_types"})
+"""Read tools whose output answers the call without repeating its arguments (an id, a number, the catalogue)."""
 MAX_TOOL_EVIDENCE = 4
 """At most this many gold read calls are a task's evidence tool calls (8 budget units)."""
 MAX_RELEVANT_DOCS = 2
@@ -69,6 +86,9 @@ class TauRetailDomain(Domain):
     name = "tau_retail"
     uses_sandbox = False
     tool_needs_draft = False
+    hidden_payload_keys = frozenset({"actions", "outputs", "gold_hash"})
+    """Fields of the payload (:class:`~harness_gym.domains.tau_retail.drafts.RetailTaskData`) the harness must
+    not see: the gold actions, the outputs the reply must state and the gold database hash."""
 
     def __init__(self, dataset: RetailDataset) -> None:
         super().__init__()
@@ -77,6 +97,9 @@ class TauRetailDomain(Domain):
         self.tools = tool_specs(self.snapshot.semantics)
         self.corpus = read_markdown_documents(POLICY_FILE)
         self.corpus += [_product_doc(pid, p) for pid, p in sorted(self.snapshot.tables["products"].items())]
+        self._product_names = sorted(p["name"] for p in self.snapshot.tables["products"].values())
+        self._keys: dict[str, tuple[str, ...]] = {}
+        self._checks: dict[str, int] = {}
         self.add_tasks([self._task(raw) for raw in dataset.tasks])
 
     # ----- task construction -------------------------------------------------------------------------
@@ -106,10 +129,17 @@ class TauRetailDomain(Domain):
                 seen.add(content)
                 candidates.append(Candidate(content, kind, False))
 
-        observations, required = self._observations(raw.user_id)
+        observations, order_index = self._observations(raw.user_id)
         writes = [c for c in plan if c.name in WRITE_TOOLS]
-        evidence = self._evidence_calls(data)
-        docs = list(dict.fromkeys(POLICY_OF_TOOL[c.name] for c in plan))[:MAX_RELEVANT_DOCS] or ["policy-information"]
+        unnamed = list(dict.fromkeys(str(c.args["order_id"]) for c in plan if "order_id" in c.args
+                                     and str(c.args["order_id"]) not in raw.prompt))
+        if _stated_in(raw.prompt, plan, raw.outputs):
+            required, evidence, docs = frozenset(), (), []
+        else:
+            required = frozenset({0, *(order_index[o] for o in unnamed if o in order_index)}) if observations \
+                else frozenset()
+            evidence = self._evidence_calls(data)
+            docs = list(dict.fromkeys(POLICY_OF_TOOL[c.name] for c in plan))[:MAX_RELEVANT_DOCS] or ["policy-information"]
         family = "+".join(sorted({FAMILY_OF_TOOL[c.name] for c in plan})) or "info"
         difficulty = min(1.0, 0.1 + 0.2 * min(len(writes), 3) + 0.1 * min(len(raw.outputs), 2)
                          + 0.05 * min(len(raw.actions) - len(plan), 4))
@@ -118,15 +148,17 @@ class TauRetailDomain(Domain):
                     required_observations=required, relevant_docs=frozenset(docs), tool_calls=evidence,
                     payload=data)
 
-    def _observations(self, user_id: str | None) -> tuple[tuple[str, ...], frozenset[int]]:
-        """The customer's profile (required) and each of their orders, as the support console shows them."""
+    def _observations(self, user_id: str | None) -> tuple[tuple[str, ...], dict[str, int]]:
+        """The customer's profile and each of their orders, as the support console shows them, and the index of
+        each order's text."""
         user = self.snapshot.tables["users"].get(user_id or "")
         if user is None:
-            return (), frozenset()
+            return (), {}
         orders = self.snapshot.tables["orders"]
+        shown = [oid for oid in user["orders"] if oid in orders]
         texts = [f"Customer profile {user_id}: {_compact(user)}"]
-        texts += [f"Order {oid}: {_compact(orders[oid])}" for oid in user["orders"] if oid in orders]
-        return tuple(texts), frozenset({0})
+        texts += [f"Order {oid}: {_compact(orders[oid])}" for oid in shown]
+        return tuple(texts), {oid: i + 1 for i, oid in enumerate(shown)}
 
     def _evidence_calls(self, data: RetailTaskData) -> tuple[ToolCall, ...]:
         """The gold read calls that succeed, those about what the plan changes first, at most
@@ -148,7 +180,8 @@ class TauRetailDomain(Domain):
                   *, resource: None = None) -> ToolResult:
         if call.name not in EVIDENCE_TOOLS:
             return ToolResult(ok=False, output="", error=f"{call.name} changes the store; write calls belong in "
-                                                          "the draft's plan, TOOL runs read tools only")
+                                                          "the draft's plan, TOOL runs read tools only",
+                              billed={})  # refused before the order service is called
         ok, out = call_once(RetailDB(self.snapshot), call)
         return ToolResult(ok=True, output=out) if ok else ToolResult(ok=False, output="", error=out)
 
@@ -159,11 +192,40 @@ class TauRetailDomain(Domain):
             reply = ""
         if len(reply) > MAX_REPLY_CHARS:
             return CheckResult(False, f"the reply is {len(reply)} characters long; at most {MAX_REPLY_CHARS} are "
-                                      "graded", 0.9)
+                                      "graded", 0.9, n_passed=0, n_total=1, billed={})
         return verify(task.payload, draft.content)
 
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:
         return reward(task.payload, draft.content)
+
+    # ----- signals the harness holds (the ticket only) -------------------------------------------------
+    def task_keys(self, task: Task) -> tuple[str, ...]:
+        """The ids (orders, items, users, payment methods), emails, zip codes and catalogue products the ticket
+        names, lower-cased."""
+        keys = self._keys.get(task.task_id)
+        if keys is None:
+            keys = self._keys[task.task_id] = tuple(ticket_ids(task.prompt)
+                                                    + ticket_products(task.prompt, self._product_names))
+        return keys
+
+    def n_visible_checks(self, task: Task) -> int:
+        """The checks CHECK runs on a plan that makes the changes the ticket asks for (:mod:`.ticket`): one per
+        change, one for the reply, one per order change the reply must confirm; 1 for a question alone."""
+        n = self._checks.get(task.task_id)
+        if n is None:
+            n = self._checks[task.task_id] = ticket_changes(task.prompt).checks
+        return n
+
+    def tool_answers(self, task: Task, call: ToolCall, result: ToolResult) -> bool:
+        """A read answers when it returns something: lookups, arithmetic and the catalogue answer with their
+        output; record reads when the record names what was asked or one of the ticket's keys."""
+        if not result.ok or not result.output.strip():
+            return False
+        return call.name in _ANSWER_IS_THE_OUTPUT or super().tool_answers(task, call, result)
+
+    def observe_bill(self, task: Task, index: int) -> Mapping[str, float]:
+        """Each observation (the profile, an order) is a record read from the order service."""
+        return ORDER_SERVICE
 
     def knowledge_signal(self, task: Task, ctx: Context, call: ToolCall | None = None) -> float:
         """Tool calls: a read tool with valid arguments (+1), else -1. Drafts: every plan call is a known tool
@@ -193,6 +255,15 @@ class TauRetailDomain(Domain):
             owner = tables["users"].get(order["user_id"], {})
             return args["payment_method_id"] in owner.get("payment_methods", {})
         return True
+
+
+def _stated_in(ticket: str, plan: tuple[ToolCall, ...], outputs: tuple[str, ...]) -> bool:
+    """Whether the ticket asks for changes, states every string the plan writes and asks for no information: a
+    plan a model can write from the ticket alone (an empty plan is not: refusing needs the facts)."""
+    if outputs or not plan:
+        return False
+    values = [v for c in plan for a in c.args.values() for v in (a if isinstance(a, list) else [a])]
+    return all(isinstance(v, str) and v in ticket for v in values)
 
 
 @lru_cache(maxsize=8)

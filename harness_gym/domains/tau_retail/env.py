@@ -28,8 +28,10 @@ class HarnessTauRetailEnv(HarnessEnv):
       literals (never imported or run; anything else is refused naming file, line and field). Without
       ``data_dir``: this project's synthetic store in ``envs_data/tau_retail``, in a JSON format of this
       project's own (``users.json``, ``orders.json``, ``products.json``, ``tasks_{train,dev,test,ood}.json``
-      lists of ``{user_id, instruction, actions: [{name, kwargs}], outputs}``; 150 users, 400 orders,
-      24 products, 260 tasks; written by ``python -m harness_gym.domains.tau_retail.generate``).
+      lists of ``{user_id, instruction, actions: [{name, kwargs}], outputs}``; 150 users, 600 orders,
+      24 products, 260 tasks; written by ``python -m harness_gym.domains.tau_retail.generate``). Its tickets
+      ask for 0 to 4 changes in τ²-bench's proportions, some with a question, half naming their orders by id
+      and half describing them (the mix: the generator's docstring and docs/domains.md).
     - **τ² mapping**: ``id`` -> task id; ``user_scenario.instructions`` (reason for call, known and unknown
       info, behaviour notes) -> the ticket; ``evaluation_criteria.actions`` (``name``, ``arguments``) -> gold
       actions; ``communicate_info`` -> required outputs. ``nl_assertions`` need an LLM judge and are not
@@ -53,6 +55,9 @@ class HarnessTauRetailEnv(HarnessEnv):
       tools follow v1 where the two versions differ: address and payment changes need status exactly
       ``pending`` (τ²: any status containing ``pending``); an item may be "modified" to itself (τ² refuses);
       user lookups compare lower-cased text (τ² also folds accents); ``get_item_details`` does not exist.
+      Every tool call, and every record OBSERVE shows, is a request to the operator's order service
+      (``api_call:internal``), except ``calculate`` (local arithmetic: ``api_call:free``) and ``think``
+      (nothing); a write refused by TOOL never reaches the service and costs nothing.
     - **Checker** (CHECK): a plan verifier. It dry-runs the plan on a copy-on-write view of the database and
       enforces the policy a careful agent checks: plan steps are write/transfer tools with valid arguments,
       they act on the ticket's customer only, a transfer comes last, no item is exchanged for itself, every
@@ -60,7 +65,10 @@ class HarnessTauRetailEnv(HarnessEnv):
       customer, original method or gift card for refunds, gift-card balance, once per order), and the reply
       confirms every order changed. It never sees the gold actions or the required outputs, so a plan that
       runs cleanly but picks the wrong variant, order or payment method, misses or adds a write, or a reply
-      missing the requested information passes it and fails the grader (the support ceiling).
+      missing the requested information passes it and fails the grader (the support ceiling). It counts
+      what it evaluates (``n_passed`` / ``n_total``: one check per plan step, one for a non-empty reply, one
+      per order change the reply must confirm; a ticket asking only for a figure has one) and bills each
+      step that reaches the dry run as an ``api_call:internal``.
     - **Grader** (SUBMIT): the benchmark's reward, v1's definition (τ² without its LLM-judged parts). 1 if
       the hash of the database after running the plan equals the hash after replaying all gold actions on a
       fresh database (a failing call, gold or not, changes nothing), the reply is at most 1000 characters

@@ -61,8 +61,14 @@ _ADDRESS = dict.fromkeys(ADDRESS_FIELDS, _STR)
 _ORDER = {"order_id": _STR}
 _ITEMS_CHANGE = {"order_id": _STR, "item_ids": _IDS, "new_item_ids": _IDS, "payment_method_id": _STR}
 
+ORDER_SERVICE: dict[str, float] = {"api_call:internal": 1}
+"""What one call of a retail tool costs: a request to the operator's own order-management service behind its API
+gateway (the reads, the writes, the hand-over). Its own compute is the service's, not counted."""
+FREE_LOCAL: dict[str, float] = {"api_call:free": 1}
+"""``calculate``: arithmetic done locally, free in reality."""
+
 TOOLS = ToolTable()
-"""Every retail tool, registered by the decorator on its function below."""
+"""Every retail tool, registered by the decorator on its function below, with what one call costs."""
 
 # ----- lookups ---------------------------------------------------------------------------------------
 
@@ -170,8 +176,9 @@ def _evaluate(node: ast.AST) -> float:
 
 
 @TOOLS.tool("Evaluate an arithmetic expression (numbers, + - * /, parentheses); result rounded to "
-            "2 decimals.", _schema(expression=_STR))
+            "2 decimals.", _schema(expression=_STR), bills=FREE_LOCAL)
 def calculate(db: RetailDB, expression: str) -> str:
+    """Local arithmetic, free in reality (``api_call:free``)."""
     if not expression.strip() or any(c not in "0123456789+-*/(). " for c in expression):
         raise RetailToolError("invalid characters in expression")
     try:
@@ -183,11 +190,13 @@ def calculate(db: RetailDB, expression: str) -> str:
 
 @TOOLS.tool("Write down a thought; changes nothing and returns nothing.", _schema(thought=_STR))
 def think(db: RetailDB, thought: str) -> str:
+    """A note to itself: no service is called, nothing is billed."""
     return ""
 
 
-@TOOLS.tool("Find a user id by email.", _schema(email=_STR))
+@TOOLS.tool("Find a user id by email.", _schema(email=_STR), bills=ORDER_SERVICE)
 def find_user_id_by_email(db: RetailDB, email: str) -> str:
+    """A customer lookup in the operator's order service (``api_call:internal``)."""
     wanted = _fold(db, email)
     for user_id, user in db.records("users"):
         if _fold(db, user["email"]) == wanted:
@@ -196,8 +205,9 @@ def find_user_id_by_email(db: RetailDB, email: str) -> str:
 
 
 @TOOLS.tool("Find a user id by first name, last name and zip code.",
-            _schema(first_name=_STR, last_name=_STR, zip=_STR))
+            _schema(first_name=_STR, last_name=_STR, zip=_STR), bills=ORDER_SERVICE)
 def find_user_id_by_name_zip(db: RetailDB, first_name: str, last_name: str, zip: str) -> str:
+    """A customer lookup in the operator's order service (``api_call:internal``)."""
     first, last = _fold(db, first_name), _fold(db, last_name)
     for user_id, user in db.records("users"):
         if (_fold(db, user["name"]["first_name"]) == first and _fold(db, user["name"]["last_name"]) == last
@@ -207,28 +217,32 @@ def find_user_id_by_name_zip(db: RetailDB, first_name: str, last_name: str, zip:
 
 
 @TOOLS.tool("A user's profile: name, address, email, payment methods, order ids.",
-            _schema(user_id=_STR))
+            _schema(user_id=_STR), bills=ORDER_SERVICE)
 def get_user_details(db: RetailDB, user_id: str) -> str:
+    """A profile read from the operator's order service (``api_call:internal``)."""
     return _dump(_user(db, user_id))
 
 
 @TOOLS.tool("An order's status, items, address, fulfilments and payments.",
-            _schema(**_ORDER))
+            _schema(**_ORDER), bills=ORDER_SERVICE)
 def get_order_details(db: RetailDB, order_id: str) -> str:
+    """An order read from the operator's order service (``api_call:internal``)."""
     return _dump(_order(db, order_id))
 
 
 @TOOLS.tool("A product's variants (item ids, options, availability, price).",
-            _schema(product_id=_STR))
+            _schema(product_id=_STR), bills=ORDER_SERVICE)
 def get_product_details(db: RetailDB, product_id: str) -> str:
+    """A catalogue read from the operator's order service (``api_call:internal``)."""
     rec = db.get("products", product_id)
     if rec is None:
         raise RetailToolError("product not found")
     return _dump(rec)
 
 
-@TOOLS.tool("One item (variant) of a product by item id.", _schema(item_id=_STR))
+@TOOLS.tool("One item (variant) of a product by item id.", _schema(item_id=_STR), bills=ORDER_SERVICE)
 def get_item_details(db: RetailDB, item_id: str) -> str:
+    """A catalogue read from the operator's order service (``api_call:internal``)."""
     if db.snapshot.semantics == "v1":
         raise RetailToolError("Unknown action get_item_details (tau-bench v1 has no such tool)")
     product_id = db.snapshot.item_product.get(item_id)
@@ -237,14 +251,16 @@ def get_item_details(db: RetailDB, item_id: str) -> str:
     return _dump(db.get("products", product_id)["variants"][item_id])
 
 
-@TOOLS.tool("Product names mapped to product ids, sorted by name.", _schema())
+@TOOLS.tool("Product names mapped to product ids, sorted by name.", _schema(), bills=ORDER_SERVICE)
 def list_all_product_types(db: RetailDB) -> str:
+    """A catalogue read from the operator's order service (``api_call:internal``)."""
     return json.dumps({p["name"]: pid for pid, p in db.records("products")}, sort_keys=True)
 
 
 @TOOLS.tool("Hand the conversation to a human agent with a summary; changes no data.",
-            _schema(summary=_STR))
+            _schema(summary=_STR), bills=ORDER_SERVICE)
 def transfer_to_human_agents(db: RetailDB, summary: str) -> str:
+    """A hand-over through the operator's support system (``api_call:internal``)."""
     return "Transfer successful"
 
 
@@ -254,8 +270,9 @@ CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
 
 @TOOLS.tool("Cancel a pending order ('no longer needed' or 'ordered by mistake'); "
-            "payments are refunded, to gift cards at once.", _schema(order_id=_STR, reason=_STR), writes=True)
+            "payments are refunded, to gift cards at once.", _schema(order_id=_STR, reason=_STR), writes=True, bills=ORDER_SERVICE)
 def cancel_pending_order(db: RetailDB, order_id: str, reason: str) -> str:
+    """A write to the operator's order service (``api_call:internal``)."""
     order = _order(db, order_id)
     if order["status"] != "pending":
         raise RetailToolError(f"order {order_id} is {order['status']!r}; only a pending order can be cancelled")
@@ -275,9 +292,10 @@ def cancel_pending_order(db: RetailDB, order_id: str, reason: str) -> str:
 
 
 @TOOLS.tool("Change the shipping address of a pending order.",
-            _schema(**_ORDER, **_ADDRESS), writes=True)
+            _schema(**_ORDER, **_ADDRESS), writes=True, bills=ORDER_SERVICE)
 def modify_pending_order_address(db: RetailDB, order_id: str, address1: str, address2: str, city: str,
                                  state: str, country: str, zip: str) -> str:
+    """A write to the operator's order service (``api_call:internal``)."""
     order = _order(db, order_id)
     _check_pending(db, order)
     order = db.edit("orders", order_id)
@@ -287,9 +305,10 @@ def modify_pending_order_address(db: RetailDB, order_id: str, address1: str, add
 
 @TOOLS.tool("Change items of a pending order to other available variants of the "
             "same products, once; the price difference is paid or refunded with one payment method.",
-            _schema(**_ITEMS_CHANGE), writes=True)
+            _schema(**_ITEMS_CHANGE), writes=True, bills=ORDER_SERVICE)
 def modify_pending_order_items(db: RetailDB, order_id: str, item_ids: list[str], new_item_ids: list[str],
                                payment_method_id: str) -> str:
+    """A write to the operator's order service (``api_call:internal``)."""
     order = _order(db, order_id)
     if order["status"] != "pending":
         raise RetailToolError(f"order {order_id} is {order['status']!r}; items of an order can be modified only "
@@ -316,8 +335,9 @@ def modify_pending_order_items(db: RetailDB, order_id: str, item_ids: list[str],
 
 
 @TOOLS.tool("Pay a pending order with another of the user's payment methods.",
-            _schema(order_id=_STR, payment_method_id=_STR), writes=True)
+            _schema(order_id=_STR, payment_method_id=_STR), writes=True, bills=ORDER_SERVICE)
 def modify_pending_order_payment(db: RetailDB, order_id: str, payment_method_id: str) -> str:
+    """A write to the operator's order service (``api_call:internal``)."""
     order = _order(db, order_id)
     _check_pending(db, order)
     method = _payment_method(db, order["user_id"], payment_method_id)
@@ -343,9 +363,10 @@ def modify_pending_order_payment(db: RetailDB, order_id: str, payment_method_id:
 
 
 @TOOLS.tool("Change a user's default address.", _schema(user_id=_STR, **_ADDRESS),
-            writes=True)
+            writes=True, bills=ORDER_SERVICE)
 def modify_user_address(db: RetailDB, user_id: str, address1: str, address2: str, city: str, state: str,
                         country: str, zip: str) -> str:
+    """A write to the operator's order service (``api_call:internal``)."""
     _user(db, user_id)
     user = db.edit("users", user_id)
     user["address"] = _address_record(address1, address2, city, state, country, zip)
@@ -354,8 +375,9 @@ def modify_user_address(db: RetailDB, user_id: str, address1: str, address2: str
 
 @TOOLS.tool("Request a return of items of a delivered order, refunded to the "
             "original payment method or a gift card.",
-            _schema(order_id=_STR, item_ids=_IDS, payment_method_id=_STR), writes=True)
+            _schema(order_id=_STR, item_ids=_IDS, payment_method_id=_STR), writes=True, bills=ORDER_SERVICE)
 def return_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[str], payment_method_id: str) -> str:
+    """A write to the operator's order service (``api_call:internal``)."""
     order = _order(db, order_id)
     if order["status"] != "delivered":
         raise RetailToolError(f"order {order_id} is {order['status']!r}; only a delivered order can be returned, once")
@@ -372,9 +394,10 @@ def return_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[str
 
 @TOOLS.tool("Request an exchange of items of a delivered order for available "
             "variants of the same products; the price difference uses one payment method.",
-            _schema(**_ITEMS_CHANGE), writes=True)
+            _schema(**_ITEMS_CHANGE), writes=True, bills=ORDER_SERVICE)
 def exchange_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[str], new_item_ids: list[str],
                                    payment_method_id: str) -> str:
+    """A write to the operator's order service (``api_call:internal``)."""
     order = _order(db, order_id)
     if order["status"] != "delivered":
         raise RetailToolError(f"order {order_id} is {order['status']!r}; only a delivered order can be exchanged, once")
