@@ -75,7 +75,7 @@ def confidence_auroc(env_id: str, episodes: int) -> dict[str, float]:
 
 
 def self_check_agreement(episodes: int, checks: int) -> dict[str, float]:
-    env = gym.make("HarnessResearchQA-v0")
+    env = gym.make("HarnessResearchQA-v1")
     check_feature = env.unwrapped.feature_names.index("last_check_result")
     same, all_pass, half_or_less = [], [], []
     for i in range(episodes):

@@ -1,7 +1,7 @@
 """Gymnasium vector envs as Stable-Baselines3 vector envs: :class:`SB3VecEnv` and :func:`to_sb3_vec_env`.
 
 SB3 trains on its own ``VecEnv`` interface and rejects a Gymnasium :class:`~gymnasium.vector.VectorEnv`.
-For SB3's own vector envs nothing is needed: ``make_vec_env("HarnessCode-v0", n_envs=4)`` (with
+For SB3's own vector envs nothing is needed: ``make_vec_env("HarnessCode-v1", n_envs=4)`` (with
 ``vec_env_cls=SubprocVecEnv`` or not) works on every env id as it is. This module is for a vector env made by
 Gymnasium, e.g. ``gym.make_vec(env_id, 4, vectorization_mode="async")``::
 
@@ -11,7 +11,7 @@ Gymnasium, e.g. ``gym.make_vec(env_id, 4, vectorization_mode="async")``::
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import VecMonitor
 
-    venv = VecMonitor(to_sb3_vec_env(gym.make_vec("HarnessCode-v0", 4, vectorization_mode="async")))
+    venv = VecMonitor(to_sb3_vec_env(gym.make_vec("HarnessCode-v1", 4, vectorization_mode="async")))
     MaskablePPO("MlpPolicy", venv, n_steps=128).learn(10_000)
 
 What the adapter does, in SB3's terms:

@@ -38,7 +38,7 @@ from harness_gym_baselines.episode_view import episode_html, load_episodes
 FORCED_SUBMIT_LIMIT = 0.5
 MIN_ONLINE_STEPS = 20_000
 MIN_EPOCHS = 30
-PAPER_GAIN = {"HarnessTauRetail-v0": 18.2, "HarnessDBBench-v0": 13.2, "HarnessCode-v0": 10.0}
+PAPER_GAIN = {"HarnessTauRetail-v1": 18.2, "HarnessDBBench-v1": 13.2, "HarnessCode-v1": 10.0}
 """AWR minus static in quality points, as the offline-RL paper reports it (τ-bench retail, AgentBench
 DB-Bench, coding with a calibrated structured verifier); the public-data variants share their env's figure"""
 FIXED = ("static", "forced-check", "thorough")
@@ -70,7 +70,7 @@ def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
 
 
 def base_env(label: str) -> str:
-    """The env id of a table label (``HarnessTauRetail-v0+tau`` -> ``HarnessTauRetail-v0``)."""
+    """The env id of a table label (``HarnessTauRetail-v1+tau`` -> ``HarnessTauRetail-v1``)."""
     return label.split("+", 1)[0]
 
 
@@ -266,7 +266,7 @@ def _plt() -> Any:
 
 
 def _short(label: str) -> str:
-    return label.removeprefix("Harness").replace("-v0", "")
+    return label.removeprefix("Harness").replace("-v1", "")
 
 
 def _title_and_legend(fig: Any, title: str, handles: list[Any], names: list[str]) -> None:

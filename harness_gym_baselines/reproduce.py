@@ -42,9 +42,9 @@ import gymnasium as gym
 import harness_gym
 from harness_gym_baselines import offline_compare
 
-ECPO_ENVS = ("HarnessData-v0", "HarnessResearchQA-v0")
+ECPO_ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
 """the envs of the ECPO table (docs/ecpo.md), when they are among ``--envs``"""
-CORRUPTION_ENV = "HarnessResearchQA-v0"
+CORRUPTION_ENV = "HarnessResearchQA-v1"
 FIXED = ("static", "forced-check", "thorough")
 OFFLINE = ("bc", "awr", "awr-q")
 ONLINE = ("ppo-sparse", "ecpo")
@@ -143,11 +143,11 @@ def variants(env_ids: list[str], tau_data: str | None, dbbench_data: str | None)
     if tau_data:
         if not Path(tau_data).is_dir():
             raise FileNotFoundError(f"--tau-data {tau_data}: no such folder")
-        out.append(Variant("HarnessTauRetail-v0", "tau", {"data_dir": str(Path(tau_data).resolve())}, tau_data))
+        out.append(Variant("HarnessTauRetail-v1", "tau", {"data_dir": str(Path(tau_data).resolve())}, tau_data))
     if dbbench_data:
         if not Path(dbbench_data).is_file():
             raise FileNotFoundError(f"--dbbench-data {dbbench_data}: no such file")
-        out.append(Variant("HarnessDBBench-v0", "dbbench", {"data_path": str(Path(dbbench_data).resolve())},
+        out.append(Variant("HarnessDBBench-v1", "dbbench", {"data_path": str(Path(dbbench_data).resolve())},
                            dbbench_data))
     for var in out[len(env_ids):]:
         _check_has_test_tasks(var)
@@ -308,8 +308,8 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     :param out: output folder (reused to resume)
     :param quick: the sizes of :data:`QUICK` instead of :data:`FULL`
     :param env_ids: the envs (default: every registered id)
-    :param tau_data: a τ-bench retail data folder: adds the public-data variant of HarnessTauRetail-v0
-    :param dbbench_data: a DB-Bench JSONL file: adds the public-data variant of HarnessDBBench-v0
+    :param tau_data: a τ-bench retail data folder: adds the public-data variant of HarnessTauRetail-v1
+    :param dbbench_data: a DB-Bench JSONL file: adds the public-data variant of HarnessDBBench-v1
     :param seeds: sets every seed count (offline, online, corruption)
     :param size_overrides: ``FIELD=VALUE`` changes of the sizes
     :param cost_weights: the cost weights of the frontier (default :data:`DEFAULT_COST_WEIGHTS`)

@@ -176,9 +176,9 @@ def small_dataset(tmp_path, monkeypatch):
     from harness_gym_baselines.registry import make_policy
 
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
-    if "HarnessToy-v0" not in gym.registry:
-        gym.register(id="HarnessToy-v0", entry_point="examples.toy_domain.env:HarnessToyEnv", max_episode_steps=100)
-    return datasets.collect("HarnessToy-v0", make_policy("behaviour"), "harness/toy-majority-v0", episodes=12,
+    if "HarnessToy-v1" not in gym.registry:
+        gym.register(id="HarnessToy-v1", entry_point="examples.toy_domain.env:HarnessToyEnv", max_episode_steps=100)
+    return datasets.collect("HarnessToy-v1", make_policy("behaviour"), "harness/toy-majority-v0", episodes=12,
                             seed=5, ref_policies=None, progress=False)
 
 

@@ -50,7 +50,7 @@ def test_every_step_reports_cost_and_the_return_is_q_minus_weighted_cost(thoroug
 
 
 def test_prompt_tokens_at_a_draft_grow_with_the_context_gathered_before_it():
-    env = gym.make("HarnessResearchQA-v0")
+    env = gym.make("HarnessResearchQA-v1")
     tokens = []
     for prefix in ([], [Action.OBSERVE], [Action.OBSERVE, Action.RETRIEVE, Action.RETRIEVE],
                    [Action.OBSERVE, Action.RETRIEVE, Action.RETRIEVE, Action.TOOL, Action.TOOL]):
@@ -71,7 +71,7 @@ def test_prompt_tokens_at_a_draft_grow_with_the_context_gathered_before_it():
 
 def test_simulated_prompt_count_matches_the_live_prompt_text():
     """The simulated worker meters exactly the messages a live worker would send (estimated tokens)."""
-    env = gym.make("HarnessMultiTool-v0")
+    env = gym.make("HarnessMultiTool-v1")
     env.reset(seed=1)
     env.step(int(Action.OBSERVE))
     env.step(int(Action.RETRIEVE))
@@ -91,7 +91,7 @@ def test_simulated_prompt_count_matches_the_live_prompt_text():
 
 
 def test_grader_jobs_are_not_metered_but_check_jobs_are():
-    env = gym.make("HarnessCode-v0")
+    env = gym.make("HarnessCode-v1")
     env.reset(seed=0)
     env.step(int(Action.DRAFT))
     check = env.step(int(Action.CHECK))[4]["cost"]
@@ -116,7 +116,7 @@ def test_prices_are_validated_and_overridable():
 
 
 def test_thorough_gathers_then_checks_every_submitted_draft():
-    env = gym.make("HarnessPlan-v0")
+    env = gym.make("HarnessPlan-v1")
     policy = make_policy("thorough")
     for i in range(6):
         ep = play_episode(env, policy, seed=i, split="test")
@@ -131,7 +131,7 @@ def test_thorough_gathers_then_checks_every_submitted_draft():
 
 def test_frontier_command_writes_a_png_and_consistent_returns(tmp_path, capsys):
     out = tmp_path / "frontier"
-    assert main(["frontier", "HarnessPlan-v0", "--episodes", "4", "--cost-weights", "0,0.1", "--out", str(out),
+    assert main(["frontier", "HarnessPlan-v1", "--episodes", "4", "--cost-weights", "0,0.1", "--out", str(out),
                  "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["policy"] for r in rows] == ["static", "forced-check", "thorough", "random", "oracle"]
@@ -140,11 +140,11 @@ def test_frontier_command_writes_a_png_and_consistent_returns(tmp_path, capsys):
         assert r["return_at"]["0.1"] == pytest.approx(r["quality_mean"] - 0.1 * r["cost_mean"])
     png = (out / "frontier.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
-    assert main(["frontier", "HarnessPlan-v0", "--cost-weights", "0,x", "--out", str(out)]) == 2
+    assert main(["frontier", "HarnessPlan-v1", "--cost-weights", "0,x", "--out", str(out)]) == 2
 
 
 def test_eval_json_reports_cost_and_return(capsys):
-    assert main(["eval", "HarnessPlan-v0", "--policy", "static", "--episodes", "3", "--json",
+    assert main(["eval", "HarnessPlan-v1", "--policy", "static", "--episodes", "3", "--json",
                  "--env-kwarg", "cost_weight=0.1"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["cost_mean"] > 0 and result["cost_ci95"][0] <= result["cost_mean"] <= result["cost_ci95"][1]
@@ -153,7 +153,7 @@ def test_eval_json_reports_cost_and_return(capsys):
 
 # ----- the worker's signals -------------------------------------------------------------------------------
 def test_repeated_self_checks_of_one_draft_mostly_agree():
-    env = gym.make("HarnessResearchQA-v0")
+    env = gym.make("HarnessResearchQA-v1")
     agree = []
     for i in range(40):
         env.reset(seed=i)
@@ -166,7 +166,7 @@ def test_repeated_self_checks_of_one_draft_mostly_agree():
 
 
 def test_tool_mask_is_the_same_for_tasks_with_and_without_evidence_calls():
-    for env_id in ("HarnessData-v0", "HarnessTauRetail-v0"):
+    for env_id in ("HarnessData-v1", "HarnessTauRetail-v1"):
         env = gym.make(env_id)
         tasks = env.unwrapped.domain.all_tasks()
         with_calls = next(t for t in tasks if t.tool_calls)
@@ -185,8 +185,8 @@ def test_tool_mask_is_the_same_for_tasks_with_and_without_evidence_calls():
         env.close()
 
 
-@pytest.mark.parametrize("env_id", ["HarnessResearchQA-v0", "HarnessMultiTool-v0", "HarnessTauRetail-v0",
-                                    "HarnessData-v0", "HarnessPlan-v0"])
+@pytest.mark.parametrize("env_id", ["HarnessResearchQA-v1", "HarnessMultiTool-v1", "HarnessTauRetail-v1",
+                                    "HarnessData-v1", "HarnessPlan-v1"])
 def test_wrong_tool_calls_are_well_formed_real_and_not_evidence(env_id):
     env = gym.make(env_id)
     domain = env.unwrapped.domain

@@ -150,7 +150,7 @@ def test_vector_envs_step(mode):
 def test_sb3_ppo_learns_a_few_thousand_steps():
     from stable_baselines3 import PPO
 
-    e = gym.make("HarnessCode-v0")
+    e = gym.make("HarnessCode-v1")
     model = PPO("MlpPolicy", e, n_steps=256, batch_size=64, n_epochs=2, seed=0, verbose=0, device="cpu")
     model.learn(total_timesteps=2048)
     assert model.num_timesteps >= 2048

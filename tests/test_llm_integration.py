@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL = "smollm2-135m-instruct"
 A = Action
 EPISODES: dict[str, list[tuple[int, list[int]]]] = {
-    "HarnessCode-v0": [(0, [A.OBSERVE, A.DRAFT, A.TOOL, A.CHECK, A.REVISE, A.SUBMIT])],
-    "HarnessMultiTool-v0": [(0, [A.OBSERVE, A.RETRIEVE, A.TOOL, A.DRAFT, A.CHECK, A.SUBMIT])],
-    "HarnessDBBench-v0": [(0, [A.OBSERVE, A.TOOL, A.DRAFT, A.CHECK, A.SUBMIT])],
+    "HarnessCode-v1": [(0, [A.OBSERVE, A.DRAFT, A.TOOL, A.CHECK, A.REVISE, A.SUBMIT])],
+    "HarnessMultiTool-v1": [(0, [A.OBSERVE, A.RETRIEVE, A.TOOL, A.DRAFT, A.CHECK, A.SUBMIT])],
+    "HarnessDBBench-v1": [(0, [A.OBSERVE, A.TOOL, A.DRAFT, A.CHECK, A.SUBMIT])],
 }
 """(seed, actions) per env: every step kind that calls the model (draft, confidence, tool, revise)."""
 

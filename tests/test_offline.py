@@ -1,4 +1,4 @@
-"""Offline buffers (Minari), BC and AWR, on the toy domain registered as ``HarnessToy-v0``."""
+"""Offline buffers (Minari), BC and AWR, on the toy domain registered as ``HarnessToy-v1``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from harness_gym_baselines.bc import train as train_bc
 from harness_gym_baselines.cli import main
 from harness_gym_baselines.registry import make_policy
 
-TOY_ID = "HarnessToy-v0"
+TOY_ID = "HarnessToy-v1"
 if TOY_ID not in gym.registry:
     gym.register(id=TOY_ID, entry_point="examples.toy_domain.env:HarnessToyEnv", max_episode_steps=100)
 

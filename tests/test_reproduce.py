@@ -20,7 +20,7 @@ from harness_gym_baselines.cli import main
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-ENV = "HarnessMultiTool-v0"
+ENV = "HarnessMultiTool-v1"
 TINY = ["--quick", "--envs", ENV, "--seeds", "1", "--size", "buffer_episodes=60", "--size", "eval_episodes=10",
         "--size", "online_steps=512", "--size", "ecpo_episodes=10", "--size", "corruption_steps=1024",
         "--size", "corrupt_from=512", "--size", "sim_seeds=1", "--size", "ref_score_episodes=5",
@@ -54,7 +54,7 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
             rows = list(csv.DictReader(fh))
         assert rows and all(r["run"] == "quick" for r in rows), stem
     assert "QUICK RUN" in (run_dir / "table_sim_to_real.md").read_text()
-    assert "| HarnessCode-v0 | static |" in (run_dir / "table_sim_to_real.md").read_text()
+    assert "| HarnessCode-v1 | static |" in (run_dir / "table_sim_to_real.md").read_text()
 
     with open(run_dir / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -241,16 +241,16 @@ def test_public_data_variants_get_their_own_rows(tmp_path):
     with open(out / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     envs = {r["env"] for r in rows}
-    assert envs == {ENV, "HarnessTauRetail-v0+tau", "HarnessDBBench-v0+dbbench"}
-    tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v0+tau"}
+    assert envs == {ENV, "HarnessTauRetail-v1+tau", "HarnessDBBench-v1+dbbench"}
+    tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v1+tau"}
     assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q"}  # no online rows on public data
     assert float(tau["awr"]["paper_awr_minus_static"]) == 18.2
-    cells = json.loads(next((out / "offline" / "cells" / "HarnessTauRetail-v0+tau").glob("static-seed0.json"))
+    cells = json.loads(next((out / "offline" / "cells" / "HarnessTauRetail-v1+tau").glob("static-seed0.json"))
                        .read_text())
     import gymnasium as gym
 
     def test_ids(**kwargs):
-        env = gym.make("HarnessTauRetail-v0", **kwargs)
+        env = gym.make("HarnessTauRetail-v1", **kwargs)
         ids = {t.task_id for t in env.unwrapped.domain.tasks("test")}
         env.close()
         return ids

@@ -45,7 +45,7 @@ class HarnessToyEnv(HarnessEnv):
     ## Arguments
 
     ```python
-    env = gym.make("HarnessToy-v0", split="train", budget=30, cost_weight=0.0, worker="simulated",
+    env = gym.make("HarnessToy-v1", split="train", budget=30, cost_weight=0.0, worker="simulated",
                    profile=None, prompts_dir=None, sandbox="process", action_costs=None, render_mode=None)
     ```
 

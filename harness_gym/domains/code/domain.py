@@ -105,7 +105,7 @@ def read_task(path: Path, line: int, rec: dict[str, Any], doc_ids: set[str]) -> 
 
 
 class CodeDomain(Domain):
-    """Python function and class tasks (HarnessCode-v0).
+    """Python function and class tasks (HarnessCode-v1).
 
     :param data_dir: folder holding ``tasks.jsonl`` and ``corpus.jsonl`` (default ``envs_data/code``)
     """

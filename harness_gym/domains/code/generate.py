@@ -1,4 +1,4 @@
-"""Write the HarnessCode-v0 task bank: ``python -m harness_gym.domains.code.generate [--out DIR] [--seed N]``.
+"""Write the HarnessCode-v1 task bank: ``python -m harness_gym.domains.code.generate [--out DIR] [--seed N]``.
 
 For every task of :mod:`~harness_gym.domains.code.problems` the generator
 
