@@ -31,6 +31,8 @@ class Retrieved(NamedTuple):
     """its score over the query's best score, in [0, 1] (1 for the best-ranked document)"""
     gap_share: float
     """its score minus the next unseen document's, over the query's best score, in [0, 1]"""
+    query: str = ""
+    """the query text the ranking answered (the env bills its tokens in the ``index`` retrieval mode)"""
 
 
 _KEY_PATTERN = re.compile(r"\"([^\"]{2,60})\"|'([^']{2,60})'|\b((?:[A-Z][\w-]*)(?:\s+[A-Z][\w-]*)+)\b|\b(\w*\d[\w.:/-]*)\b")
@@ -181,7 +183,7 @@ class Domain(ABC):
         (doc_idx, score), after = unseen[0], (unseen[1][1] if len(unseen) > 1 else 0.0)
         share = score / best if best > 0 else 0.0
         return Retrieved(document=self.corpus[doc_idx], looks_relevant=best > 0 and share >= self.relevant_looking_ratio,
-                         score_share=share, gap_share=(score - after) / best if best > 0 else 0.0)
+                         score_share=share, gap_share=(score - after) / best if best > 0 else 0.0, query=query)
 
     # ----- TOOL --------------------------------------------------------------------------------------
     def run_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None, *,

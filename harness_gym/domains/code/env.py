@@ -73,7 +73,8 @@ class HarnessCodeEnv(HarnessEnv):
     ```python
     import gymnasium as gym
     env = gym.make("HarnessCode-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``data_dir`` is a folder with ``tasks.jsonl`` and ``corpus.jsonl`` (default: the shipped

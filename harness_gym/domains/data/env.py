@@ -82,7 +82,8 @@ class HarnessDataEnv(HarnessEnv):
     ```python
     import gymnasium as gym
     env = gym.make("HarnessData-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``data_dir`` is a folder with ``datasets.jsonl``, ``datasets/*.csv``, ``corpus.jsonl`` and ``tasks.jsonl``

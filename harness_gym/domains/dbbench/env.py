@@ -113,7 +113,8 @@ class HarnessDBBenchEnv(HarnessEnv):
     import gymnasium as gym
     env = gym.make("HarnessDBBench-v1", data_path=None, data_dir=None, engine="sqlite", dsn=None,
                    strict=False, split="train", budget=30, cost_weight=0.0, worker="simulated", profile=None,
-                   sandbox="process", action_costs=None, render_mode=None)
+                   sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``data_path`` is a DB-Bench JSONL file (default: the shipped ``envs_data/dbbench/generated.jsonl``);

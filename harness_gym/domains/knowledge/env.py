@@ -72,7 +72,8 @@ class HarnessKnowledgeEnv(HarnessEnv):
     ```python
     import gymnasium as gym
     env = gym.make("HarnessKnowledge-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``data_dir`` is a folder with ``sources.jsonl`` and ``tasks.jsonl`` (default: the shipped

@@ -78,7 +78,8 @@ class HarnessMultiToolEnv(HarnessEnv):
     ```python
     import gymnasium as gym
     env = gym.make("HarnessMultiTool-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``data_dir`` is a folder with ``world.json``, ``corpus.jsonl`` and ``tasks.jsonl`` (default: the shipped
