@@ -11,8 +11,10 @@ the worker's stated confidence and the env's counters and ledger; never a hidden
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -122,6 +124,21 @@ class TaskSignals(NamedTuple):
     """:meth:`~harness_gym.core.domain.Domain.input_size`"""
 
 
+@lru_cache(maxsize=65536)
+def _key_pattern(key: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)")
+
+
+def mentions(text: str, key: str) -> bool:
+    """Whether lower-cased ``text`` names ``key`` as a whole: not inside a longer word or number (``"1"`` is not
+    named by ``"15"``, ``"ada"`` not by ``"canada"``).
+
+    :param text: lower-cased text
+    :param key: a lower-cased key
+    """
+    return key in text and _key_pattern(key).search(text) is not None
+
+
 class KeyCoverage:
     """Which of a task's keys the gathered text names, updated one gathered text at a time (each text is
     searched once, for the keys still missing).
@@ -134,13 +151,13 @@ class KeyCoverage:
         self.missing = list(keys)
 
     def add(self, text: str) -> None:
-        """Mark the missing keys that ``text`` names (case-insensitive).
+        """Mark the missing keys that ``text`` names (case-insensitive, :func:`mentions`).
 
         :param text: a gathered text (an observation, a document, a tool output)
         """
         if self.missing and text:
             lowered = text.lower()
-            self.missing = [k for k in self.missing if k not in lowered]
+            self.missing = [k for k in self.missing if not mentions(lowered, k)]
 
     @property
     def share(self) -> float:
