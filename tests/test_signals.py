@@ -143,10 +143,10 @@ def test_last_tool_answers_follows_whether_the_output_names_what_was_asked():
     env.close()
 
 
-def state_with(check: CheckResult | None, signals: TaskSignals = TaskSignals((), 0, 0)) -> HarnessState:
+def state_with(check: CheckResult | None) -> HarnessState:
     env = HarnessToyEnv()
     ctx = Context(task=env.domain.task("toy-0"), last_check=check)
-    return HarnessState(ctx=ctx, budget=30, budget_left=30, signals=signals)
+    return HarnessState(ctx=ctx, budget=30, budget_left=30)
 
 
 def test_check_pass_share_is_the_share_passed_or_the_verdict():
