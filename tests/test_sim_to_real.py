@@ -21,6 +21,7 @@ from harness_gym_baselines.sim_to_real import (
     sim_to_real,
     train_learned,
 )
+from tests.recording import needs_v1_recording
 
 MANIFEST = data_path("recordings", "smollm2.json")
 
@@ -68,6 +69,7 @@ def test_train_learned_is_deterministic_and_runs_on_the_env(tmp_path):
     env.close()
 
 
+@needs_v1_recording
 def test_shipped_learned_controller_reproduces_its_recorded_actions():
     """Each learned episode of the recording is what its shipped model does against the replayed model: the
     recording is of that controller, and the model file is the one shipped."""
@@ -90,6 +92,7 @@ def test_shipped_learned_controller_reproduces_its_recorded_actions():
         assert info["quality"] == pytest.approx(ep["quality"])
 
 
+@needs_v1_recording
 def test_sim_to_real_table_has_every_controller_ranked():
     rows, fits, manifest = sim_to_real(sim_seeds=1)
     envs = {ep["env_id"] for ep in manifest["episodes"]}
