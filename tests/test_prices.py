@@ -31,6 +31,17 @@ def test_every_price_has_its_source_and_the_date_it_was_read():
             assert entry["source"], f"{path.name}: billing.{key}"
 
 
+def test_docs_cost_lists_every_price_with_its_source():
+    doc = (data_path("..") / "docs" / "cost.md").read_text() if (data_path("..") / "docs").is_dir() else None
+    if doc is None:
+        pytest.skip("docs/ is not installed beside envs_data")
+    for path in sorted(data_path("prices").glob("*.json")):
+        for item, entry in json.loads(path.read_text())["items"].items():
+            row = f"| {path.stem} | `{item}` | {entry['usd']:g} |"
+            assert row in doc, f"docs/cost.md lacks the row of {path.stem} {item}"
+            assert entry["source"] in doc and entry["read"] in doc
+
+
 def test_profiles_resolve_with_their_default_retrieval_and_the_shared_services():
     cheap = price_table(None)
     assert cheap.name == "cheap-hosted" and cheap.retrieval == "local-index" and cheap.retrieval_mode == "index"

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from harness_gym_baselines.cli import main
+from tests.recording import STALE
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -54,7 +55,11 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
             rows = list(csv.DictReader(fh))
         assert rows and all(r["run"] == "quick" for r in rows), stem
     assert "QUICK RUN" in (run_dir / "table_sim_to_real.md").read_text()
-    assert "| HarnessCode-v1 | static |" in (run_dir / "table_sim_to_real.md").read_text()
+    sim_table = (run_dir / "table_sim_to_real.md").read_text()
+    if STALE:  # the shipped recording predates -v1 (tests/recording.py): the stage says so instead of replaying
+        assert "Not run" in sim_table and "re-record" in sim_table
+    else:
+        assert "| HarnessCode-v1 | static |" in sim_table
 
     with open(run_dir / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
