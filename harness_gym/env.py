@@ -173,8 +173,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     :param budget_units: the cost budget per episode, in cost units: a number > 0, ``None`` (no cost budget) or
         ``"auto"`` (the default: twice the median episode cost of the reference sequence at this env's prices,
         :mod:`harness_gym.core.budgets`; precomputed for the shipped profiles, else computed on the first
-        ``reset`` and kept for the process). When a step brings the spent units to the budget, the episode ends
-        with a forced submit (``info["forced_submit"]``), as when the step budget runs out
+        ``reset`` and kept for the process; no budget when the reference episodes cost nothing at these prices).
+        When a step brings the spent units to the budget, the episode ends with a forced submit
+        (``info["forced_submit"]``), as when the step budget runs out
     :param worker: ``"simulated"`` or a :class:`~harness_gym.workers.Worker` instance
     :param profile: worker profile (instance or JSON path); default the domain's shipped profile
     :param sandbox: ``"process"``, ``"docker"`` or a :class:`~harness_gym.sandbox.Sandbox`; only opened
