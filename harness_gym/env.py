@@ -623,7 +623,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         st.tool_version = ctx.draft.version if ctx.draft is not None else -1
         if result.billed is not None:
             self._bill(result.billed, f"{self.domain.name}: the result of tool {call.name!r}")
-        elif not validate_call(self.domain.tools, call):  # a call the schema rejects is never sent
+        elif result.ok or not validate_call(self.domain.tools, call):  # a call the schema rejects is never sent
             self._bill(self.domain.tools[call.name].bills, f"{self.domain.name}: tool {call.name!r}")
         st.last_tool_answers = 1 if self.domain.tool_answers(ctx.task, call, result) else -1
         st.gather(result.output)

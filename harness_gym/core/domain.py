@@ -375,7 +375,13 @@ class Domain(ABC):
             return False
         text = result.output.lower()
         asked = [v.lower() for v in call.args.values() if isinstance(v, str) and len(v) >= 2]
-        return any(mentions(text, a) for a in asked) or any(mentions(text, k) for k in self.task_keys(task))
+        if any(mentions(text, a) for a in asked):
+            return True
+        memo = self.__dict__.setdefault("_task_keys_memo", {})  # task_keys is a pure function of the task
+        held = memo.get(task.task_id)
+        if held is None or held[0] is not task:
+            held = memo[task.task_id] = (task, tuple(self.task_keys(task)))
+        return any(mentions(text, k) for k in held[1])
 
     def observe_bill(self, task: Task, index: int) -> Mapping[str, float]:
         """What revealing observation ``index`` of ``task`` costs in a deployed harness, billable item ->

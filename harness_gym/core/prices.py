@@ -130,7 +130,9 @@ class PriceTable:
 
         :param bill: billed quantities
         """
-        return sum(quantity * self.price(item) for item, quantity in bill.items() if quantity) / UNIT_DOLLARS
+        usd = self.usd
+        return sum(quantity * (usd[item] if item in usd else self.price(item))
+                   for item, quantity in bill.items() if quantity) / UNIT_DOLLARS
 
     def sandbox_bill(self, jobs: int) -> dict[str, float]:
         """What ``jobs`` sandbox jobs bill: ``sandbox_request`` per job and their GB-seconds.
