@@ -1,7 +1,7 @@
 """Episodes per second with concurrent envs: processes for the simulated worker, threads for a worker that
 waits on a (imitated or real) LLM server; the speed-ups printed in one run.
 
-    python benchmarks/collect_scaling.py [--env HarnessCode-v0] [--episodes 200] [--latency-ms 200]
+    python benchmarks/collect_scaling.py [--env HarnessCode-v1] [--episodes 200] [--latency-ms 200]
                                          [--llama N] [--skip-processes] [--json]
 
 1. Simulated worker, CPU-bound: the sequential loop (1 worker) against 2 and 4 processes
@@ -143,7 +143,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--env", default="HarnessCode-v0", choices=harness_gym.ENV_IDS[:6])
+    ap.add_argument("--env", default="HarnessCode-v1", choices=harness_gym.ENV_IDS[:6])
     ap.add_argument("--episodes", type=int, default=200, help="episodes per count of the simulated part")
     ap.add_argument("--latency-ms", type=float, default=200.0)
     ap.add_argument("--llama", type=int, default=0, metavar="N", help="also N local llama.cpp servers (0: skip)")

@@ -25,7 +25,7 @@ cannot take them); masks are applied at evaluation, as for ours.
 
 Example::
 
-    python benchmarks/d3rlpy_compare.py all HarnessKnowledge-v0 --dataset harness/knowledge-behaviour-seed0-v0 \\
+    python benchmarks/d3rlpy_compare.py all HarnessKnowledge-v1 --dataset harness/knowledge-behaviour-seed0-v0 \\
         --datasets-path /tmp/hg6/offline/minari --out /tmp/hg6/d3rlpy
 """
 

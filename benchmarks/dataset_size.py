@@ -8,7 +8,7 @@ Minari root and prints the size of each dataset's files divided by its number of
 - ``after``: the defaults of :func:`harness_gym.datasets.collect` (``action_mask`` and ``invalid_action`` per
   step, the outcome once per episode, the file repacked with contiguous arrays).
 
-Run ``python benchmarks/dataset_size.py [--env HarnessCode-v0] [--episodes 100]``; it takes a few seconds.
+Run ``python benchmarks/dataset_size.py [--env HarnessCode-v1] [--episodes 100]``; it takes a few seconds.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def measure(env_id: str, episodes: int, seed: int) -> dict[str, dict[str, float]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", default="HarnessCode-v0")
+    parser.add_argument("--env", default="HarnessCode-v1")
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

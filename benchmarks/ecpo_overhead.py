@@ -1,6 +1,6 @@
 """ECPO's wall time over plain sb3-contrib MaskablePPO for the same steps, env and settings, in one run.
 
-    python benchmarks/ecpo_overhead.py [--env HarnessResearchQA-v0] [--steps 20000] [--repeats 1]
+    python benchmarks/ecpo_overhead.py [--env HarnessResearchQA-v1] [--steps 20000] [--repeats 1]
 
 Plain: ``MaskablePPO.learn`` on the same vector env (:func:`harness_gym_baselines.algos.ppo.make_training_env`) with the same
 hyperparameters (:func:`harness_gym_baselines.algos.ppo.make_model`), no wrapper, no callback, no TensorBoard. ECPO:
@@ -46,7 +46,7 @@ def ecpo_seconds(cfg: ECPOConfig) -> tuple[float, float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", default="HarnessResearchQA-v0")
+    parser.add_argument("--env", default="HarnessResearchQA-v1")
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=1)

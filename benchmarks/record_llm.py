@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--model", default="smollm2-135m-instruct")
-    parser.add_argument("--envs", nargs="+", default=["HarnessCode-v0", "HarnessMultiTool-v0", "HarnessDBBench-v0"])
+    parser.add_argument("--envs", nargs="+", default=["HarnessCode-v1", "HarnessMultiTool-v1", "HarnessDBBench-v1"])
     parser.add_argument("--policies", nargs="+", default=[*FIXED, LEARNED], choices=[*FIXED, LEARNED])
     parser.add_argument("--learned-episodes", type=int, default=2000,
                         help="behaviour episodes of the simulator the learned controller is trained on")

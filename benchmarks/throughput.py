@@ -1,11 +1,11 @@
 """Env throughput against CartPole-v1, measured in one run, and the cold latency of a sandbox job.
 
-    python benchmarks/throughput.py [--steps 20000] [--env HarnessCode-v0]
+    python benchmarks/throughput.py [--steps 20000] [--env HarnessCode-v1]
 
-HarnessCode-v0 runs with the simulated worker and a warm execution cache: the timed pass replays the
+HarnessCode-v1 runs with the simulated worker and a warm execution cache: the timed pass replays the
 episode seeds of an identical warm-up pass, so every checker/grader job is served from the cache. Both
 envs are built with ``gym.make`` (same wrappers) and driven by the same pre-drawn random actions.
-Target: HarnessCode-v0 per-step time at most 10x CartPole-v1's; cold sandbox job median <= 10 ms.
+Target: HarnessCode-v1 per-step time at most 10x CartPole-v1's; cold sandbox job median <= 10 ms.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def cold_job_latency(jobs: int) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20000)
-    ap.add_argument("--env", default="HarnessCode-v0")
+    ap.add_argument("--env", default="HarnessCode-v1")
     ap.add_argument("--jobs", type=int, default=200)
     args = ap.parse_args()
     rng = np.random.default_rng(0)

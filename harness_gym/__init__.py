@@ -3,7 +3,7 @@
 Importing the package registers every env id (see :data:`ENV_IDS`)::
 
     import gymnasium as gym
-    env = gym.make("harness_gym:HarnessCode-v0")
+    env = gym.make("harness_gym:HarnessCode-v1")
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from harness_gym.env import MAX_BUDGET, HarnessEnv
 __version__ = "0.1.0"
 
 _ENTRY_POINTS: dict[str, str] = {
-    "HarnessCode-v0": "harness_gym.domains.code.env:HarnessCodeEnv",
-    "HarnessKnowledge-v0": "harness_gym.domains.knowledge.env:HarnessKnowledgeEnv",
-    "HarnessResearchQA-v0": "harness_gym.domains.research_qa.env:HarnessResearchQAEnv",
-    "HarnessMultiTool-v0": "harness_gym.domains.multitool.env:HarnessMultiToolEnv",
-    "HarnessData-v0": "harness_gym.domains.data.env:HarnessDataEnv",
-    "HarnessPlan-v0": "harness_gym.domains.plan.env:HarnessPlanEnv",
-    "HarnessTauRetail-v0": "harness_gym.domains.tau_retail.env:HarnessTauRetailEnv",
-    "HarnessDBBench-v0": "harness_gym.domains.dbbench.env:HarnessDBBenchEnv",
+    "HarnessCode-v1": "harness_gym.domains.code.env:HarnessCodeEnv",
+    "HarnessKnowledge-v1": "harness_gym.domains.knowledge.env:HarnessKnowledgeEnv",
+    "HarnessResearchQA-v1": "harness_gym.domains.research_qa.env:HarnessResearchQAEnv",
+    "HarnessMultiTool-v1": "harness_gym.domains.multitool.env:HarnessMultiToolEnv",
+    "HarnessData-v1": "harness_gym.domains.data.env:HarnessDataEnv",
+    "HarnessPlan-v1": "harness_gym.domains.plan.env:HarnessPlanEnv",
+    "HarnessTauRetail-v1": "harness_gym.domains.tau_retail.env:HarnessTauRetailEnv",
+    "HarnessDBBench-v1": "harness_gym.domains.dbbench.env:HarnessDBBenchEnv",
 }
 ENV_IDS: tuple[str, ...] = tuple(_ENTRY_POINTS)
 

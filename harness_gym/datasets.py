@@ -25,7 +25,7 @@ however small the array; harness episodes are short (5 to 30 steps), so that ove
 (about 13 KB a step with every info key). :func:`collect` therefore rewrites the finished file with
 contiguous arrays, HDF5's newest object headers and no creation-order indices (:func:`repack_hdf5`; the
 content is unchanged and Minari reads it as before; reading needs HDF5 1.10 or newer, which every h5py 3
-wheel bundles) and stores only the per-step infos above: about 0.7 KB a step on ``HarnessCode-v0``.
+wheel bundles) and stores only the per-step infos above: about 0.7 KB a step on ``HarnessCode-v1``.
 ``python benchmarks/dataset_size.py`` measures bytes per step of the old and the new settings.
 
 Resuming: while collecting, each finished episode is written atomically to

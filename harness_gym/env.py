@@ -7,23 +7,30 @@ the Domain contract), :mod:`harness_gym.workers` and :mod:`harness_gym.sandbox`,
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from harness_gym.core import budgets as budget_rule
 from harness_gym.core.actions import DEFAULT_ACTION_COST, N_ACTIONS, Action
-from harness_gym.core.cost import Prices, zero_cost
+from harness_gym.core.cost import add_bill, checked_bill, cost_info, estimate_tokens, step_bill, zero_cost
 from harness_gym.core.domain import Domain
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
-from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, features_table
+from harness_gym.core.prices import PriceTable, price_book
+from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCoverage, TaskSignals, features_table
+from harness_gym.core.tools import validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task
+from harness_gym.paths import data_path
 from harness_gym.sandbox import SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Usage, Worker, WorkerProfile, make_worker
+from harness_gym.workers.prompting import PromptSet
 
 PENDING = -1.0
 """Value of ``quality``, ``hms`` and every pattern in ``info`` before the episode ends (not NaN: Gymnasium's
@@ -32,6 +39,30 @@ At the end a pattern that does not apply is NaN."""
 MAX_BUDGET = 100
 """Upper bound on ``budget``; the registered ``max_episode_steps`` equals it, so the budget always ends an
 episode before the time limit can."""
+AUTO = "auto"
+"""``budget_units="auto"``: the cost budget of the documented rule (:mod:`harness_gym.core.budgets`)."""
+
+
+def price_table(prices: str | Mapping[str, Any] | PriceTable | None) -> PriceTable:
+    """The :class:`~harness_gym.core.prices.PriceTable` of a ``prices=`` value: a profile name
+    (``BASE[+OVERLAY...]``), a dict of item -> US$ over the default profile, a table, or ``None`` (the default
+    profile, ``cheap-hosted``), from the shipped files in ``envs_data/prices``.
+
+    :param prices: what ``prices=`` was given
+    :raises ValueError: naming an unknown profile, overlay or item and the closest known ones
+    """
+    return price_book(str(data_path("prices"))).table(prices)
+
+
+def price_profiles() -> tuple[str, ...]:
+    """Every shipped price profile: each base profile at its default retrieval, then with each other retrieval
+    overlay (``cheap-hosted``, ``cheap-hosted+web-search``, ...)."""
+    return price_book(str(data_path("prices"))).names
+
+
+def budgets_file() -> Any:
+    """Where the precomputed budgets of the shipped profiles live (``envs_data/budgets.json``)."""
+    return data_path("budgets.json")
 
 
 @dataclass
@@ -68,6 +99,60 @@ def _pending_patterns() -> dict[str, float]:
     return dict.fromkeys(PATTERNS, PENDING)
 
 
+_BUDGETS: dict[tuple[str, str], float] = {}
+"""(reference fingerprint, prices digest) -> the auto cost budget, for this process"""
+_REFERENCE_BILLS: dict[tuple[str, str], list[dict[str, float]]] = {}
+"""(reference fingerprint, retrieval mode) -> the reference episodes' bills, for this process"""
+_DOMAIN_FINGERPRINTS: weakref.WeakKeyDictionary[Domain, tuple[str, str]] = weakref.WeakKeyDictionary()
+"""domain -> (reference split, fingerprint of its tasks, corpus and tools there)"""
+
+REFERENCE_PREFIX: tuple[Action, ...] = (Action.OBSERVE, Action.RETRIEVE, Action.RETRIEVE, Action.TOOL, Action.DRAFT)
+"""The evidence-gathering prefix of the reference sequence (:mod:`harness_gym.core.budgets`); steps the mask
+rules out are skipped."""
+
+
+def reference_action(env: HarnessEnv, prefix_left: list[Action]) -> Action:
+    """The reference sequence's next action: the rest of :data:`REFERENCE_PREFIX` (skipping what the mask rules
+    out, and DRAFT when a draft exists), then DRAFT without a draft, CHECK of an unchecked draft, REVISE after a
+    failed check while the step budget leaves room for REVISE, CHECK and SUBMIT, else SUBMIT.
+
+    :param env: the env, after ``reset``
+    :param prefix_left: the prefix actions not yet taken (consumed in place)
+    """
+    mask = env.action_masks()
+    ctx = env.context
+    while prefix_left:
+        action = prefix_left.pop(0)
+        if mask[action] and not (action == Action.DRAFT and ctx.draft is not None):
+            return action
+    if ctx.draft is None:
+        return Action.DRAFT
+    if ctx.checked_version != ctx.draft.version:
+        return Action.CHECK
+    costs = env.action_costs
+    failed = ctx.last_check is not None and not ctx.last_check.passed
+    left = env._state.budget_left if env._state is not None else 0
+    if failed and mask[Action.REVISE] and left >= costs[Action.REVISE] + costs[Action.CHECK] + costs[Action.SUBMIT]:
+        return Action.REVISE
+    return Action.SUBMIT
+
+
+def play_reference_episode(env: HarnessEnv, *, seed: int, split: str) -> dict[str, float]:
+    """Play one episode of the reference sequence (:func:`reference_action`) and return its bill (item ->
+    quantity).
+
+    :param env: the env to play it on
+    :param seed: the reset seed
+    :param split: the split the task is drawn from
+    """
+    env.reset(seed=seed, options={"split": split})
+    prefix = list(REFERENCE_PREFIX)
+    while True:
+        *_, terminated, truncated, _ = env.step(int(reference_action(env, prefix)))
+        if terminated or truncated:
+            return dict(env.episode_bill)
+
+
 class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     """The Harness MDP shared by every domain; each registered env is a thin subclass naming its domain.
 
@@ -77,13 +162,20 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     :param domain: the task family (data, tools, checker, grader)
     :param split: which tasks ``reset`` draws from unless ``options["split"]`` says otherwise
-    :param budget: budget units per episode (each action costs at least 1, see :data:`DEFAULT_ACTION_COST`);
-        the budget bounds the episode's length, it is not what the episode costs (that is ``info["cost"]``)
+    :param budget: the step budget per episode (each action spends at least 1, see :data:`DEFAULT_ACTION_COST`);
+        it bounds the episode's length, it is not what the episode costs (that is ``info["cost"]``)
     :param cost_weight: weight of the metered cost in the reward: every step's reward is
         ``-cost_weight * info["cost"]["units"]``, plus the quality Q on the last step, so an episode's return is
         ``Q - cost_weight * total units`` (default 0: the terminal quality alone; see :mod:`harness_gym.core.cost`)
-    :param prices: the price table of the cost units: a :class:`~harness_gym.core.cost.Prices` or a dict of
-        some of its fields (default: gpt-4o-mini's list prices, see its docstring)
+    :param prices: the price profile of the cost units (docs/cost.md): a name ``BASE[+OVERLAY...]`` such as
+        ``"cheap-hosted"`` (the default), ``"frontier-hosted"``, ``"self-hosted"``, ``"cheap-hosted+web-search"``,
+        a dict of item -> US$ over the default profile, or a :class:`~harness_gym.core.prices.PriceTable`
+    :param budget_units: the cost budget per episode, in cost units: a number > 0, ``None`` (no cost budget) or
+        ``"auto"`` (the default: twice the median episode cost of the reference sequence at this env's prices,
+        :mod:`harness_gym.core.budgets`; precomputed for the shipped profiles, else computed on the first
+        ``reset`` and kept for the process; no budget when the reference episodes cost nothing at these prices).
+        When a step brings the spent units to the budget, the episode ends with a forced submit
+        (``info["forced_submit"]``), as when the step budget runs out
     :param worker: ``"simulated"`` or a :class:`~harness_gym.workers.Worker` instance
     :param profile: worker profile (instance or JSON path); default the domain's shipped profile
     :param sandbox: ``"process"``, ``"docker"`` or a :class:`~harness_gym.sandbox.Sandbox`; only opened
@@ -112,7 +204,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         split: str = "train",
         budget: int = 30,
         cost_weight: float = 0.0,
-        prices: Prices | Mapping[str, float] | None = None,
+        prices: str | Mapping[str, Any] | PriceTable | None = None,
+        budget_units: float | str | None = AUTO,
         worker: str | Worker = "simulated",
         profile: WorkerProfile | str | None = None,
         sandbox: str | Sandbox = "process",
@@ -146,12 +239,26 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             raise ValueError("action_costs must give every action a cost >= 1")
         if not domain.tasks(split):
             raise ValueError(f"{domain.name}: split {split!r} has no tasks")
+        if budget_units is not None and budget_units != AUTO:
+            if isinstance(budget_units, bool) or not isinstance(budget_units, (int, float, np.integer, np.floating)):
+                raise TypeError(f"budget_units must be a number, None or 'auto', got {type(budget_units).__name__} "
+                                f"{budget_units!r}")
+            if not math.isfinite(float(budget_units)) or float(budget_units) <= 0:
+                raise ValueError(f"budget_units must be finite and > 0 (or None, or 'auto'), got {budget_units}")
+        table = price_table(prices)
+        for tool in domain.tools.values():
+            table.check_items(tool.bills, f"{domain.name}: tool {tool.name!r}")
 
         self.domain = domain
         self.split = split
         self.budget = int(budget)
         self.cost_weight = float(cost_weight)
-        self.prices = Prices.coerce(prices)
+        self.prices = table
+        self._budget_units_spec: float | str | None = (budget_units if budget_units in (None, AUTO)
+                                                       else float(budget_units))
+        self._resolved_budget: tuple[float | None, float] | None = None
+        self._profile_spec = profile
+        self._prompts_dir = worker_options.get("prompts_dir")
         self.action_costs = costs
         self.render_mode = render_mode
         self.worker: Worker = make_worker(worker, domain.name, profile, tools=domain.tools, options=worker_options,
@@ -170,9 +277,11 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._trace: list[StepRecord] = []
         self._last_text = ""
         self._done = False
-        self._tool_version = -1
         self._resource: Any = None
         self._resource_task: Task | None = None
+        self._signals: dict[str, tuple[Task, TaskSignals]] = {}
+        self._action_bill: dict[str, float] = {}
+        self._episode_bill: dict[str, float] = {}
 
     # ----- helpers -----------------------------------------------------------------------------------
     @property
@@ -223,10 +332,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of applicable actions (for sb3-contrib's MaskablePPO); only defined after ``reset()``."""
-        ctx, st = self._ctx, self._state
-        if ctx is None or st is None:
+        if self._ctx is None or self._state is None:
             raise RuntimeError("action_masks() before reset(): the applicable actions depend on the task; "
                                "call reset() first")
+        return self._applicable(self._ctx, self._state)
+
+    def _applicable(self, ctx: Context, st: HarnessState) -> np.ndarray:
+        """The action mask of a context and state: what the controller could know, never hidden task fields."""
         has_draft = ctx.draft is not None
         mask = np.ones(N_ACTIONS, dtype=bool)
         mask[Action.OBSERVE] = not st.observations_exhausted
@@ -234,24 +346,24 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         # what the controller knows: the domain has tools (never whether this task needs them)
         mask[Action.TOOL] = bool(self.domain.tools) and (has_draft or not self.domain.tool_needs_draft)
         mask[Action.CHECK] = has_draft
-        mask[Action.REVISE] = has_draft and self._revise_feedback() is not None
+        mask[Action.REVISE] = has_draft and self._revise_feedback(ctx, st) is not None
         mask[Action.SUBMIT] = has_draft
         return mask
 
-    def _revise_feedback(self) -> CheckResult | None:
+    def _revise_feedback(self, ctx: Context, st: HarnessState) -> CheckResult | None:
         """Feedback a revision can act on: the current draft's check result, or its last tool error."""
-        ctx = self._ctx
-        assert ctx is not None and ctx.draft is not None
+        assert ctx.draft is not None
         if ctx.last_check is not None and ctx.checked_version == ctx.draft.version:
             return ctx.last_check
         if ctx.tool_history and self.domain.tool_needs_draft:
             call, res = ctx.tool_history[-1]
-            if not res.ok and self._tool_version == ctx.draft.version:
+            if not res.ok and st.tool_version == ctx.draft.version:
                 return CheckResult(passed=False, feedback=res.error, specificity=0.5)
         return None
 
     def _info(self, action: Action | None, *, invalid: bool = False, forced: bool = False,
-              evidence: dict[str, float] | None = None, cached: bool = False) -> dict[str, Any]:
+              evidence: dict[str, float] | None = None, cached: bool = False,
+              cost: dict[str, int | float] | None = None) -> dict[str, Any]:
         return {
             "action_name": action.name if action is not None else "",
             "invalid_action": invalid,
@@ -266,19 +378,120 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             "budget_left": int(max(self._state.budget_left, 0)) if self._state else self.budget,
             "draft_version": int(self._state.draft_version) if self._state else 0,
             "exec_cached": cached,
-            "cost": self._cost() if action is not None else zero_cost(),
+            "cost": cost if cost is not None else zero_cost(),
         }
+
+    def _bill(self, bill: Mapping[str, Any] | None, where: str) -> None:
+        """Add what the step's action billed (checked against the price table) to the step's bill."""
+        add_bill(self._action_bill, checked_bill(bill, self.prices, where))
 
     def _cost(self) -> dict[str, int | float]:
         """``info["cost"]`` of the step (:mod:`harness_gym.core.cost`): the worker's model calls since the last
-        step and the sandbox jobs the step ran, priced at :attr:`prices`."""
+        step, the sandbox jobs the step ran and what its action billed, priced at :attr:`prices`; added to the
+        episode's bill and to the units spent."""
         pop_usage = getattr(self.worker, "pop_usage", None)
         usage = pop_usage() if pop_usage is not None else Usage()
         jobs = self._sandbox.jobs if self._sandbox is not None else 0
-        tool_seconds = jobs * self.prices.billed_seconds_per_job
-        units = self.prices.units(usage.prompt_tokens, usage.completion_tokens, tool_seconds)
-        return {**usage.as_dict(), "sandbox_jobs": int(jobs), "tool_seconds": float(tool_seconds),
-                "units": float(units)}
+        bill = step_bill(self.prices, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                         sandbox_jobs=jobs, actions=self._action_bill)
+        add_bill(self._episode_bill, bill)
+        cost = cost_info(usage.as_dict(), jobs, self.prices, bill)
+        assert self._state is not None
+        self._state.spent_units += cost["units"]
+        return cost
+
+    @property
+    def episode_bill(self) -> Mapping[str, float]:
+        """Everything the episode has billed so far, billable item -> quantity (a read-only view)."""
+        return MappingProxyType(self._episode_bill)
+
+    # ----- the cost budget ---------------------------------------------------------------------------
+    @property
+    def budget_units(self) -> float | None:
+        """The episode's cost budget in units (``None``: none); ``"auto"`` is resolved here, on first use."""
+        return self._budget()[0]
+
+    def _budget(self) -> tuple[float | None, float]:
+        """(the cost budget, what ``cost_spent`` divides by), resolved once."""
+        if self._resolved_budget is None:
+            spec = self._budget_units_spec
+            reference = self.reference_budget() if spec in (None, AUTO) else None
+            budget = (reference if reference else None) if spec == AUTO else spec
+            assert budget is None or isinstance(budget, float)
+            self._resolved_budget = (budget, budget if budget is not None else float(reference or 0.0))
+        return self._resolved_budget
+
+    def reference_budget(self) -> float:
+        """The cost budget the auto rule gives this env (:mod:`harness_gym.core.budgets`): read from
+        ``envs_data/budgets.json`` when it holds this configuration and these prices, else computed by playing
+        the reference sequence (:func:`play_reference_episode`) and kept for the process. 0 when nothing the
+        reference episodes do is priced."""
+        fingerprint = self.reference_fingerprint()
+        key = (fingerprint, self.prices.digest())
+        if key not in _BUDGETS:
+            stored = budget_rule.stored_budget(budgets_file(), self.domain.name, fingerprint, self.prices.digest())
+            if stored is None:
+                stored = budget_rule.budget_from_costs([self.prices.units(b) for b in self.reference_bills()])
+            _BUDGETS[key] = stored
+        return _BUDGETS[key]
+
+    def reference_split(self) -> str:
+        """The split the reference episodes are drawn from: :data:`~harness_gym.core.budgets.SPLIT`, or the first
+        split with tasks when the domain has none there."""
+        if self.domain.tasks(budget_rule.SPLIT):
+            return budget_rule.SPLIT
+        return next(s for s in SPLITS if self.domain.tasks(s))
+
+    def reference_fingerprint(self) -> str:
+        """A fingerprint of everything the reference episodes depend on besides the prices: the domain's tasks of
+        the reference split, corpus and tools, the simulated worker's profile and prompts, the step budget and
+        the action costs (:func:`~harness_gym.core.budgets.fingerprint`)."""
+        split = self.reference_split()
+        per_domain = _DOMAIN_FINGERPRINTS.get(self.domain)
+        if per_domain is None or per_domain[0] != split:
+            d = self.domain
+            per_domain = (split, budget_rule.fingerprint(
+                type(d).__qualname__, d.name, d.tasks(split), d.corpus, sorted(d.tools.items()),
+                [d.uses_sandbox, d.tool_needs_draft, d.check_false_alarm_rate, d.relevant_looking_ratio,
+                 d.wrong_calls_per_call, d.success_threshold]))
+            _DOMAIN_FINGERPRINTS[self.domain] = per_domain
+        profile = self._profile_spec
+        if profile is None:
+            profile = WorkerProfile.for_domain(self.domain.name)
+        elif not isinstance(profile, WorkerProfile):
+            profile = WorkerProfile.load(profile)
+        prompts = PromptSet.for_domain(self.domain.name, self._prompts_dir)
+        return budget_rule.fingerprint(per_domain[1], split, profile, [prompts.system, prompts.templates,
+                                       prompts.draft_format, prompts.self_check_specificity], self.budget,
+                                       sorted((int(a), c) for a, c in self.action_costs.items()),
+                                       budget_rule.EPISODES, budget_rule.SEED, budget_rule.FACTOR)
+
+    def reference_bills(self) -> list[dict[str, float]]:
+        """The bills of the :data:`~harness_gym.core.budgets.EPISODES` reference episodes in this env's
+        configuration and retrieval mode (simulated worker, no cost budget), computed once per process."""
+        key = (self.reference_fingerprint(), self.prices.retrieval_mode)
+        if key not in _REFERENCE_BILLS:
+            split = self.reference_split()
+            options = {"prompts_dir": self._prompts_dir} if self._prompts_dir is not None else {}
+            env = HarnessEnv(self.domain, split=split, budget=self.budget, prices=self.prices, budget_units=None,
+                             worker="simulated", profile=self._profile_spec, sandbox=self._sandbox_spec,
+                             action_costs=self.action_costs, require_isolation=self._require_isolation, **options)
+            env._resolved_budget = (None, 0.0)  # the reference env itself has no budget to resolve
+            try:
+                _REFERENCE_BILLS[key] = [play_reference_episode(env, seed=budget_rule.SEED + i, split=split)
+                                         for i in range(budget_rule.EPISODES)]
+            finally:
+                env.close()
+        return _REFERENCE_BILLS[key]
+
+    def _task_signals(self, task: Task) -> TaskSignals:
+        """The task's visible signals (the domain's hooks), read once per task id."""
+        cached = self._signals.get(task.task_id)
+        if cached is None or cached[0] is not task:
+            signals = TaskSignals(tuple(self.domain.task_keys(task)), int(self.domain.n_visible_checks(task)),
+                                  int(self.domain.input_size(task)))
+            cached = self._signals[task.task_id] = (task, signals)
+        return cached[1]
 
     # ----- Gymnasium API -----------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
@@ -296,9 +509,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._resource = self.domain.begin_episode(self._task)
         self._resource_task = self._task
         self._ctx = Context(task=self._task)
-        self._state = HarnessState(ctx=self._ctx, budget=self.budget, budget_left=self.budget)
+        budget_units, cost_scale = self._budget()
+        signals = self._task_signals(self._task)
+        self._state = HarnessState(ctx=self._ctx, budget=self.budget, budget_left=self.budget, signals=signals,
+                                   budget_units=budget_units, cost_scale=cost_scale,
+                                   coverage=KeyCoverage(signals.keys))
         self._trace = []
-        self._tool_version = -1
+        self._episode_bill = {}
         self._done = False
         self.worker.reset(self.np_random)
         pop_usage = getattr(self.worker, "pop_usage", None)
@@ -326,6 +543,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         conf_before = st.confidence
         if self._sandbox is not None:
             self._sandbox.start()
+        self._action_bill = {}
         outcome = _StepOutcome()
         if not valid:
             st.n_invalid += 1
@@ -335,8 +553,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
         st.budget_left -= self.action_costs[act]
         st.steps += 1
+        cost = self._cost()
         submitted = valid and act == Action.SUBMIT
-        forced = not submitted and st.budget_left <= 0
+        forced = not submitted and (st.budget_left <= 0 or st.cost_exhausted)
         evidence = {
             "env": outcome.env_signal,
             "consistency": consistency(act, valid=valid, checked_current=checked_before,
@@ -356,12 +575,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             patterns = episode_patterns(self._trace, ctx.draft.version if ctx.draft else 0,
                                         ctx.draft is not None and ctx.checked_version == ctx.draft.version)
         info = self._info(act, invalid=not valid, forced=forced, evidence=evidence,
-                          cached=self._sandbox is not None and self._sandbox.served_from_cache)
-        reward = -self.cost_weight * info["cost"]["units"] + quality
+                          cached=self._sandbox is not None and self._sandbox.served_from_cache, cost=cost)
+        reward = -self.cost_weight * cost["units"] + quality
         if terminated:
             info.update(quality=quality, success=quality >= self.domain.success_threshold, hms=hms(patterns),
                         patterns=patterns)
-            self._last_text += (" | budget exhausted: forced SUBMIT" if forced else "") + f" -> quality {quality:.3f}"
+            spent = "step budget" if st.budget_left <= 0 else "cost budget"
+            self._last_text += (f" | {spent} exhausted: forced SUBMIT" if forced else "") + f" -> quality {quality:.3f}"
             self._done = True
         return st.encode(), float(reward), terminated, False, info
 
@@ -372,6 +592,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         assert got is not None
         idx, text = got
         ctx.observed.append(idx)
+        self._bill(self.domain.observe_bill(ctx.task, idx), f"{self.domain.name}: observe_bill of observation {idx}")
+        assert self._state is not None
+        self._state.gather(text)
         self._last_text = f"OBSERVE: {text}"
 
     def _retrieve(self, out: _StepOutcome) -> None:
@@ -382,6 +605,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         ctx.retrieved.append(doc.doc_id)
         ctx.documents.append(doc)
         st.n_relevant_looking += int(hit.looks_relevant)
+        st.last_retrieval = (float(hit.score_share), float(hit.gap_share))
+        st.gather(f"{doc.title}\n{doc.text}")
+        self._bill(self.prices.retrieval_bill(estimate_tokens(hit.query or self.domain.query(ctx.task))), "RETRIEVE")
         self._last_text = f"RETRIEVE: [{doc.doc_id}] {doc.title}"
 
     def _tool(self, out: _StepOutcome) -> None:
@@ -394,7 +620,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
                                         and prev_call.key() == call.key())
         result = self.domain.run_tool(ctx.task, call, ctx, self._recorder, resource=self._resource)
         ctx.tool_history.append((call, result))
-        self._tool_version = ctx.draft.version if ctx.draft is not None else -1
+        st.tool_version = ctx.draft.version if ctx.draft is not None else -1
+        if result.billed is not None:
+            self._bill(result.billed, f"{self.domain.name}: the result of tool {call.name!r}")
+        elif result.ok or not validate_call(self.domain.tools, call):  # a call the schema rejects is never sent
+            self._bill(self.domain.tools[call.name].bills, f"{self.domain.name}: tool {call.name!r}")
+        st.last_tool_answers = 1 if self.domain.tool_answers(ctx.task, call, result) else -1
+        st.gather(result.output)
         if result.ok:
             out.env_signal = 0.05 if result.ran_code else 0.0
         else:
@@ -409,8 +641,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     def _revise(self, out: _StepOutcome) -> None:
         ctx, st = self.context, self._state
-        feedback = self._revise_feedback()
-        assert ctx.draft is not None and feedback is not None and st is not None
+        assert ctx.draft is not None and st is not None
+        feedback = self._revise_feedback(ctx, st)
+        assert feedback is not None
         st.n_revisions += 1
         self._set_draft(self.worker.revise(ctx, ctx.draft, feedback), out, "REVISE")
 
@@ -429,10 +662,12 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         result = self.domain.check(ctx.task, ctx.draft, self._recorder, resource=self._resource)
         if result is None:
             result = self.worker.self_check(ctx, ctx.draft)
-        elif result.passed and self.domain.check_false_alarm_rate > 0 and (
-                self.np_random.random() < self.domain.check_false_alarm_rate):
-            result = CheckResult(passed=False, specificity=0.0,
-                                 feedback="the check did not complete (a step failed without naming a fault)")
+        else:
+            self._bill(result.billed, f"{self.domain.name}: the check of task {ctx.task.task_id}")
+            if result.passed and self.domain.check_false_alarm_rate > 0 and (
+                    self.np_random.random() < self.domain.check_false_alarm_rate):
+                result = CheckResult(passed=False, specificity=0.0,
+                                     feedback="the check did not complete (a step failed without naming a fault)")
         out.record.update(check_passed=result.passed, redundant_check=redundant)
         ctx.last_check = result
         ctx.checked_version = ctx.draft.version
@@ -479,9 +714,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         super().close()
 
 
-EPISODE_END = """- Termination: SUBMIT, or the budget runs out (the current draft is graded as a forced submit,
-      ``info["forced_submit"]`` is True; without a draft the quality is 0).
-    - Truncation: none before the registered limit of 100 steps, which the budget always reaches first."""
+EPISODE_END = """- Termination: SUBMIT, or the step budget or the cost budget (``budget_units``) runs out: the current
+      draft is graded as a forced submit, ``info["forced_submit"]`` is True; without a draft the quality is 0.
+    - Truncation: none before the registered limit of 100 steps, which the step budget always reaches first."""
 
 
 def document_env(cls: type) -> type:

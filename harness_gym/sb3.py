@@ -12,7 +12,7 @@ seeded ``seed + i``), in this process (``DummyVecEnv``) or one process per env (
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import VecMonitor
 
-    venv = VecMonitor(to_sb3_vec_env(gym.make_vec("HarnessCode-v0", 4, vectorization_mode="async")))
+    venv = VecMonitor(to_sb3_vec_env(gym.make_vec("HarnessCode-v1", 4, vectorization_mode="async")))
     MaskablePPO("MlpPolicy", venv, n_steps=128).learn(10_000)
 
 What the adapter does, in SB3's terms:

@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 import harness_gym
+from harness_gym.env import price_profiles, price_table
 from harness_gym.parallel import BACKENDS, PARALLEL_MODES
 from harness_gym.paths import data_path
 from harness_gym.rollout import Policy
@@ -65,10 +66,16 @@ WORKER_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
 
 
 def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | None,
-                     worker_options: dict[str, Any] | None = None) -> dict[str, Any]:
+                     worker_options: dict[str, Any] | None = None,
+                     pricing: dict[str, Any] | None = None) -> dict[str, Any]:
     """``KEY=VALUE`` pairs to constructor kwargs; VALUE is parsed as JSON when it parses, else kept as text.
-    ``worker_options`` (from the ``--base-url``, ``--model``, ... flags) are added as they are."""
+    ``worker_options`` (from the ``--base-url``, ``--model``, ... flags) and ``pricing`` (from ``--prices``,
+    ``--budget-units``, ``--cost-weight``) are added as they are; a keyword given both ways is an error."""
     out = parse_key_values(pairs)
+    for key, value in (pricing or {}).items():
+        if key in out:
+            raise UsageError(f"--env-kwarg {key}=... and --{key.replace('_', '-')}: give it once")
+        out[key] = value
     if worker is not None:
         out["worker"] = worker
     if sandbox is not None:
@@ -86,13 +93,30 @@ def worker_options(args: argparse.Namespace) -> dict[str, Any]:
     return {key: getattr(args, key) for key, _, _, _ in WORKER_FLAGS if getattr(args, key, None) is not None}
 
 
+def pricing_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The env keywords of ``--prices``, ``--budget-units`` and ``--cost-weight`` given on the command line.
+
+    :param args: the parsed command line
+    """
+    out: dict[str, Any] = {}
+    if getattr(args, "prices", None) is not None:
+        out["prices"] = args.prices
+    if getattr(args, "budget_units", None) is not None:
+        out["budget_units"] = args.budget_units
+    if getattr(args, "cost_weight", None) is not None:
+        out["cost_weight"] = args.cost_weight
+    return out
+
+
 def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The env keywords of a command (``--env-kwarg``, ``--worker``, ``--sandbox``), checked against the env's
-    constructor and tried once, so that a wrong key or value is reported before any episode runs.
+    """The env keywords of a command (``--env-kwarg``, ``--worker``, ``--sandbox``, ``--prices``,
+    ``--budget-units``, ``--cost-weight``), checked against the env's constructor and tried once, so that a wrong
+    key or value is reported before any episode runs.
 
     :param args: the parsed command line (with ``env_id``)
     """
-    kwargs = check_env_kwargs(args.env_id, parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args)))
+    kwargs = check_env_kwargs(args.env_id, parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox,
+                                                            worker_options(args), pricing_options(args)))
     make_env(args.env_id, kwargs).close()
     return kwargs
 
@@ -259,7 +283,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         table.add_column("value")
         lo, hi = result["quality_ci95"]
         table.add_row("quality", f"{result['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]")
-        for key in ("success_rate", "hms_mean", "mean_steps", "invalid_action_rate", "seconds"):
+        for key in ("success_rate", "hms_mean", "mean_steps", "invalid_action_rate", "forced_submit_rate", "seconds"):
             table.add_row(key, f"{result[key]:.3f}")
         clo, chi = result["cost_ci95"]
         table.add_row("cost (units per episode)", f"{result['cost_mean']:.3f} [{clo:.3f}, {chi:.3f}]")
@@ -410,7 +434,8 @@ def cmd_frontier(args: argparse.Namespace) -> int:
         if name not in POLICIES and not Path(name).is_file():
             raise UsageError(f"--policy {spec!r}: {name!r} is neither a registered policy nor an existing model file")
     rows = frontier_rows(args.env_id, specs, weights, episodes=args.episodes, split=args.split, seed=args.seed,
-                         env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args)))
+                         env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args),
+                                                     pricing_options(args)))
     paths = write_frontier(Path(args.out), args.env_id, rows, weights)
     if args.json:
         print(json.dumps(_clean(rows), default=_json_default))
@@ -563,12 +588,49 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _add_env_options(p: argparse.ArgumentParser) -> None:
+def prices_name(value: str) -> str:
+    """``--prices`` values: a price profile ``BASE[+OVERLAY...]`` of ``envs_data/prices`` (argparse ``type``).
+
+    :param value: what was given on the command line
+    """
+    try:
+        price_table(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def budget_units_value(value: str) -> float | str | None:
+    """``--budget-units`` values: ``auto``, ``none`` or a number of cost units > 0 (argparse ``type``).
+
+    :param value: what was given on the command line
+    """
+    if value.lower() in ("auto", "none"):
+        return None if value.lower() == "none" else "auto"
+    try:
+        units = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected auto, none or a number of cost units") from None
+    if not math.isfinite(units) or units <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: a budget is a finite number of cost units > 0")
+    return units
+
+
+def _add_env_options(p: argparse.ArgumentParser, *, cost_weight: bool = True) -> None:
     p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
                    help="constructor argument for the env (repeatable), e.g. data_dir=PATH")
     p.add_argument("--worker", default=None, choices=WORKER_NAMES,
                    help="the frozen LLM: simulated (default) or openai (any OpenAI-compatible server)")
     p.add_argument("--sandbox", default=None, help="sandbox backend: process (default) or docker")
+    p.add_argument("--prices", default=None, type=prices_name, metavar="PROFILE",
+                   help="price profile BASE[+OVERLAY...] (docs/cost.md; default cheap-hosted): "
+                        + ", ".join(price_profiles()))
+    p.add_argument("--budget-units", default=None, type=budget_units_value, metavar="auto|none|UNITS",
+                   help="cost budget per episode in units of US$0.0001 (default auto: twice the reference "
+                        "sequence's median episode cost at the profile's prices)")
+    if cost_weight:
+        p.add_argument("--cost-weight", default=None, type=float, metavar="W",
+                       help="reward = Q - W * cost units (default 0)")
     for key, flag, kind, text in WORKER_FLAGS:
         p.add_argument(flag, dest=key, type=kind, default=None, help=f"with --worker openai: {text}")
 
@@ -608,12 +670,12 @@ def scale_options(args: argparse.Namespace) -> dict[str, Any]:
             "address": args.address, "envs_per_actor": args.envs_per_actor}
 
 
-def _add_run_options(p: argparse.ArgumentParser, json_help: str) -> None:
+def _add_run_options(p: argparse.ArgumentParser, json_help: str, *, cost_weight: bool = True) -> None:
     p.add_argument("--episodes", type=positive_int, default=100)
     p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help=json_help)
-    _add_env_options(p)
+    _add_env_options(p, cost_weight=cost_weight)
     _add_scale_options(p)
 
 
@@ -670,7 +732,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="repeatable; added to static, forced-check, thorough, random and oracle: a registered name "
                         "or a model file, optionally labelled, with @W the cost weight it was trained at")
     p.add_argument("--out", required=True, help="folder for frontier.png, frontier.json and frontier.md")
-    _add_run_options(p, "print the rows as a JSON list")
+    _add_run_options(p, "print the rows as a JSON list", cost_weight=False)
     p.set_defaults(func=cmd_frontier)
 
     p = sub.add_parser("search-script", help="the best open-loop script (the strongest fixed baseline) per cost "

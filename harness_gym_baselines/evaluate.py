@@ -1,8 +1,9 @@
 """Running a policy for N episodes and summarising it as the evaluation JSON object.
 
 The summary has the keys (README, `eval --json`): ``env_id, policy, split, episodes, quality_mean,
-quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid_action_rate, cost_mean,
-cost_ci95, return_mean, cost_weight, seconds``. ``cost_mean`` is the mean episode cost in cost units (the sum of
+quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid_action_rate, forced_submit_rate,
+cost_mean, cost_ci95, return_mean, cost_weight, seconds``. ``forced_submit_rate`` is the share of episodes the
+step budget or the cost budget (``budget_units``) ended with a forced submit. ``cost_mean`` is the mean episode cost in cost units (the sum of
 ``info["cost"]["units"]``, see ``harness_gym.core.cost``), ``return_mean`` the mean undiscounted episode return,
 ``Q - cost_weight * cost`` at the env's ``cost_weight``.
 
@@ -146,6 +147,7 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
         "patterns": patterns,
         "mean_steps": steps / len(records),
         "invalid_action_rate": sum(r["invalid_actions"] for r in records) / max(steps, 1),
+        "forced_submit_rate": float(np.mean([bool(r["forced_submit"]) for r in records])),
         "cost_mean": float(cost.mean()),
         "cost_ci95": list(bootstrap_ci(cost, seed=seed)),
         "return_mean": float(np.mean([r["return"] for r in records])),

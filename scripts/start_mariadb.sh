@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install (Debian's mariadb-server) and start MariaDB bound to the loopback interface only, then create the
-# account the HarnessDBBench-v0 MySQL engine administers episodes with: it may create the episode schemas
+# account the HarnessDBBench-v1 MySQL engine administers episodes with: it may create the episode schemas
 # (${PREFIX}_<hex>) and, per episode, an account that reaches only that episode's schema (granted SELECT,
 # INSERT, UPDATE, DELETE there, with a MAX_STATEMENT_TIME), through which every statement of the episode runs.
 # Idempotent: a server that already answers is left running.

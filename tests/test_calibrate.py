@@ -38,7 +38,7 @@ def masked_random_episodes(env, n: int, seed: int = 0) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def fitted():
-    env = gym.make("HarnessResearchQA-v0", profile=TRUE)
+    env = gym.make("HarnessResearchQA-v1", profile=TRUE)
     episodes = masked_random_episodes(env, 300)
     events = collect_events(env, episodes)
     env.close()

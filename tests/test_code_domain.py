@@ -233,7 +233,7 @@ def test_bad_json_names_file_and_line(tmp_path):
 
 
 def test_env_episodes():
-    env = gym.make("HarnessCode-v0", split="test")
+    env = gym.make("HarnessCode-v1", split="test")
     doc = type(env.unwrapped).__doc__
     assert "## Observation Space" in doc and "{observation_table}" not in doc
     qualities = []

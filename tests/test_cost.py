@@ -11,7 +11,8 @@ import pytest
 import harness_gym
 from examples.toy_domain.env import HarnessToyEnv as make_toy_env
 from harness_gym.core.actions import Action
-from harness_gym.core.cost import COST_KEYS, Prices, estimate_tokens
+from harness_gym.core.cost import COST_KEYS, estimate_tokens
+from harness_gym.core.prices import PriceProfileError
 from harness_gym.core.tools import validate_call
 from harness_gym.rollout import play_episode
 from harness_gym.workers.prompting import PromptSet, render_context
@@ -21,36 +22,44 @@ from harness_gym_baselines.policies.registry import make_policy
 
 @pytest.fixture(scope="module")
 def thorough_episodes():
-    """One thorough and one forced-check episode per env (cost weight 0.05)."""
+    """One thorough and one forced-check episode per env (cost weight 0.05, no cost budget), each with the
+    env's bill of the whole episode and its price table."""
     out = {}
     for env_id in harness_gym.ENV_IDS:
-        env = gym.make(env_id, cost_weight=0.05)
-        out[env_id] = [play_episode(env, make_policy(name), seed=3, split="test") for name in ("thorough", "forced-check")]
+        env = gym.make(env_id, cost_weight=0.05, budget_units=None)
+        out[env_id] = []
+        for name in ("thorough", "forced-check"):
+            ep = play_episode(env, make_policy(name), seed=3, split="test")
+            out[env_id].append((ep, dict(env.unwrapped.episode_bill), env.unwrapped.prices))
         env.close()
     return out
 
 
 @pytest.mark.parametrize("env_id", harness_gym.ENV_IDS)
 def test_every_step_reports_cost_and_the_return_is_q_minus_weighted_cost(thorough_episodes, env_id):
-    prices = Prices()
-    for ep in thorough_episodes[env_id]:
+    for ep, bill, prices in thorough_episodes[env_id]:
         assert all(tuple(info["cost"]) == COST_KEYS for info in ep.infos)
         assert ep.infos[0]["cost"]["units"] == 0.0  # the reset spends nothing
         steps = [info["cost"] for info in ep.infos[1:]]
         total = sum(c["units"] for c in steps)
-        # the step costs add up to the cost of the episode's totals at the same prices
-        assert total == pytest.approx(prices.units(sum(c["prompt_tokens"] for c in steps),
-                                                   sum(c["completion_tokens"] for c in steps),
-                                                   sum(c["tool_seconds"] for c in steps)))
+        # the step costs add up to the episode's bill at the same prices, and the counts to its quantities
+        assert total == pytest.approx(prices.units(bill))
+        assert bill["prompt_token"] == sum(c["prompt_tokens"] for c in steps)
+        assert bill.get("sandbox_request", 0) == sum(c["sandbox_jobs"] for c in steps)
+        assert bill.get("index_query", 0) == sum(c["index_queries"] for c in steps) == ep.actions.count(
+            Action.RETRIEVE) - sum(i["invalid_action"] for a, i in zip(ep.actions, ep.infos[1:])
+                                  if a == Action.RETRIEVE)
         assert total > 0 and sum(c["llm_calls"] for c in steps) >= 2
         assert sum(ep.rewards) == pytest.approx(ep.final_info["quality"] - 0.05 * total)
         for action, cost in zip(ep.actions, steps):
             if action in (Action.OBSERVE, Action.RETRIEVE, Action.SUBMIT):
                 assert cost["llm_calls"] == 0 and cost["prompt_tokens"] == 0
+            if action == Action.RETRIEVE:  # an embedded query and an index query at the default profile
+                assert cost["units"] > 0 and cost["embedding_tokens"] > 0
 
 
 def test_prompt_tokens_at_a_draft_grow_with_the_context_gathered_before_it():
-    env = gym.make("HarnessResearchQA-v0")
+    env = gym.make("HarnessResearchQA-v1")
     tokens = []
     for prefix in ([], [Action.OBSERVE], [Action.OBSERVE, Action.RETRIEVE, Action.RETRIEVE],
                    [Action.OBSERVE, Action.RETRIEVE, Action.RETRIEVE, Action.TOOL, Action.TOOL]):
@@ -71,7 +80,7 @@ def test_prompt_tokens_at_a_draft_grow_with_the_context_gathered_before_it():
 
 def test_simulated_prompt_count_matches_the_live_prompt_text():
     """The simulated worker meters exactly the messages a live worker would send (estimated tokens)."""
-    env = gym.make("HarnessMultiTool-v0")
+    env = gym.make("HarnessMultiTool-v1")
     env.reset(seed=1)
     env.step(int(Action.OBSERVE))
     env.step(int(Action.RETRIEVE))
@@ -91,7 +100,7 @@ def test_simulated_prompt_count_matches_the_live_prompt_text():
 
 
 def test_grader_jobs_are_not_metered_but_check_jobs_are():
-    env = gym.make("HarnessCode-v0")
+    env = gym.make("HarnessCode-v1")
     env.reset(seed=0)
     env.step(int(Action.DRAFT))
     check = env.step(int(Action.CHECK))[4]["cost"]
@@ -102,13 +111,13 @@ def test_grader_jobs_are_not_metered_but_check_jobs_are():
 
 
 def test_prices_are_validated_and_overridable():
-    with pytest.raises(ValueError, match="unknown key"):
-        Prices.coerce({"input_per_milion": 1.0})
-    with pytest.raises(ValueError, match="output_per_million"):
-        Prices(output_per_million=-1.0)
+    with pytest.raises(PriceProfileError, match="unknown item 'prompt_tokens'.*did you mean 'prompt_token'"):
+        make_toy_env(prices={"prompt_tokens": 1e-6})
+    with pytest.raises(PriceProfileError, match="completion_token.*finite number >= 0"):
+        make_toy_env(prices={"completion_token": -1.0})
     with pytest.raises(ValueError, match="cost_weight"):
         make_toy_env(cost_weight=-0.1)
-    free_input = make_toy_env(prices={"input_per_million": 0.0})
+    free_input = make_toy_env(prices={"prompt_token": 0.0}, budget_units=None)
     free_input.reset(seed=0, options={"task_id": "toy-0"})
     cost = free_input.step(int(Action.DRAFT))[4]["cost"]
     assert cost["prompt_tokens"] > 0
@@ -116,7 +125,7 @@ def test_prices_are_validated_and_overridable():
 
 
 def test_thorough_gathers_then_checks_every_submitted_draft():
-    env = gym.make("HarnessPlan-v0")
+    env = gym.make("HarnessPlan-v1", budget_units=None)  # the script's shape, not where a cost budget cuts it
     policy = make_policy("thorough")
     for i in range(6):
         ep = play_episode(env, policy, seed=i, split="test")
@@ -131,7 +140,7 @@ def test_thorough_gathers_then_checks_every_submitted_draft():
 
 def test_frontier_command_writes_a_png_and_consistent_returns(tmp_path, capsys):
     out = tmp_path / "frontier"
-    assert main(["frontier", "HarnessPlan-v0", "--episodes", "4", "--cost-weights", "0,0.1", "--out", str(out),
+    assert main(["frontier", "HarnessPlan-v1", "--episodes", "4", "--cost-weights", "0,0.1", "--out", str(out),
                  "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["policy"] for r in rows] == ["static", "forced-check", "thorough", "random", "oracle"]
@@ -140,11 +149,11 @@ def test_frontier_command_writes_a_png_and_consistent_returns(tmp_path, capsys):
         assert r["return_at"]["0.1"] == pytest.approx(r["quality_mean"] - 0.1 * r["cost_mean"])
     png = (out / "frontier.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
-    assert main(["frontier", "HarnessPlan-v0", "--cost-weights", "0,x", "--out", str(out)]) == 2
+    assert main(["frontier", "HarnessPlan-v1", "--cost-weights", "0,x", "--out", str(out)]) == 2
 
 
 def test_eval_json_reports_cost_and_return(capsys):
-    assert main(["eval", "HarnessPlan-v0", "--policy", "static", "--episodes", "3", "--json",
+    assert main(["eval", "HarnessPlan-v1", "--policy", "static", "--episodes", "3", "--json",
                  "--env-kwarg", "cost_weight=0.1"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["cost_mean"] > 0 and result["cost_ci95"][0] <= result["cost_mean"] <= result["cost_ci95"][1]
@@ -153,7 +162,7 @@ def test_eval_json_reports_cost_and_return(capsys):
 
 # ----- the worker's signals -------------------------------------------------------------------------------
 def test_repeated_self_checks_of_one_draft_mostly_agree():
-    env = gym.make("HarnessResearchQA-v0")
+    env = gym.make("HarnessResearchQA-v1")
     agree = []
     for i in range(40):
         env.reset(seed=i)
@@ -166,7 +175,7 @@ def test_repeated_self_checks_of_one_draft_mostly_agree():
 
 
 def test_tool_mask_is_the_same_for_tasks_with_and_without_evidence_calls():
-    for env_id in ("HarnessData-v0", "HarnessTauRetail-v0"):
+    for env_id in ("HarnessData-v1", "HarnessTauRetail-v1"):
         env = gym.make(env_id)
         tasks = env.unwrapped.domain.all_tasks()
         with_calls = next(t for t in tasks if t.tool_calls)
@@ -185,8 +194,8 @@ def test_tool_mask_is_the_same_for_tasks_with_and_without_evidence_calls():
         env.close()
 
 
-@pytest.mark.parametrize("env_id", ["HarnessResearchQA-v0", "HarnessMultiTool-v0", "HarnessTauRetail-v0",
-                                    "HarnessData-v0", "HarnessPlan-v0"])
+@pytest.mark.parametrize("env_id", ["HarnessResearchQA-v1", "HarnessMultiTool-v1", "HarnessTauRetail-v1",
+                                    "HarnessData-v1", "HarnessPlan-v1"])
 def test_wrong_tool_calls_are_well_formed_real_and_not_evidence(env_id):
     env = gym.make(env_id)
     domain = env.unwrapped.domain

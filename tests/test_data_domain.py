@@ -1,4 +1,4 @@
-"""Tests of the data-analysis domain (HarnessData-v0): loader errors, tools, checker, grader, candidates, env.
+"""Tests of the data-analysis domain (HarnessData-v1): loader errors, tools, checker, grader, candidates, env.
 
 Programs run in a real ProcessSandbox with pandas preloaded. Every reference goes through the checker and the
 grader; the wrong candidates of a fixed sample of tasks (one task per dataset schema and question template)
@@ -261,7 +261,7 @@ def test_missing_csv_is_reported(data_copy: Path) -> None:
 
 # ----- env -----------------------------------------------------------------------------------------------
 def test_env_episodes(sandbox) -> None:
-    env = gym.make("HarnessData-v0", split="test", sandbox=sandbox)
+    env = gym.make("HarnessData-v1", split="test", sandbox=sandbox)
     try:
         obs, info = env.reset(seed=0)
         for action in (0, 0, 0, 1, 1, 2, 3, 4, 6):

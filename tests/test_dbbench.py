@@ -1,4 +1,4 @@
-"""HarnessDBBench-v0: records loader, MySQL-like SQLite engine, MariaDB engine, upstream scoring, checker,
+"""HarnessDBBench-v1: records loader, MySQL-like SQLite engine, MariaDB engine, upstream scoring, checker,
 candidates and the registered env, on the generated set and on AgentBench's ``standard.jsonl``.
 
 The real data is read from ``../shared/data/dbbench`` next to the repository (never copied into it); the
@@ -120,7 +120,7 @@ def test_bad_json_names_the_line(tmp_path):
 
 def test_env_rejects_a_missing_file(tmp_path):
     with pytest.raises(TaskFileError, match="file not found"):
-        gym.make("HarnessDBBench-v0", data_path=str(tmp_path / "none.jsonl"))
+        gym.make("HarnessDBBench-v1", data_path=str(tmp_path / "none.jsonl"))
 
 
 def test_content_split_is_stable_and_explicit_splits_win():
@@ -198,7 +198,7 @@ def test_engines_give_the_same_scores_on_the_generated_set(generated):
 def test_same_episodes_same_rewards_on_both_engines():
     rewards = {}
     for engine in ("sqlite", "mysql"):
-        env = gym.make("HarnessDBBench-v0", split="test", engine=engine, dsn=DSN)
+        env = gym.make("HarnessDBBench-v1", split="test", engine=engine, dsn=DSN)
         got = []
         for seed in range(12):
             env.reset(seed=seed)
@@ -455,13 +455,13 @@ def test_two_envs_share_one_domain_and_interleave_without_interfering():
     """Two envs on the same loaded domain, stepped alternately on tasks of different tables, give exactly the
     episodes each gives alone, and each episode runs on one database of its own, opened once at reset."""
     engine = _CountingEngine()
-    first, second = gym.make("HarnessDBBench-v0", engine=engine), gym.make("HarnessDBBench-v0", engine=engine)
+    first, second = gym.make("HarnessDBBench-v1", engine=engine), gym.make("HarnessDBBench-v1", engine=engine)
     domain = first.unwrapped.domain
     assert second.unwrapped.domain is domain
     tasks = {t.payload.record.table.name: t.task_id for t in domain.tasks("train") if t.payload.mode == "sql"}
     ids = list(tasks.values())[:2]
     actions = (0, 0, 2, 3, 4, 5, 4, 2, 6)
-    alone = [_episode_trace(gym.make("HarnessDBBench-v0"), task_id, actions) for task_id in ids]
+    alone = [_episode_trace(gym.make("HarnessDBBench-v1"), task_id, actions) for task_id in ids]
 
     traces = [[env.reset(seed=0, options={"task_id": t})[0].tolist()] for env, t in zip((first, second), ids)]
     resources = [first.unwrapped._resource, second.unwrapped._resource]
@@ -486,7 +486,7 @@ def test_two_envs_share_one_domain_and_interleave_without_interfering():
 
 @needs_real
 def test_env_on_real_data():
-    env = gym.make("HarnessDBBench-v0", data_path=str(REAL_FILE), split="test")
+    env = gym.make("HarnessDBBench-v1", data_path=str(REAL_FILE), split="test")
     env.reset(seed=3)
     for action in (0, 0, 2, 3, 4, 6):
         _, _, terminated, _, info = env.step(action)

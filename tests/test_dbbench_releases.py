@@ -107,11 +107,11 @@ def test_one_warning_counts_every_left_out_record_and_the_domain_reports_them(tm
     assert len(caught) == 1 and f"{n_bad} of {len(records)} records left out" in str(caught[0].message)
     assert [r.line for r in bank.left_out] == list(range(2, 2 + len(BAD_RECORDS))) + [len(records)]
     assert "duplicate record id (also on line" in bank.left_out[-1].reason
-    env = gym.make("HarnessDBBench-v0", data_path=str(path))
+    env = gym.make("HarnessDBBench-v1", data_path=str(path))
     assert env.unwrapped.domain.load_report == bank.left_out
     env.close()
     with pytest.raises(TaskFileError, match=r"release.jsonl, line 2, task 'release-2'"):
-        gym.make("HarnessDBBench-v0", data_path=str(path), strict=True)
+        gym.make("HarnessDBBench-v1", data_path=str(path), strict=True)
 
 
 def test_a_file_of_only_bad_records_is_an_error_naming_them(tmp_path):

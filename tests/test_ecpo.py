@@ -33,7 +33,7 @@ from harness_gym_baselines.cli import main
 from harness_gym_baselines.policies.behaviour import BehaviourPolicy
 from harness_gym_baselines.policies.registry import make_policy
 
-ENV = "HarnessResearchQA-v0"
+ENV = "HarnessResearchQA-v1"
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
 
@@ -257,12 +257,12 @@ def test_env_kwargs_reach_the_training_envs(tmp_path) -> None:
 
     lengths = {}
     for kwargs in ((), ("budget=5",)):
-        policy = train(PPOConfig(env_id="HarnessPlan-v0", steps=512, n_steps=64, n_envs=2, eval_every=0,
+        policy = train(PPOConfig(env_id="HarnessPlan-v1", steps=512, n_steps=64, n_envs=2, eval_every=0,
                                  out=str(tmp_path / "m.zip"), log_dir=str(tmp_path / "runs"), env_kwargs=kwargs))
         lengths[kwargs] = max(e["l"] for e in policy.model.ep_info_buffer)
     assert lengths[("budget=5",)] <= 5 < lengths[()]
     with pytest.raises(ValueError, match="has no keyword 'budgett'"):
-        train(PPOConfig(env_id="HarnessPlan-v0", steps=64, env_kwargs=("budgett=5",), out=str(tmp_path / "x.zip")))
+        train(PPOConfig(env_id="HarnessPlan-v1", steps=64, env_kwargs=("budgett=5",), out=str(tmp_path / "x.zip")))
 
 
 def test_plain_sb3_zips_load_as_policies(tmp_path) -> None:

@@ -49,6 +49,17 @@ def test_make_with_module_prefix(env_id):
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
+def test_every_id_is_v1_and_the_retired_v0_names_it(env_id):
+    assert env_id.endswith("-v1")
+    old = env_id.replace("-v1", "-v0")
+    assert old not in gym.registry
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(gym.error.DeprecatedEnv, match=f"Please use `{env_id}` instead"):
+            gym.make(old)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
 def test_gymnasium_check_env_without_warnings(env_id):
     from gymnasium.utils.env_checker import check_env
 
@@ -150,7 +161,7 @@ def test_vector_envs_step(mode):
 def test_sb3_ppo_learns_a_few_thousand_steps():
     from stable_baselines3 import PPO
 
-    e = gym.make("HarnessCode-v0")
+    e = gym.make("HarnessCode-v1")
     model = PPO("MlpPolicy", e, n_steps=256, batch_size=64, n_epochs=2, seed=0, verbose=0, device="cpu")
     model.learn(total_timesteps=2048)
     assert model.num_timesteps >= 2048

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-gym.register(id="HarnessToyExample-v0", entry_point="examples.toy_domain.env:HarnessToyEnv", max_episode_steps=100)
+gym.register(id="HarnessToyExample-v1", entry_point="examples.toy_domain.env:HarnessToyEnv", max_episode_steps=100)
 
 
 def test_example_passes_gymnasium_and_sb3_env_checks():
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-    env = gym.make("HarnessToyExample-v0")
+    env = gym.make("HarnessToyExample-v1")
     check_env(env.unwrapped, skip_render_check=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -27,7 +27,7 @@ def test_example_passes_gymnasium_and_sb3_env_checks():
 def test_example_episode_shows_the_support_ceiling():
     """Gather both operands, draft, check, submit: the quality is the grader's verdict on the draft, and a
     draft that passed CHECK can still grade 0 (the checker sees parity only)."""
-    env = gym.make("HarnessToyExample-v0", budget=30)
+    env = gym.make("HarnessToyExample-v1", budget=30)
     outcomes = set()
     for seed in range(40):
         env.reset(seed=seed, options={"task_id": "toy-0"})

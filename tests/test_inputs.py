@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture()
 def env():
-    env = gym.make("HarnessPlan-v0").unwrapped
+    env = gym.make("HarnessPlan-v1").unwrapped
     env.reset(seed=0)
     yield env
     env.close()
@@ -48,7 +48,7 @@ def test_step_accepts_python_and_numpy_integers(env) -> None:
 
 
 def test_step_validation_survives_python_optimisations() -> None:
-    code = ("import gymnasium as gym, harness_gym\nenv = gym.make('HarnessPlan-v0').unwrapped\nenv.reset(seed=0)\n"
+    code = ("import gymnasium as gym, harness_gym\nenv = gym.make('HarnessPlan-v1').unwrapped\nenv.reset(seed=0)\n"
             "for a in (3.5, '2', True):\n    try:\n        env.step(a)\n        print('accepted', repr(a))\n"
             "    except TypeError:\n        print('refused')\n")
     out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, cwd=ROOT,
@@ -71,11 +71,11 @@ def test_step_validation_survives_python_optimisations() -> None:
 ])
 def test_constructor_arguments_are_validated(kwargs, error, match) -> None:
     with pytest.raises(error, match=match):
-        gym.make("HarnessCode-v0", **kwargs)
+        gym.make("HarnessCode-v1", **kwargs)
 
 
 def test_numpy_integer_budget_is_accepted() -> None:
-    gym.make("HarnessPlan-v0", budget=np.int64(5)).close()
+    gym.make("HarnessPlan-v1", budget=np.int64(5)).close()
 
 
 def test_unknown_reset_options_raise(env) -> None:

@@ -128,7 +128,7 @@ def test_malformed_files_name_file_line_and_field(tmp_path, file, change, field)
 
 
 def test_registered_env_runs_episodes():
-    assert_env_runs_episodes("HarnessKnowledge-v0", "test", (0, 0, 1, 1, 2, 3, 4, 6))
+    assert_env_runs_episodes("HarnessKnowledge-v1", "test", (0, 0, 1, 1, 2, 3, 4, 6))
 
 
 # ----- the task mix ----------------------------------------------------------------------------------

@@ -139,7 +139,7 @@ def test_make_worker_rejects_options_it_cannot_use():
     with pytest.raises(ValueError, match="unknown option.*'modle'"):
         make_worker("openai", "code", options={"modle": "x", "base_url": "http://127.0.0.1:9/v1"})
     with pytest.raises(ValueError, match="takes no options"):
-        gym.make("HarnessCode-v0", model="x")
+        gym.make("HarnessCode-v1", model="x")
     with pytest.raises(ValueError, match="needs model"):
         make_worker("openai", "code", options={"base_url": "http://127.0.0.1:9/v1"})
 
@@ -188,8 +188,8 @@ def _total(steps, key):
 
 def test_faults_are_retried_counted_and_the_episode_ends_normally():
     faults = ["timeout", "429", "500", "malformed", "nochoices", "drop", "503"]
-    with FakeOpenAIServer(ReferenceModel("HarnessCode-v0"), faults, slow_s=0.6) as srv:
-        env = gym.make("HarnessCode-v0", worker="openai", base_url=srv.base_url, model="fake", timeout_s=0.3,
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), faults, slow_s=0.6) as srv:
+        env = gym.make("HarnessCode-v1", worker="openai", base_url=srv.base_url, model="fake", timeout_s=0.3,
                        max_retries=8, backoff_s=0.01)
         steps = run_episode(env, [0, 0, 3, 2, 4, 6])
         env.close()
@@ -205,8 +205,8 @@ def test_faults_are_retried_counted_and_the_episode_ends_normally():
 
 
 def test_a_call_that_keeps_failing_is_a_failed_step_not_an_exception():
-    with FakeOpenAIServer(ReferenceModel("HarnessCode-v0"), ["500"] * 100) as srv:
-        env = gym.make("HarnessCode-v0", worker="openai", base_url=srv.base_url, model="fake", max_retries=2,
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), ["500"] * 100) as srv:
+        env = gym.make("HarnessCode-v1", worker="openai", base_url=srv.base_url, model="fake", max_retries=2,
                        backoff_s=0.0)
         steps = run_episode(env, [3, 2, 5, 6])
         env.close()
@@ -221,10 +221,10 @@ def test_a_call_that_keeps_failing_is_a_failed_step_not_an_exception():
 
 
 def test_retry_after_is_honoured():
-    with FakeOpenAIServer(ReferenceModel("HarnessCode-v0"), ["429"], retry_after="1") as srv:
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), ["429"], retry_after="1") as srv:
         worker = OpenAIWorker("code", base_url=srv.base_url, model="fake", backoff_s=0.0)
         worker.reset(np.random.default_rng(0))
-        env = gym.make("HarnessCode-v0").unwrapped
+        env = gym.make("HarnessCode-v1").unwrapped
         env.reset(seed=0)
         worker.draft(env.context)
         env.close()
@@ -233,10 +233,10 @@ def test_retry_after_is_honoured():
 
 
 def test_unparseable_replies_are_retried_only_when_sampling():
-    env = gym.make("HarnessKnowledge-v0").unwrapped
+    env = gym.make("HarnessKnowledge-v1").unwrapped
     env.reset(seed=0)
     for temperature, expect_requests in ((0.0, 1), (0.7, 3)):
-        with FakeOpenAIServer(ReferenceModel("HarnessKnowledge-v0"), ["unparseable"] * 2) as srv:
+        with FakeOpenAIServer(ReferenceModel("HarnessKnowledge-v1"), ["unparseable"] * 2) as srv:
             worker = OpenAIWorker("knowledge", base_url=srv.base_url, model="fake", temperature=temperature,
                                   backoff_s=0.0)
             worker.reset(np.random.default_rng(0))
@@ -251,11 +251,11 @@ def test_unparseable_replies_are_retried_only_when_sampling():
 
 
 def test_a_refused_request_is_not_retried():
-    with FakeOpenAIServer(ReferenceModel("HarnessCode-v0")) as srv:
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1")) as srv:
         srv.faults = ["400"]
         worker = OpenAIWorker("code", base_url=srv.base_url, model="fake", backoff_s=0.0)
         worker.reset(np.random.default_rng(0))
-        env = gym.make("HarnessCode-v0").unwrapped
+        env = gym.make("HarnessCode-v1").unwrapped
         env.reset(seed=0)
         call = worker.propose_tool_call(env.context)
         env.close()
@@ -282,12 +282,12 @@ def test_every_env_runs_to_the_end_with_a_faulty_live_worker(env_id):
 def test_record_then_replay_without_server_is_identical(tmp_path):
     cache = tmp_path / "calls.sqlite"
     actions = [0, 1, 2, 3, 4, 5, 4, 6]
-    with FakeOpenAIServer(ReferenceModel("HarnessMultiTool-v0"), ["500", "ok", "unparseable", "ok", "429"]) as srv:
-        env = gym.make("HarnessMultiTool-v0", worker="openai", base_url=srv.base_url, model="fake", temperature=0.8,
+    with FakeOpenAIServer(ReferenceModel("HarnessMultiTool-v1"), ["500", "ok", "unparseable", "ok", "429"]) as srv:
+        env = gym.make("HarnessMultiTool-v1", worker="openai", base_url=srv.base_url, model="fake", temperature=0.8,
                        backoff_s=0.0, cache=cache, cache_mode="record")
         recorded = [run_episode(env, actions, seed=s) for s in (3, 4)]
         env.close()
-    replay = gym.make("HarnessMultiTool-v0", worker="openai", model="fake", temperature=0.8, cache=cache,
+    replay = gym.make("HarnessMultiTool-v1", worker="openai", model="fake", temperature=0.8, cache=cache,
                       cache_mode="replay")
     replayed = [run_episode(replay, actions, seed=s) for s in (3, 4)]
     assert same(recorded, replayed)
@@ -298,10 +298,10 @@ def test_record_then_replay_without_server_is_identical(tmp_path):
 
 
 def test_sample_index_keeps_identical_prompts_distinct(tmp_path):
-    with FakeOpenAIServer(ReferenceModel("HarnessCode-v0")) as srv:
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1")) as srv:
         worker = OpenAIWorker("code", base_url=srv.base_url, model="fake", temperature=0.7,
                               cache=tmp_path / "c.sqlite", cache_mode="auto")
-        env = gym.make("HarnessCode-v0").unwrapped
+        env = gym.make("HarnessCode-v1").unwrapped
         env.reset(seed=0)
         worker.reset(np.random.default_rng(0))
         worker.draft(env.context)
@@ -373,7 +373,7 @@ def test_replay_needs_an_existing_cache(tmp_path):
 
 
 def test_simulated_worker_meters_its_calls_with_constant_keys():
-    env = gym.make("HarnessCode-v0")
+    env = gym.make("HarnessCode-v1")
     steps = run_episode(env, [0, 3, 4, 6])
     env.close()
     assert all(set(s[3]["cost"]) == COST_KEYS for s in steps)
@@ -385,15 +385,15 @@ def test_simulated_worker_meters_its_calls_with_constant_keys():
 def test_record_mode_sends_each_key_once_per_run_so_every_episode_replays(tmp_path):
     cache = tmp_path / "rec.sqlite"
     actions = [0, 3, 2, 4, 6]
-    with FakeOpenAIServer(ReferenceModel("HarnessCode-v0"), ["500"]) as srv:
-        env = gym.make("HarnessCode-v0", worker="openai", base_url=srv.base_url, model="fake", backoff_s=0.05,
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), ["500"]) as srv:
+        env = gym.make("HarnessCode-v1", worker="openai", base_url=srv.base_url, model="fake", backoff_s=0.05,
                        cache=cache, cache_mode="record")
         recorded = [run_episode(env, actions, seed=0) for _ in range(2)]
         env.close()
     first_calls = _total(recorded[0], "llm_calls")
     assert sum(srv.served.values()) == first_calls  # the second, identical episode was served from the run
     assert _total(recorded[1], "llm_errors") == 1  # ... with what the first recorded, fault included
-    replay = gym.make("HarnessCode-v0", worker="openai", model="fake", cache=cache, cache_mode="replay")
+    replay = gym.make("HarnessCode-v1", worker="openai", model="fake", cache=cache, cache_mode="replay")
     replayed = [run_episode(replay, actions, seed=0) for _ in range(2)]
     replay.close()
     strip = [[(o, r, t, {k: v for k, v in i.items() if k != "exec_cached"}) for o, r, t, i in ep] for ep in recorded]

@@ -181,7 +181,7 @@ def test_malformed_files_name_file_line_and_field(tmp_path, file, change, field)
 
 
 def test_registered_env_runs_episodes():
-    infos = assert_env_runs_episodes("HarnessMultiTool-v0", "test", (0, 1, 1, 2, 2, 3, 4, 6))
+    infos = assert_env_runs_episodes("HarnessMultiTool-v1", "test", (0, 1, 1, 2, 2, 3, 4, 6))
     assert all(info["quality"] in (0.0, 1.0) for info in infos)
 
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "extending.md"
 PACKAGE = "letters_domain"
 NAME = "letters"
-ENV_ID = "HarnessLetters-v0"
+ENV_ID = "HarnessLetters-v1"
 
 FILES: dict[str, str] = {
     "__init__.py": '''"""The letters domain: how many times does a letter occur in a word (the recipe of docs/extending.md)."""
@@ -219,7 +219,7 @@ class HarnessLettersEnv(HarnessEnv):
     ## Arguments
 
     ```python
-    env = gym.make("HarnessLetters-v0", data_dir=None, split="train", budget=30)
+    env = gym.make("HarnessLetters-v1", data_dir=None, split="train", budget=30)
     ```
     """
 

@@ -165,7 +165,7 @@ def test_malformed_files_name_file_line_and_field(tmp_path, file, change, field)
 
 
 def test_registered_env_runs_episodes():
-    assert_env_runs_episodes("HarnessPlan-v0", "ood", (0, 0, 1, 2, 2, 3, 4, 6))
+    assert_env_runs_episodes("HarnessPlan-v1", "ood", (0, 0, 1, 2, 2, 3, 4, 6))
 
 
 # ----- the task mix and the harness signals (issue 23) -------------------------------------------------------

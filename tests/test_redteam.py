@@ -203,7 +203,7 @@ def env_on_each_backend(env_id: str, request: pytest.FixtureRequest) -> Iterator
 
 @pytest.fixture(scope="module", params=["process", "docker"])
 def code_env(request: pytest.FixtureRequest) -> Iterator[gym.Env]:
-    yield from env_on_each_backend("HarnessCode-v0", request)
+    yield from env_on_each_backend("HarnessCode-v1", request)
 
 
 def submit(env: gym.Env, task_id: str, content: str) -> dict:
@@ -290,7 +290,7 @@ raise RuntimeError("planted")
 
 @pytest.fixture(scope="module", params=["process", "docker"])
 def data_env(request: pytest.FixtureRequest) -> Iterator[gym.Env]:
-    yield from env_on_each_backend("HarnessData-v0", request)
+    yield from env_on_each_backend("HarnessData-v1", request)
 
 
 @pytest.mark.parametrize("attack", sorted(DATA_ATTACKS))
@@ -309,7 +309,7 @@ ENGINES = ["sqlite", pytest.param("mysql", marks=pytest.mark.skipif(not DSN, rea
 
 @pytest.fixture(scope="module", params=ENGINES)
 def db_env(request: pytest.FixtureRequest) -> Iterator[gym.Env]:
-    env = gym.make("HarnessDBBench-v0", engine=request.param, dsn=DSN or None).unwrapped
+    env = gym.make("HarnessDBBench-v1", engine=request.param, dsn=DSN or None).unwrapped
     yield env
     env.close()
 
@@ -358,7 +358,7 @@ def test_sql_attacks_score_zero_and_stay_in_their_episode(db_env: gym.Env) -> No
 
 # ----- reply stuffing -------------------------------------------------------------------------------------
 def test_reply_stuffing_scores_zero() -> None:
-    env = gym.make("HarnessTauRetail-v0").unwrapped
+    env = gym.make("HarnessTauRetail-v1").unwrapped
     snap = env.domain.snapshot
     catalogue = json.dumps(snap.tables["products"])
     with_outputs = [t for t in env.domain.all_tasks() if t.payload.outputs]

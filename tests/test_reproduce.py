@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 from harness_gym_baselines.cli import main
+from tests.recording import STALE
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-ENV = "HarnessMultiTool-v0"
+ENV = "HarnessMultiTool-v1"
 TINY = ["--quick", "--envs", ENV, "--seeds", "1", "--size", "buffer_episodes=60", "--size", "eval_episodes=10",
         "--size", "online_steps=512", "--size", "ecpo_episodes=10", "--size", "corruption_steps=1024",
         "--size", "corrupt_from=512", "--size", "sim_seeds=1", "--size", "ref_score_episodes=5",
@@ -54,7 +55,11 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
             rows = list(csv.DictReader(fh))
         assert rows and all(r["run"] == "quick" for r in rows), stem
     assert "QUICK RUN" in (run_dir / "table_sim_to_real.md").read_text()
-    assert "| HarnessCode-v0 | static |" in (run_dir / "table_sim_to_real.md").read_text()
+    sim_table = (run_dir / "table_sim_to_real.md").read_text()
+    if STALE:  # the shipped recording predates -v1 (tests/recording.py): the stage says so instead of replaying
+        assert "Not run" in sim_table and "re-record" in sim_table
+    else:
+        assert "| HarnessCode-v1 | static |" in sim_table
 
     with open(run_dir / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -66,7 +71,11 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
         assert 0.0 <= float(r["Q_ci_lo"]) <= float(r["Q"]) <= float(r["Q_ci_hi"]) <= 1.0
         assert float(r["cost_ci_lo"]) <= float(r["cost"]) <= float(r["cost_ci_hi"])
         assert float(r["cost"]) > 0
-    assert float(by["forced-check"]["check_before_submit"]) == 1.0
+    # forced-check checks every draft it submits itself; the cost budget (budget_units="auto") can force the
+    # submit of a revision before its check
+    forced_check = by["forced-check"]
+    assert float(forced_check["check_before_submit"]) >= 1.0 - float(forced_check["forced_submit"]) - 1e-9
+    assert float(forced_check["check_before_submit"]) >= 0.5
     assert float(by["static"]["check_before_submit"]) == 0.0
     assert by["static"]["verdict"] == "fixed script"
     # 512 PPO steps is below the documented minimum: both online rows say so
@@ -279,16 +288,16 @@ def test_public_data_variants_get_their_own_rows(tmp_path):
     with open(out / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     envs = {r["env"] for r in rows}
-    assert envs == {ENV, "HarnessTauRetail-v0+tau", "HarnessDBBench-v0+dbbench"}
-    tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v0+tau"}
+    assert envs == {ENV, "HarnessTauRetail-v1+tau", "HarnessDBBench-v1+dbbench"}
+    tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v1+tau"}
     assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q"}  # no online rows on public data
     assert float(tau["awr"]["paper_awr_minus_static"]) == 18.2
-    cells = json.loads(next((out / "offline" / "cells" / "HarnessTauRetail-v0+tau").glob("static-seed0.json"))
+    cells = json.loads(next((out / "offline" / "cells" / "HarnessTauRetail-v1+tau").glob("static-seed0.json"))
                        .read_text())
     import gymnasium as gym
 
     def test_ids(**kwargs):
-        env = gym.make("HarnessTauRetail-v0", **kwargs)
+        env = gym.make("HarnessTauRetail-v1", **kwargs)
         ids = {t.task_id for t in env.unwrapped.domain.tasks("test")}
         env.close()
         return ids

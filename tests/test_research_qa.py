@@ -265,5 +265,5 @@ def test_malformed_files_name_file_line_and_field(tmp_path, file, change, field)
 
 
 def test_registered_env_runs_episodes():
-    infos = assert_env_runs_episodes("HarnessResearchQA-v0", "ood", (0, 1, 1, 2, 2, 3, 4, 6))
+    infos = assert_env_runs_episodes("HarnessResearchQA-v1", "ood", (0, 1, 1, 2, 2, 3, 4, 6))
     assert all(info["split"] == "ood" for info in infos)

@@ -653,7 +653,7 @@ def test_required_isolation_turns_degradation_into_an_error(monkeypatch: pytest.
         ProcessSandbox(isolation="unshare", **kwargs)
     import gymnasium as gym
 
-    env = gym.make("HarnessCode-v0", **kwargs).unwrapped
+    env = gym.make("HarnessCode-v1", **kwargs).unwrapped
     env.reset(seed=0)
     env.context.draft = Draft(content="x = 1\n", candidate=-1, version=1)
     with pytest.raises(IsolationError):
@@ -825,7 +825,7 @@ def test_code_env_same_qualities_under_both_backends(docker_backend: str) -> Non
 
     outcomes = {}
     for name in BACKENDS:
-        env = gym.make("HarnessCode-v0", sandbox=name)
+        env = gym.make("HarnessCode-v1", sandbox=name)
         try:
             records = run_episodes(env, make_policy("forced-check"), 6, split="test", seed=0)
             assert type(env.unwrapped.sandbox).__name__ == {"process": "ProcessSandbox", "docker": "DockerSandbox"}[name]
@@ -872,7 +872,7 @@ def test_exec_cached_comes_from_the_env_s_own_jobs() -> None:
     gym = pytest.importorskip("gymnasium")
     import harness_gym  # noqa: F401  (registers the envs)
 
-    env, other = gym.make("HarnessCode-v0"), gym.make("HarnessCode-v0")
+    env, other = gym.make("HarnessCode-v1"), gym.make("HarnessCode-v1")
     try:
         env.reset(seed=0)
         other.reset(seed=0)

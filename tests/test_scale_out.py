@@ -25,7 +25,7 @@ from harness_gym_baselines.evaluate import evaluate
 from harness_gym_baselines.policies.registry import make_policy
 from tests.fake_openai_server import FakeOpenAIServer
 
-ENV_ID = "HarnessKnowledge-v0"  # no sandbox: cheap episodes, so the tests time the machinery, not the domain
+ENV_ID = "HarnessKnowledge-v1"  # no sandbox: cheap episodes, so the tests time the machinery, not the domain
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import harness_gym
 from harness_gym.core.actions import Action
 from harness_gym.rollout import episode_seed, play_episode
 from harness_gym_baselines.cli import main
@@ -18,7 +17,7 @@ from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
 from harness_gym_baselines.policies.registry import make_policy
 from harness_gym_baselines.policies.scripted import EvidenceOraclePolicy
 
-ENV = "HarnessMultiTool-v1" if "HarnessMultiTool-v1" in harness_gym.ENV_IDS else "HarnessMultiTool-v0"
+ENV = "HarnessMultiTool-v1"
 
 
 def test_script_names_round_trip_and_bad_names_say_the_form():
@@ -52,7 +51,7 @@ def test_a_script_plays_its_prefix_then_the_check_revise_macro():
 
 
 def test_the_grid_leaves_out_what_the_domain_cannot_use():
-    code = "HarnessCode-v1" if "HarnessCode-v1" in harness_gym.ENV_IDS else "HarnessCode-v0"
+    code = "HarnessCode-v1"
     scripts = candidate_scripts(code, SearchConfig(code))
     assert scripts and all(s.tool == 0 for s in scripts)  # code's TOOL runs the draft: only after it
     assert any(s.post_tool > 0 for s in scripts)

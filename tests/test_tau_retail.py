@@ -1,4 +1,4 @@
-"""HarnessTauRetail-v0: loaders of both public layouts, the retail tools, the plan verifier, the benchmark reward
+"""HarnessTauRetail-v1: loaders of both public layouts, the retail tools, the plan verifier, the benchmark reward
 on the real τ² retail data, the candidate bank and the env."""
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def test_both_layouts_load_the_same_tickets(tmp_path):
 @pytest.mark.parametrize("layout", ["v1", "tau2"])
 def test_gym_make_with_data_dir(tmp_path, layout):
     root = (write_v1 if layout == "v1" else write_tau2)(tmp_path / layout)
-    env = gym.make("HarnessTauRetail-v0", data_dir=str(root), split="test")
+    env = gym.make("HarnessTauRetail-v1", data_dir=str(root), split="test")
     env.reset(seed=0)
     for action in (0, 2, 3, 4, 6):
         *_, terminated, _, info = env.step(action)
@@ -389,7 +389,7 @@ def test_knowledge_signal_on_drafts(tiny):
 # ----- env and CLI ----------------------------------------------------------------------------------
 
 def test_env_episodes_on_the_synthetic_store():
-    env = gym.make("HarnessTauRetail-v0", split="ood")
+    env = gym.make("HarnessTauRetail-v1", split="ood")
     for seed in range(3):
         env.reset(seed=seed)
         for action in (0, 1, 2, 2, 3, 4, 5, 6):
@@ -405,7 +405,7 @@ def test_cli_eval(capsys, with_data_dir):
     extra = ["--env-kwarg", f"data_dir={REAL}"] if with_data_dir else []
     quality = {}
     for policy in ("oracle", "static", "forced-check"):
-        assert cli_main(["eval", "HarnessTauRetail-v0", "--policy", policy, "--split", "test", "--episodes", "10",
+        assert cli_main(["eval", "HarnessTauRetail-v1", "--policy", policy, "--split", "test", "--episodes", "10",
                          "--json", *extra]) == 0
         result = json.loads(capsys.readouterr().out)
         assert result["episodes"] == 10 and result["split"] == "test"

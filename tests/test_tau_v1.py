@@ -1,4 +1,4 @@
-"""HarnessTauRetail-v0 on the published τ-bench v1 retail folder: the literal-only task-list reader, the v1
+"""HarnessTauRetail-v1 on the published τ-bench v1 retail folder: the literal-only task-list reader, the v1
 tool semantics, the v1 reward, and gold replays and perturbations on every published train and dev task."""
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ def test_perturbations_earn_zero_exactly_when_they_change_the_database(v1):
 
 @needs_v1
 def test_gym_make_on_the_published_folder_and_a_copy_of_one_split(tmp_path):
-    env = gym.make("HarnessTauRetail-v0", data_dir=str(V1), split="val")
+    env = gym.make("HarnessTauRetail-v1", data_dir=str(V1), split="val")
     env.reset(seed=0)
     for action in (0, 3, 4, 6):
         *_, terminated, _, info = env.step(action)

@@ -106,7 +106,7 @@ def test_the_doc_recipe_adds_a_trainer_that_trains_and_evaluates_through_the_com
 
 def test_the_model_file_of_an_unregistered_trainer_is_one_line(workdir, capsys):
     (workdir / "majority.json").write_text(json.dumps({"algo": "majority", "counts": [0, 0, 0, 5, 0, 0, 1]}))
-    status, _, err = run(["eval", "HarnessPlan-v0", "--policy", "majority.json", "--episodes", "2"], capsys)
+    status, _, err = run(["eval", "HarnessPlan-v1", "--policy", "majority.json", "--episodes", "2"], capsys)
     assert status == 2 and len(err.strip().splitlines()) == 1
     assert "majority.json: written by trainer 'majority', which is not registered" in err
 
@@ -124,7 +124,7 @@ def _torch_pickle_of_an_object(path: Path) -> None:
 ])
 def test_a_file_no_trainer_wrote_is_refused_in_one_line(workdir, capsys, name, write, message):
     write(workdir / name)
-    status, out, err = run(["eval", "HarnessPlan-v0", "--policy", name, "--episodes", "2"], capsys)
+    status, out, err = run(["eval", "HarnessPlan-v1", "--policy", name, "--episodes", "2"], capsys)
     assert status == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith(f"harness-gym eval: error: --policy {name}: {message}"), err

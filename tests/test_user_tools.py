@@ -26,7 +26,7 @@ from harness_gym_baselines.cli import main, row_labels
 from harness_gym_baselines.evaluate import evaluate
 from harness_gym_baselines.policies.registry import make_policy
 
-TOY_ID = "HarnessToy-v0"
+TOY_ID = "HarnessToy-v1"
 if TOY_ID not in gym.registry:
     gym.register(id=TOY_ID, entry_point="examples.toy_domain.env:HarnessToyEnv", max_episode_steps=100)
 
@@ -87,8 +87,8 @@ def test_ppo_and_maskable_ppo_train_on_make_vec_env_and_on_adapted_make_vec(env_
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_maskable_ppo_on_subproc_and_sync(mode):
     # a fresh SubprocVecEnv process (forkserver) has not imported harness_gym: the "module:" prefix imports it
-    venv = (make_vec_env("harness_gym:HarnessPlan-v0", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv) if mode == "async"
-            else to_sb3_vec_env(gym.make_vec("HarnessPlan-v0", 2, vectorization_mode="sync")))
+    venv = (make_vec_env("harness_gym:HarnessPlan-v1", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv) if mode == "async"
+            else to_sb3_vec_env(gym.make_vec("HarnessPlan-v1", 2, vectorization_mode="sync")))
     try:
         counter = train_and_count(MaskablePPO, venv, steps=256)
     finally:
@@ -117,7 +117,7 @@ def scripted_rollout(venv, n_steps: int) -> list[tuple]:
 def test_adapter_sees_what_dummy_vec_env_sees(mode, autoreset):
     """Same seeds and actions: the adapted gym.make_vec env returns exactly what SB3's DummyVecEnv returns
     (observations after autoreset, rewards, dones, terminal observations, per-env infos)."""
-    env_id = "HarnessMultiTool-v0"
+    env_id = "HarnessMultiTool-v1"
     want = scripted_rollout(DummyVecEnv([lambda: gym.make(env_id)] * 2), 40)
     got = scripted_rollout(to_sb3_vec_env(gym.make_vec(env_id, 2, vectorization_mode=mode,
                                                        vector_kwargs={"autoreset_mode": autoreset})), 40)
@@ -131,7 +131,7 @@ def test_adapter_sees_what_dummy_vec_env_sees(mode, autoreset):
 
 
 def test_adapter_rejects_what_an_async_env_cannot_do():
-    venv = to_sb3_vec_env(gym.make_vec("HarnessPlan-v0", 2, vectorization_mode="async"))
+    venv = to_sb3_vec_env(gym.make_vec("HarnessPlan-v1", 2, vectorization_mode="async"))
     try:
         venv.reset()
         assert venv.has_attr("action_masks") and not venv.has_attr("no_such_attribute")
@@ -141,20 +141,20 @@ def test_adapter_rejects_what_an_async_env_cannot_do():
     finally:
         venv.close()
     with pytest.raises(TypeError, match="needs no adapter"):
-        SB3VecEnv(make_vec_env("HarnessPlan-v0", n_envs=1))
+        SB3VecEnv(make_vec_env("HarnessPlan-v1", n_envs=1))
 
 
 def test_unsupported_render_mode_is_the_type_error_make_vec_env_retries_on():
     with pytest.raises(UnsupportedRenderMode) as caught:
-        gym.make("HarnessPlan-v0", render_mode="rgb_array")
+        gym.make("HarnessPlan-v1", render_mode="rgb_array")
     assert isinstance(caught.value, TypeError) and isinstance(caught.value, ValueError)
-    venv = make_vec_env("HarnessPlan-v0", n_envs=2)
+    venv = make_vec_env("HarnessPlan-v1", n_envs=2)
     assert venv.render_mode is None and venv.get_attr("render_mode") == [None, None]
-    assert gym.make("HarnessPlan-v0", render_mode="ansi").unwrapped.render_mode == "ansi"
+    assert gym.make("HarnessPlan-v1", render_mode="ansi").unwrapped.render_mode == "ansi"
 
 
 def test_action_masks_before_reset_is_an_error():
-    env = gym.make("HarnessPlan-v0")
+    env = gym.make("HarnessPlan-v1")
     with pytest.raises(RuntimeError, match="before reset"):
         env.unwrapped.action_masks()
     env.reset(seed=0)
@@ -192,15 +192,15 @@ def user_module(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("spec", ["my_agents:make_agent", "my_agents:FirstApplicable"])
 def test_module_callable_policy_runs_through_harness_gym_eval(user_module, spec, capsys):
-    assert main(["eval", "HarnessPlan-v0", "--policy", spec, "--episodes", "4", "--seed", "2", "--json"]) == 0
+    assert main(["eval", "HarnessPlan-v1", "--policy", spec, "--episodes", "4", "--seed", "2", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     import my_agents
 
-    direct = evaluate("HarnessPlan-v0", my_agents.FirstApplicable(), episodes=4, seed=2)
+    direct = evaluate("HarnessPlan-v1", my_agents.FirstApplicable(), episodes=4, seed=2)
     assert printed["policy"] == spec and printed["episodes"] == 4
     assert printed["quality_mean"] == pytest.approx(direct["quality_mean"])
     assert printed["mean_steps"] == pytest.approx(direct["mean_steps"]) and printed["invalid_action_rate"] == 0.0
-    static = evaluate("HarnessPlan-v0", "static", episodes=4, seed=2)
+    static = evaluate("HarnessPlan-v1", "static", episodes=4, seed=2)
     assert printed["mean_steps"] != static["mean_steps"]  # it really ran the user's agent
 
 
@@ -212,20 +212,20 @@ def test_make_policy_loads_module_callable(user_module):
 
 # ----- one-line CLI errors --------------------------------------------------------------------------------------
 MISTAKES = [
-    (["eval", "HarnessCod-v0", "--policy", "static"], ["HarnessCod-v0", "did you mean 'HarnessCode-v0'"]),
-    (["eval", "HarnessCode-v0", "--policy", "forced_check"], ["forced_check", "did you mean 'forced-check'"]),
-    (["eval", "HarnessCode-v0", "--policy", "models/missing.pt"], ["models/missing.pt", "no such model file"]),
-    (["eval", "HarnessCode-v0", "--policy", "no_such_module_x:make"], ["no_such_module_x", "cannot import"]),
-    (["eval", "HarnessCode-v0", "--policy", "static", "--env-kwarg", "budjet=3"],
+    (["eval", "HarnessCod-v1", "--policy", "static"], ["HarnessCod-v1", "did you mean 'HarnessCode-v1'"]),
+    (["eval", "HarnessCode-v1", "--policy", "forced_check"], ["forced_check", "did you mean 'forced-check'"]),
+    (["eval", "HarnessCode-v1", "--policy", "models/missing.pt"], ["models/missing.pt", "no such model file"]),
+    (["eval", "HarnessCode-v1", "--policy", "no_such_module_x:make"], ["no_such_module_x", "cannot import"]),
+    (["eval", "HarnessCode-v1", "--policy", "static", "--env-kwarg", "budjet=3"],
      ["budjet", "did you mean 'budget'", "data_dir"]),
-    (["eval", "HarnessCode-v0", "--policy", "static", "--env-kwarg", "budget=abc"], ["budget=abc", "expects int"]),
-    (["eval", "HarnessCode-v0", "--policy", "static", "--env-kwarg", "budget=500"], ["budget=500", "[1, 100]"]),
-    (["eval", "HarnessCode-v0", "--policy", "static", "--env-kwarg", "budget"], ["'budget'", "KEY=VALUE"]),
-    (["play", "HarnessCode-v0", "--task-id", "code-strings-is_palindrom"],
+    (["eval", "HarnessCode-v1", "--policy", "static", "--env-kwarg", "budget=abc"], ["budget=abc", "expects int"]),
+    (["eval", "HarnessCode-v1", "--policy", "static", "--env-kwarg", "budget=500"], ["budget=500", "[1, 100]"]),
+    (["eval", "HarnessCode-v1", "--policy", "static", "--env-kwarg", "budget"], ["'budget'", "KEY=VALUE"]),
+    (["play", "HarnessCode-v1", "--task-id", "code-strings-is_palindrom"],
      ["code-strings-is_palindrom", "did you mean 'code-strings-is_palindrome'"]),
-    (["eval", "HarnessCode-v0", "--policy", "static", "--episodes", "0"], ["--episodes", "got 0"]),
-    (["compare", "HarnessCode-v0", "--policy", "static", "--episodes", "-3"], ["--episodes", "got -3"]),
-    (["eval", "HarnessCode-v0", "--policy", "static", "--split", "tst"], ["tst", "test"]),
+    (["eval", "HarnessCode-v1", "--policy", "static", "--episodes", "0"], ["--episodes", "got 0"]),
+    (["compare", "HarnessCode-v1", "--policy", "static", "--episodes", "-3"], ["--episodes", "got -3"]),
+    (["eval", "HarnessCode-v1", "--policy", "static", "--split", "tst"], ["tst", "test"]),
     (["train", "awr", "--dataset", "harness/nowhere-v0"], ["harness/nowhere-v0", "harness-gym collect"]),
     (["train", "awr", "--dataset", "harness/nowhere-v0", "--beta", "hot"], ["--beta", "hot"]),
 ]
@@ -250,9 +250,9 @@ def test_each_cli_mistake_is_one_line_with_exit_status_2(argv, expected, capsys,
 
 def test_debug_shows_the_traceback(capsys):
     with pytest.raises(ValueError, match="unknown env id"):
-        main(["--debug", "eval", "HarnessCod-v0", "--policy", "static"])
+        main(["--debug", "eval", "HarnessCod-v1", "--policy", "static"])
     with pytest.raises(ValueError, match="unknown env id"):
-        main(["eval", "HarnessCod-v0", "--policy", "static", "--debug"])
+        main(["eval", "HarnessCod-v1", "--policy", "static", "--debug"])
 
 
 # ----- train output ---------------------------------------------------------------------------------------------
@@ -308,7 +308,7 @@ def test_datasets_are_small_and_read_back_plainly(tmp_path, monkeypatch):
     from harness_gym import datasets
 
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
-    ds = datasets.collect("HarnessCode-v0", make_policy("behaviour"), "harness/code-small-v0", episodes=40,
+    ds = datasets.collect("HarnessCode-v1", make_policy("behaviour"), "harness/code-small-v0", episodes=40,
                           seed=0, progress=False)
     size = sum(f.stat().st_size for f in Path(ds.storage.data_path).rglob("*") if f.is_file())
     assert size / ds.total_steps <= 1024, size / ds.total_steps
@@ -322,23 +322,23 @@ def test_datasets_are_small_and_read_back_plainly(tmp_path, monkeypatch):
     assert eval_env.unwrapped.split == "test" and ds.recover_environment().unwrapped.split == "train"
     eval_env.close()
 
-    more = datasets.collect("HarnessCode-v0", make_policy("behaviour"), "harness/code-more-v0", episodes=3, seed=0,
+    more = datasets.collect("HarnessCode-v1", make_policy("behaviour"), "harness/code-more-v0", episodes=3, seed=0,
                             progress=False, info_keys=("task_id", "evidence"))
     ep = next(datasets.iterate_episodes(more))
     assert set(ep.infos) == {"action_mask", "task_id", "evidence"}
     assert all(isinstance(t, str) for t in ep.infos["task_id"])
     with pytest.raises(ValueError, match="not info keys"):
-        datasets.collect("HarnessCode-v0", make_policy("behaviour"), "harness/code-bad-v0", episodes=1, seed=0,
+        datasets.collect("HarnessCode-v1", make_policy("behaviour"), "harness/code-bad-v0", episodes=1, seed=0,
                          progress=False, info_keys=("qualty",))
 
 
 # ----- play and compare output ----------------------------------------------------------------------------------
 def test_play_shows_the_whole_task_and_each_draft(capsys):
-    env = gym.make("HarnessKnowledge-v0")
+    env = gym.make("HarnessKnowledge-v1")
     env.reset(seed=0, options={"split": "test"})
     task = env.unwrapped.task
     env.close()
-    assert main(["play", "HarnessKnowledge-v0", "--task-id", task.task_id, "--width", "80"]) == 0
+    assert main(["play", "HarnessKnowledge-v1", "--task-id", task.task_id, "--width", "80"]) == 0
     out = capsys.readouterr().out
     assert all(len(line) <= 80 for line in out.splitlines())
     flat = " ".join(out.split())
@@ -356,7 +356,7 @@ def test_compare_rows_are_unambiguous_at_80_columns(tmp_path, user_module, capsy
     assert row_labels([*paths, "static", "static"]) == ["a/models/awr.pt", "b/models/awr.pt", "bc.pt", "static",
                                                       "static #2"]
     spec = "my_agents:make_agent"
-    assert main(["compare", "HarnessPlan-v0", "--policy", "static", "--policy", "forced-check", "--policy", spec,
+    assert main(["compare", "HarnessPlan-v1", "--policy", "static", "--policy", "forced-check", "--policy", spec,
                  "--episodes", "2", "--width", "80"]) == 0
     out = capsys.readouterr().out
     assert all(len(line) <= 80 for line in out.splitlines())

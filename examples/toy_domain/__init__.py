@@ -12,6 +12,6 @@ Files, one role each (the layout every domain in ``harness_gym/domains`` follows
 
 Register it with one line (docs/extending.md, "A new domain")::
 
-    gymnasium.register(id="HarnessToy-v0", entry_point="examples.toy_domain.env:HarnessToyEnv",
+    gymnasium.register(id="HarnessToy-v1", entry_point="examples.toy_domain.env:HarnessToyEnv",
                        max_episode_steps=100)
 """

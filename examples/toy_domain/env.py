@@ -45,8 +45,9 @@ class HarnessToyEnv(HarnessEnv):
     ## Arguments
 
     ```python
-    env = gym.make("HarnessToy-v0", split="train", budget=30, cost_weight=0.0, worker="simulated",
-                   profile=None, prompts_dir=None, sandbox="process", action_costs=None, render_mode=None)
+    env = gym.make("HarnessToy-v1", split="train", budget=30, cost_weight=0.0, worker="simulated",
+                   profile=None, prompts_dir=None, sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``profile`` defaults to this folder's ``profile.json`` and ``prompts_dir`` to its ``prompts/`` folder (a

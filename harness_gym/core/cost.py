@@ -1,22 +1,28 @@
 """The cost ledger: what one step of the Harness MDP spends, metered in ``info["cost"]`` (docs/cost.md).
 
-Every step (and the reset, with zeros) reports ``info["cost"]``:
+Every step is billed as a set of billable items (the keys of the price tables, :mod:`harness_gym.core.prices`)
+with quantities, priced at the env's :class:`~harness_gym.core.prices.PriceTable`:
 
-- ``llm_calls``, ``llm_errors``, ``prompt_tokens``, ``completion_tokens``, ``latency_s``: the worker's model
-  calls during the step (:class:`~harness_gym.workers.base.Usage`). A live worker reports the server's
-  ``usage``; the simulated worker counts the tokens of the real text a model would read and write
-  (:func:`estimate_tokens` of the prompt built from :func:`~harness_gym.workers.prompting.render_context`).
-- ``sandbox_jobs``: sandbox jobs the harness ran for the step (tool calls and CHECK; the hidden grader's jobs at
-  SUBMIT are evaluation, not spending, and are not metered). Jobs served from the execution cache count too:
-  the cache is a local shortcut, the ledger prices the work the harness asked for.
-- ``tool_seconds``: billed sandbox seconds, ``sandbox_jobs * Prices.billed_seconds_per_job``. A deterministic
-  proxy, not the jobs' wall-clock duration: wall-clock time differs from run to run (and is near zero for a
-  cached job), so metering it would make seeded episodes differ in their returns.
-- ``units``: the step's cost in one scalar, in **hundredths of a US cent** (1 unit = US$0.0001) at
-  :class:`Prices`: ``(prompt_tokens * input_per_million + completion_tokens * output_per_million) / 1e6
-  + tool_seconds * sandbox_per_second`` dollars, times 10,000. With the default prices an episode costs about
-  1-10 units (a short scripted episode about 2, a thorough one about 10).
-  ``units`` is computed from deterministic quantities only (``latency_s`` never enters it).
+- model calls: ``prompt_token`` and ``completion_token``, metered by the worker (a live worker reports the
+  server's ``usage``; the simulated worker counts the tokens of the real text a model would read and write,
+  :func:`estimate_tokens` of the prompt built from :func:`~harness_gym.workers.prompting.render_context`);
+- RETRIEVE: one query in the table's retrieval mode (``index_query`` + the query's ``embedding_token``, or one
+  ``search_query``);
+- OBSERVE: :meth:`~harness_gym.core.domain.Domain.observe_bill` (reading the task statement is free);
+- TOOL: the tool's declared :attr:`~harness_gym.core.tools.ToolSpec.bills`, or the result's own ``billed``, for
+  every call that passed schema validation;
+- CHECK: the checker's :attr:`~harness_gym.core.types.CheckResult.billed`, beside its sandbox jobs and model calls;
+- sandbox jobs (tool calls and CHECK; the hidden grader's jobs at SUBMIT are evaluation and are not metered):
+  ``sandbox_request`` per job and ``sandbox_seconds_per_job * sandbox_gb`` of ``sandbox_gb_second``. Jobs
+  served from the execution cache count too: the cache is a local shortcut, the ledger prices the work the
+  harness asked for.
+
+``info["cost"]`` (the reset's has the same keys, all zero) reports ``llm_calls``, ``llm_errors``,
+``prompt_tokens``, ``completion_tokens``, ``latency_s`` (never priced), ``sandbox_jobs``, ``tool_seconds``
+(``sandbox_jobs * sandbox_seconds_per_job``: a deterministic proxy, never the wall clock), ``units`` (the
+step's bill priced, in **hundredths of a US cent**, 1 unit = US$0.0001), and the counts ``search_queries``,
+``index_queries``, ``embedding_tokens``, ``api_calls`` (requests of every ``api_call:<api>`` item, free ones
+included) and ``db_queries``. Billed quantities only, never wall time, so seeded episodes keep their returns.
 
 The env's reward is ``-cost_weight * units`` on every step plus the quality Q on the last one, so an episode's
 return is ``Q - cost_weight * total units`` (:class:`~harness_gym.env.HarnessEnv`, ``cost_weight=``).
@@ -26,11 +32,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-UNIT_DOLLARS = 0.0001
-"""US dollars per cost unit: ``info["cost"]["units"]`` is in hundredths of a cent."""
+from harness_gym.core.prices import API_PREFIX, UNIT_DOLLARS, PriceTable
+
+__all__ = ["CHARS_PER_TOKEN", "COST_KEYS", "UNIT_DOLLARS", "add_bill", "checked_bill", "cost_info", "estimate_tokens",
+           "step_bill", "zero_cost"]
 
 CHARS_PER_TOKEN = 4.0
 """The token estimate's ratio: OpenAI's rule of thumb, "one token generally corresponds to ~4 characters of
@@ -38,8 +45,12 @@ common English text" (help.openai.com, "What are tokens and how to count them?")
 invented names of the generated worlds split into more tokens per character, so the estimate is low for them;
 it is the same for every controller, which is what a comparison needs."""
 
+COUNTED_ITEMS: dict[str, str] = {"search_queries": "search_query", "index_queries": "index_query",
+                                 "embedding_tokens": "embedding_token", "db_queries": "db_query"}
+"""``info["cost"]`` count -> the billable item it counts (``api_calls`` counts every ``api_call:<api>``)."""
 COST_KEYS: tuple[str, ...] = ("llm_calls", "llm_errors", "prompt_tokens", "completion_tokens", "latency_s",
-                              "sandbox_jobs", "tool_seconds", "units")
+                              "sandbox_jobs", "tool_seconds", "units", "search_queries", "index_queries",
+                              "embedding_tokens", "api_calls", "db_queries")
 """The keys of ``info["cost"]``, in order."""
 
 
@@ -53,70 +64,74 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-@dataclass(frozen=True)
-class Prices:
-    """The price table the cost units are computed from.
+def checked_bill(bill: Mapping[str, Any] | None, prices: PriceTable, where: str) -> dict[str, float]:
+    """``bill`` as item -> float after checking it: every item priced, every quantity a finite number >= 0.
 
-    Defaults: OpenAI **gpt-4o-mini**, US$0.15 per million input tokens and US$0.60 per million output tokens
-    (openai.com/api/pricing, the list price since the model's release on 18 July 2024, unchanged as of
-    2025-05); sandbox seconds at AWS Lambda's x86 price, US$0.0000166667 per GB-second (aws.amazon.com/lambda/pricing,
-    us-east-1, as of 2025-05), for a 1 GB job.
-
-    :param input_per_million: US$ per million prompt tokens
-    :param output_per_million: US$ per million completion tokens
-    :param sandbox_per_second: US$ per billed sandbox second
-    :param billed_seconds_per_job: sandbox seconds billed per job (the deterministic proxy of a job's duration,
-        module docstring). Default 0.1 s: the order of a job that starts Python and imports pandas in the
-        process sandbox here (a bare job takes about 5 ms); Lambda bills per millisecond.
+    :param bill: what a domain hook, tool or checker says it billed (``None``: nothing)
+    :param prices: the env's price table
+    :param where: who billed it (for the error message)
+    :raises ValueError: naming ``where``, the item and what is wrong
     """
+    if not bill:
+        return {}
+    prices.check_items(bill, where)
+    out = {}
+    for item, quantity in bill.items():
+        if isinstance(quantity, bool) or not isinstance(quantity, (int, float)) or not math.isfinite(quantity) \
+                or quantity < 0:
+            raise ValueError(f"{where}: bills {quantity!r} of {item!r}; a quantity is a finite number >= 0")
+        out[item] = float(quantity)
+    return out
 
-    input_per_million: float = 0.15
-    output_per_million: float = 0.60
-    sandbox_per_second: float = 0.0000166667
-    billed_seconds_per_job: float = 0.1
 
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"prices: {f.name} must be a finite number >= 0, got {value!r}")
+def add_bill(into: dict[str, float], bill: Mapping[str, float]) -> None:
+    """Add ``bill``'s quantities to ``into`` in place.
 
-    @classmethod
-    def coerce(cls, prices: Prices | Mapping[str, Any] | None) -> Prices:
-        """A :class:`Prices` from an instance, a dict of some of its fields (the rest keep their defaults) or
-        ``None`` (the defaults); unknown keys and bad values raise a ``ValueError`` naming them.
+    :param into: the running bill
+    :param bill: the quantities to add
+    """
+    for item, quantity in bill.items():
+        into[item] = into.get(item, 0.0) + quantity
 
-        :param prices: what the env's ``prices=`` argument was given
-        """
-        if prices is None:
-            return cls()
-        if isinstance(prices, cls):
-            return prices
-        if not isinstance(prices, Mapping):
-            raise ValueError(f"prices must be a Prices or a dict, got {type(prices).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(prices) - known)
-        if unknown:
-            raise ValueError(f"prices: unknown key(s) {unknown}; known: {sorted(known)}")
-        return cls(**dict(prices))
 
-    def units(self, prompt_tokens: int, completion_tokens: int, tool_seconds: float) -> float:
-        """The cost in units (:data:`UNIT_DOLLARS`) of the given quantities.
+def step_bill(prices: PriceTable, *, prompt_tokens: int, completion_tokens: int, sandbox_jobs: int,
+              actions: Mapping[str, float]) -> dict[str, float]:
+    """A step's whole bill: the model's tokens, the sandbox jobs and what the action billed.
 
-        :param prompt_tokens: prompt tokens
-        :param completion_tokens: completion tokens
-        :param tool_seconds: billed sandbox seconds
-        """
-        dollars = (prompt_tokens * self.input_per_million + completion_tokens * self.output_per_million) / 1e6
-        dollars += tool_seconds * self.sandbox_per_second
-        return dollars / UNIT_DOLLARS
+    :param prices: the price table (its sandbox billing parameters)
+    :param prompt_tokens: prompt tokens of the step's model calls
+    :param completion_tokens: completion tokens of the step's model calls
+    :param sandbox_jobs: sandbox jobs the step ran
+    :param actions: what the action itself billed (retrieval query, observation, tool call, check)
+    """
+    bill = {"prompt_token": float(prompt_tokens), "completion_token": float(completion_tokens)}
+    if sandbox_jobs:
+        add_bill(bill, prices.sandbox_bill(sandbox_jobs))
+    add_bill(bill, actions)
+    return {item: q for item, q in bill.items() if q}
 
-    def as_dict(self) -> dict[str, float]:
-        """The table as a plain dict (for run metadata)."""
-        return {k: float(v) for k, v in asdict(self).items()}
+
+def cost_info(usage: Mapping[str, int | float], sandbox_jobs: int, prices: PriceTable,
+              bill: Mapping[str, float]) -> dict[str, int | float]:
+    """``info["cost"]`` of a step (keys :data:`COST_KEYS`).
+
+    :param usage: the worker's ``llm_calls``, ``llm_errors``, ``prompt_tokens``, ``completion_tokens``,
+        ``latency_s`` of the step
+    :param sandbox_jobs: sandbox jobs the step ran
+    :param prices: the price table
+    :param bill: the step's whole bill (:func:`step_bill`)
+    """
+    out: dict[str, int | float] = {key: usage[key] for key in COST_KEYS[:5]}
+    out.update(sandbox_jobs=int(sandbox_jobs), tool_seconds=float(sandbox_jobs * prices.sandbox_seconds_per_job),
+               units=float(prices.units(bill)))
+    for key, item in COUNTED_ITEMS.items():
+        out[key] = float(bill.get(item, 0.0))
+    out["api_calls"] = float(sum(q for item, q in bill.items() if item.startswith(API_PREFIX)))
+    return {key: out[key] for key in COST_KEYS}
 
 
 def zero_cost() -> dict[str, int | float]:
     """``info["cost"]`` of a step that spent nothing (the reset's)."""
     return {"llm_calls": 0, "llm_errors": 0, "prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0,
-            "sandbox_jobs": 0, "tool_seconds": 0.0, "units": 0.0}
+            "sandbox_jobs": 0, "tool_seconds": 0.0, "units": 0.0, "search_queries": 0.0, "index_queries": 0.0,
+            "embedding_tokens": 0.0, "api_calls": 0.0, "db_queries": 0.0}

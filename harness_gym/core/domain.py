@@ -7,7 +7,9 @@ docs/extending.md.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -15,6 +17,7 @@ from typing import Any, NamedTuple
 
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.sandbox import Sandbox
+from harness_gym.core.state import mentions
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.tools import ToolSpec, validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
@@ -31,6 +34,43 @@ class Retrieved(NamedTuple):
     """its score over the query's best score, in [0, 1] (1 for the best-ranked document)"""
     gap_share: float
     """its score minus the next unseen document's, over the query's best score, in [0, 1]"""
+    query: str = ""
+    """the query text the ranking answered (the env bills its tokens in the ``index`` retrieval mode)"""
+
+
+HIDDEN_TASK_FIELDS: tuple[str, ...] = ("candidates", "relevant_docs", "required_observations", "tool_calls",
+                                       "difficulty")
+"""The :class:`~harness_gym.core.types.Task` fields the harness never sees (besides the domain's hidden payload
+keys, :attr:`Domain.hidden_payload_keys`): what the simulated worker and the grader use."""
+WHOLE_PAYLOAD = "*"
+"""In :attr:`Domain.hidden_payload_keys`: the whole payload is hidden (e.g. a payload that is the gold answer)."""
+
+
+def visible_task(task: Task, hidden_payload_keys: frozenset[str]) -> Task:
+    """``task`` with every hidden field blanked: no candidates, relevant documents, required observations or
+    evidence calls, a NaN difficulty, and the hidden payload keys removed (a mapping payload) or set to ``None``
+    (a dataclass or named-tuple payload; :data:`WHOLE_PAYLOAD`: the payload itself). What a harness could know of
+    the task; ``tests/test_signals.py`` recomputes every observation on it.
+
+    :param task: the task
+    :param hidden_payload_keys: the domain's :attr:`Domain.hidden_payload_keys`
+    :raises TypeError: when keys are hidden in a payload of another kind
+    """
+    payload = task.payload
+    keys = set(hidden_payload_keys)
+    if WHOLE_PAYLOAD in keys:
+        payload = None
+    elif keys and isinstance(payload, Mapping):
+        payload = {k: v for k, v in payload.items() if k not in keys}
+    elif keys and dataclasses.is_dataclass(payload) and not isinstance(payload, type):
+        payload = dataclasses.replace(payload, **dict.fromkeys(keys & {f.name for f in dataclasses.fields(payload)}))
+    elif keys and hasattr(payload, "_replace"):
+        payload = payload._replace(**dict.fromkeys(keys & set(payload._fields)))
+    elif keys and payload is not None:
+        raise TypeError(f"task {task.task_id}: hidden payload keys {sorted(keys)} given for a "
+                        f"{type(payload).__name__} payload (a mapping, dataclass or named tuple, or '{WHOLE_PAYLOAD}')")
+    return dataclasses.replace(task, candidates=(), relevant_docs=frozenset(), required_observations=frozenset(),
+                               tool_calls=(), difficulty=math.nan, payload=payload)
 
 
 _KEY_PATTERN = re.compile(r"\"([^\"]{2,60})\"|'([^']{2,60})'|\b((?:[A-Z][\w-]*)(?:\s+[A-Z][\w-]*)+)\b|\b(\w*\d[\w.:/-]*)\b")
@@ -76,9 +116,10 @@ class Domain(ABC):
     wrong_calls_per_call: int = 3
     """How many well-formed wrong variants :meth:`wrong_tool_calls` makes per argument of an evidence call."""
     hidden_payload_keys: frozenset[str] = frozenset()
-    """Keys of ``Task.payload`` (when it is a mapping) that the harness must not see: hidden tests, gold
-    answers, gold database states. Features and the action mask never read them; ``tests/test_signals.py``
-    scrubs them (and the other hidden task fields) and checks that no observation changes."""
+    """Keys (or field names) of ``Task.payload`` that the harness must not see: hidden tests, gold answers,
+    gold database states; :data:`WHOLE_PAYLOAD` hides the payload as a whole. Features and the action mask never
+    read them; ``tests/test_signals.py`` blanks them (and the other hidden task fields, :func:`visible_task`)
+    and checks that no observation changes."""
     relevant_looking_ratio: float = 0.5
     """A retrieved document 'looks relevant' when its BM25 score is at least this fraction of the best
     score for the task's query (an observable proxy; true relevance stays hidden)."""
@@ -181,7 +222,7 @@ class Domain(ABC):
         (doc_idx, score), after = unseen[0], (unseen[1][1] if len(unseen) > 1 else 0.0)
         share = score / best if best > 0 else 0.0
         return Retrieved(document=self.corpus[doc_idx], looks_relevant=best > 0 and share >= self.relevant_looking_ratio,
-                         score_share=share, gap_share=(score - after) / best if best > 0 else 0.0)
+                         score_share=share, gap_share=(score - after) / best if best > 0 else 0.0, query=query)
 
     # ----- TOOL --------------------------------------------------------------------------------------
     def run_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None, *,
@@ -323,7 +364,8 @@ class Domain(ABC):
 
     def tool_answers(self, task: Task, call: ToolCall, result: ToolResult) -> bool:
         """Whether a successful tool result mentions what was asked: the default looks in the output for one
-        of the call's string argument values or one of :meth:`task_keys`.
+        of the call's string argument values or one of :meth:`task_keys`, each as a whole word or number
+        (:func:`~harness_gym.core.state.mentions`).
 
         :param task: the episode's task
         :param call: the call that ran
@@ -333,7 +375,13 @@ class Domain(ABC):
             return False
         text = result.output.lower()
         asked = [v.lower() for v in call.args.values() if isinstance(v, str) and len(v) >= 2]
-        return any(a in text for a in asked) or any(k in text for k in self.task_keys(task))
+        if any(mentions(text, a) for a in asked):
+            return True
+        memo = self.__dict__.setdefault("_task_keys_memo", {})  # task_keys is a pure function of the task
+        held = memo.get(task.task_id)
+        if held is None or held[0] is not task:
+            held = memo[task.task_id] = (task, tuple(self.task_keys(task)))
+        return any(mentions(text, k) for k in held[1])
 
     def observe_bill(self, task: Task, index: int) -> Mapping[str, float]:
         """What revealing observation ``index`` of ``task`` costs in a deployed harness, billable item ->

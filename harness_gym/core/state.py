@@ -1,16 +1,29 @@
 """The harness state the controller observes, the FEATURES table and the encoder (docs/harness_mdp.md,
-"Observation")."""
+"Observation").
+
+Every feature is computed from what the harness itself holds: the task's visible text (through the domain's
+hooks :meth:`~harness_gym.core.domain.Domain.task_keys`, ``n_visible_checks``, ``input_size``), the text it
+gathered (revealed observations, retrieved documents, tool outputs), the ranking's scores, the check results,
+the worker's stated confidence and the env's counters and ledger; never a hidden task field
+(``tests/test_signals.py``).
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
 
 from harness_gym.core.actions import Action
 from harness_gym.core.types import Context
+
+INPUT_SIZE_SCALE = 20_000
+"""Characters of visible input at which the ``input_size`` feature reaches 1 (log scale below it)."""
 
 
 class Feature(NamedTuple):
@@ -63,6 +76,26 @@ FEATURES: tuple[Feature, ...] = (
     Feature("worker_confidence", 0.0, 1.0, "the worker's stated confidence in the current draft (0 without one)",
             lambda s: s.confidence),
     _count("n_invalid_actions", 10, "inapplicable actions taken", lambda s: s.n_invalid),
+    Feature("cost_spent", 0.0, 1.0, "cost units spent / the cost budget (without one: / the budget the auto rule "
+            "gives), capped at 1", lambda s: s.cost_spent),
+    Feature("budget_units_left", 0.0, 1.0, "1 - cost units spent / the cost budget, at least 0 (1 without a cost "
+            "budget)", lambda s: s.budget_units_left),
+    Feature("retrieval_top_score", 0.0, 1.0, "the last retrieved document's BM25 score / the query's best score "
+            "(0 before any retrieval)", lambda s: s.last_retrieval[0]),
+    Feature("retrieval_gap", 0.0, 1.0, "that score minus the next unseen document's, / the query's best score "
+            "(0 before any retrieval)", lambda s: s.last_retrieval[1]),
+    Feature("key_coverage", 0.0, 1.0, "share of the task's keys (entities, ids, quantities its text names) found "
+            "in gathered text: observations, retrieved documents, tool outputs (1 when it names none)",
+            lambda s: s.coverage.share),
+    _count("n_task_keys", 10, "keys the task's text names", lambda s: len(s.signals.keys)),
+    Feature("last_tool_answers", -1.0, 1.0, "the last tool result mentions what was asked: +1 yes, -1 no "
+            "(an error included), 0 no tool call yet", lambda s: s.last_tool_answers),
+    Feature("check_pass_share", 0.0, 1.0, "share of the visible tests or constraints the last CHECK passed (its "
+            "pass/fail value when the checker does not count; 0 before any check)", lambda s: s.check_pass_share),
+    _count("n_visible_checks", 10, "visible tests, constraints or validations CHECK runs on the task",
+           lambda s: s.signals.n_visible_checks),
+    Feature("input_size", 0.0, 1.0, f"log1p(characters of the task's visible input) / log1p({INPUT_SIZE_SCALE}), "
+            "capped at 1", lambda s: min(math.log1p(s.signals.input_chars) / math.log1p(INPUT_SIZE_SCALE), 1.0)),
     *(_last_action(int(a), f"1 when the previous action was {a.name}") for a in Action),
     _last_action(-1, "1 at the first step (no previous action)"),
 )
@@ -80,6 +113,58 @@ def features_table() -> str:
     return "\n".join(rows)
 
 
+class TaskSignals(NamedTuple):
+    """What the harness reads off a task's visible text once, at reset (the domain's hooks)."""
+
+    keys: tuple[str, ...]
+    """:meth:`~harness_gym.core.domain.Domain.task_keys`: lower-cased entities, ids and quantities"""
+    n_visible_checks: int
+    """:meth:`~harness_gym.core.domain.Domain.n_visible_checks`"""
+    input_chars: int
+    """:meth:`~harness_gym.core.domain.Domain.input_size`"""
+
+
+@lru_cache(maxsize=65536)
+def _key_pattern(key: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)")
+
+
+def mentions(text: str, key: str) -> bool:
+    """Whether lower-cased ``text`` names ``key`` as a whole: not inside a longer word or number (``"1"`` is not
+    named by ``"15"``, ``"ada"`` not by ``"canada"``).
+
+    :param text: lower-cased text
+    :param key: a lower-cased key
+    """
+    return key in text and _key_pattern(key).search(text) is not None
+
+
+class KeyCoverage:
+    """Which of a task's keys the gathered text names, updated one gathered text at a time (each text is
+    searched once, for the keys still missing).
+
+    :param keys: the task's keys, lower-cased
+    """
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        self.missing = list(keys)
+
+    def add(self, text: str) -> None:
+        """Mark the missing keys that ``text`` names (case-insensitive, :func:`mentions`).
+
+        :param text: a gathered text (an observation, a document, a tool output)
+        """
+        if self.missing and text:
+            lowered = text.lower()
+            self.missing = [k for k in self.missing if not mentions(lowered, k)]
+
+    @property
+    def share(self) -> float:
+        """Share of the keys found (1 when there are none)."""
+        return 1.0 - len(self.missing) / len(self.keys) if self.keys else 1.0
+
+
 @dataclass
 class HarnessState:
     """What the controller's observation is computed from: the episode's context plus the counters that only
@@ -89,13 +174,29 @@ class HarnessState:
     documents retrieved, the tool history) is read from it, not counted a second time.
 
     :param ctx: the episode's context (the env's single record of the evidence, the draft and the checks)
-    :param budget: the initial budget
-    :param budget_left: the budget still to spend
+    :param budget: the initial step budget
+    :param budget_left: the step budget still to spend
+    :param signals: the task's visible signals, read at reset
+    :param budget_units: the cost budget in units (``None``: none)
+    :param cost_scale: what ``cost_spent`` divides by: the cost budget, or without one the budget the auto rule
+        gives (0: nothing to divide by, the feature stays 0)
     """
 
     ctx: Context
     budget: int
     budget_left: int
+    signals: TaskSignals = TaskSignals((), 0, 0)
+    budget_units: float | None = None
+    cost_scale: float = 0.0
+    spent_units: float = 0.0
+    coverage: KeyCoverage = field(default_factory=lambda: KeyCoverage(()))
+    last_retrieval: tuple[float, float] = (0.0, 0.0)
+    """(score share, gap share) of the last retrieved document"""
+    last_tool_answers: int = 0
+    tool_version: int = -1
+    """the draft version the last tool call ran on (-1: none, or no draft then)"""
+    gathered: list[str] = field(default_factory=list)
+    """the texts the harness gathered, in order: revealed observations, retrieved documents, tool outputs"""
     steps: int = 0
     n_checks: int = 0
     n_revisions: int = 0
@@ -119,6 +220,38 @@ class HarnessState:
         """+1 when the last CHECK passed, -1 when it failed, 0 before any."""
         last = self.ctx.last_check
         return 0 if last is None else (1 if last.passed else -1)
+
+    def gather(self, text: str) -> None:
+        """Record a gathered text and update the key coverage with it.
+
+        :param text: an observation revealed, a document retrieved (title and text) or a tool's output
+        """
+        self.gathered.append(text)
+        self.coverage.add(text)
+
+    @property
+    def cost_spent(self) -> float:
+        return min(self.spent_units / self.cost_scale, 1.0) if self.cost_scale > 0 else 0.0
+
+    @property
+    def budget_units_left(self) -> float:
+        if self.budget_units is None:
+            return 1.0
+        return max(1.0 - self.spent_units / self.budget_units, 0.0) if self.budget_units > 0 else 0.0
+
+    @property
+    def cost_exhausted(self) -> bool:
+        """Whether the cost budget is spent (never without one)."""
+        return self.budget_units is not None and self.spent_units >= self.budget_units
+
+    @property
+    def check_pass_share(self) -> float:
+        last = self.ctx.last_check
+        if last is None:
+            return 0.0
+        if last.n_total:
+            return min(max((last.n_passed or 0) / last.n_total, 0.0), 1.0)
+        return 1.0 if last.passed else 0.0
 
     @property
     def n_observations(self) -> int:

@@ -12,7 +12,7 @@ copy) counts the calls in flight and the most seen at once::
 
     meter = CallMeter()
     worker = LatencyWorker(SimulatedWorker(WorkerProfile.for_domain("code")), latency_s=0.2, meter=meter)
-    env = gym.make("HarnessCode-v0", worker=worker)
+    env = gym.make("HarnessCode-v1", worker=worker)
 """
 
 from __future__ import annotations

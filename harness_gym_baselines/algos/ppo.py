@@ -58,7 +58,7 @@ _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 class OnlineConfig:
     """The settings every online trainer has; each field is a flag of ``harness-gym train NAME``."""
 
-    env_id: str = field(default="HarnessResearchQA-v0", metadata={"flags": ("--env",), "required": True})
+    env_id: str = field(default="HarnessResearchQA-v1", metadata={"flags": ("--env",), "required": True})
     """the env id to train on (episodes are drawn from its train split)"""
     steps: int = 30_000
     """environment steps of training (summed over the parallel envs)"""

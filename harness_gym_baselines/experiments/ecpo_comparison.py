@@ -1,7 +1,7 @@
 """The ECPO experiments of docs/ecpo.md: the comparison table and the knowledge-corruption experiment.
 
     python -m harness_gym_baselines.experiments.ecpo_comparison table --out results/ecpo [--env ENV ...] [--seeds 3] [--steps 20000]
-    python -m harness_gym_baselines.experiments.ecpo_comparison corruption --out results/ecpo [--env HarnessResearchQA-v0] [--seeds 3]
+    python -m harness_gym_baselines.experiments.ecpo_comparison corruption --out results/ecpo [--env HarnessResearchQA-v1] [--seeds 3]
 
 ``table``: per env and seed s, a behaviour-policy buffer (``harness-gym collect``'s Minari format, train split,
 collection seed s), BC trained on it, ppo-sparse, ppo-dense and ECPO trained online for ``--steps`` steps with
@@ -44,7 +44,7 @@ from harness_gym.rollout import Episode, Policy, episode_seed, play_episode
 from harness_gym_baselines.experiments.paper_claims import SEED_REPORTED
 from harness_gym_baselines.policies.registry import make_policy
 
-ENVS = ("HarnessData-v0", "HarnessResearchQA-v0")
+ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
 TRAINED = ("ppo-sparse", "ppo-dense", "bc", "ecpo")
 REFERENCE = ("static", "forced-check", "thorough")
 STABILITY_LAST = 3
@@ -107,7 +107,7 @@ def behaviour_dataset(env_id: str, seed: int, episodes: int) -> str:
     from harness_gym.datasets import collect
     from harness_gym_baselines.policies.behaviour import BehaviourPolicy
 
-    dsid = f"harness/{env_id.lower().removesuffix('-v0').removeprefix('harness')}-behaviour-s{seed}-v0"
+    dsid = f"harness/{env_id.lower().removesuffix('-v1').removeprefix('harness')}-behaviour-s{seed}-v0"
     collect(env_id, BehaviourPolicy(), dsid, episodes=episodes, seed=seed, progress=False, ref_policies=None)
     return dsid
 
@@ -363,14 +363,14 @@ def main(argv: list[str] | None = None) -> Any:
     parser.add_argument("experiment", choices=("table", "corruption"))
     parser.add_argument("--out", type=Path, default=Path("results/ecpo"))
     parser.add_argument("--env", action="append", default=None, help=f"repeatable; default {', '.join(ENVS)} "
-                        "(corruption: the first one, default HarnessResearchQA-v0)")
+                        "(corruption: the first one, default HarnessResearchQA-v1)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20_000, help="training steps per online run")
     parser.add_argument("--episodes", type=int, default=100, help="test- and ood-split episodes per cell")
     parser.add_argument("--buffer-episodes", type=int, default=500, help="episodes of each behaviour buffer")
     parser.add_argument("--corrupt-from", type=int, default=10_000, help="corruption: step of the switch")
     args = parser.parse_args(argv)
-    args.env = args.env or (list(ENVS) if args.experiment == "table" else ["HarnessResearchQA-v0"])
+    args.env = args.env or (list(ENVS) if args.experiment == "table" else ["HarnessResearchQA-v1"])
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ["MINARI_DATASETS_PATH"] = str((args.out / "minari").resolve())
     return table(args) if args.experiment == "table" else corruption(args)

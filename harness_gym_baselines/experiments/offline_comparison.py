@@ -26,7 +26,7 @@ instance of check -> fail -> revise -> "fixed" as the controller can see it.
 
 Example (minutes per env on 2 cores)::
 
-    python -m harness_gym_baselines.experiments.offline_comparison HarnessCode-v0 --out results/offline --seeds 5 --episodes 2000
+    python -m harness_gym_baselines.experiments.offline_comparison HarnessCode-v1 --out results/offline --seeds 5 --episodes 2000
 """
 
 from __future__ import annotations
@@ -59,12 +59,12 @@ ADVANTAGE = {"awr": "mc", "awr-ablation": "mc", "awr-q": "q", "awr-q-ablation": 
 
 def dataset_id(env_id: str, seed: int, variant: str = "") -> str:
     """The Minari id of the behaviour buffer of ``env_id`` (on the data ``variant`` names, if any) for ``seed``."""
-    slug = env_id.removeprefix("Harness").removesuffix("-v0").lower() + (f"-{variant}" if variant else "")
+    slug = env_id.removeprefix("Harness").removesuffix("-v1").lower() + (f"-{variant}" if variant else "")
     return f"harness/{slug}-behaviour-seed{seed}-v0"
 
 
 def env_label(env_id: str, variant: str = "") -> str:
-    """How tables and cell folders name an env on a data variant: ``HarnessTauRetail-v0+tau2`` (else the id)."""
+    """How tables and cell folders name an env on a data variant: ``HarnessTauRetail-v1+tau2`` (else the id)."""
     return f"{env_id}+{variant}" if variant else env_id
 
 

@@ -31,13 +31,13 @@ def runs(args: argparse.Namespace) -> list[tuple[str, str, dict[str, Any], int]]
     """(label, env id, env kwargs, episodes) for every row of the table."""
     out = []
     for env_id in args.env_ids or harness_gym.ENV_IDS:
-        episodes = args.code_episodes if env_id == "HarnessCode-v0" else args.episodes
+        episodes = args.code_episodes if env_id == "HarnessCode-v1" else args.episodes
         out.append((env_id, env_id, {}, episodes))
     if args.tau_data:
-        out.append(("HarnessTauRetail-v0 (tau2 data)", "HarnessTauRetail-v0", {"data_dir": args.tau_data},
+        out.append(("HarnessTauRetail-v1 (tau2 data)", "HarnessTauRetail-v1", {"data_dir": args.tau_data},
                     args.episodes))
     if args.dbbench_data:
-        out.append(("HarnessDBBench-v0 (standard.jsonl)", "HarnessDBBench-v0", {"data_path": args.dbbench_data},
+        out.append(("HarnessDBBench-v1 (standard.jsonl)", "HarnessDBBench-v1", {"data_path": args.dbbench_data},
                     args.episodes))
     return out
 

@@ -29,7 +29,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import harness_gym  # noqa: F401  (registers the env ids)
+import harness_gym
 from harness_gym.paths import data_path
 from harness_gym.rollout import Policy
 from harness_gym.workers.calibrate import ProfileFit, collect_events, fit_profile
@@ -228,6 +228,24 @@ def _sim_per_task(env_id: str, split: str, profile: WorkerProfile, controller: C
     return per_task, float(np.mean(calls)), float(np.mean(tokens))
 
 
+class StaleRecording(ValueError):
+    """A recording made on env ids that are no longer registered (a retired version of the MDP): its episodes
+    cannot be replayed on the registered envs until the recording is remade on them (benchmarks/record_llm.py)."""
+
+
+def check_recording(manifest: dict[str, Any], manifest_path: Path) -> None:
+    """Raise :class:`StaleRecording` naming the recorded env ids that are not registered.
+
+    :param manifest: the recording's manifest
+    :param manifest_path: where it was read from (for the message)
+    """
+    retired = sorted({ep["env_id"] for ep in manifest["episodes"]} - set(gym.registry))
+    if retired:
+        raise StaleRecording(f"{manifest_path.name} was recorded on {', '.join(retired)}, which the registered "
+                             f"envs ({', '.join(harness_gym.ENV_IDS)}) retired; re-record it on them "
+                             "(benchmarks/record_llm.py) and retrain its learned controllers")
+
+
 def sim_to_real(manifest_path: Path | None = None, *, sim_seeds: int = 20,
                 profiles_out: Path | None = None) -> tuple[list[SimToRealRow], dict[str, ProfileFit], dict[str, Any]]:
     """Replay the recording, fit a profile per env and compare real and simulated quality and cost.
@@ -241,6 +259,7 @@ def sim_to_real(manifest_path: Path | None = None, *, sim_seeds: int = 20,
     if not manifest_path.is_file():
         raise FileNotFoundError(f"{manifest_path}: no such recording manifest")
     manifest = json.loads(manifest_path.read_text())
+    check_recording(manifest, manifest_path)
     cache = manifest_path.parent / manifest["cache"]
     rows, fits = [], {}
     for env_id in dict.fromkeys(ep["env_id"] for ep in manifest["episodes"]):

@@ -74,7 +74,7 @@ def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
 
 
 def base_env(label: str) -> str:
-    """The env id of a table label (``HarnessTauRetail-v0+tau`` -> ``HarnessTauRetail-v0``)."""
+    """The env id of a table label (``HarnessTauRetail-v1+tau`` -> ``HarnessTauRetail-v1``)."""
     return label.split("+", 1)[0]
 
 
@@ -270,7 +270,7 @@ def _plt() -> Any:
 
 
 def _short(label: str) -> str:
-    return label.removeprefix("Harness").replace("-v0", "")
+    return label.removeprefix("Harness").replace("-v1", "")
 
 
 def _title_and_legend(fig: Any, title: str, handles: list[Any], names: list[str]) -> None:

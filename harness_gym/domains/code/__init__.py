@@ -1,1 +1,1 @@
-"""Python function and class tasks checked by visible tests and graded by hidden tests (``HarnessCode-v0``)."""
+"""Python function and class tasks checked by visible tests and graded by hidden tests (``HarnessCode-v1``)."""

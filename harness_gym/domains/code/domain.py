@@ -139,7 +139,7 @@ def prompt_keys(prompt: str) -> tuple[str, ...]:
 
 
 class CodeDomain(Domain):
-    """Python function and class tasks (HarnessCode-v0).
+    """Python function and class tasks (HarnessCode-v1).
 
     :param data_dir: folder holding ``tasks.jsonl`` and ``corpus.jsonl`` (default ``envs_data/code``)
     """

@@ -1,4 +1,4 @@
-"""HarnessCode-v0: the Harness MDP over Python function tasks with visible and hidden tests."""
+"""HarnessCode-v1: the Harness MDP over Python function tasks with visible and hidden tests."""
 
 from __future__ import annotations
 
@@ -77,8 +77,9 @@ class HarnessCodeEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessCode-v0", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+    env = gym.make("HarnessCode-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``data_dir`` is a folder with ``tasks.jsonl`` and ``corpus.jsonl`` (default: the shipped
@@ -89,7 +90,7 @@ class HarnessCodeEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessCode-v0", split="test")
+    >>> env = gym.make("HarnessCode-v1", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 0, 1, 3, 4, 6):  # two spec details, a note, draft, check, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)

@@ -1,1 +1,1 @@
-"""Data-analysis domain: pandas programs over messy CSV exports (``HarnessData-v0``)."""
+"""Data-analysis domain: pandas programs over messy CSV exports (``HarnessData-v1``)."""

@@ -1,4 +1,4 @@
-"""HarnessData-v0: the Harness MDP over the data-analysis domain."""
+"""HarnessData-v1: the Harness MDP over the data-analysis domain."""
 
 from __future__ import annotations
 
@@ -85,8 +85,9 @@ class HarnessDataEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessData-v0", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+    env = gym.make("HarnessData-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``data_dir`` is a folder with ``datasets.jsonl``, ``datasets/*.csv``, ``corpus.jsonl`` and ``tasks.jsonl``
@@ -99,7 +100,7 @@ class HarnessDataEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessData-v0", split="test")
+    >>> env = gym.make("HarnessData-v1", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 0, 0, 1, 1, 2, 3, 4, 6):  # head, schema, README, 2 documents, a profile, draft, check, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)

@@ -1,4 +1,4 @@
-"""HarnessDBBench-v0: AgentBench's DB-Bench as a Harness MDP on a real SQL engine."""
+"""HarnessDBBench-v1: AgentBench's DB-Bench as a Harness MDP on a real SQL engine."""
 
 from __future__ import annotations
 
@@ -124,9 +124,10 @@ class HarnessDBBenchEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessDBBench-v0", data_path=None, data_dir=None, engine="sqlite", dsn=None,
+    env = gym.make("HarnessDBBench-v1", data_path=None, data_dir=None, engine="sqlite", dsn=None,
                    strict=False, split="train", budget=30, cost_weight=0.0, worker="simulated", profile=None,
-                   sandbox="process", action_costs=None, render_mode=None)
+                   sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``data_path`` is a DB-Bench JSONL file (default: the shipped ``envs_data/dbbench/generated.jsonl``);
@@ -141,7 +142,7 @@ class HarnessDBBenchEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessDBBench-v0", split="test")
+    >>> env = gym.make("HarnessDBBench-v1", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 0, 2, 3, 4, 6):  # columns, rows, a read query, draft, dry run, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)

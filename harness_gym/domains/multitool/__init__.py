@@ -1,1 +1,1 @@
-"""Multi-tool domain: chains of calculator, unit, date, currency and lookup calls (``HarnessMultiTool-v0``)."""
+"""Multi-tool domain: chains of calculator, unit, date, currency and lookup calls (``HarnessMultiTool-v1``)."""

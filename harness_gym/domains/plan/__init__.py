@@ -1,1 +1,1 @@
-"""Planning domain: meeting scheduling with hard and soft constraints (``HarnessPlan-v0``)."""
+"""Planning domain: meeting scheduling with hard and soft constraints (``HarnessPlan-v1``)."""

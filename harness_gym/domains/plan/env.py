@@ -1,4 +1,4 @@
-"""HarnessPlan-v0: the Harness MDP over the planning (scheduling) domain."""
+"""HarnessPlan-v1: the Harness MDP over the planning (scheduling) domain."""
 
 from __future__ import annotations
 
@@ -85,8 +85,9 @@ class HarnessPlanEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessPlan-v0", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+    env = gym.make("HarnessPlan-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``data_dir`` is a folder with ``corpus.jsonl`` and ``tasks.jsonl`` (default: the shipped
@@ -97,7 +98,7 @@ class HarnessPlanEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessPlan-v0", split="test")
+    >>> env = gym.make("HarnessPlan-v1", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 0, 1, 2, 2, 3, 4, 6):  # rooms, preferences, a page, two calendars, draft, check, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)

@@ -1,4 +1,4 @@
-"""HarnessResearchQA-v0: the Harness MDP over the research-QA domain."""
+"""HarnessResearchQA-v1: the Harness MDP over the research-QA domain."""
 
 from __future__ import annotations
 
@@ -79,8 +79,9 @@ class HarnessResearchQAEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessResearchQA-v0", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None)
+    env = gym.make("HarnessResearchQA-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
+                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+                   prices="cheap-hosted", budget_units="auto")
     ```
 
     ``data_dir`` is a folder with ``articles.jsonl`` and ``tasks.jsonl`` (default: the shipped
@@ -90,7 +91,7 @@ class HarnessResearchQAEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessResearchQA-v0", split="test")
+    >>> env = gym.make("HarnessResearchQA-v1", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 1, 1, 2, 2, 3, 6):  # format, two articles, two hops, answer, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)
