@@ -461,7 +461,8 @@ def cmd_search_script(args: argparse.Namespace) -> int:
                          "e.g. 16:48,48:12,128:4") from None
     if not rounds or any(n < 1 or k < 1 for n, k in rounds):
         raise UsageError(f"--rounds {args.rounds!r}: every EPISODES and KEEP must be >= 1")
-    kwargs = parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args))
+    pricing = {k: v for k, v in pricing_options(args).items() if k != "cost_weight"}  # --cost-weight: the scored ws
+    kwargs = parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args), pricing)
     if "cost_weight" in kwargs:
         raise UsageError("--env-kwarg cost_weight=...: the search scores every --cost-weight itself; drop it")
     results = []
@@ -751,7 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/scripts", help="results folder, one JSON per env (default results/scripts)")
     p.add_argument("--json", action="store_true", help="print the results as a JSON list")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    _add_env_options(p)
+    _add_env_options(p, cost_weight=False)
     p.set_defaults(func=cmd_search_script)
 
     p = sub.add_parser("play", help="print a step-by-step trace of one episode")

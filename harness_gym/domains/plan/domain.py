@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.domain import Domain
+from harness_gym.core.domain import WHOLE_PAYLOAD, Domain
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
@@ -43,10 +43,9 @@ class PlanDomain(Domain):
     uses_sandbox = False
     tool_needs_draft = False
     success_threshold = 0.999
-    hidden_payload_keys = frozenset({"instance", "optimum"})
-    """The task file's payload: the whole instance (calendars, rooms, preferences: what the tools and OBSERVE
-    reveal) and the optimum the grader scores against. Loaded, the payload is the compiled
-    :class:`~harness_gym.domains.plan.instance.Instance`; no hook reads it."""
+    hidden_payload_keys = frozenset({WHOLE_PAYLOAD})
+    """The whole payload: the compiled :class:`~harness_gym.domains.plan.instance.Instance` (calendars, rooms,
+    preferences: what the tools and OBSERVE reveal) with the optimum the grader scores against; no hook reads it."""
     OBSERVATION_BILLS: tuple[Mapping[str, float], ...] = ({"api_call:internal": 1}, {"api_call:internal": 1}, {})
     """What revealing each observation costs when it is looked up: the room directory and the attendees' stored
     preferences come from the operator's scheduling system; the bookable slot grid is fixed text."""
