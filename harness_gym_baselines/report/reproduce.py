@@ -427,7 +427,7 @@ def print_summary(out: Path, quick: bool) -> None:
 
 def _sim_to_real_stage(run: Callable[..., tuple[Any, Any, Any]], sim_seeds: int, profiles_out: Path) -> dict[str, Any]:
     """The sim-to-real stage's result; a recording made on retired env ids yields no rows and says why."""
-    from harness_gym_baselines.sim_to_real import StaleRecording
+    from harness_gym_baselines.experiments.sim_to_real import StaleRecording
 
     try:
         return _sim_to_real_result(run(sim_seeds=sim_seeds, profiles_out=profiles_out))
