@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -65,7 +66,8 @@ def test_record_then_replay_with_a_real_model(tmp_path):
         if os.environ.get("HG_REQUIRE_LLM") == "1":
             pytest.fail(f"HG_REQUIRE_LLM=1 but {reason}")
         pytest.skip(reason)
-    env_vars = {**os.environ, "HG_LLM_PIDFILE": str(tmp_path / "llm.pid")}
+    # the server runs on this interpreter, which has the [local-llm] extra (found above)
+    env_vars = {**os.environ, "HG_LLM_PIDFILE": str(tmp_path / "llm.pid"), "HG_PY": sys.executable}
     started = subprocess.run(["bash", str(ROOT / "scripts" / "start_llm.sh"), str(_free_port())], env=env_vars,
                              capture_output=True, text=True, timeout=300)
     assert started.returncode == 0, started.stderr
