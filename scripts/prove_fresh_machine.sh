@@ -24,6 +24,8 @@
 #                    test.sh installs the portable llama-cpp-python build instead of building it (10-20 min)
 #   HG_SHARED_DATA   the public benchmark data (default ../shared/data beside this checkout), mounted at
 #                    /src/shared/data, beside the root's clone, where the tests look for it
+#   HG_PROVE_CA_BUNDLE  the host's CA bundle (default /etc/ssl/certs/ca-certificates.crt), copied in and named as
+#                    pip's `cert`: needed where the host reaches PyPI through a TLS-intercepting proxy, as ours does
 # Also written into ROOTFS: /etc/resolv.conf (the host's), /etc/hosts, and /usr/sbin/policy-rc.d exiting 101,
 # so that installing docker.io and mariadb-server does not start them (a booted machine has an init; here the
 # scripts start dockerd and MariaDB themselves). The network is the host's: MariaDB listens on HG_MYSQL_PORT
@@ -54,11 +56,13 @@ inside() {
   }
   note "harness_gym fresh-machine run, $(date -u '+%Y-%m-%d %H:%M UTC'), branch $HG_PROVE_BRANCH ($HG_PROVE_COMMIT)"
   note "host: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); root file system: Debian $(cat /etc/debian_version), $(python3 --version)"
-  note "Debian packages beyond minbase: $(dpkg-query -W -f='${Package} ' python3 git 2>/dev/null)(python3-venv: $(dpkg-query -W -f='${Status}' python3-venv 2>/dev/null || echo 'not installed'))"
+  note "Debian packages beyond minbase: $(dpkg-query -W -f='${Package} ' python3 git 2>/dev/null)(python3-venv: $(dpkg-query -W -f='${db:Status-Status}' python3-venv 2>/dev/null || echo not-installed))"
   step clone git clone -q -b "$HG_PROVE_BRANCH" /mnt/repo.git /src/harness_gym
   id "$USER_NAME" >/dev/null 2>&1 || useradd -m -s /bin/bash "$USER_NAME"
   local as_user=(runuser -u "$USER_NAME" -- env "HOME=/home/$USER_NAME")
-  local user_clone="cd ~ && { [ -d harness_gym ] || git -c safe.directory='*' clone -q -b $HG_PROVE_BRANCH /mnt/repo.git harness_gym; } && cd harness_gym"
+  # the user clones the root-owned repository, which git allows only when it is named safe
+  "${as_user[@]}" git config --global --replace-all safe.directory /mnt/repo.git
+  local user_clone="cd ~ && { [ -d harness_gym ] || git clone -q -b $HG_PROVE_BRANCH /mnt/repo.git harness_gym; } && cd harness_gym"
   for name in $HG_PROVE_STEPS; do
     case "$name" in
       light-novenv|light) step "$name" "${as_user[@]}" bash -c "$user_clone && bash scripts/test.sh --light" ;;
@@ -88,6 +92,7 @@ git -C "$checkout" diff --quiet HEAD || echo "prove_fresh_machine.sh: note: unco
 wheels="${HG_PROVE_WHEELS:-/opt/wheels}"
 llama_wheels="${HG_LLAMA_WHEELS:-$HOME/.cache/harness-gym/wheels}"
 shared="${HG_SHARED_DATA:-$checkout/../shared/data}"
+ca_bundle="${HG_PROVE_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
 
 if [ ! -e "$ROOT/etc/debian_version" ]; then
   echo "prove_fresh_machine.sh: debootstrap bookworm into $ROOT"
@@ -101,11 +106,17 @@ printf '#!/bin/sh\nexit 101\n' > "$ROOT/usr/sbin/policy-rc.d"
 chmod 755 "$ROOT/usr/sbin/policy-rc.d"
 mkdir -p "$ROOT/mnt/repo.git" "$ROOT/src" "$ROOT/run" "$ROOT/.oldroot"
 binds=("$git_dir:/mnt/repo.git")
+pip_conf="[global]"
+if [ -f "$ca_bundle" ]; then
+  cp "$ca_bundle" "$ROOT/etc/ssl/certs/host-ca-bundle.crt"
+  pip_conf+=$'\ncert = /etc/ssl/certs/host-ca-bundle.crt'
+fi
 if [ -d "$wheels" ]; then
   mkdir -p "$ROOT/opt/wheels"
-  printf '[global]\nfind-links = /opt/wheels\n' > "$ROOT/etc/pip.conf"
+  pip_conf+=$'\nfind-links = /opt/wheels'
   binds+=("$wheels:/opt/wheels")
 fi
+echo "$pip_conf" > "$ROOT/etc/pip.conf"
 if [ -d "$llama_wheels" ]; then
   mkdir -p "$ROOT/root/.cache/harness-gym/wheels"
   binds+=("$llama_wheels:/root/.cache/harness-gym/wheels")
