@@ -77,72 +77,72 @@ inside() {
   cat "$transcript"
 }
 
-if [ "${1:-}" = --inside ]; then
-  inside
-  exit 0
-fi
+outside() {
+  [ "$(id -u)" = 0 ] || { echo "prove_fresh_machine.sh: needs root (debootstrap, mounts, namespaces)" >&2; exit 1; }
+  ROOT="$(realpath -m "${1:-/var/tmp/hg-fresh-rootfs}")"
+  checkout="$(cd "$(dirname "$0")/.." && pwd)"
+  git_dir="$(cd "$checkout" && realpath "$(git rev-parse --git-common-dir)")"
+  branch="$(git -C "$checkout" rev-parse --abbrev-ref HEAD)"
+  commit="$(git -C "$checkout" rev-parse --short HEAD)"
+  git -C "$checkout" diff --quiet HEAD || echo "prove_fresh_machine.sh: note: uncommitted changes are not part of the run (it clones $branch at $commit)" >&2
+  wheels="${HG_PROVE_WHEELS:-/opt/wheels}"
+  llama_wheels="${HG_LLAMA_WHEELS:-$HOME/.cache/harness-gym/wheels}"
+  shared="${HG_SHARED_DATA:-$checkout/../shared/data}"
+  ca_bundle="${HG_PROVE_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
 
-[ "$(id -u)" = 0 ] || { echo "prove_fresh_machine.sh: needs root (debootstrap, mounts, namespaces)" >&2; exit 1; }
-ROOT="$(realpath -m "${1:-/var/tmp/hg-fresh-rootfs}")"
-checkout="$(cd "$(dirname "$0")/.." && pwd)"
-git_dir="$(cd "$checkout" && realpath "$(git rev-parse --git-common-dir)")"
-branch="$(git -C "$checkout" rev-parse --abbrev-ref HEAD)"
-commit="$(git -C "$checkout" rev-parse --short HEAD)"
-git -C "$checkout" diff --quiet HEAD || echo "prove_fresh_machine.sh: note: uncommitted changes are not part of the run (it clones $branch at $commit)" >&2
-wheels="${HG_PROVE_WHEELS:-/opt/wheels}"
-llama_wheels="${HG_LLAMA_WHEELS:-$HOME/.cache/harness-gym/wheels}"
-shared="${HG_SHARED_DATA:-$checkout/../shared/data}"
-ca_bundle="${HG_PROVE_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
+  if [ ! -e "$ROOT/etc/debian_version" ]; then
+    echo "prove_fresh_machine.sh: debootstrap bookworm into $ROOT"
+    t0=$SECONDS
+    debootstrap --variant=minbase --include=python3,git bookworm "$ROOT" "${MIRROR:-http://deb.debian.org/debian}" >/dev/null
+    echo "prove_fresh_machine.sh: debootstrap took $((SECONDS - t0)) s"
+  fi
+  cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+  printf '127.0.0.1 localhost\n::1 localhost\n' > "$ROOT/etc/hosts"
+  printf '#!/bin/sh\nexit 101\n' > "$ROOT/usr/sbin/policy-rc.d"
+  chmod 755 "$ROOT/usr/sbin/policy-rc.d"
+  mkdir -p "$ROOT/mnt/repo.git" "$ROOT/src" "$ROOT/run" "$ROOT/.oldroot"
+  binds=("$git_dir:/mnt/repo.git")
+  pip_conf="[global]"
+  if [ -f "$ca_bundle" ]; then
+    cp "$ca_bundle" "$ROOT/etc/ssl/certs/host-ca-bundle.crt"
+    pip_conf+=$'\ncert = /etc/ssl/certs/host-ca-bundle.crt'
+  fi
+  if [ -d "$wheels" ]; then
+    mkdir -p "$ROOT/opt/wheels"
+    pip_conf+=$'\nfind-links = /opt/wheels'
+    binds+=("$wheels:/opt/wheels")
+  fi
+  echo "$pip_conf" > "$ROOT/etc/pip.conf"
+  if [ -d "$llama_wheels" ]; then
+    mkdir -p "$ROOT/root/.cache/harness-gym/wheels"
+    binds+=("$llama_wheels:/root/.cache/harness-gym/wheels")
+  fi
+  if [ -d "$shared" ]; then
+    mkdir -p "$ROOT/src/shared/data"
+    binds+=("$(realpath "$shared"):/src/shared/data")
+  fi
+  cp "$0" "$ROOT/root/prove_fresh_machine.sh"
+  echo "prove_fresh_machine.sh: entering $ROOT; read-only from the host: ${binds[*]}"
 
-if [ ! -e "$ROOT/etc/debian_version" ]; then
-  echo "prove_fresh_machine.sh: debootstrap bookworm into $ROOT"
-  t0=$SECONDS
-  debootstrap --variant=minbase --include=python3,git bookworm "$ROOT" "${MIRROR:-http://deb.debian.org/debian}" >/dev/null
-  echo "prove_fresh_machine.sh: debootstrap took $((SECONDS - t0)) s"
-fi
-cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-printf '127.0.0.1 localhost\n::1 localhost\n' > "$ROOT/etc/hosts"
-printf '#!/bin/sh\nexit 101\n' > "$ROOT/usr/sbin/policy-rc.d"
-chmod 755 "$ROOT/usr/sbin/policy-rc.d"
-mkdir -p "$ROOT/mnt/repo.git" "$ROOT/src" "$ROOT/run" "$ROOT/.oldroot"
-binds=("$git_dir:/mnt/repo.git")
-pip_conf="[global]"
-if [ -f "$ca_bundle" ]; then
-  cp "$ca_bundle" "$ROOT/etc/ssl/certs/host-ca-bundle.crt"
-  pip_conf+=$'\ncert = /etc/ssl/certs/host-ca-bundle.crt'
-fi
-if [ -d "$wheels" ]; then
-  mkdir -p "$ROOT/opt/wheels"
-  pip_conf+=$'\nfind-links = /opt/wheels'
-  binds+=("$wheels:/opt/wheels")
-fi
-echo "$pip_conf" > "$ROOT/etc/pip.conf"
-if [ -d "$llama_wheels" ]; then
-  mkdir -p "$ROOT/root/.cache/harness-gym/wheels"
-  binds+=("$llama_wheels:/root/.cache/harness-gym/wheels")
-fi
-if [ -d "$shared" ]; then
-  mkdir -p "$ROOT/src/shared/data"
-  binds+=("$(realpath "$shared"):/src/shared/data")
-fi
-cp "$0" "$ROOT/root/prove_fresh_machine.sh"
-echo "prove_fresh_machine.sh: entering $ROOT; read-only from the host: ${binds[*]}"
+  export ROOT BINDS="${binds[*]}"
+  unshare --mount --pid --fork --propagation private -- bash -euc '
+    mount --bind "$ROOT" "$ROOT"
+    mount -t proc proc "$ROOT/proc"
+    for top in sys dev; do mount --rbind "/$top" "$ROOT/$top"; mount --make-rslave "$ROOT/$top"; done
+    mount -t tmpfs -o mode=1777 tmpfs "$ROOT/dev/shm"
+    mount -t tmpfs -o mode=755 tmpfs "$ROOT/run"
+    for pair in $BINDS; do
+      mount --bind "${pair%%:*}" "$ROOT${pair#*:}"
+      mount -o remount,bind,ro "$ROOT${pair#*:}"
+    done
+    cd "$ROOT"
+    pivot_root . .oldroot
+    umount -l /.oldroot
+    exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=dumb \
+      HG_PROVE_BRANCH="'"$branch"'" HG_PROVE_COMMIT="'"$commit"'" HG_PROVE_STEPS="'"${HG_PROVE_STEPS:-$STEPS_DEFAULT}"'" \
+      HG_MYSQL_PORT="'"${HG_MYSQL_PORT:-3307}"'" bash /root/prove_fresh_machine.sh --inside
+  '
+}
 
-export ROOT BINDS="${binds[*]}"
-unshare --mount --pid --fork --propagation private -- bash -euc '
-  mount --bind "$ROOT" "$ROOT"
-  mount -t proc proc "$ROOT/proc"
-  for top in sys dev; do mount --rbind "/$top" "$ROOT/$top"; mount --make-rslave "$ROOT/$top"; done
-  mount -t tmpfs -o mode=1777 tmpfs "$ROOT/dev/shm"
-  mount -t tmpfs -o mode=755 tmpfs "$ROOT/run"
-  for pair in $BINDS; do
-    mount --bind "${pair%%:*}" "$ROOT${pair#*:}"
-    mount -o remount,bind,ro "$ROOT${pair#*:}"
-  done
-  cd "$ROOT"
-  pivot_root . .oldroot
-  umount -l /.oldroot
-  exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=dumb \
-    HG_PROVE_BRANCH="'"$branch"'" HG_PROVE_COMMIT="'"$commit"'" HG_PROVE_STEPS="'"${HG_PROVE_STEPS:-$STEPS_DEFAULT}"'" \
-    HG_MYSQL_PORT="'"${HG_MYSQL_PORT:-3307}"'" bash /root/prove_fresh_machine.sh --inside
-'
+# one command, parsed whole before it runs: editing this file during a run cannot change the run
+if [ "${1:-}" = --inside ]; then inside; else outside "$@"; fi; exit
