@@ -104,8 +104,8 @@ outside() {
   binds=("$git_dir:/mnt/repo.git")
   pip_conf="[global]"
   if [ -f "$ca_bundle" ]; then
-    cp "$ca_bundle" "$ROOT/etc/ssl/certs/host-ca-bundle.crt"
-    pip_conf+=$'\ncert = /etc/ssl/certs/host-ca-bundle.crt'
+    cp "$ca_bundle" "$ROOT/etc/host-ca-bundle.crt"
+    pip_conf+=$'\ncert = /etc/host-ca-bundle.crt'
   fi
   if [ -d "$wheels" ]; then
     mkdir -p "$ROOT/opt/wheels"
