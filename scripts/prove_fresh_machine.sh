@@ -57,12 +57,15 @@ inside() {
   note "harness_gym fresh-machine run, $(date -u '+%Y-%m-%d %H:%M UTC'), branch $HG_PROVE_BRANCH ($HG_PROVE_COMMIT)"
   note "host: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); root file system: Debian $(cat /etc/debian_version), $(python3 --version)"
   note "Debian packages beyond minbase: $(dpkg-query -W -f='${Package} ' python3 git 2>/dev/null)(python3-venv: $(dpkg-query -W -f='${db:Status-Status}' python3-venv 2>/dev/null || echo not-installed))"
-  step clone git clone -q -b "$HG_PROVE_BRANCH" /mnt/repo.git /src/harness_gym
+  # a clone, or (when ROOTFS is reused for a later step) the same clone brought to the branch's head
+  local fetch="git clone -q -b $HG_PROVE_BRANCH /mnt/repo.git harness_gym"
+  local update="git -C harness_gym pull -q --ff-only origin $HG_PROVE_BRANCH"
+  step clone bash -c "cd /src && if [ -d harness_gym ]; then $update; else $fetch; fi && git -C harness_gym log --oneline -1"
   id "$USER_NAME" >/dev/null 2>&1 || useradd -m -s /bin/bash "$USER_NAME"
   local as_user=(runuser -u "$USER_NAME" -- env "HOME=/home/$USER_NAME")
   # the user clones the root-owned repository, which git allows only when it is named safe
   "${as_user[@]}" git config --global --replace-all safe.directory /mnt/repo.git
-  local user_clone="cd ~ && { [ -d harness_gym ] || git clone -q -b $HG_PROVE_BRANCH /mnt/repo.git harness_gym; } && cd harness_gym"
+  local user_clone="cd ~ && if [ -d harness_gym ]; then $update; else $fetch; fi && cd harness_gym"
   for name in $HG_PROVE_STEPS; do
     case "$name" in
       light-novenv|light) step "$name" "${as_user[@]}" bash -c "$user_clone && bash scripts/test.sh --light" ;;
