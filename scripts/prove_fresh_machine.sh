@@ -123,6 +123,8 @@ outside() {
   if [ -d "$shared" ]; then
     mkdir -p "$ROOT/src/shared/data"
     binds+=("$(realpath "$shared"):/src/shared/data")
+  else
+    echo "prove_fresh_machine.sh: note: no public data at $shared (HG_SHARED_DATA): its tests will skip" >&2
   fi
   cp "$0" "$ROOT/root/prove_fresh_machine.sh"
   echo "prove_fresh_machine.sh: entering $ROOT; read-only from the host: ${binds[*]}"
