@@ -33,4 +33,4 @@ bash scripts/start_docker.sh
 [ "$docker_was_up" = 1 ] || trap 'bash scripts/stop_docker.sh' EXIT
 HG_REQUIRE_ISOLATION=1 "$HG_PY" -m harness_gym_baselines.cli doctor --require --docker
 bash scripts/test_isolation.sh
-HG_REQUIRE_ISOLATION=1 "$HG_PY" -m pytest -q tests "$@"
+HG_REQUIRE_ISOLATION=1 "$HG_PY" -m pytest -q -rfEs tests "$@"
