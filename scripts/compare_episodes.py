@@ -3,11 +3,12 @@
 Used to show that a refactoring leaves behaviour unchanged: run ``record`` on the tree before and after (each
 with its own ``PYTHONPATH``) and ``compare`` the two files. A record holds, per env id and policy, every
 episode's quality and reward, the sha256 of its observation vectors (float32 bytes, reset and every step) and
-of its infos (``exec_cached`` kept apart, see ``docs/harness_mdp.md``)::
+of its infos (``exec_cached`` kept apart, see ``docs/harness_mdp.md``). Run it with the project virtualenv's
+interpreter (``.venv/bin/python``, made by ``scripts/install.sh``)::
 
-    PYTHONPATH=/path/to/old python scripts/compare_episodes.py record old.json
-    PYTHONPATH=$PWD python scripts/compare_episodes.py record new.json
-    python scripts/compare_episodes.py compare old.json new.json
+    PYTHONPATH=/path/to/old .venv/bin/python scripts/compare_episodes.py record old.json
+    PYTHONPATH=$PWD .venv/bin/python scripts/compare_episodes.py record new.json
+    .venv/bin/python scripts/compare_episodes.py compare old.json new.json
 """
 
 from __future__ import annotations

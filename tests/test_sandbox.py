@@ -667,6 +667,7 @@ def installed_copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     site-packages/harness_gym/envs_data), as a user's ``pip install`` in a /tmp virtualenv gives."""
     import shutil
     import tempfile
+    from site import getsitepackages
 
     import harness_gym
     from harness_gym.paths import data_root
@@ -674,9 +675,11 @@ def installed_copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     venv = Path(tempfile.mkdtemp(prefix="hg-test-venv-", dir="/tmp"))
     venv.chmod(0o755)  # as a virtualenv made by hand is
     try:
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-                       check=True)
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
         site = next(venv.glob("lib/python*/site-packages"))
+        # the dependencies come from this interpreter's site-packages, a virtualenv's included (which
+        # --system-site-packages would miss: it gives the base interpreter's); the copy below comes first on sys.path
+        (site / "hg_test_dependencies.pth").write_text("".join(f"{path}\n" for path in getsitepackages()))
         package = site / "harness_gym"
         shutil.copytree(Path(harness_gym.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
         if not (package / "envs_data").exists():
