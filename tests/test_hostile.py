@@ -114,7 +114,6 @@ HOSTILE_JSON = {
 JSON_ENVS = ("HarnessKnowledge-v0", "HarnessMultiTool-v0", "HarnessPlan-v0", "HarnessTauRetail-v0")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: RecursionError / ValueError out of env.step")
 @pytest.mark.parametrize("env_id", JSON_ENVS)
 @pytest.mark.parametrize("attack", sorted(HOSTILE_JSON))
 def test_deep_or_huge_json_draft_is_a_failed_draft(env_id: str, attack: str) -> None:
@@ -137,7 +136,6 @@ def data_backend(request: pytest.FixtureRequest) -> str:
     return require_backend(request.param)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: RecursionError / ValueError / OverflowError out of env.step")
 @pytest.mark.parametrize("attack", sorted(DATA_PRINTS))
 def test_data_program_printing_hostile_values_is_a_failed_check(data_backend: str, attack: str) -> None:
     env = gym.make("HarnessData-v0", sandbox=data_backend, worker=HostileWorker([DATA_PRINTS[attack]]))
@@ -161,7 +159,6 @@ def _fake_record_draft(function: str, literal: str) -> str:
         """)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: ValueError (formatting) / OverflowError (comparison) out of step")
 @pytest.mark.parametrize("literal", ["0x" + "f" * 5000, "-0x" + "9" * 4000, "0b" + "1" * 20000])
 def test_code_result_with_oversized_number_fails_check_and_submit(literal: str) -> None:
     env = gym.make("HarnessCode-v0")
@@ -183,7 +180,6 @@ CALCULATOR_ATTACKS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: IndexError / ValueError / OverflowError out of env.step")
 @pytest.mark.parametrize("attack", sorted(CALCULATOR_ATTACKS))
 def test_hostile_calculator_expression_is_a_tool_error(attack: str) -> None:
     expression = CALCULATOR_ATTACKS[attack]
@@ -442,7 +438,10 @@ def test_retail_stuffed_reply_scores_zero(carrier: str) -> None:
     passed = []
     for task in [t for t in domain.all_tasks() if t.payload.outputs]:
         data = task.payload
-        figures = " ".join(_customer_figures(domain.snapshot, data.user_id))
+        listed = _customer_figures(domain.snapshot, data.user_id)
+        if not set(listed) - set(data.outputs):
+            continue  # the customer's only figure is the required output: nothing is stuffed
+        figures = " ".join(listed)
         user = domain.snapshot.tables["users"][data.user_id]
         if carrier == "transfer_summary":
             extra = [ToolCall("transfer_to_human_agents", {"summary": figures})]
@@ -532,14 +531,12 @@ def test_raise_tests_need_the_builtin_exception_class() -> None:
 
 
 # ----- construction and reset arguments ----------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="issue 25: worker=None fails only at reset, with an AttributeError")
 @pytest.mark.parametrize("worker", [None, 3, object()])
 def test_a_worker_that_is_not_one_is_refused_at_construction(worker: object) -> None:
     with pytest.raises(TypeError, match="worker"):
         gym.make("HarnessPlan-v0", worker=worker)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: seed=True is accepted")
 @pytest.mark.parametrize("seed", [True, 1.5, "1", np.float64(2.0)])
 def test_reset_seed_must_be_an_int(seed: object) -> None:
     env = gym.make("HarnessPlan-v0")

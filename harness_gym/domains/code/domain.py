@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, parse_source
 from harness_gym.core.domain import Domain
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolCall, ToolResult
@@ -35,14 +36,15 @@ from harness_gym.sandbox.base import Sandbox
 
 
 def defines(source: str, name: str) -> bool:
-    """Whether ``source`` parses and binds ``name`` at module level (a def, a class or an assignment)."""
+    """Whether ``source`` parses (within :func:`~harness_gym.core.bounds.parse_source`'s bounds) and binds ``name``
+    at module level (a def, a class or an assignment)."""
     return _defines_cached(source, name) if len(source) <= 16384 else _defines(source, name)
 
 
 def _defines(source: str, name: str) -> bool:
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        tree = parse_source(source)
+    except (SyntaxError, InputLimitError):
         return False
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, parse_expression
 from harness_gym.sandbox.base import ExecResult, Sandbox
 
 TEST_CPU_LIMIT_S = 0.25
@@ -374,11 +375,11 @@ def decode_literal(text: str) -> Any:
     if not isinstance(text, str):
         raise ValueError(f"expected literal text, got {type(text).__name__}")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        tree = parse_expression(text, max_chars=MAX_MESSAGE_BYTES, max_depth=_MAX_DEPTH)
+    except (SyntaxError, InputLimitError) as exc:
         raise ValueError(f"not a Python literal: {exc}") from None
     try:
-        return _literal(tree.body, 0)
+        return _literal(tree, 0)
     except TypeError as exc:  # an unhashable set member or dict key
         raise ValueError(f"not a Python literal: {exc}") from None
 
@@ -406,8 +407,9 @@ def same(got: Any, want: Any) -> bool:
         return type(got) is type(want) and got == want
     if type(got) is float or type(want) is float:
         numbers = (int, float)
-        return (type(got) in numbers and type(want) in numbers
-                and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9)) or (
+        if type(got) not in numbers or type(want) not in numbers or not (_fits_float(got) and _fits_float(want)):
+            return False
+        return math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9) or (
             type(got) is float and type(want) is float and math.isnan(got) and math.isnan(want))
     if type(got) is not type(want):
         return False
@@ -416,6 +418,11 @@ def same(got: Any, want: Any) -> bool:
     if type(got) is dict:
         return got.keys() == want.keys() and all(same(got[k], want[k]) for k in got)
     return bool(got == want)
+
+
+def _fits_float(value: int | float) -> bool:
+    """Whether ``value`` is a float or an int a float can hold (:func:`math.isclose` converts ints)."""
+    return type(value) is float or value.bit_length() <= 1023
 
 
 # ----- running and judging -----------------------------------------------------------------------------

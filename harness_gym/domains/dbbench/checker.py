@@ -20,7 +20,7 @@ from harness_gym.domains.dbbench.engines import (
     run_statement,
     statement_kind,
 )
-from harness_gym.domains.dbbench.grader import format_result, normalize_answer
+from harness_gym.domains.dbbench.grader import answer_problem, format_result, normalize_answer
 from harness_gym.domains.dbbench.records import DBRecord
 
 _SINGLE_VALUE_TYPES = frozenset({"counting", "aggregation-SUM", "aggregation-AVG", "aggregation-MIN", "aggregation-MAX"})
@@ -96,6 +96,9 @@ def check_answer(record: DBRecord, content: str) -> CheckResult:
     :param record: the task's record
     :param content: the draft
     """
+    too_long = answer_problem(content)
+    if too_long:
+        return CheckResult(False, too_long, 0.5)
     values = normalize_answer(content)
     if not values or not content.strip() or content.strip() == "[]":
         return CheckResult(False, "the answer is empty", 0.5)

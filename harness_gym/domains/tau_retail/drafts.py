@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, loads_json
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, call_once
@@ -64,11 +65,14 @@ def encode_draft(calls: Sequence[ToolCall], reply: str) -> str:
 
 
 def parse_draft(content: str) -> PlanDraft:
-    """Parse draft content; raise :class:`DraftFormatError` naming what is wrong."""
+    """Parse draft content (JSON within the bounds of :func:`~harness_gym.core.bounds.loads_json`); raise
+    :class:`DraftFormatError` naming what is wrong."""
     try:
-        raw = json.loads(content)
+        raw = loads_json(content)
     except json.JSONDecodeError as exc:
         raise DraftFormatError(f"draft is not JSON: {exc.msg}") from None
+    except InputLimitError as exc:
+        raise DraftFormatError(f"draft is not read: {exc}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("plan"), list) or not isinstance(raw.get("reply"), str):
         raise DraftFormatError('draft must be a JSON object {"plan": [...], "reply": "..."}')
     calls = []
