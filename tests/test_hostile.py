@@ -499,7 +499,6 @@ def _raise_tasks() -> list:
     return [t for t in domain.all_tasks() if any(c.raises for c in t.payload.hidden)]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: an always-raising draft passes every raise test (Q 0.2-0.4)")
 def test_draft_that_always_raises_scores_zero() -> None:
     env = gym.make("HarnessCode-v0")
     scored = {}
@@ -514,7 +513,6 @@ def test_draft_that_always_raises_scores_zero() -> None:
     env.close()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: raise tests match the exception's class name")
 def test_raise_tests_need_the_builtin_exception_class() -> None:
     env = gym.make("HarnessCode-v0")
     for task in _raise_tasks():
