@@ -428,7 +428,6 @@ def _customer_figures(snapshot: object, user_id: str) -> list[str]:
     return list(dict.fromkeys(figures))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: free-text and failing calls whitelist the stuffed figures")
 @pytest.mark.parametrize("carrier", ["transfer_summary", "failing_call", "undone_address_change"])
 def test_retail_stuffed_reply_scores_zero(carrier: str) -> None:
     from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft

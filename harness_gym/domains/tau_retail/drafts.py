@@ -86,10 +86,18 @@ def parse_draft(content: str) -> PlanDraft:
 
 def replay(snapshot: RetailSnapshot, calls: Sequence[ToolCall]) -> RetailDB:
     """A fresh view of ``snapshot`` after running ``calls`` in order (failing calls are no-ops)."""
+    return replay_effects(snapshot, calls)[0]
+
+
+def replay_effects(snapshot: RetailSnapshot, calls: Sequence[ToolCall]) -> tuple[RetailDB, tuple[ToolCall, ...]]:
+    """:func:`replay`, and the calls that succeeded and changed the database (each in the order it ran)."""
     db = RetailDB(snapshot)
+    effective = []
     for call in calls:
-        call_once(db, call)
-    return db
+        before = db.state_hash()
+        if call_once(db, call)[0] and db.state_hash() != before:
+            effective.append(call)
+    return db, tuple(effective)
 
 
 def _items(ids: Any) -> str:

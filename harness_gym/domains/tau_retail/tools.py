@@ -401,6 +401,13 @@ def exchange_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[s
 TOOL_SPECS: dict[str, ToolSpec] = TOOLS.specs
 WRITE_TOOLS: frozenset[str] = TOOLS.write_tools
 """Tools that change the database."""
+FREE_TEXT_ARGS: frozenset[tuple[str, str]] = frozenset({("transfer_to_human_agents", "summary"), ("think", "thought"),
+                                                       ("calculate", "expression")})
+"""``(tool, argument)`` pairs whose value is free text the store neither checks nor keeps: nothing said there is a
+fact a reply may restate (the grader's strict output match never takes figures from them)."""
+STORED_TEXT_ARGS: frozenset[str] = frozenset(ADDRESS_FIELDS)
+"""Arguments a write tool stores as given, unchecked (the address fields); every other argument of a write tool
+names something the store checks (an order, user, item or payment method id, a cancellation reason)."""
 PLAN_TOOLS: frozenset[str] = WRITE_TOOLS | {"transfer_to_human_agents"}
 """Tools that belong to a draft's plan rather than to evidence gathering."""
 EVIDENCE_TOOLS: frozenset[str] = frozenset(TOOLS) - PLAN_TOOLS
