@@ -305,7 +305,6 @@ def ipc_backend(request: pytest.FixtureRequest) -> str:
     return require_backend(request.param)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: jobs of one server share an IPC namespace")
 @pytest.mark.parametrize("kind", IPC_KINDS)
 def test_ipc_objects_do_not_cross_jobs(ipc_backend: str, kind: str) -> None:
     token, planted, seen, _, _ = _ipc_episode(ipc_backend, kind)
@@ -333,7 +332,6 @@ def _host_ipc_leftovers(key: int, name: str) -> list[str]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: without isolation the jobs' IPC objects outlive the sandbox")
 @pytest.mark.skipif(not IS_ROOT, reason="a job of a non-root sandbox without isolation is the user itself")
 @pytest.mark.parametrize("kind", IPC_KINDS + ("posix_shm",))
 def test_no_isolation_leaves_no_ipc_objects(kind: str) -> None:
