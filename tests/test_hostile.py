@@ -474,7 +474,6 @@ def _check_reference(require_isolation: bool, marker: str) -> dict:
         env.close()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: the cache key holds the requested isolation, not the one in force")
 @pytest.mark.skipif(not IS_ROOT, reason="the weaker mode (unshare) needs root")
 def test_cache_never_serves_a_result_across_isolation_modes(monkeypatch: pytest.MonkeyPatch) -> None:
     marker = uuid.uuid4().hex

@@ -281,8 +281,9 @@ class ProcessSandbox(ServerSandbox):
 
     @property
     def cache_salt(self) -> str:
-        """What, besides the job, a result depends on (see :func:`harness_gym.sandbox.cache.cache_key`)."""
-        return f"ProcessSandbox/{self.isolation}/{self.max_output_bytes}/{self.max_processes}"
+        """What, besides the job, a result depends on (see :func:`harness_gym.sandbox.cache.cache_key`): the
+        isolation in force (not the one requested), the output and process limits."""
+        return f"ProcessSandbox/{self.active_isolation}/{self.max_output_bytes}/{self.max_processes}"
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
