@@ -391,21 +391,18 @@ def _db_attack(sql: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: fetched results are not bounded in bytes (7 GB RSS)")
 def test_sqlite_zeroblob_cross_join_is_bounded_in_memory() -> None:
     got = _db_attack("SELECT zeroblob(500000) FROM TABLE a, TABLE b, TABLE c")
     assert not got["passed"] and got["quality"] == 0.0, got
     assert got["rss_growth_mb"] < 512, got
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: SQLite's sorter has no heap bound")
 def test_sqlite_sorted_cross_join_is_bounded_in_memory() -> None:
     got = _db_attack("SELECT zeroblob(500000) FROM TABLE a, TABLE b, TABLE c ORDER BY random()")
     assert not got["passed"] and got["quality"] == 0.0, got
     assert got["rss_growth_mb"] < 512, got
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25: the statement limit does not cover parsing (15.8 s at CHECK)")
 def test_sqlite_long_statement_is_refused_before_parsing() -> None:
     got = _db_attack("SELECT " + "+".join(["1"] * 600_000) + " FROM TABLE")
     assert not got["passed"] and got["quality"] == 0.0, got

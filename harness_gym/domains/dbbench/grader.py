@@ -76,11 +76,18 @@ def parse_answer_md5(value: str) -> str | None:
 
 
 def format_result(rows: Sequence[Sequence[Any]]) -> str:
-    """A query result as upstream shows it to the agent: the Python repr of the row tuples, cut at 800 chars."""
-    text = str([tuple(r) for r in rows])
-    if len(text) > RESULT_MAX_CHARS:
-        text = text[:RESULT_MAX_CHARS] + TRUNCATED_MARKER
-    return text
+    """A query result as upstream shows it to the agent: the Python repr of the row tuples, cut at 800 chars.
+    Rows are formatted one by one only until the cut, so a long result costs no more than its first rows (a
+    fetched result is at most :data:`~harness_gym.domains.dbbench.engines.MAX_RESULT_BYTES` in all)."""
+    parts, size = ["["], 1
+    for i, row in enumerate(rows):
+        piece = (", " if i else "") + repr(tuple(row))
+        parts.append(piece)
+        size += len(piece)
+        if size > RESULT_MAX_CHARS:
+            return "".join(parts)[:RESULT_MAX_CHARS] + TRUNCATED_MARKER
+    text = "".join(parts) + "]"
+    return text if len(text) <= RESULT_MAX_CHARS else text[:RESULT_MAX_CHARS] + TRUNCATED_MARKER
 
 
 def rows_to_answer(rows: Sequence[Sequence[Any]]) -> list[str]:
