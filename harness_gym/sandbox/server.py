@@ -5,7 +5,8 @@ This file is run as a program (``python -I -c <this source> <config json>``), us
 so it imports only the standard library and nothing of ``harness_gym``. It preloads the configured modules
 once, then serves one JSON request per line on stdin and answers one JSON line on stdout. Per job it forks
 a child that drops privileges and limits itself, then ``exec``s the job's code: no new interpreter starts,
-which is what makes a job cost a few milliseconds.
+which is what makes a job cost a few milliseconds. Before serving it freezes its objects (``gc.freeze``), so that
+no job's garbage collection walks them and copies their pages.
 
 Request: ``{"code", "files", "stdin", "timeout_s", "memory_mb"}``.
 Response: ``{"stdout", "stderr", "exit_code", "timed_out", "duration_s", "reason"}`` or ``{"error"}``.
@@ -39,6 +40,7 @@ import atexit
 import builtins
 import ctypes
 import errno
+import gc
 import io
 import json
 import linecache
@@ -619,6 +621,10 @@ def main() -> None:
         while view:
             view = view[os.write(proto_out, view):]
 
+    # A job's garbage collections would otherwise walk the objects it inherits and copy every page they touch;
+    # whether a short job collects then depends on where the server's counters stood when it forked (cold jobs
+    # differed by a few ms with the server's code layout). Frozen objects are never collected or walked.
+    gc.freeze()
     send({"ready": True, "pid": os.getpid(), "uid": os.geteuid(), "preload_errors": errors,
           "userns_blocked": userns_blocked, "ipc_blocked": ipc_blocked})
     for line in proto_in:
