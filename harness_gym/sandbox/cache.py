@@ -120,19 +120,23 @@ def cached_run(
     stdin: str,
     timeout_s: float,
     memory_mb: int,
+    salt_after: Callable[[], str | None] | None = None,
 ) -> ExecResult:
     """Answer a job from ``cache`` or by calling ``run`` (and remember the result).
 
     :param cache: where results are kept
     :param salt: see :func:`cache_key`
     :param run: the uncached ``Sandbox.run``
+    :param salt_after: the salt of what ran the job, read after it ran; a result is remembered only when it is
+        still ``salt`` (a server restarted in another isolation mode meanwhile keys nothing)
     """
     key = cache_key(code, files, stdin, timeout_s, memory_mb, salt)
     hit = cache.get(key)
     if hit is not None:
         return hit
     result = run(code, files=files, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb)
-    cache.put(key, result)
+    if salt_after is None or salt_after() == salt:
+        cache.put(key, result)
     return result
 
 

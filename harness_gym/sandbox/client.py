@@ -278,7 +278,8 @@ class ServerSandbox:
             safe_join("/", name)
         salt = self.salt_in_force() if self.cache is not None else None
         if self.cache is not None and salt is not None:
-            return cached_run(self.cache, salt, self._run, code, files, stdin, timeout_s, memory_mb)
+            return cached_run(self.cache, salt, self._run, code, files, stdin, timeout_s, memory_mb,
+                              salt_after=lambda: self.cache_salt)
         return self._run(code, files=files, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb)
 
     def salt_in_force(self) -> str | None:
@@ -288,6 +289,9 @@ class ServerSandbox:
         :raises IsolationError: (:class:`~harness_gym.sandbox.process.IsolationError`) when only a weaker
             isolation than required would start: checked before any cache read
         """
+        server = self._server
+        if server is not None and server.proc.returncode is None and server.owner_pid == os.getpid():
+            return self.cache_salt  # started (a death is noticed by the run; cached_run then keys nothing)
         with self._lock:
             server = self._ensure_server()
         return None if isinstance(server, str) else self.cache_salt
