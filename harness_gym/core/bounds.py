@@ -270,18 +270,16 @@ def accept_tool_call(raw: Any) -> tuple[ToolCall, str]:
     it is not). A malformed call (not a :class:`ToolCall`, a name that is not text of at most
     :data:`MAX_NAME_CHARS` characters, arguments that are not a JSON object within the bounds of
     :func:`loads_json` and :data:`MAX_TOOL_ARGS_CHARS`) is recorded with its name and no arguments and never
-    runs: it is a tool error.
+    runs: it is a tool error. An empty or unknown name is the domain's own "unknown tool" error.
 
     :param raw: what the worker returned
     """
     if not isinstance(raw, ToolCall):
         return ToolCall(name="", args={}), f"malformed tool call: a {type(raw).__name__}, not a ToolCall"
-    name = as_text(raw.name) if isinstance(raw.name, (str, bytes, bytearray)) else ""
-    if not name or len(name) > MAX_NAME_CHARS:
-        shown = name[:MAX_NAME_CHARS]
-        return ToolCall(name=shown, args={}), (f"malformed tool call: the tool name must be text of 1 to "
-                                               f"{MAX_NAME_CHARS} characters, got {type(raw.name).__name__} "
-                                               f"of length {len(name)}")
+    if not isinstance(raw.name, (str, bytes, bytearray)) or len(raw.name) > MAX_NAME_CHARS:
+        return ToolCall(name="", args={}), (f"malformed tool call: the tool name must be text of at most "
+                                            f"{MAX_NAME_CHARS} characters, got {type(raw.name).__name__}")
+    name = as_text(raw.name)  # an empty or unknown name is the domain's "unknown tool" error
     if not isinstance(raw.args, Mapping):
         return ToolCall(name=name, args={}), f"malformed tool call: arguments must be an object, got " \
                                              f"{type(raw.args).__name__}"

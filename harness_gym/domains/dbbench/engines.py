@@ -24,14 +24,11 @@ sqlglot's parse of its whole text; anything but one SELECT / INSERT / UPDATE / D
 ``SET``, transactions, ``SELECT ... INTO``, several statements) and every MariaDB executable comment
 (``/*! ... */``) is refused before it reaches a server, so nothing can commit implicitly or lift a limit.
 
-Limits on both engines: :data:`MAX_STATEMENT_CHARS` per statement, checked before it is parsed;
-:data:`STATEMENT_TIMEOUT_S` per statement; :data:`MAX_RESULT_ROWS` per result. SQLite runs in the host process,
-so it is also bounded there: one deadline of :data:`STATEMENT_TIMEOUT_S` covers parsing, translation, execution
-and fetching; :data:`MAX_RESULT_BYTES` per fetched result (the rows are counted as they arrive, so nothing
-larger is ever held or formatted); :data:`SQLITE_MAX_VALUE_BYTES` per value; :data:`SQLITE_MAX_DB_BYTES` per
-database; :data:`SQLITE_HARD_HEAP_BYTES` on SQLite's whole heap (sorts, joins and temporary tables included); its
-LIKE is :func:`like_match` (no regular expressions, interruptible). The MariaDB path keeps its server-side limits
-(the account's ``MAX_STATEMENT_TIME``, ``sql_select_limit``) and the client's timeouts.
+Limits on both engines: :data:`MAX_STATEMENT_CHARS` (before parsing), :data:`STATEMENT_TIMEOUT_S`,
+:data:`MAX_RESULT_ROWS`; MariaDB's are server-side. SQLite runs in the host process: one deadline covers
+parsing, execution and fetching; :data:`MAX_RESULT_BYTES` per result (counted as rows arrive),
+:data:`SQLITE_MAX_VALUE_BYTES`, :data:`SQLITE_MAX_DB_BYTES`, :data:`SQLITE_HARD_HEAP_BYTES`; LIKE is
+:func:`like_match` (interruptible).
 """
 
 from __future__ import annotations
@@ -62,6 +59,7 @@ READ_KINDS = frozenset({"select", "show", "describe"})
 STATEMENT_TIMEOUT_S = 5.0
 """Wall-clock limit of one statement on both engines (SQLite: a progress handler and the registered
 functions check it; MariaDB: the per-episode account's MAX_STATEMENT_TIME, and the client's read timeout)."""
+_INTERRUPTED = f"Query execution was interrupted (max_statement_time {STATEMENT_TIMEOUT_S:g}s exceeded)"
 CLIENT_GRACE_S = 5.0
 """The MySQL client's read and write timeouts exceed :data:`STATEMENT_TIMEOUT_S` by this much."""
 MAX_RESULT_ROWS = 100_000
@@ -71,17 +69,14 @@ SQLITE_MAX_VALUE_BYTES = 1_000_000
 SQLITE_MAX_DB_BYTES = 64 * 1024 * 1024
 """SQLite's limit on the episode database (``max_page_count``): a statement that grows it further fails."""
 SQLITE_HARD_HEAP_BYTES = 256 * 1024 * 1024
-"""``PRAGMA hard_heap_limit`` of the process, set when the first SQLite session opens (the pragma only lowers
-it: a lower limit already set is kept): a sort or join past it fails with out-of-memory instead of growing the
-host. It is process-wide, so it also bounds any other SQLite use of the process together with the sessions."""
+"""``PRAGMA hard_heap_limit``, set by every session (it only lowers a limit): a sort or join past it fails instead
+of growing the host. Process-wide: it bounds every SQLite use of the process together."""
 MAX_RESULT_BYTES = 4 * 1024 * 1024
-"""The most bytes a fetched result may hold (text and blob lengths, 8 per number): a statement returning more is
-an error raised while fetching, before anything is formatted. The largest table of the shipped and public
-DB-Bench records holds under 5 KB."""
+"""The most bytes a fetched result may hold (text and blob lengths, 8 per number), an error while fetching; the
+largest table of the shipped and public DB-Bench records holds under 5 KB."""
 MAX_STATEMENT_CHARS = 4096
-"""The longest statement parsed (characters; longer ones are refused before parsing, which is not
-interruptible); the longest reference statement of the shipped and public records has 320. Every statement
-accepted is short enough for the parse caches."""
+"""The longest statement parsed (parsing is not interruptible); the longest reference statement of the shipped
+and public records has 320 characters. Every statement accepted fits the parse caches."""
 
 
 class SQLError(Exception):
@@ -111,8 +106,7 @@ _KIND_OF_TREE: tuple[tuple[type[exp.Expression], str], ...] = (
     (exp.Subquery, "select"), (exp.Insert, "insert"), (exp.Update, "update"), (exp.Delete, "delete"),
     (exp.Show, "show"), (exp.Describe, "describe"),
 )  # fmt: skip
-def _check_length(sql: str) -> None:
-    """Refuse a statement longer than :data:`MAX_STATEMENT_CHARS` before anything parses it."""
+def _check_length(sql: str) -> None:  # before anything parses it
     if len(sql) > MAX_STATEMENT_CHARS:
         raise SQLError(f"the statement has {len(sql)} characters; at most {MAX_STATEMENT_CHARS} are accepted")
 
@@ -380,13 +374,8 @@ _DESCRIBE = re.compile(r"^\s*(?:describe|desc|explain|show\s+(?:full\s+)?(?:colu
                        r"(`[^`]+`|\"[^\"]+\"|[^\s;]+)\s*;?\s*$", re.IGNORECASE)
 
 
-def _value_bytes(value: Any) -> int:
-    return len(value) if isinstance(value, (str, bytes)) else 8
-
-
 def _fetch_capped(cursor: Any, deadline: float) -> list[tuple[Any, ...]]:
-    """All rows of a cursor, or :class:`SQLError` past :data:`MAX_RESULT_ROWS` rows, :data:`MAX_RESULT_BYTES`
-    bytes or ``deadline`` (a ``time.monotonic()`` value), whichever comes first."""
+    """All rows of a cursor; :class:`SQLError` past :data:`MAX_RESULT_ROWS`, :data:`MAX_RESULT_BYTES` or ``deadline``."""
     rows: list[tuple[Any, ...]] = []
     held = 0
     while True:
@@ -394,7 +383,7 @@ def _fetch_capped(cursor: Any, deadline: float) -> list[tuple[Any, ...]]:
         if not chunk:
             return rows
         rows.extend(tuple(r) for r in chunk)
-        held += sum(_value_bytes(v) for r in chunk for v in r)
+        held += sum(len(v) if isinstance(v, (str, bytes)) else 8 for r in chunk for v in r)
         if len(rows) > MAX_RESULT_ROWS:
             raise SQLError(f"the result has more than {MAX_RESULT_ROWS} rows")
         if held > MAX_RESULT_BYTES:
@@ -409,9 +398,6 @@ def _unquote_identifier(name: str) -> str:
 
 def _quote_sqlite(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-_INTERRUPTED = f"Query execution was interrupted (max_statement_time {STATEMENT_TIMEOUT_S:g}s exceeded)"
 
 
 class SQLiteSession(DatabaseSession):
@@ -465,8 +451,7 @@ class SQLiteSession(DatabaseSession):
         translated = mysql_to_sqlite(sql)
         if time.monotonic() > deadline:
             raise SQLError(_INTERRUPTED)
-        self._deadline = deadline
-        self._interrupted = False
+        self._deadline, self._interrupted = deadline, False
         try:
             cursor = self._conn.execute(translated)
             rows = _fetch_capped(cursor, deadline) if cursor.description else []
@@ -477,8 +462,7 @@ class SQLiteSession(DatabaseSession):
                 raise SQLError(f"the statement exceeds the engine's memory bound ({exc})") from None
             raise SQLError(self._mysql_message(str(exc))) from None
         except MemoryError:  # SQLITE_NOMEM: the hard heap limit
-            raise SQLError(f"the statement exceeds the engine's memory bound ({SQLITE_HARD_HEAP_BYTES} bytes of "
-                           "heap)") from None
+            raise SQLError(f"the statement exceeds the engine's heap bound ({SQLITE_HARD_HEAP_BYTES} bytes)") from None
         finally:
             self._deadline = time.monotonic() + 60.0
         return QueryResult(rows, kind)
@@ -501,18 +485,8 @@ class SQLiteSession(DatabaseSession):
         return message
 
     def table_rows(self) -> list[tuple[Any, ...]]:
-        """The table's rows, or :class:`SQLError` when they hold more than :data:`MAX_RESULT_BYTES` (a draft's
-        write can grow the table up to :data:`SQLITE_MAX_DB_BYTES`)."""
-        deadline = time.monotonic() + STATEMENT_TIMEOUT_S
-        self._deadline = deadline
-        try:
-            return _fetch_capped(self._conn.execute(self._select_all), deadline)
-        except sqlite3.Error as exc:
-            raise SQLError(f"cannot read the table: {exc}") from None
-        except MemoryError:
-            raise SQLError(f"cannot read the table within {SQLITE_HARD_HEAP_BYTES} bytes of heap") from None
-        finally:
-            self._deadline = time.monotonic() + 60.0
+        """The table's rows; :class:`SQLError` past :data:`MAX_RESULT_BYTES` (a draft's write can grow it)."""
+        return _fetch_capped(self._conn.execute(self._select_all), time.monotonic() + STATEMENT_TIMEOUT_S)
 
     def _begin(self) -> None:
         self._conn.execute("BEGIN")
