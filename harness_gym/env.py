@@ -19,6 +19,7 @@ from gymnasium import spaces
 
 from harness_gym.core import budgets as budget_rule
 from harness_gym.core.actions import DEFAULT_ACTION_COST, N_ACTIONS, Action
+from harness_gym.core.bounds import accept_check, accept_confidence, accept_draft, accept_tool_call
 from harness_gym.core.cost import add_bill, checked_bill, cost_info, estimate_tokens, step_bill, zero_cost
 from harness_gym.core.domain import Domain
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
@@ -26,7 +27,7 @@ from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hm
 from harness_gym.core.prices import PriceTable, price_book
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCoverage, TaskSignals, features_table
 from harness_gym.core.tools import validate_call
-from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task
+from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
 from harness_gym.paths import data_path
 from harness_gym.sandbox import SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Usage, Worker, WorkerProfile, make_worker
@@ -232,6 +233,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             raise TypeError(f"action_costs must map action ints to int costs, got {dict(action_costs)!r}")
         if action_costs is not None and not set(action_costs) <= set(range(N_ACTIONS)):
             raise ValueError(f"action_costs has unknown actions {sorted(set(action_costs) - set(range(N_ACTIONS)))}")
+        if require_isolation is not None and not isinstance(require_isolation, (bool, np.bool_)):
+            raise TypeError(f"require_isolation must be a bool or None, got {type(require_isolation).__name__} "
+                            f"{require_isolation!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise UnsupportedRenderMode(f"render_mode must be None or 'ansi', got {render_mode!r}")
         costs = {Action(a): int(c) for a, c in (action_costs or DEFAULT_ACTION_COST).items()}
@@ -503,7 +507,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
                 raise ValueError(f"unknown reset option(s) {unknown}; known: {list(RESET_OPTIONS)}")
             if "split" in options and options["split"] not in SPLITS:
                 raise ValueError(f"options['split'] must be one of {SPLITS}, got {options['split']!r}")
-        super().reset(seed=seed)
+        if seed is not None and not _is_int(seed):
+            raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
+        super().reset(seed=None if seed is None else int(seed))
         self._end_episode()
         self._task = self._pick_task(options)
         self._resource = self.domain.begin_episode(self._task)
@@ -613,12 +619,15 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     def _tool(self, out: _StepOutcome) -> None:
         ctx, st = self.context, self._state
         assert st is not None
-        call = self.worker.propose_tool_call(ctx)
+        call, malformed = accept_tool_call(self.worker.propose_tool_call(ctx))
         if ctx.tool_history:
             prev_call, prev_res = ctx.tool_history[-1]
             out.repeated_failed_tool = (not prev_res.ok and st.last_action == Action.TOOL
                                         and prev_call.key() == call.key())
-        result = self.domain.run_tool(ctx.task, call, ctx, self._recorder, resource=self._resource)
+        if malformed:
+            result = ToolResult(ok=False, output="", error=malformed)
+        else:
+            result = self.domain.run_tool(ctx.task, call, ctx, self._recorder, resource=self._resource)
         ctx.tool_history.append((call, result))
         st.tool_version = ctx.draft.version if ctx.draft is not None else -1
         if result.billed is not None:
@@ -637,7 +646,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             result.output[:200] if result.ok else f"ERROR {result.error[:200]}")
 
     def _draft(self, out: _StepOutcome) -> None:
-        self._set_draft(self.worker.draft(self.context), out, "DRAFT")
+        ctx = self.context
+        self._set_draft(accept_draft(self.worker.draft(ctx), ctx.draft, len(ctx.task.candidates)), out, "DRAFT")
 
     def _revise(self, out: _StepOutcome) -> None:
         ctx, st = self.context, self._state
@@ -645,13 +655,14 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         feedback = self._revise_feedback(ctx, st)
         assert feedback is not None
         st.n_revisions += 1
-        self._set_draft(self.worker.revise(ctx, ctx.draft, feedback), out, "REVISE")
+        revised = self.worker.revise(ctx, ctx.draft, feedback)
+        self._set_draft(accept_draft(revised, ctx.draft, len(ctx.task.candidates)), out, "REVISE")
 
     def _set_draft(self, draft: Draft, out: _StepOutcome, label: str) -> None:
         ctx, st = self.context, self._state
         assert st is not None
         ctx.draft = draft
-        st.confidence = float(self.worker.confidence(ctx, draft))
+        st.confidence = accept_confidence(self.worker.confidence(ctx, draft))
         out.knowledge = self.domain.knowledge_signal(ctx.task, ctx)
         self._last_text = f"{label}: version {draft.version}"
 
@@ -661,7 +672,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         redundant = ctx.checked_version == ctx.draft.version  # this very draft version was checked already
         result = self.domain.check(ctx.task, ctx.draft, self._recorder, resource=self._resource)
         if result is None:
-            result = self.worker.self_check(ctx, ctx.draft)
+            result = accept_check(self.worker.self_check(ctx, ctx.draft))
         else:
             self._bill(result.billed, f"{self.domain.name}: the check of task {ctx.task.task_id}")
             if result.passed and self.domain.check_false_alarm_rate > 0 and (

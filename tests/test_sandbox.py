@@ -592,6 +592,25 @@ def test_user_namespaces_refused(sandbox: ServerSandbox) -> None:
     assert_serves(sandbox)
 
 
+IPC_PROBE = """
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+calls = {"shmget": lambda: libc.shmget(0, 4096, 0o1600), "msgget": lambda: libc.msgget(0, 0o1600),
+         "semget": lambda: libc.semget(0, 1, 0o1600)}
+print(" ".join(name + ("=refused" if fn() < 0 and ctypes.get_errno() == errno.EPERM else "=made")
+               for name, fn in calls.items()))
+"""
+
+
+def test_sysv_ipc_refused(sandbox: ServerSandbox) -> None:
+    """Shared memory, message queues and semaphores would outlive the job in the IPC namespace every job of the
+    server shares (tests/test_hostile.py shows none crosses from job to job through the env API)."""
+    res = sandbox.run(IPC_PROBE)
+    assert res.stdout.split() == ["shmget=refused", "msgget=refused", "semget=refused"], res
+    assert sandbox.isolation_report()["ipc_blocked"] is True
+    assert_serves(sandbox)
+
+
 def test_shared_memory_and_tmp_are_private_per_job(sandbox: ServerSandbox) -> None:
     marker = uuid.uuid4().hex
     first = sandbox.run(

@@ -18,8 +18,8 @@ from harness_gym.core.types import Context, Draft, ToolCall
 from harness_gym.domains.tau_retail import generate
 from harness_gym.domains.tau_retail.checker import verify
 from harness_gym.domains.tau_retail.domain import TauRetailDomain, load_tau_retail_domain
-from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft, replay
-from harness_gym.domains.tau_retail.grader import missing_outputs, reward
+from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft, replay, replay_effects
+from harness_gym.domains.tau_retail.grader import missing_outputs, reward, rewards
 from harness_gym.domains.tau_retail.mutations import Perturber
 from harness_gym.domains.tau_retail.store import RetailDB
 from harness_gym.domains.tau_retail.ticket import ticket_changes
@@ -303,14 +303,21 @@ def test_real_splits(real):
 
 @needs_real
 def test_replaying_gold_actions_earns_reward_one_on_every_real_task(real):
-    failing = set()
+    """The gold actions earn 1: under the benchmark's match with a reply confirming every action, under the strict
+    match with a reply confirming the actions that took effect; a reply that confirms a write that failed states
+    figures of no effect, which the strict match refuses (task 105, whose only write fails)."""
+    failing, strict_refused = set(), set()
     for task in real.all_tasks():
         data = task.payload
-        assert reward(data, encode_draft(data.actions, compose_reply(data.actions, data.outputs))) == 1.0, task.task_id
+        every = rewards(data, encode_draft(data.actions, compose_reply(data.actions, data.outputs)))
+        assert every["substring"] == 1.0, task.task_id
+        strict_refused |= {task.task_id} if every["strict"] == 0.0 else set()
+        took_effect = replay_effects(data.snapshot, data.actions)[1]
+        assert reward(data, encode_draft(data.actions, compose_reply(took_effect, data.outputs))) == 1.0, task.task_id
         db = RetailDB(data.snapshot)
         if any(not call_once(db, c)[0] and c.name in WRITE_TOOLS for c in data.actions):
             failing.add(task.task_id)
-    assert failing == set(TAU2_FAILING_GOLD_WRITES)
+    assert failing == set(TAU2_FAILING_GOLD_WRITES) and strict_refused == {"105"}
 
 
 @needs_real
@@ -324,17 +331,24 @@ def test_empty_plan_earns_reward_one_only_without_write_actions(real):
 @needs_real
 def test_each_perturbation_earns_zero_where_it_changes_the_db(real):
     changed_by_kind: Counter[str] = Counter()
+    strict_differs: set[tuple[str, str]] = set()
     for task in real.all_tasks():
         data = task.payload
         for kind, plan in Perturber(data.snapshot, data.user_id, data.gold_plan, seed=1).all():
             changed = replay(data.snapshot, plan).state_hash() != data.gold_hash
-            assert reward(data, encode_draft(plan, compose_reply(plan, data.outputs))) == float(not changed), kind
+            got = rewards(data, encode_draft(plan, compose_reply(plan, data.outputs)))
+            assert got["substring"] == float(not changed), kind
+            if got["strict"] != float(not changed):
+                strict_differs.add((task.task_id, kind))
             changed_by_kind[kind] += changed
         if data.outputs:
             assert reward(data, encode_draft(data.gold_plan, compose_reply(data.gold_plan, ()))) == 0.0
     kinds = ("wrong_variant", "wrong_product", "wrong_item", "wrong_payment", "wrong_order", "wrong_reason",
              "wrong_address", "missing_write", "extra_write")
     assert all(changed_by_kind[k] > 0 for k in kinds), changed_by_kind
+    # Task 22 changes the customer's address and then puts it back; a wrong first address leaves the database
+    # as the gold one, but the reply confirming it states figures no record holds at the end (strict: 0).
+    assert strict_differs == {("22", "wrong_address")}
 
 
 def test_outputs_are_compared_like_the_benchmark():

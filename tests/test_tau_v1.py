@@ -16,8 +16,8 @@ import harness_gym  # noqa: F401  (registers the envs)
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.domain import TauRetailDomain, load_tau_retail_domain
-from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft, replay
-from harness_gym.domains.tau_retail.grader import reward
+from harness_gym.domains.tau_retail.drafts import compose_reply, encode_draft, replay, replay_effects
+from harness_gym.domains.tau_retail.grader import reward, rewards
 from harness_gym.domains.tau_retail.mutations import Perturber
 from harness_gym.domains.tau_retail.store import TABLES, RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, WRITE_TOOLS, call_once
@@ -224,18 +224,26 @@ GIFT_CARD_SHORT = "is insufficient for"
 def test_replaying_the_gold_actions_earns_reward_one_on_every_task(v1):
     """Every gold trajectory (reads and writes, as published) earns 1. 19 train tasks hold a gold write that
     fails on the fresh database because a gift card's balance is below the amount; upstream's tool refuses it
-    too, so it changes nothing on the gold side either and the replay still earns 1."""
+    too, so it changes nothing on the gold side either and the replay still earns 1: under the benchmark's match
+    with a reply confirming every plan call, under the strict match with a reply confirming the calls that took
+    effect (a reply confirming the failed write states figures of no effect, which the strict match refuses)."""
     failing: dict[str, list[str]] = {}
+    strict_refused = set()
     for task in v1.all_tasks():
         data = task.payload
         plan = [a for a in data.actions if a.name in PLAN_TOOLS]
-        assert reward(data, encode_draft(plan, compose_reply(plan, data.outputs))) == 1.0, task.task_id
+        every = rewards(data, encode_draft(plan, compose_reply(plan, data.outputs)))
+        assert every["substring"] == 1.0, task.task_id
+        strict_refused |= {task.task_id} if every["strict"] == 0.0 else set()
+        took_effect = replay_effects(data.snapshot, plan)[1]
+        assert reward(data, encode_draft(plan, compose_reply(took_effect, data.outputs))) == 1.0, task.task_id
         db = RetailDB(data.snapshot)
         for call in data.actions:
             ok, out = call_once(db, call)
             if not ok:
                 failing.setdefault(task.task_id, []).append(out)
     assert len(failing) == 19 and all(t.startswith("train-") for t in failing), sorted(failing)
+    assert strict_refused and strict_refused <= set(failing), sorted(strict_refused - set(failing))
     assert all(GIFT_CARD_SHORT in msg for msgs in failing.values() for msg in msgs)
 
 

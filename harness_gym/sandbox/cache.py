@@ -6,6 +6,11 @@ the process (thread-safe), bounded by the total size of the results it holds (th
 :data:`DEFAULT_MAX_BYTES` by default) and by their count. Only results of jobs that ran to completion (``reason == ""``, no
 timeout, no kill) are stored; code that reads the clock or a random source is cached too, which is why
 caching is opt-in. Cached results come back with ``cached=True``; the env reports it in ``info["exec_cached"]``.
+
+A key holds the isolation in force when the result was computed (a sandbox's ``salt_in_force()``, which starts
+its server first), never the isolation requested: a result computed under a weaker mode is never served to a
+sandbox running in a stronger one, and a sandbox that requires isolation raises
+:class:`~harness_gym.sandbox.process.IsolationError` before it reads the cache.
 """
 
 from __future__ import annotations
@@ -115,19 +120,23 @@ def cached_run(
     stdin: str,
     timeout_s: float,
     memory_mb: int,
+    salt_after: Callable[[], str | None] | None = None,
 ) -> ExecResult:
     """Answer a job from ``cache`` or by calling ``run`` (and remember the result).
 
     :param cache: where results are kept
     :param salt: see :func:`cache_key`
     :param run: the uncached ``Sandbox.run``
+    :param salt_after: the salt of what ran the job, read after it ran; a result is remembered only when it is
+        still ``salt`` (a server restarted in another isolation mode meanwhile keys nothing)
     """
     key = cache_key(code, files, stdin, timeout_s, memory_mb, salt)
     hit = cache.get(key)
     if hit is not None:
         return hit
     result = run(code, files=files, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb)
-    cache.put(key, result)
+    if salt_after is None or salt_after() == salt:
+        cache.put(key, result)
     return result
 
 
@@ -136,13 +145,15 @@ class CachedSandbox:
 
     :param inner: the sandbox that runs cache misses
     :param cache: the cache (default: the process-wide one)
-    :param salt: distinguishes results of differently configured sandboxes (default: the inner's class)
+    :param salt: distinguishes results of differently configured sandboxes (default, read before every job: the
+        inner's ``salt_in_force()`` where it has one, which holds the isolation in force, else its
+        ``cache_salt``, else its class)
     """
 
     def __init__(self, inner: Sandbox, cache: ResultCache | None = None, salt: str | None = None) -> None:
         self.inner = inner
         self.cache = cache if cache is not None else default_cache()
-        self.salt = salt if salt is not None else getattr(inner, "cache_salt", type(inner).__qualname__)
+        self.salt = salt
 
     def run(
         self,
@@ -154,7 +165,14 @@ class CachedSandbox:
         memory_mb: int = 512,
     ) -> ExecResult:
         """Run ``code`` in the inner sandbox unless an identical job's result is cached."""
-        return cached_run(self.cache, self.salt, self.inner.run, code, files, stdin, timeout_s, memory_mb)
+        salt = self.salt
+        if salt is None:
+            in_force = getattr(self.inner, "salt_in_force", None)
+            salt = in_force() if in_force is not None else getattr(self.inner, "cache_salt",
+                                                                    type(self.inner).__qualname__)
+        if salt is None:  # the inner sandbox cannot start: its failure result, never cached
+            return self.inner.run(code, files=files, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb)
+        return cached_run(self.cache, salt, self.inner.run, code, files, stdin, timeout_s, memory_mb)
 
     def close(self) -> None:
         """Close the inner sandbox."""

@@ -225,7 +225,9 @@ class ServerSandbox:
 
     @property
     def cache_salt(self) -> str:
-        """What, besides the job, a result depends on (see :func:`harness_gym.sandbox.cache.cache_key`)."""
+        """What, besides the job, a result depends on (see :func:`harness_gym.sandbox.cache.cache_key`): the
+        backend, the isolation in force and the output and process limits; read it through
+        :meth:`salt_in_force`, which starts the server first."""
         raise NotImplementedError
 
     def _start_server(self) -> ServerProcess | str:
@@ -274,9 +276,25 @@ class ServerSandbox:
             raise TypeError("files must map str paths to str contents")
         for name in files or ():
             safe_join("/", name)
-        if self.cache is not None:
-            return cached_run(self.cache, self.cache_salt, self._run, code, files, stdin, timeout_s, memory_mb)
+        salt = self.salt_in_force() if self.cache is not None else None
+        if self.cache is not None and salt is not None:
+            return cached_run(self.cache, salt, self._run, code, files, stdin, timeout_s, memory_mb,
+                              salt_after=lambda: self.cache_salt)
         return self._run(code, files=files, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb)
+
+    def salt_in_force(self) -> str | None:
+        """:attr:`cache_salt` of the server that runs the next job, started now if needed, so that a cached
+        result is keyed by the isolation in force, never the one requested; ``None`` when no server starts.
+
+        :raises IsolationError: (:class:`~harness_gym.sandbox.process.IsolationError`) when only a weaker
+            isolation than required would start: checked before any cache read
+        """
+        server = self._server
+        if server is not None and server.proc.returncode is None and server.owner_pid == os.getpid():
+            return self.cache_salt  # started (a death is noticed by the run; cached_run then keys nothing)
+        with self._lock:
+            server = self._ensure_server()
+        return None if isinstance(server, str) else self.cache_salt
 
     def _run(
         self, code: str, *, files: dict[str, str] | None, stdin: str, timeout_s: float, memory_mb: int

@@ -8,7 +8,8 @@ server forks one child per job, so a job costs a fork plus two pipe hops through
 - no network (``network_mode="none"``: only a loopback of its own), no IPC namespace sharing, no ``/dev/shm``;
 - a read-only root file system and a size-limited tmpfs ``/tmp`` where each job gets a fresh work dir;
 - a non-root uid (one per sandbox, no passwd entry), every capability dropped, ``no-new-privileges``, and
-  for every job the server's seccomp filter that refuses new user namespaces;
+  for every job the server's seccomp filter that refuses new user namespaces and System V and POSIX
+  message-queue IPC (the container's IPC namespace is shared by all its jobs; it has no ``/dev/shm``);
 - memory (no swap), pids and CPU limits for the whole container, on top of the server's per-job rlimits;
 - labels ``harness_gym.sandbox=1`` and ``harness_gym.sandbox.owner=<client pid>`` (see :func:`list_containers`).
 
@@ -176,6 +177,9 @@ class DockerSandbox(ServerSandbox):
         """The id of the running (or last) container, "" before the first job."""
         self.userns_blocked = False
         """Whether the running container's jobs are refused new user namespaces (a seccomp filter)."""
+        self.ipc_blocked = False
+        """Whether the running container's jobs are refused System V and POSIX message-queue IPC (a seccomp
+        filter): the container's IPC namespace is shared by all its jobs."""
 
     @property
     def isolation_in_force(self) -> str:
@@ -187,7 +191,8 @@ class DockerSandbox(ServerSandbox):
         :meth:`harness_gym.sandbox.ProcessSandbox.isolation_report`."""
         self.start()
         return {"backend": "docker", "requested": "docker", "in_force": "docker", "degraded": False, "reason": "",
-                "require_isolation": True, "userns_blocked": self.userns_blocked, "private_tmp": True,
+                "require_isolation": True, "userns_blocked": self.userns_blocked, "ipc_blocked": self.ipc_blocked,
+                "private_tmp": True,
                 "hidden": ["the whole host file system (only the image is visible)"], "image": self.image}
 
     @property
@@ -197,7 +202,7 @@ class DockerSandbox(ServerSandbox):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.update(container_id="", userns_blocked=False)
+        state.update(container_id="", userns_blocked=False, ipc_blocked=False)
         return state
 
     @property
@@ -256,4 +261,5 @@ class DockerSandbox(ServerSandbox):
             warnings.warn(f"DockerSandbox could not preload {failed}", RuntimeWarning, stacklevel=4)
         self.container_id = container.id
         self.userns_blocked = bool(server.info.get("userns_blocked"))
+        self.ipc_blocked = bool(server.info.get("ipc_blocked"))
         return server

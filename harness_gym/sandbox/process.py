@@ -21,12 +21,15 @@ so a job costs a fork rather than an interpreter start. The server is launched, 
     is covered with an empty tmpfs and the installation bind-mounted back read-only. Weaker than
     ``"bwrap"``: it warns.
 ``"none"``
-    a plain process, still dropping jobs to an unprivileged uid when root. It warns.
+    a plain process, still dropping jobs to an unprivileged uid when root, which then removes after every job
+    whatever that uid left in ``/tmp``, ``/var/tmp`` and ``/dev/shm``; as another user the jobs run as that
+    user, and files they write outside their work dir outlive them. It warns.
 
 ``isolation="auto"`` takes the first that starts; a mode weaker than ``"bwrap"`` warns with the reason
 bubblewrap did not start (once per process and reason), and with ``require_isolation`` (or
 ``HG_REQUIRE_ISOLATION=1``) is an :class:`IsolationError` instead. Every mode refuses jobs new user
-namespaces (the server's seccomp filter). Per-job limits are set by the server (see its
+namespaces, System V IPC and POSIX message queues (the server's seccomp filter), so no IPC object of a job
+outlives it or reaches the next job. Per-job limits are set by the server (see its
 docstring): wall-clock timeout, CPU time, address space (``memory_mb`` on top of the server's own
 size, which includes the ``preload`` modules), processes, open files, file size, output size.
 """
@@ -63,6 +66,9 @@ _ETC_FILES = (
     "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
     "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/hosts", "/etc/mime.types", "/etc/ssl/certs",
 )  # fmt: skip
+
+_SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+"""Host directories every uid may write; without isolation a root server removes what its jobs' uid left there."""
 
 _failed_isolations: dict[str, str] = {}
 """Modes that failed to start in this process under ``isolation="auto"``, with why (not tried again)."""
@@ -185,7 +191,8 @@ def isolation_required(require: bool | None) -> bool:
 _DEGRADED = {
     "unshare": "jobs see the host file system (except the package, its data, /tmp, /dev/shm and /run, which are "
                "masked)",
-    "none": "jobs run as plain processes: they see the host file system, the package's data and the network",
+    "none": "jobs run as plain processes: they see the host file system, the package's data and the network, "
+            "and (unless the server is root) files they write outside their work dir outlive them",
 }  # fmt: skip
 
 
@@ -254,6 +261,8 @@ class ProcessSandbox(ServerSandbox):
         """Why the running server has less than bubblewrap ("" under bubblewrap or before the first job)."""
         self.userns_blocked = False
         """Whether the running server's jobs are refused new user namespaces (a seccomp filter)."""
+        self.ipc_blocked = False
+        """Whether the running server's jobs are refused System V and POSIX message-queue IPC (a seccomp filter)."""
 
     @property
     def isolation_in_force(self) -> str:
@@ -267,16 +276,18 @@ class ProcessSandbox(ServerSandbox):
         return {"backend": "process", "requested": self.isolation, "in_force": self.active_isolation,
                 "degraded": self.active_isolation != "bwrap", "reason": self.degraded_reason,
                 "require_isolation": self.require_isolation, "userns_blocked": self.userns_blocked,
+                "ipc_blocked": self.ipc_blocked,
                 "private_tmp": self.active_isolation != "none", "hidden": list(self.hide)}
 
     @property
     def cache_salt(self) -> str:
-        """What, besides the job, a result depends on (see :func:`harness_gym.sandbox.cache.cache_key`)."""
-        return f"ProcessSandbox/{self.isolation}/{self.max_output_bytes}/{self.max_processes}"
+        """What, besides the job, a result depends on (see :func:`harness_gym.sandbox.cache.cache_key`): the
+        isolation in force (not the one requested), the output and process limits."""
+        return f"ProcessSandbox/{self.active_isolation}/{self.max_output_bytes}/{self.max_processes}"
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.update(active_isolation="", degraded_reason="", userns_blocked=False)
+        state.update(active_isolation="", degraded_reason="", userns_blocked=False, ipc_blocked=False)
         return state
 
     def start(self) -> str:
@@ -323,6 +334,7 @@ class ProcessSandbox(ServerSandbox):
                 warnings.warn(f"ProcessSandbox could not preload {failed}", RuntimeWarning, stacklevel=4)
             self.active_isolation = mode
             self.userns_blocked = bool(server.info.get("userns_blocked"))
+            self.ipc_blocked = bool(server.info.get("ipc_blocked"))
             return server
         if self.require_isolation:
             raise IsolationError(f"bubblewrap isolation is required but cannot start: {'; '.join(errors)}")
@@ -360,7 +372,7 @@ class ProcessSandbox(ServerSandbox):
         else:
             work_root = tempfile.mkdtemp(prefix="hg-sandbox-")
             os.chmod(work_root, 0o711)
-            config["work_root"] = work_root
+            config.update(work_root=work_root, scrub_owned=list(_SHARED_WRITABLE))
         argv = [sys.executable, "-I", "-c", server_source(), json.dumps(config)]
         if mode == "bwrap":
             return ServerProcess(_bwrap_command(argv, as_root, self.hide), _server_env())

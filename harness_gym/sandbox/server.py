@@ -5,7 +5,8 @@ This file is run as a program (``python -I -c <this source> <config json>``), us
 so it imports only the standard library and nothing of ``harness_gym``. It preloads the configured modules
 once, then serves one JSON request per line on stdin and answers one JSON line on stdout. Per job it forks
 a child that drops privileges and limits itself, then ``exec``s the job's code: no new interpreter starts,
-which is what makes a job cost a few milliseconds.
+which is what makes a job cost a few milliseconds. Before serving it freezes its objects (``gc.freeze``), so that
+no job's garbage collection walks them and copies their pages.
 
 Request: ``{"code", "files", "stdin", "timeout_s", "memory_mb"}``.
 Response: ``{"stdout", "stderr", "exit_code", "timed_out", "duration_s", "reason"}`` or ``{"error"}``.
@@ -13,15 +14,21 @@ Response: ``{"stdout", "stderr", "exit_code", "timed_out", "duration_s", "reason
 Containment done here (namespaces and mounts are the launcher's job):
 
 - the child installs a seccomp filter refusing new user namespaces (:func:`block_user_namespaces`; the
-  handshake reports whether it works, ``userns_blocked``);
+  handshake reports whether it works, ``userns_blocked``) and IPC (below);
 - the child runs in its own session and process group, as uid/gid ``job_uid`` when the server is root
   (so that ``RLIMIT_NPROC`` is enforced: the kernel exempts uid 0 from it), with ``no_new_privs`` (setuid
   binaries give nothing); a server that is not root (in a container) makes itself non-dumpable, so that
   jobs of the same uid can neither ptrace it nor open its ``/proc`` files;
 - rlimits: CPU (timeout + 1 s), address space (the server's own size + ``memory_mb``), open files,
   processes, file size, no core dumps;
-- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job, and the
-  ``scrub`` directories (a private ``/dev/shm``; the container's ``/tmp``) emptied after it;
+- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job, the ``scrub``
+  directories (a private ``/dev/shm``; the container's ``/tmp``) emptied after it, and in the ``scrub_owned``
+  directories (the host's ``/tmp``, ``/var/tmp`` and ``/dev/shm`` without isolation) every entry the job's uid
+  owns removed after it (a root server only: its jobs' uid is theirs alone);
+- the seccomp filter also refuses every System V IPC call (shared memory, message queues, semaphores) and
+  every POSIX message-queue call (the handshake reports whether it works, ``ipc_blocked``): such objects would
+  outlive the job in the namespace every job of the server shares, outside its memory limit; POSIX shared
+  memory and semaphores are files of ``/dev/shm``, emptied as above;
 - a scrubbed environment, stdin from a memfd, stdout/stderr to pipes, every other descriptor closed;
 - a wall-clock deadline after which the job's process group (and, as PID 1 of a PID namespace, every
   other process in it) is SIGKILLed; output over ``max_output`` bytes on a stream kills the job too.
@@ -33,6 +40,7 @@ import atexit
 import builtins
 import ctypes
 import errno
+import gc
 import io
 import json
 import linecache
@@ -77,6 +85,7 @@ class _Config:
         self.cover: dict[str, int] = {str(k): int(v) for k, v in raw.get("cover", {}).items()}
         self.hide: list[str] = list(raw.get("hide", []))
         self.scrub: list[str] = list(raw.get("scrub", []))
+        self.scrub_owned: list[str] = list(raw.get("scrub_owned", []))
         self.block_userns: bool = bool(raw.get("block_userns", True))
 
 
@@ -158,14 +167,22 @@ def setup_mounts(expose: list[str], cover: dict[str, int], hide: list[str]) -> N
             _mount("/dev/null", path, None, _MS_BIND, None)
 
 
-# A seccomp filter that refuses new user namespaces (unshare or clone with CLONE_NEWUSER), clone3 (whose
-# flags a filter cannot read; the C library then falls back to clone) and system calls of other ABIs.
-_AUDIT_ARCH = {"x86_64": (0xC000003E, 272, 56, 435), "aarch64": (0xC00000B7, 97, 220, 435)}
+# A seccomp filter for every job: it refuses new user namespaces (unshare or clone with CLONE_NEWUSER), clone3
+# (whose flags a filter cannot read; the C library then falls back to clone), every System V IPC call (shared
+# memory, message queues, semaphores) and every POSIX message queue call, and system calls of other ABIs. IPC
+# objects would live in the namespace all jobs of a server share (and, without isolation, in the host's), past
+# the job and outside its memory limit; POSIX shared memory and semaphores are files of /dev/shm, which the
+# server empties after every job.
+_AUDIT_ARCH = {
+    # arch, unshare, clone, clone3, then the SysV IPC and POSIX mqueue calls
+    "x86_64": (0xC000003E, 272, 56, 435, (29, 30, 31, 64, 65, 66, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245)),
+    "aarch64": (0xC00000B7, 97, 220, 435, tuple(range(180, 197))),
+}
 _CLONE_NEWUSER = 0x10000000
 _X32_BIT = 0x40000000
 
 
-def _userns_filter() -> bytes | None:
+def _job_filter() -> bytes | None:
     """The BPF program (struct sock_filter[]) for this machine, None where it is not known."""
     import platform
     import struct
@@ -173,32 +190,42 @@ def _userns_filter() -> bytes | None:
     spec = _AUDIT_ARCH.get(platform.machine())
     if spec is None:
         return None
-    arch, nr_unshare, nr_clone, nr_clone3 = spec
+    arch, nr_unshare, nr_clone, nr_clone3, nr_ipc = spec
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     allow, eperm, enosys = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
-    prog = [
-        (ld, 0, 0, 4),  # arch
-        (jeq, 0, 9, arch),
-        (ld, 0, 0, 0),  # syscall number
-        (jge, 7, 0, _X32_BIT),
-        (jeq, 3, 0, nr_unshare),
-        (jeq, 2, 0, nr_clone),
-        (jeq, 5, 0, nr_clone3),
-        (ret, 0, 0, allow),
-        (ld, 0, 0, 16),  # args[0] (low 32 bits): the flags of unshare and clone
-        (jset, 1, 0, _CLONE_NEWUSER),
-        (ret, 0, 0, allow),
-        (ret, 0, 0, eperm),
-        (ret, 0, 0, enosys),
+    # (code, jump-if-true label, jump-if-false label, k): labels are resolved to forward offsets below
+    prog: list[tuple[int, str | None, str | None, int]] = [
+        (ld, None, None, 4),  # arch
+        (jeq, None, "eperm", arch),
+        (ld, None, None, 0),  # syscall number
+        (jge, "eperm", None, _X32_BIT),
+        *((jeq, "eperm", None, nr) for nr in nr_ipc),
+        (jeq, "flags", None, nr_unshare),
+        (jeq, "flags", None, nr_clone),
+        (jeq, "enosys", None, nr_clone3),
+        (ret, None, None, allow),
+        (ld, None, None, 16),  # "flags": args[0] (low 32 bits), the flags of unshare and clone
+        (jset, "eperm", None, _CLONE_NEWUSER),
+        (ret, None, None, allow),
+        (ret, None, None, eperm),  # "eperm"
+        (ret, None, None, enosys),  # "enosys"
     ]
-    return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
+    n = len(prog)
+    labels = {"flags": n - 5, "eperm": n - 2, "enosys": n - 1}
+
+    def offset(at: int, label: str | None) -> int:
+        return 0 if label is None else labels[label] - at - 1
+
+    return b"".join(struct.pack("=HBBI", code, offset(i, jt), offset(i, jf), k)
+                    for i, (code, jt, jf, k) in enumerate(prog))
 
 
-_FILTER = _userns_filter()
+_FILTER = _job_filter()
 
 
 def block_user_namespaces() -> bool:
-    """Install the seccomp filter in this process (needs ``no_new_privs``); False where none is known."""
+    """Install the job's seccomp filter in this process (needs ``no_new_privs``): no new user namespace, no
+    System V or POSIX message-queue IPC; False where no filter is known for this machine."""
     if _FILTER is None:
         return False
     n = len(_FILTER) // 8
@@ -212,19 +239,29 @@ def block_user_namespaces() -> bool:
     return True
 
 
-def _userns_blocked_probe() -> bool:
-    """Whether a job would be refused a user namespace: try it in a child with the filter installed."""
+_IPC_PRIVATE, _IPC_RMID = 0, 0
+
+
+def _refused_probe(attempt: str) -> bool:
+    """Whether a job would be refused ``attempt`` (``"userns"``: a user namespace; ``"ipc"``: a System V shared
+    memory segment): try it in a child with the filter installed."""
     if _FILTER is None:
         return False
     pid = os.fork()
     if pid == 0:
-        ok = 1
+        refused = False
         try:
             _libc_call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             block_user_namespaces()
-            ok = 0 if _LIBC.unshare(_CLONE_NEWUSER) != 0 else 1
+            if attempt == "userns":
+                refused = _LIBC.unshare(_CLONE_NEWUSER) != 0
+            else:
+                shmid = _LIBC.shmget(_IPC_PRIVATE, 4096, 0o600)
+                refused = shmid < 0
+                if not refused:
+                    _LIBC.shmctl(shmid, _IPC_RMID, None)
         finally:
-            os._exit(ok)
+            os._exit(0 if refused else 1)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
 
@@ -426,16 +463,25 @@ def _run_job(cfg: _Config, req: dict, as_root: bool) -> dict:
         shutil.rmtree(workdir, ignore_errors=True)
         for shared in cfg.scrub:
             _empty_dir(shared)
+        if as_root:
+            for shared in cfg.scrub_owned:
+                _empty_dir(shared, owner=cfg.job_uid)
 
 
-def _empty_dir(path: str) -> None:
-    """Remove everything inside ``path`` (a private ``/dev/shm``), so that no job leaves files for the next."""
+def _empty_dir(path: str, owner: int | None = None) -> None:
+    """Remove everything inside ``path`` (a private ``/dev/shm``), so that no job leaves files for the next; with
+    ``owner``, only the entries that uid owns (the jobs' own uid, in a directory the host shares)."""
     try:
         names = os.listdir(path)
     except OSError:
         return
     for name in names:
         full = os.path.join(path, name)
+        try:
+            if owner is not None and os.lstat(full).st_uid != owner:
+                continue
+        except OSError:
+            continue
         if os.path.isdir(full) and not os.path.islink(full):
             shutil.rmtree(full, ignore_errors=True)
         else:
@@ -566,7 +612,8 @@ def main() -> None:
     if cfg.lock_tmp:
         os.chmod(cfg.work_root, 0o755)
     errors = _preload(cfg.preload)
-    userns_blocked = cfg.block_userns and _userns_blocked_probe()
+    userns_blocked = cfg.block_userns and _refused_probe("userns")
+    ipc_blocked = cfg.block_userns and _refused_probe("ipc")
 
     def send(obj: dict) -> None:
         data = (json.dumps(obj) + "\n").encode("utf-8")
@@ -574,8 +621,12 @@ def main() -> None:
         while view:
             view = view[os.write(proto_out, view):]
 
+    # A job's garbage collections would otherwise walk the objects it inherits and copy every page they touch;
+    # whether a short job collects then depends on where the server's counters stood when it forked (cold jobs
+    # differed by a few ms with the server's code layout). Frozen objects are never collected or walked.
+    gc.freeze()
     send({"ready": True, "pid": os.getpid(), "uid": os.geteuid(), "preload_errors": errors,
-          "userns_blocked": userns_blocked})
+          "userns_blocked": userns_blocked, "ipc_blocked": ipc_blocked})
     for line in proto_in:
         if not line.strip():
             continue

@@ -31,9 +31,14 @@ def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | 
         ``"openai"`` (see :data:`OPENAI_OPTIONS`); the simulated worker takes only ``prompts_dir``
     :param wrong_tool_calls: the domain's well-formed wrong calls per task, for the simulated worker
         (:meth:`~harness_gym.core.domain.Domain.wrong_tool_calls`)
+    :raises TypeError: for a ``spec`` that is neither a name nor a :class:`Worker`
+    :raises ValueError: for an unknown name or options the worker does not take
     """
     options = dict(options or {})
     if not isinstance(spec, str):
+        if not isinstance(spec, Worker):
+            raise TypeError(f"worker must be one of {WORKER_NAMES} or a Worker (an object with reset, draft, revise, "
+                            f"propose_tool_call, self_check and confidence), got {type(spec).__name__} {spec!r:.80}")
         if options:
             raise ValueError(f"worker options {sorted(options)} given with a Worker instance; set them on it")
         return spec

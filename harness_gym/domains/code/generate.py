@@ -6,8 +6,9 @@ For every task of :mod:`~harness_gym.domains.code.problems` the generator
 2. runs the reference (in this process; it is trusted code) on the test expressions to get the expected
    values, then runs it through the sandbox harness and requires it to pass every test;
 3. makes every single-site mutant of the reference (:mod:`~harness_gym.domains.code.mutations`) and runs each
-   through the grader's job in the sandbox; the visible tests are the first cases of that job, so one run
-   says whether the checker would pass the mutant and what quality the grader gives it;
+   through the grader's job in the sandbox (what quality the grader gives it) and, unless that job already
+   rules it out, through the checker's job (the visible tests alone, as CHECK runs them: a raise test's
+   verdict depends on the other tests of its job, so the visible cases of the grader's job do not tell);
 4. drops mutants that fail to load, hang or crash the job, and equivalent mutants (quality 1), keeps up to
    :data:`MAX_SUPPORT` mutants that pass the checker but fail the grader (the support ceiling) and fills the
    bank with mutants that fail the checker, up to :data:`BANK_SIZE` wrong candidates;
@@ -46,7 +47,7 @@ import ast
 import json
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,8 +161,9 @@ def expected_tests(reference: str, exprs: Sequence[str]) -> list[TestCase]:
     return tests
 
 
-def classify(report: RunReport, n_visible: int) -> tuple[str, float]:
-    """The verdict of a mutant from its grader job (whose first ``n_visible`` cases are the visible tests)."""
+def classify(report: RunReport, checker: Callable[[], RunReport]) -> tuple[str, float]:
+    """The verdict of a mutant from its grader job, and from its checker job (the visible tests alone, as CHECK
+    runs them: a raise test's verdict depends on the other tests of its job) when the grader job is not enough."""
     if report.error_kind == "load":
         return "load_error", 0.0
     if report.error_kind == "timeout" or any(o.kind == "slow" for o in report.outcomes):
@@ -171,7 +173,8 @@ def classify(report: RunReport, n_visible: int) -> tuple[str, float]:
     quality = report.n_passed / len(report.outcomes)
     if quality == 1.0:
         return "equivalent", 1.0
-    if all(o.passed for o in report.outcomes[:n_visible]):
+    visible = checker()
+    if not visible.error_kind and all(o.passed for o in visible.outcomes):
         return "support", quality
     return "visible_fail", quality
 
@@ -249,7 +252,8 @@ def build_task(spec: TaskSpec, sandbox: Sandbox, rng: random.Random,
         raise RuntimeError(f"{spec.task_id}: the reference fails its own tests: {report}")
     tried = []
     for mutant in mutants(reference):
-        verdict, quality = classify(run_tests(sandbox, tests, mutant.source), len(visible))
+        verdict, quality = classify(run_tests(sandbox, tests, mutant.source),
+                                    lambda source=mutant.source: run_tests(sandbox, visible, source))
         tried.append(Tried(mutant, verdict, quality))
     bank = select_bank(tried, rng)
     if not bank:

@@ -17,9 +17,12 @@ job's stdout for itself, and forks a child that
    expected values), each with :data:`TEST_CPU_LIMIT_S` seconds of CPU (``ITIMER_PROF`` with its default
    action: the child is killed) and :data:`TEST_WALL_LIMIT_S` seconds of wall-clock time (the harness kills
    the child's process group);
-3. writes one JSON line per call to the pipe: ``{"value": LITERAL}``, ``{"raised": [class names of the
-   exception's MRO], "error": LAST_TRACEBACK_LINE}`` or ``{"unencodable": TYPE_NAME}``, each with
-   ``"printed"`` (the end of what the draft printed), or once ``{"load_error": ...}``.
+3. writes one JSON line per call to the pipe: ``{"value": LITERAL}``, ``{"raised": [names of the builtin
+   exception classes the exception's type derives from], "error": LAST_TRACEBACK_LINE}`` or
+   ``{"unencodable": TYPE_NAME}``, each with ``"printed"`` (the end of what the draft printed), or once
+   ``{"load_error": ...}``. The builtin classes are the objects ``builtins`` held before the draft loaded,
+   so a draft's own class called ``ValueError`` (or a rebound ``builtins.ValueError``) derives from none of
+   them but ``Exception`` and ``BaseException``.
 
 A child stopped on a call (over a limit, or dead without its line) fails that call, and a new child
 continues with the next one; after :data:`MAX_SLOW_TESTS` calls over a limit the remaining ones are not run
@@ -33,7 +36,14 @@ types: an instance of a subclass (or of any other class) is reported as unencoda
 Comparison rule (:func:`same`): ``bool`` is never a number (``True`` does not match ``1``); when either side
 is a ``float``, two numbers match when :func:`math.isclose` within 1e-9 (so ``1`` matches ``1.0``); any other
 value matches only a value of exactly the same type and equal contents (a ``tuple`` never matches a
-``list``); an expected exception matches when its class name appears in the MRO of the raised exception's class.
+``list``); an integer beyond a float's range matches no float. An expected exception matches when the raised
+exception's type derives from the builtin class of that name, and only when no test of the same job that expects
+a value raised that class too (a draft that raises it everywhere has not told the bad inputs from the good).
+
+The host reads a reported value with :func:`decode_literal` within the bounds of
+:func:`~harness_gym.core.bounds.parse_expression` (at most :data:`MAX_MESSAGE_BYTES` characters, nested at
+most 100 levels, integers of at most :data:`~harness_gym.core.bounds.MAX_INT_BITS` bits), so a report a draft
+forged on its descriptor is a failed test, never an exception on the host.
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, parse_expression
 from harness_gym.core.sandbox import ExecResult, Sandbox
 
 TEST_CPU_LIMIT_S = 0.25
@@ -71,6 +82,8 @@ MAX_MESSAGE = %(max_message)r
 NO_PREIMPORT = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "webbrowser"})
 
 ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+BUILTIN_EXCEPTIONS = tuple((name, cls) for name, cls in vars(builtins).items()
+                           if isinstance(cls, type) and issubclass(cls, BaseException))
 REPORT_FD = os.dup(1)
 os.set_inheritable(REPORT_FD, False)
 _null = os.open(os.devnull, os.O_RDWR)
@@ -149,11 +162,9 @@ def evaluate(expr, namespace):
     try:
         value = eval(compile(expr, "<call>", "eval"), namespace)
     except BaseException as exc:
-        try:
-            mro = [c.__name__ for c in type(exc).__mro__]
-        except BaseException:
-            mro = []
-        return {"raised": mro, "error": last_line(exc)}
+        kind = type(exc)
+        return {"raised": [name for name, cls in BUILTIN_EXCEPTIONS if issubclass(kind, cls)],
+                "error": last_line(exc)}
     try:
         return {"value": encode(value)}
     except Unencodable as exc:
@@ -374,11 +385,11 @@ def decode_literal(text: str) -> Any:
     if not isinstance(text, str):
         raise ValueError(f"expected literal text, got {type(text).__name__}")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        tree = parse_expression(text, max_chars=MAX_MESSAGE_BYTES, max_depth=_MAX_DEPTH)
+    except (SyntaxError, InputLimitError) as exc:
         raise ValueError(f"not a Python literal: {exc}") from None
     try:
-        return _literal(tree.body, 0)
+        return _literal(tree, 0)
     except TypeError as exc:  # an unhashable set member or dict key
         raise ValueError(f"not a Python literal: {exc}") from None
 
@@ -406,8 +417,9 @@ def same(got: Any, want: Any) -> bool:
         return type(got) is type(want) and got == want
     if type(got) is float or type(want) is float:
         numbers = (int, float)
-        return (type(got) in numbers and type(want) in numbers
-                and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9)) or (
+        if type(got) not in numbers or type(want) not in numbers or not (_fits_float(got) and _fits_float(want)):
+            return False
+        return math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9) or (
             type(got) is float and type(want) is float and math.isnan(got) and math.isnan(want))
     if type(got) is not type(want):
         return False
@@ -416,6 +428,11 @@ def same(got: Any, want: Any) -> bool:
     if type(got) is dict:
         return got.keys() == want.keys() and all(same(got[k], want[k]) for k in got)
     return bool(got == want)
+
+
+def _fits_float(value: int | float) -> bool:
+    """Whether ``value`` is a float or an int a float can hold (:func:`math.isclose` converts ints)."""
+    return type(value) is float or value.bit_length() <= 1023
 
 
 # ----- running and judging -----------------------------------------------------------------------------
@@ -475,15 +492,20 @@ def _short(value: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def judge(test: TestCase, msg: dict[str, Any]) -> TestOutcome:
+def judge(test: TestCase, msg: dict[str, Any], raised_where_values: frozenset[str] = frozenset()) -> TestOutcome:
     """The host's verdict on one test from its call's report.
 
     :param test: the test, with its expectation
     :param msg: the call's report (see this module's docstring)
+    :param raised_where_values: the builtin exception classes (by name) the draft raised on tests of the same job
+        that expect a value; a test expecting one of them fails (see this module's docstring)
     """
     if "raised" in msg:
-        mro, error = msg.get("raised"), str(msg.get("error", ""))[:300]
-        if test.raises is not None and isinstance(mro, list) and test.raises in mro:
+        raised, error = msg.get("raised"), str(msg.get("error", ""))[:300]
+        if test.raises is not None and isinstance(raised, list) and test.raises in raised:
+            if test.raises in raised_where_values:
+                return TestOutcome(False, "raised", f"{error} (it also raises {test.raises} where a value is "
+                                                    "expected)")
             return TestOutcome(True, "", "")
         return TestOutcome(False, "raised", error)
     if "unencodable" in msg:
@@ -532,20 +554,23 @@ def judge_report(tests: tuple[TestCase, ...], stdout: str) -> RunReport | None:
     rows = _rows(stdout, len(tests))
     if rows is None:
         return None
+    messages = [_message(row) if row.get("status") not in ("slow", "unrun") else None for row in rows]
+    for msg in messages:
+        if msg is not None and "load_error" in msg:
+            return RunReport(outcomes=(), error=str(msg["load_error"])[:300], error_kind="load")
+    raised_where_values = frozenset(
+        name for test, msg in zip(tests, messages) if test.raises is None and msg is not None
+        and isinstance(msg.get("raised"), list) for name in msg["raised"] if isinstance(name, str))
     outcomes = []
-    for test, row in zip(tests, rows):
+    for test, row, msg in zip(tests, rows, messages):
         if row.get("status") in ("slow", "unrun"):
             detail = "" if row.get("status") == "slow" else "not run after repeated time-outs"
             outcomes.append(TestOutcome(False, "slow", detail))
-            continue
-        msg = _message(row)
-        if msg is None:
+        elif msg is None:
             outcomes.append(TestOutcome(False, "crash", f"the call's process stopped without a report "
                                                          f"(exit code {row.get('exit')})"))
-        elif "load_error" in msg:
-            return RunReport(outcomes=(), error=str(msg["load_error"])[:300], error_kind="load")
         else:
-            outcomes.append(judge(test, msg))
+            outcomes.append(judge(test, msg, raised_where_values))
     return RunReport(outcomes=tuple(outcomes))
 
 

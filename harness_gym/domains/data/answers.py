@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, loads_json
+
 ANSWER_KINDS: tuple[str, ...] = ("number", "integer", "mapping", "label")
 
 
@@ -51,15 +53,18 @@ class AnswerSpec:
 
 
 def parse_output(stdout: str) -> tuple[Any, str]:
-    """The JSON value on the last non-blank line of ``stdout`` and ``""``, or ``None`` and why it failed."""
+    """The JSON value on the last non-blank line of ``stdout`` and ``""``, or ``None`` and why it failed (the
+    line is read within the bounds of :func:`~harness_gym.core.bounds.loads_json`: nesting, integer digits)."""
     lines = [ln for ln in stdout.splitlines() if ln.strip()]
     if not lines:
         return None, "the program printed nothing"
     last = lines[-1].strip()
     try:
-        return json.loads(last), ""
+        return loads_json(last), ""
     except json.JSONDecodeError:
         return None, f"the last line of output is not JSON: {last[:120]!r}"
+    except InputLimitError as exc:
+        return None, f"the last line of output is not read: {exc}"
 
 
 def is_number(value: Any) -> bool:

@@ -22,7 +22,7 @@ from harness_gym.domains.dbbench.engines import (
     run_statement,
     statement_kind,
 )
-from harness_gym.domains.dbbench.grader import format_result, normalize_answer
+from harness_gym.domains.dbbench.grader import answer_problem, format_result, normalize_answer
 from harness_gym.domains.dbbench.upstream import DBRecord
 
 _SINGLE_VALUE_TYPES = frozenset({"counting", "aggregation-SUM", "aggregation-AVG", "aggregation-MIN", "aggregation-MAX"})
@@ -154,6 +154,9 @@ def check_answer(record: DBRecord, content: str) -> CheckResult:
     :param content: the draft
     """
     n_total = visible_checks(record.qtype, "answer")
+    too_long = answer_problem(content)
+    if too_long:
+        return _verdict([(too_long, 0.5)] * n_total, n_total, "", {})
     values = normalize_answer(content)
     if not values or not content.strip() or content.strip() == "[]":
         return _verdict([("the answer is empty", 0.5)] * n_total, n_total, "", {})

@@ -24,9 +24,11 @@ sqlglot's parse of its whole text; anything but one SELECT / INSERT / UPDATE / D
 ``SET``, transactions, ``SELECT ... INTO``, several statements) and every MariaDB executable comment
 (``/*! ... */``) is refused before it reaches a server, so nothing can commit implicitly or lift a limit.
 
-Limits on both engines: :data:`STATEMENT_TIMEOUT_S` per statement, :data:`MAX_RESULT_ROWS` per result;
-SQLite also :data:`SQLITE_MAX_VALUE_BYTES` per value and :data:`SQLITE_MAX_DB_BYTES` per database, and its
-LIKE is :func:`like_match` (no regular expressions, interruptible).
+Limits on both engines: :data:`MAX_STATEMENT_CHARS` (before parsing), :data:`STATEMENT_TIMEOUT_S`,
+:data:`MAX_RESULT_ROWS`; MariaDB's are server-side. SQLite runs in the host process: one deadline covers
+parsing, execution and fetching; :data:`MAX_RESULT_BYTES` per result (counted as rows arrive),
+:data:`SQLITE_MAX_VALUE_BYTES`, :data:`SQLITE_MAX_DB_BYTES`, :data:`SQLITE_HARD_HEAP_BYTES`; LIKE is
+:func:`like_match` (interruptible).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ READ_KINDS = frozenset({"select", "show", "describe"})
 STATEMENT_TIMEOUT_S = 5.0
 """Wall-clock limit of one statement on both engines (SQLite: a progress handler and the registered
 functions check it; MariaDB: the per-episode account's MAX_STATEMENT_TIME, and the client's read timeout)."""
+_INTERRUPTED = f"Query execution was interrupted (max_statement_time {STATEMENT_TIMEOUT_S:g}s exceeded)"
 CLIENT_GRACE_S = 5.0
 """The MySQL client's read and write timeouts exceed :data:`STATEMENT_TIMEOUT_S` by this much."""
 MAX_RESULT_ROWS = 100_000
@@ -65,6 +68,15 @@ SQLITE_MAX_VALUE_BYTES = 1_000_000
 """SQLite's limit on one string or blob (``randomblob(1e9)`` fails) and on a statement's text."""
 SQLITE_MAX_DB_BYTES = 64 * 1024 * 1024
 """SQLite's limit on the episode database (``max_page_count``): a statement that grows it further fails."""
+SQLITE_HARD_HEAP_BYTES = 256 * 1024 * 1024
+"""``PRAGMA hard_heap_limit``, set by every session (it only lowers a limit): a sort or join past it fails instead
+of growing the host. Process-wide: it bounds every SQLite use of the process together."""
+MAX_RESULT_BYTES = 4 * 1024 * 1024
+"""The most bytes a fetched result may hold (text and blob lengths, 8 per number), an error while fetching; the
+largest table of the shipped and public DB-Bench records holds under 5 KB."""
+MAX_STATEMENT_CHARS = 4096
+"""The longest statement parsed (parsing is not interruptible); the longest reference statement of the shipped
+and public records has 320 characters. Every statement accepted fits the parse caches."""
 
 
 class SQLError(Exception):
@@ -94,8 +106,9 @@ _KIND_OF_TREE: tuple[tuple[type[exp.Expression], str], ...] = (
     (exp.Subquery, "select"), (exp.Insert, "insert"), (exp.Update, "update"), (exp.Delete, "delete"),
     (exp.Show, "show"), (exp.Describe, "describe"),
 )  # fmt: skip
-STATEMENT_CACHE_MAX_CHARS = 4096
-"""Statements longer than this are parsed every time instead of being cached (the caches hold short texts)."""
+def _check_length(sql: str) -> None:  # before anything parses it
+    if len(sql) > MAX_STATEMENT_CHARS:
+        raise SQLError(f"the statement has {len(sql)} characters; at most {MAX_STATEMENT_CHARS} are accepted")
 
 
 def statement_kind(sql: str) -> str:
@@ -106,17 +119,18 @@ def statement_kind(sql: str) -> str:
     comments; such statements are refused, as is anything that is not one statement of the kinds above
     (DDL, ``SET`` and ``SET STATEMENT ... FOR``, transaction control, ``SELECT ... INTO``, several statements).
 
-    :raises SQLError: for an empty, unparsable or refused statement
+    :raises SQLError: for an empty, unparsable, refused or over-long statement
     """
     if not isinstance(sql, str):
         raise SQLError(f"the statement must be text, got {type(sql).__name__}")
+    _check_length(sql)
     if "\x00" in sql:
         raise SQLError("the statement contains a NUL character")
     if _EXECUTABLE_COMMENT.search(sql):
         raise SQLError("executable comments (/*! ... */, /*M! ... */) are not allowed here")
     if not sql.strip():
         raise SQLError("empty statement")
-    return _classify(sql) if len(sql) <= STATEMENT_CACHE_MAX_CHARS else _classify.__wrapped__(sql)
+    return _classify(sql)
 
 
 @lru_cache(maxsize=8192)
@@ -145,8 +159,9 @@ def _syntax_error(exc: Exception) -> SQLError:
 def parse_mysql(sql: str, tokens: list[Token] | None = None) -> exp.Expression:
     """Parse one MySQL statement with sqlglot (from ``tokens`` when the caller has tokenized it already).
 
-    :raises SQLError: on a syntax error or when ``sql`` holds more than one statement
+    :raises SQLError: on a syntax error, when ``sql`` holds more than one statement or is over-long
     """
+    _check_length(sql)
     try:
         if tokens is None:
             tokens = _MYSQL.tokenize(sql)
@@ -344,6 +359,7 @@ class _SQLiteBacktick(SQLite):
 @lru_cache(maxsize=8192)
 def mysql_to_sqlite(sql: str) -> str:
     """Translate one MySQL statement to SQLite with MySQL's comparison semantics (see the module doc)."""
+    _check_length(sql)
     try:
         tokens = _MYSQL.tokenize(sql)
     except sqlglot.errors.SqlglotError as exc:
@@ -358,16 +374,22 @@ _DESCRIBE = re.compile(r"^\s*(?:describe|desc|explain|show\s+(?:full\s+)?(?:colu
                        r"(`[^`]+`|\"[^\"]+\"|[^\s;]+)\s*;?\s*$", re.IGNORECASE)
 
 
-def _fetch_capped(cursor: Any) -> list[tuple[Any, ...]]:
-    """All rows of a cursor, or :class:`SQLError` past :data:`MAX_RESULT_ROWS`."""
+def _fetch_capped(cursor: Any, deadline: float) -> list[tuple[Any, ...]]:
+    """All rows of a cursor; :class:`SQLError` past :data:`MAX_RESULT_ROWS`, :data:`MAX_RESULT_BYTES` or ``deadline``."""
     rows: list[tuple[Any, ...]] = []
+    held = 0
     while True:
-        chunk = cursor.fetchmany(1000)
+        chunk = cursor.fetchmany(100)
         if not chunk:
             return rows
         rows.extend(tuple(r) for r in chunk)
+        held += sum(len(v) if isinstance(v, (str, bytes)) else 8 for r in chunk for v in r)
         if len(rows) > MAX_RESULT_ROWS:
             raise SQLError(f"the result has more than {MAX_RESULT_ROWS} rows")
+        if held > MAX_RESULT_BYTES:
+            raise SQLError(f"the result holds more than {MAX_RESULT_BYTES} bytes")
+        if time.monotonic() > deadline:
+            raise SQLError(_INTERRUPTED)
 
 
 def _unquote_identifier(name: str) -> str:
@@ -384,6 +406,7 @@ class SQLiteSession(DatabaseSession):
     def __init__(self, table: TableSpec) -> None:
         super().__init__(table)
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._conn.execute(f"PRAGMA hard_heap_limit = {SQLITE_HARD_HEAP_BYTES}")  # only ever lowers it
         self._conn.create_collation("MYSQL_CI", _mysql_ci)
         self._conn.create_function("like", 2, self._like, deterministic=True)
         self._conn.create_function("like", 3, self._like, deterministic=True)
@@ -407,6 +430,7 @@ class SQLiteSession(DatabaseSession):
         self._select_all = f"SELECT {', '.join(map(_quote_sqlite, table.columns))} FROM {_quote_sqlite(table.name)}"
 
     def execute(self, sql: str) -> QueryResult:
+        deadline = time.monotonic() + STATEMENT_TIMEOUT_S  # one deadline: parsing, execution and fetching
         kind = statement_kind(sql)
         if kind == "show":
             if _SHOW_TABLES.match(sql):
@@ -424,19 +448,21 @@ class SQLiteSession(DatabaseSession):
             if name.lower() != self.table.name.lower():
                 raise SQLError(f"Table '{name}' doesn't exist")
             return QueryResult([(c, "text", "YES", "", None, "") for c in self.table.columns], kind)  # MySQL's shape
-        translated = mysql_to_sqlite(sql) if len(sql) <= STATEMENT_CACHE_MAX_CHARS else \
-            mysql_to_sqlite.__wrapped__(sql)
-        self._deadline = time.monotonic() + STATEMENT_TIMEOUT_S
-        self._interrupted = False
+        translated = mysql_to_sqlite(sql)
+        if time.monotonic() > deadline:
+            raise SQLError(_INTERRUPTED)
+        self._deadline, self._interrupted = deadline, False
         try:
             cursor = self._conn.execute(translated)
-            rows = _fetch_capped(cursor) if cursor.description else []
+            rows = _fetch_capped(cursor, deadline) if cursor.description else []
         except sqlite3.Error as exc:
             if str(exc) == "interrupted" or self._interrupted:
-                raise SQLError(f"Query execution was interrupted (max_statement_time {STATEMENT_TIMEOUT_S:g}s exceeded)") from None
+                raise SQLError(_INTERRUPTED) from None
             if isinstance(exc, sqlite3.DataError) or "too big" in str(exc) or "database or disk is full" in str(exc):
                 raise SQLError(f"the statement exceeds the engine's memory bound ({exc})") from None
             raise SQLError(self._mysql_message(str(exc))) from None
+        except MemoryError:  # SQLITE_NOMEM: the hard heap limit
+            raise SQLError(f"the statement exceeds the engine's heap bound ({SQLITE_HARD_HEAP_BYTES} bytes)") from None
         finally:
             self._deadline = time.monotonic() + 60.0
         return QueryResult(rows, kind)
@@ -459,7 +485,8 @@ class SQLiteSession(DatabaseSession):
         return message
 
     def table_rows(self) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self._conn.execute(self._select_all).fetchall()]
+        """The table's rows; :class:`SQLError` past :data:`MAX_RESULT_BYTES` (a draft's write can grow it)."""
+        return _fetch_capped(self._conn.execute(self._select_all), time.monotonic() + STATEMENT_TIMEOUT_S)
 
     def _begin(self) -> None:
         self._conn.execute("BEGIN")

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
+from harness_gym.core.bounds import literal_value
 from harness_gym.domains.dbbench.engines import DatabaseSession, SQLError, run_statement
 
 
@@ -34,6 +35,8 @@ FLOAT_TOLERANCE = 1e-2
 RESULT_MAX_CHARS = 800
 """Upstream cuts a query result shown to the agent at this many characters and appends the marker."""
 TRUNCATED_MARKER = "[TRUNCATED]"
+MAX_ANSWER_CHARS = 64 * 1024
+"""The longest answer draft read (characters); an answer list of a public DB-Bench record is under 1 KB."""
 
 _NULL_WORDS = frozenset({"none", "null", "undefined", "nan", "inf", "infinity", "-inf", "-infinity", ""})
 
@@ -73,11 +76,18 @@ def parse_answer_md5(value: str) -> str | None:
 
 
 def format_result(rows: Sequence[Sequence[Any]]) -> str:
-    """A query result as upstream shows it to the agent: the Python repr of the row tuples, cut at 800 chars."""
-    text = str([tuple(r) for r in rows])
-    if len(text) > RESULT_MAX_CHARS:
-        text = text[:RESULT_MAX_CHARS] + TRUNCATED_MARKER
-    return text
+    """A query result as upstream shows it to the agent: the Python repr of the row tuples, cut at 800 chars.
+    Rows are formatted one by one only until the cut, so a long result costs no more than its first rows (a
+    fetched result is at most :data:`~harness_gym.domains.dbbench.engines.MAX_RESULT_BYTES` in all)."""
+    parts, size = ["["], 1
+    for i, row in enumerate(rows):
+        piece = (", " if i else "") + repr(tuple(row))
+        parts.append(piece)
+        size += len(piece)
+        if size > RESULT_MAX_CHARS:
+            return "".join(parts)[:RESULT_MAX_CHARS] + TRUNCATED_MARKER
+    text = "".join(parts) + "]"
+    return text if len(text) <= RESULT_MAX_CHARS else text[:RESULT_MAX_CHARS] + TRUNCATED_MARKER
 
 
 def rows_to_answer(rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -107,13 +117,15 @@ def normalize_value(value: Any) -> str:
 
 
 def normalize_answer(answer: Any) -> list[str]:
-    """An answer (a list of values, a result repr such as ``"[('x',), (3,)]"``, or one value) as cleaned values."""
+    """An answer (a list of values, a result repr such as ``"[('x',), (3,)]"``, or one value) as cleaned values.
+    A list literal is read within the bounds of :func:`~harness_gym.core.bounds.literal_value` (an answer draft
+    is at most :data:`MAX_ANSWER_CHARS` long, see :func:`answer_problem`)."""
     if isinstance(answer, str):
         text = answer.strip()
         if text.startswith("[") and text.endswith("]"):
             try:
-                parsed = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
+                parsed = literal_value(text, max_chars=MAX_ANSWER_CHARS)
+            except (ValueError, SyntaxError):  # InputLimitError is a ValueError
                 parsed = _split_list_literal(text[1:-1])
             if isinstance(parsed, list):
                 answer = parsed
@@ -126,6 +138,16 @@ def normalize_answer(answer: Any) -> list[str]:
                 values.append(normalize_value(item))
         return values
     return [normalize_value(answer)]
+
+
+def answer_problem(content: str) -> str:
+    """Why an answer draft is not read at all ("" when it is): longer than :data:`MAX_ANSWER_CHARS`.
+
+    :param content: the draft
+    """
+    if len(content) > MAX_ANSWER_CHARS:
+        return f"the answer has {len(content)} characters; at most {MAX_ANSWER_CHARS} are read"
+    return ""
 
 
 def _split_list_literal(body: str) -> list[str]:
@@ -188,7 +210,7 @@ def grade_content(session: DatabaseSession, payload: GradedTask, content: str) -
     """Upstream score (0 or 1) of a draft: run it on a scratch copy of the table and compare."""
     record = payload.record
     if payload.mode == "answer":
-        return float(answers_match(content, record.label))
+        return 0.0 if answer_problem(content) else float(answers_match(content, record.label))
     try:
         result, rows = run_statement(session, content)
     except SQLError:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, loads_json
 from harness_gym.core.taskfile import TaskFileError, require
 from harness_gym.domains.fictional_world import normalize_answer
 
@@ -188,10 +189,11 @@ def same_value(value: Any, gold: Any) -> bool:
 
 
 def parse_record(content: str) -> dict[str, Any] | None:
-    """The draft as a JSON object, or ``None`` when it is not one."""
+    """The draft as a JSON object, or ``None`` when it is not one (or is past the bounds of
+    :func:`~harness_gym.core.bounds.loads_json`)."""
     try:
-        rec = json.loads(content)
-    except (json.JSONDecodeError, TypeError):
+        rec = loads_json(content)
+    except (json.JSONDecodeError, InputLimitError):
         return None
     return rec if isinstance(rec, dict) else None
 

@@ -17,21 +17,34 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, loads_json
 from harness_gym.core.tools import ToolSpec, validate_call
 from harness_gym.core.types import CheckResult, ToolCall
 from harness_gym.domains.multitool.tools import DATE, ToolError, Unit, Value, World, answer_close, execute, format_unit
 
+PARSE_CACHE_MAX_CHARS = 4096
+"""Drafts of at most this many characters are parsed once (a memo of 4096 of them); longer ones every time."""
 
-@functools.lru_cache(maxsize=4096)
+
 def parse_draft(content: str) -> tuple[list[Any], Any] | str:
-    """``(plan, answer)`` of a draft, or a message saying why it cannot be read."""
+    """``(plan, answer)`` of a draft, or a message saying why it cannot be read (JSON read within the bounds of
+    :func:`~harness_gym.core.bounds.loads_json`)."""
+    return _parse_cached(content) if len(content) <= PARSE_CACHE_MAX_CHARS else _parse(content)
+
+
+def _parse(content: str) -> tuple[list[Any], Any] | str:
     try:
-        obj = json.loads(content)
+        obj = loads_json(content)
     except json.JSONDecodeError as exc:
         return f"the draft is not valid JSON: {exc.msg} (column {exc.colno})"
+    except InputLimitError as exc:
+        return f"the draft is not read: {exc}"
     if not isinstance(obj, dict) or "plan" not in obj or "answer" not in obj:
         return 'the draft must be a JSON object with "plan" and "answer"'
     return obj["plan"], obj["answer"]
+
+
+_parse_cached = functools.lru_cache(maxsize=4096)(_parse)
 
 
 @dataclass(frozen=True)
@@ -55,12 +68,14 @@ class PlanRun:
 
 
 MAX_PLAN_STEPS = 8
+_STEP_REF = re.compile(r"\$(\d{1,3})")
+"""A ``"$n"`` argument: n has at most three digits (a plan has at most :data:`MAX_PLAN_STEPS` steps)."""
 
 
 def _resolve(arg: Any, values: Sequence[Value]) -> tuple[Any, Unit | None]:
     """Substitute a ``"$n"`` argument by step n's value; return the JSON form and its unit (``None``: literal)."""
     if isinstance(arg, str):
-        m = re.fullmatch(r"\$(\d+)", arg.strip())
+        m = _STEP_REF.fullmatch(arg.strip())
         if m:
             n = int(m.group(1))
             if not 1 <= n <= len(values):

@@ -188,17 +188,23 @@ class MultiToolDomain(Domain):
         return 1.0 if all(self._known(s) for s in parsed[0]) else -1.0
 
     def _known(self, step: Any) -> bool:
-        if not isinstance(step, dict) or step.get("tool") not in self.tools or not isinstance(step.get("args"), dict):
+        if not isinstance(step, dict) or not _named(step.get("tool"), self.tools) or not isinstance(step.get("args"),
+                                                                                                    dict):
             return False
         args = step["args"]
         if step["tool"] == "lookup":
-            tab = self.world.tables.get(args.get("table"))
-            return tab is not None and args.get("field") in tab["columns"]
+            tab = self.world.tables.get(args["table"]) if _named(args.get("table"), self.world.tables) else None
+            return tab is not None and _named(args.get("field"), tab["columns"])
         if step["tool"] == "convert_units":
-            return args.get("from_unit") in UNITS and args.get("to_unit") in UNITS
+            return _named(args.get("from_unit"), UNITS) and _named(args.get("to_unit"), UNITS)
         if step["tool"] == "exchange_rate":
-            return args.get("base") in self.world.per_usd and args.get("quote") in self.world.per_usd
+            return _named(args.get("base"), self.world.per_usd) and _named(args.get("quote"), self.world.per_usd)
         return True
+
+
+def _named(value: Any, known: Mapping[str, Any]) -> bool:
+    """Whether a draft's ``value`` is a name in ``known`` (a value of any other type, a list included, is not)."""
+    return isinstance(value, str) and value in known
 
 
 @functools.lru_cache(maxsize=8)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, parse_expression
 from harness_gym.core.tools import ToolSpec
 from harness_gym.domains.tooling import ToolTable, object_schema
 
@@ -57,7 +58,7 @@ def parse_unit(text: str) -> Unit:
         sign = 1 if i == 0 else -1
         for atom in part.strip().strip("()").split("*"):
             name, _, power = atom.strip().partition("^")
-            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or (power and not re.fullmatch(r"-?\d+", power)):
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or (power and not re.fullmatch(r"-?\d{1,3}", power)):
                 raise ToolError(f"cannot read unit {text!r}")
             counts[name] += sign * (int(power) if power else 1)
     return make_unit(counts)
@@ -149,9 +150,11 @@ def answer_close(answer: Any, gold: float | str) -> bool:
 
 
 # ----- calculator ------------------------------------------------------------------------------------
-_REF = re.compile(r"\$(\d+)")
+_REF = re.compile(r"\$(\d{1,3})(?!\d)")
 _UNIT_LITERAL = re.compile(r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*\[([^\]]*)\]")
 _MAX_MAGNITUDE = 1e15
+_NAME = re.compile(r"(ref|lit)_(\d{1,3})")
+_RESERVED_NAME = re.compile(r"\b(?:ref|lit)_")
 
 
 def _q(value: float, unit: Unit) -> Value:
@@ -179,18 +182,15 @@ class _Calculator:
             raise ToolError(f"unsupported syntax: {type(node).__name__}")
         return method(node)
 
-    def _Expression(self, node: ast.Expression) -> Value:
-        return self.eval(node.body)
-
     def _Constant(self, node: ast.Constant) -> Value:
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-            raise ToolError(f"unsupported constant {node.value!r}")
+            raise ToolError(f"unsupported constant {str(node.value)[:40]!r}")
         return _q(float(node.value), ())
 
     def _Name(self, node: ast.Name) -> Value:
-        kind, _, idx = node.id.partition("_")
+        match = _NAME.fullmatch(node.id)
+        kind, n = (match.group(1), int(match.group(2))) if match else ("", 0)
         if kind == "ref":
-            n = int(idx)
             if not 1 <= n <= len(self.refs) or self.refs[n - 1] is None:
                 raise ToolError(f"${n} does not name an earlier step")
             value = self.refs[n - 1]
@@ -198,9 +198,9 @@ class _Calculator:
             if not value.is_number:
                 raise ToolError(f"${n} is a {'date' if value.unit == DATE else 'text'} ({value.value}), not a number")
             return value
-        if kind == "lit":
-            return self.literals[int(idx)]
-        raise ToolError(f"unknown name {node.id!r}")
+        if kind == "lit" and n < len(self.literals):
+            return self.literals[n]
+        raise ToolError(f"unknown name {node.id[:40]!r}")
 
     def _UnaryOp(self, node: ast.UnaryOp) -> Value:
         v = self.eval(node.operand)
@@ -259,6 +259,8 @@ def calculate(expression: str, refs: Sequence[Value | None] = ()) -> Value:
     """Evaluate ``expression``; ``$n`` is ``refs[n-1]`` (``None`` entries are steps that are not available)."""
     if len(expression) > 300:
         raise ToolError("expression longer than 300 characters")
+    if _RESERVED_NAME.search(expression):
+        raise ToolError("names are not allowed in expressions; write $n for the result of step n")
     literals: list[Value] = []
 
     def literal(m: re.Match[str]) -> str:
@@ -270,9 +272,11 @@ def calculate(expression: str, refs: Sequence[Value | None] = ()) -> Value:
     if "$" in text or "[" in text:
         raise ToolError("a '$' must be followed by a step number and '[unit]' must follow a number")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = parse_expression(text, max_bits=1000)  # nested at most MAX_NESTING deep, every integer a float
     except SyntaxError as exc:
         raise ToolError(f"cannot parse expression: {exc.msg}") from None
+    except InputLimitError as exc:
+        raise ToolError(f"cannot parse expression: {exc}") from None
     return _Calculator(refs, literals).eval(tree)
 
 

@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, loads_json
 from harness_gym.core.types import CheckResult
 from harness_gym.domains.plan.instance import Assignment, Instance, Violation
 
@@ -30,16 +31,29 @@ def read_assignments(obj: Any) -> Assignment | str:
     return plan
 
 
-@functools.lru_cache(maxsize=4096)
+PARSE_CACHE_MAX_CHARS = 4096
+"""Drafts of at most this many characters are parsed once (a memo of 4096 of them); longer ones every time."""
+
+
 def parse_draft(content: str) -> Assignment | str:
-    """The schedule of a draft, or a message saying why it cannot be read."""
+    """The schedule of a draft, or a message saying why it cannot be read (JSON read within the bounds of
+    :func:`~harness_gym.core.bounds.loads_json`)."""
+    return _parse_cached(content) if len(content) <= PARSE_CACHE_MAX_CHARS else _parse(content)
+
+
+def _parse(content: str) -> Assignment | str:
     try:
-        obj = json.loads(content)
+        obj = loads_json(content)
     except json.JSONDecodeError as exc:
         return f"the draft is not valid JSON: {exc.msg} (column {exc.colno})"
+    except InputLimitError as exc:
+        return f"the draft is not read: {exc}"
     if not isinstance(obj, dict) or "assignments" not in obj:
         return 'the draft must be a JSON object with "assignments"'
     return read_assignments(obj["assignments"])
+
+
+_parse_cached = functools.lru_cache(maxsize=4096)(_parse)
 
 
 def verified_violations(instance: Instance, plan: Assignment) -> list[Violation]:

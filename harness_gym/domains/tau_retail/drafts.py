@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, loads_json
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, call_once
@@ -64,11 +65,14 @@ def encode_draft(calls: Sequence[ToolCall], reply: str) -> str:
 
 
 def parse_draft(content: str) -> PlanDraft:
-    """Parse draft content; raise :class:`DraftFormatError` naming what is wrong."""
+    """Parse draft content (JSON within the bounds of :func:`~harness_gym.core.bounds.loads_json`); raise
+    :class:`DraftFormatError` naming what is wrong."""
     try:
-        raw = json.loads(content)
+        raw = loads_json(content)
     except json.JSONDecodeError as exc:
         raise DraftFormatError(f"draft is not JSON: {exc.msg}") from None
+    except InputLimitError as exc:
+        raise DraftFormatError(f"draft is not read: {exc}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("plan"), list) or not isinstance(raw.get("reply"), str):
         raise DraftFormatError('draft must be a JSON object {"plan": [...], "reply": "..."}')
     calls = []
@@ -82,10 +86,18 @@ def parse_draft(content: str) -> PlanDraft:
 
 def replay(snapshot: RetailSnapshot, calls: Sequence[ToolCall]) -> RetailDB:
     """A fresh view of ``snapshot`` after running ``calls`` in order (failing calls are no-ops)."""
+    return replay_effects(snapshot, calls)[0]
+
+
+def replay_effects(snapshot: RetailSnapshot, calls: Sequence[ToolCall]) -> tuple[RetailDB, tuple[ToolCall, ...]]:
+    """:func:`replay`, and the calls that succeeded and changed the database (each in the order it ran)."""
     db = RetailDB(snapshot)
+    effective = []
     for call in calls:
-        call_once(db, call)
-    return db
+        before = db.state_hash()
+        if call_once(db, call)[0] and db.state_hash() != before:
+            effective.append(call)
+    return db, tuple(effective)
 
 
 def _items(ids: Any) -> str:

@@ -73,8 +73,10 @@ class HarnessTauRetailEnv(HarnessEnv):
       the hash of the database after running the plan equals the hash after replaying all gold actions on a
       fresh database (a failing call, gold or not, changes nothing), the reply is at most 1000 characters
       and every required output appears in it; else 0. By default an output must appear as a whole value and
-      the reply may state no figure beyond the outputs and the plan's ids (``output_match="strict"``: a
-      reply listing candidate figures fails); ``output_match="substring"`` compares as v1 does (output
+      the reply may state no figure beyond the outputs and the figures of the plan's effect: ids the store
+      checked in calls that succeeded and changed the database, and address text still stored at the end,
+      never free text such as a transfer's summary (``output_match="strict"``: a reply listing candidate
+      figures fails, wherever the plan carries them); ``output_match="substring"`` compares as v1 does (output
       lower-cased, reply lower-cased with commas removed). Both are reported. Both sides
       run the same tool code. (Older v1 commits checked only the outputs when a task had any; the current
       upstream checks both, as here. The published v1 train and dev tasks have no outputs.)

@@ -10,9 +10,16 @@ Two output matches are computed (:func:`rewards`); the domain grades with one (`
     with its commas removed.
 ``"strict"``
     each required output appears as a whole token (not inside a longer number or word), and the reply states
-    no other figure: every number of two or more digits in it is a required output or a value in the plan's
-    own call arguments (order, item and payment ids, zip codes). A reply listing candidate figures (the
-    customer's order totals, item prices, ...) in the hope that one is right therefore fails.
+    no other figure: every number of two or more digits in it is a required output or a figure of the plan's
+    effect, i.e. one in the arguments of a plan call that succeeded and changed the database: an argument the
+    store checks (order, user, item and payment method ids), or text a tool stores as given (an address,
+    :data:`~harness_gym.domains.tau_retail.tools.STORED_TEXT_ARGS`) when that field of the record the call
+    wrote (the order or user it names) still holds it at the end; never free text the store neither checks nor
+    keeps
+    (:data:`~harness_gym.domains.tau_retail.tools.FREE_TEXT_ARGS`, such as a transfer's summary). A reply
+    listing candidate figures (the customer's order totals, item prices, ...) in the hope that one is right
+    therefore fails, whether the figures ride in a transfer summary, in a call that fails or changes nothing,
+    or in an address change the plan undoes.
 
 Why not the substring match alone: within :data:`MAX_REPLY_CHARS` a reply can still list dozens of the
 customer's figures, and the substring match passes whenever the required one is among them
@@ -33,7 +40,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness_gym.core.types import ToolCall
-from harness_gym.domains.tau_retail.drafts import DraftFormatError, RetailTaskData, parse_draft, replay
+from harness_gym.domains.tau_retail.drafts import DraftFormatError, RetailTaskData, parse_draft, replay_effects
+from harness_gym.domains.tau_retail.store import RetailDB
+from harness_gym.domains.tau_retail.tools import FREE_TEXT_ARGS, STORED_TEXT_ARGS
 
 MAX_REPLY_CHARS = 1000
 """The longest reply graded (characters); see the module docstring for how it was derived."""
@@ -59,12 +68,55 @@ def _values(value: Any) -> Iterable[str]:
         yield str(value).lower().replace(",", "")
 
 
-def strict_output_problem(reply: str, outputs: Sequence[str], plan: Sequence[ToolCall]) -> str:
+def _field_figures(value: Any, field: str) -> Iterable[str]:
+    """Numbers in the values of every ``field`` key inside a record."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == field:
+                yield from (n for text in _values(item) for n in _NUMBER.findall(text))
+            yield from _field_figures(item, field)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _field_figures(item, field)
+
+
+_ID_TABLES: tuple[tuple[str, str], ...] = (("order_id", "orders"), ("user_id", "users"))
+"""Which argument names the record a write call changes: an order it names, else the user."""
+
+
+def _written_record(db: RetailDB, call: ToolCall) -> Any:
+    """The record ``call`` wrote, as ``db`` holds it now (``None`` when the call names none)."""
+    for arg, table in _ID_TABLES:
+        key = call.args.get(arg)
+        if isinstance(key, str):
+            return db.get(table, key)
+    return None
+
+
+def effect_figures(db: RetailDB, effective: Sequence[ToolCall]) -> set[str]:
+    """The figures of a plan's effect (see the module docstring, ``"strict"``).
+
+    :param db: the database after the plan
+    :param effective: the plan's calls that succeeded and changed the database, in order
+    """
+    figures: set[str] = set()
+    for call in effective:
+        for name, value in call.args.items():
+            if (call.name, name) in FREE_TEXT_ARGS:
+                continue
+            found = {n for text in _values(value) for n in _NUMBER.findall(text)}
+            if name in STORED_TEXT_ARGS:
+                found &= set(_field_figures(_written_record(db, call), name))
+            figures |= found
+    return figures
+
+
+def strict_output_problem(reply: str, outputs: Sequence[str], written: set[str]) -> str:
     """Why the reply fails the strict output match ("" when it passes); see the module docstring.
 
     :param reply: the draft's reply
     :param outputs: the task's required outputs
-    :param plan: the draft's plan calls (their argument values may appear in the reply)
+    :param written: the figures of the draft's plan's effect (:func:`effect_figures`)
     """
     text = reply.lower().replace(",", "")
     for output in outputs:
@@ -73,11 +125,11 @@ def strict_output_problem(reply: str, outputs: Sequence[str], plan: Sequence[Too
             return f"required output {output!r} is not stated as a whole value"
     allowed = {o.lower().replace(",", "") for o in outputs}
     allowed |= {n for o in allowed for n in _NUMBER.findall(o)}
-    plan_text = " ".join(v for call in plan for v in _values(dict(call.args)))
-    allowed |= set(_NUMBER.findall(plan_text))
+    allowed |= written
     extra = sorted({n for n in _NUMBER.findall(text) if len(n.replace(".", "")) >= 2} - allowed)
     if extra:
-        return f"the reply states figures that are neither required outputs nor in the plan: {extra[:5]}"
+        return (f"the reply states figures that are neither required outputs nor of the plan's effect: "
+                f"{extra[:5]}")
     return ""
 
 
@@ -94,9 +146,13 @@ def rewards(data: RetailTaskData, content: str, max_reply_chars: int = MAX_REPLY
         draft = parse_draft(content)
     except DraftFormatError:
         return dict.fromkeys(OUTPUT_MATCHES, 0.0)
-    if len(draft.reply) > max_reply_chars or replay(data.snapshot, draft.calls).state_hash() != data.gold_hash:
+    if len(draft.reply) > max_reply_chars:
         return dict.fromkeys(OUTPUT_MATCHES, 0.0)
-    return {"strict": 0.0 if strict_output_problem(draft.reply, data.outputs, draft.calls) else 1.0,
+    db, effective = replay_effects(data.snapshot, draft.calls)
+    if db.state_hash() != data.gold_hash:
+        return dict.fromkeys(OUTPUT_MATCHES, 0.0)
+    written = effect_figures(db, effective)
+    return {"strict": 0.0 if strict_output_problem(draft.reply, data.outputs, written) else 1.0,
             "substring": 0.0 if missing_outputs(draft.reply, data.outputs) else 1.0}
 
 

@@ -75,6 +75,13 @@ class RetailDB:
         for key, rec in self.snapshot.tables[table].items():
             yield key, self._changed.get((table, key), rec)
 
+    def changed_records(self) -> Iterator[tuple[str, str, Record]]:
+        """``(table, key, record)`` for every record that differs from the snapshot, sorted by table and key."""
+        for (table, key) in sorted(self._changed):
+            rec = self._changed[(table, key)]
+            if rec != self.snapshot.tables[table][key]:
+                yield table, key, rec
+
     def state_hash(self) -> str:
         """A hash of the whole database content.
 
@@ -83,9 +90,7 @@ class RetailDB:
         equal, which is what hashing the whole database decides, at the cost of the touched records only.
         """
         h = hashlib.sha256(self.snapshot.fingerprint.encode())
-        for (table, key) in sorted(self._changed):
-            rec = self._changed[(table, key)]
-            if rec != self.snapshot.tables[table][key]:
-                h.update(f"\n{table}/{key}=".encode())
-                h.update(canonical(rec).encode())
+        for table, key, rec in self.changed_records():
+            h.update(f"\n{table}/{key}=".encode())
+            h.update(canonical(rec).encode())
         return h.hexdigest()

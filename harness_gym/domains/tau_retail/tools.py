@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import operator
 import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from harness_gym.core.bounds import InputLimitError, parse_expression
 from harness_gym.core.tools import ToolSpec, validate_call
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import Record, RetailDB
@@ -163,9 +165,12 @@ _OPS: dict[type, Callable[..., float]] = {
 }
 
 
+MAX_EXPRESSION_CHARS = 1000
+"""The longest expression ``calculate`` evaluates (its tree nests at most
+:data:`~harness_gym.core.bounds.MAX_NESTING` levels and its integers fit a float)."""
+
+
 def _evaluate(node: ast.AST) -> float:
-    if isinstance(node, ast.Expression):
-        return _evaluate(node.body)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return float(node.value)
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
@@ -182,10 +187,10 @@ def calculate(db: RetailDB, expression: str) -> str:
     if not expression.strip() or any(c not in "0123456789+-*/(). " for c in expression):
         raise RetailToolError("invalid characters in expression")
     try:
-        value = _evaluate(ast.parse(expression, mode="eval"))
-    except (SyntaxError, ZeroDivisionError) as exc:
+        value = _evaluate(parse_expression(expression, max_chars=MAX_EXPRESSION_CHARS, max_bits=1000))
+    except (SyntaxError, ZeroDivisionError, InputLimitError) as exc:
         raise RetailToolError(f"invalid expression: {exc}") from None
-    return str(round(value, 2))
+    return str(round(value, 2)) if math.isfinite(value) else str(value)
 
 
 @TOOLS.tool("Write down a thought; changes nothing and returns nothing.", _schema(thought=_STR))
@@ -419,6 +424,13 @@ def exchange_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[s
 TOOL_SPECS: dict[str, ToolSpec] = TOOLS.specs
 WRITE_TOOLS: frozenset[str] = TOOLS.write_tools
 """Tools that change the database."""
+FREE_TEXT_ARGS: frozenset[tuple[str, str]] = frozenset({("transfer_to_human_agents", "summary"), ("think", "thought"),
+                                                       ("calculate", "expression")})
+"""``(tool, argument)`` pairs whose value is free text the store neither checks nor keeps: nothing said there is a
+fact a reply may restate (the grader's strict output match never takes figures from them)."""
+STORED_TEXT_ARGS: frozenset[str] = frozenset(ADDRESS_FIELDS)
+"""Arguments a write tool stores as given, unchecked (the address fields); every other argument of a write tool
+names something the store checks (an order, user, item or payment method id, a cancellation reason)."""
 PLAN_TOOLS: frozenset[str] = WRITE_TOOLS | {"transfer_to_human_agents"}
 """Tools that belong to a draft's plan rather than to evidence gathering."""
 EVIDENCE_TOOLS: frozenset[str] = frozenset(TOOLS) - PLAN_TOOLS
