@@ -15,7 +15,7 @@ from harness_gym_baselines.experiments.headroom import LinearPolicy, _steps_of, 
 from harness_gym_baselines.experiments.script_search import SearchConfig, candidate_scripts, search
 from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
 from harness_gym_baselines.policies.registry import make_policy
-from harness_gym_baselines.policies.scripted import EvidenceOraclePolicy
+from harness_gym_baselines.policies.scripted import CorrectnessOraclePolicy, EvidenceOraclePolicy
 
 ENV = "HarnessMultiTool-v1"
 
@@ -101,6 +101,33 @@ def test_the_evidence_oracle_gathers_only_required_evidence():
             assert len(ctx.observed) == (max(required) + 1 if required else 0)
     finally:
         env.close()
+
+
+def test_the_correctness_oracle_plays_the_script_prefix_and_submits_only_what_is_right_or_out_of_fixes():
+    env = gym.make(ENV)
+    script = Script(observe=1, retrieve=1, tool=1, post_tool=0, checks=2)
+    repaired = 0
+    try:
+        for i in range(30):
+            seed = episode_seed(3, i)
+            oracle = play_episode(env, CorrectnessOraclePolicy(script), seed=seed, split="test")
+            ctx = env.unwrapped.context
+            scripted = play_episode(env, ScriptPolicy(script), seed=seed, split="test")
+            gathered = scripted.actions.index(Action.DRAFT) + 1
+            assert oracle.actions[:gathered] == scripted.actions[:gathered]  # same seed, same gathering
+            draft, candidates = ctx.draft, ctx.task.candidates
+            correct = 0 <= draft.candidate < len(candidates) and candidates[draft.candidate].correct
+            tail = oracle.actions[gathered:]
+            fixes = sum(a in (Action.REVISE, Action.DRAFT) for a in tail)
+            if not correct:  # a wrong draft goes out only when the fixes are spent (or a budget ran out)
+                assert fixes == script.checks or oracle.final_info["forced_submit"]
+            elif fixes == 0:  # a right first draft is submitted unchecked
+                assert tail == [Action.SUBMIT]
+            else:
+                repaired += 1
+    finally:
+        env.close()
+    assert repaired > 0  # the fix loop was exercised
 
 
 def test_cli_search_script_writes_and_reuses_its_result(tmp_path, capsys):

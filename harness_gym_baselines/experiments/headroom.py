@@ -12,7 +12,13 @@ For one env, price profile and cost weight ``w`` (return ``Q - w * cost``), on t
   observation is worth to a controller;
 - **evidence oracle**: gathers exactly the task's required evidence (hidden), then drafts and runs the best
   script's check-revise macro: what knowing when evidence suffices is worth;
-- **oracle**: the full-information reference (:class:`~harness_gym_baselines.policies.scripted.OraclePolicy`).
+- **correctness oracle**: the best script with its check verdict replaced by the hidden truth
+  (:class:`~harness_gym_baselines.policies.scripted.CorrectnessOraclePolicy`): on the script's own evidence,
+  what knowing whether the draft is right would be worth. With the probe it brackets the decision: the probe
+  is what the observation yields, this is what the hidden label would;
+- **oracle**: the full-information reference (:class:`~harness_gym_baselines.policies.scripted.OraclePolicy`):
+  required evidence only, redrafting until a draft is correct. It is not cost-aware and gathers only what the
+  task marks as required, so it can score below a script that gathers more (reported as it comes out).
 
 The headline is *probe minus script*, a paired mean over the test episodes with a 95% bootstrap CI. The report
 states it whatever it shows: a CI above 0 means the env holds a decision that a controller reading the
@@ -41,8 +47,10 @@ from harness_gym.rollout import episode_seed, harness_env, play_episode
 from harness_gym_baselines.evaluate import bootstrap_ci
 from harness_gym_baselines.experiments.script_search import SearchConfig, _env, play_outcomes, returns, search_to_file
 from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
-from harness_gym_baselines.policies.scripted import EvidenceOraclePolicy, OraclePolicy
+from harness_gym_baselines.policies.scripted import CorrectnessOraclePolicy, EvidenceOraclePolicy, OraclePolicy
 
+RESULT_FORMAT = 2
+"""The layout of a result file's rows (2: with the correctness oracle); a file of another layout is recomputed."""
 HEADROOM_WEIGHTS: tuple[float, ...] = (0.001, 0.01, 0.1)
 """The cost weights of the headroom table (issue: w in {0.001, 0.01, 0.1})."""
 
@@ -205,6 +213,7 @@ def headroom(cfg: HeadroomConfig, *, scripts_dir: str | os.PathLike, num_workers
             probe, fitted = fit_probe(cfg, script, w, pool=pool, progress=progress)
             probed = _map_weights(cfg, [probe.weights], test_seeds, "test", pool)[0]
             evidence = play_outcomes(env, EvidenceOraclePolicy(script.checks), test_seeds, "test")
+            knowing = play_outcomes(env, CorrectnessOraclePolicy(script), test_seeds, "test")
             named = {name: search["test"][name] for name in ("static", "forced-check", "thorough")}
             rows.append({
                 "cost_weight": w, "script": script.name,
@@ -217,6 +226,8 @@ def headroom(cfg: HeadroomConfig, *, scripts_dir: str | os.PathLike, num_workers
                 "probe_minus_script": _mean_ci(returns(probed, w) - returns(scripted, w), cfg.seed),
                 "evidence_oracle_return": _mean_ci(returns(evidence, w), cfg.seed),
                 "evidence_oracle_minus_script": _mean_ci(returns(evidence, w) - returns(scripted, w), cfg.seed),
+                "correctness_oracle_return": _mean_ci(returns(knowing, w), cfg.seed),
+                "correctness_oracle_minus_script": _mean_ci(returns(knowing, w) - returns(scripted, w), cfg.seed),
                 "oracle_return": _mean_ci(returns(oracle, w), cfg.seed),
                 "named_returns": {n: s["return"][f"{w:g}"]["mean"] for n, s in named.items()},
                 "probe_fit": fitted, "probe_weights": probe.weights.round(6).tolist(),
@@ -224,7 +235,7 @@ def headroom(cfg: HeadroomConfig, *, scripts_dir: str | os.PathLike, num_workers
     finally:
         if pool is not None:
             pool.shutdown()
-    return {"settings": json.loads(json.dumps(asdict(cfg), default=str)), "rows": rows,
+    return {"format": RESULT_FORMAT, "settings": json.loads(json.dumps(asdict(cfg), default=str)), "rows": rows,
             "test_episodes": cfg.test_episodes, "seconds": time.perf_counter() - start}
 
 
@@ -245,7 +256,7 @@ def headroom_to_file(cfg: HeadroomConfig, out_dir: str | os.PathLike, *, num_wor
     settings = json.loads(json.dumps(asdict(cfg), default=str))
     if path.is_file():
         done = json.loads(path.read_text())
-        if done.get("settings") == settings:
+        if done.get("settings") == settings and done.get("format") == RESULT_FORMAT:
             return done
     result = headroom(cfg, scripts_dir=Path(out_dir) / "scripts", num_workers=num_workers, progress=progress)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -268,13 +279,13 @@ def headroom_table(results: Sequence[dict[str, Any]], *, profile: str) -> str:
     lines = [f"Price profile `{profile}`; return = Q - w * cost units; test split, the same seeded episodes for "
              "every row; 95% bootstrap CIs over episodes (paired for differences).", "",
              "| env | w | best script | script return | forced % | probe return | probe - script | "
-             "evidence oracle - script | oracle return |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "evidence oracle - script | correctness oracle - script | oracle return |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for res in results:
         env_id = res["settings"]["env_id"]
         for row in res["rows"]:
             lines.append(f"| {env_id} | {row['cost_weight']:g} | `{row['script']}` | {fmt(row['script_return'])} | "
                          f"{100 * row['script_forced_submit_rate']:.0f} | {fmt(row['probe_return'])} | "
                          f"**{fmt(row['probe_minus_script'])}** | {fmt(row['evidence_oracle_minus_script'])} | "
-                         f"{fmt(row['oracle_return'])} |")
+                         f"{fmt(row['correctness_oracle_minus_script'])} | {fmt(row['oracle_return'])} |")
     return "\n".join(lines) + "\n"

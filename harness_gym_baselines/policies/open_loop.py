@@ -120,3 +120,4 @@ class ScriptPolicy:
             if obs[_F["last_check_result"]] < 0 and mask[Action.REVISE]:
                 return int(Action.REVISE)
         return int(Action.SUBMIT)
+

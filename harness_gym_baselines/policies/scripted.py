@@ -15,6 +15,7 @@ from harness_gym import HarnessEnv
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.rollout import harness_env
+from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
@@ -218,3 +219,44 @@ class EvidenceOraclePolicy(_EvidenceGatherer):
             if ctx.last_check is not None and not ctx.last_check.passed and mask[Action.REVISE]:
                 return int(Action.REVISE)
         return int(Action.SUBMIT)
+
+class CorrectnessOraclePolicy(ScriptPolicy):
+    """A :class:`Script` whose check verdict is replaced by the hidden truth: the script's gathering prefix,
+    then SUBMIT as soon as the current draft is a correct candidate; a wrong draft is checked (REVISE needs the
+    check's feedback) and revised, or drafted anew when the check passed it or named no fault, at most
+    ``checks`` times. It reads the hidden task, so it is a reference, not a baseline: on the best script's
+    evidence, what knowing whether a draft is right would be worth (the headroom benchmark's column).
+
+    :param script: the script, or its name
+    """
+
+    def __init__(self, script: Script | str) -> None:
+        super().__init__(script)
+        self.name = f"correctness-oracle[{self.script.name}]"
+        self._fixes = 0
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self._fixes = 0
+
+    def act(self, obs: np.ndarray, env: gym.Env) -> int:
+        henv = harness_env(env)
+        mask = henv.action_masks()
+        while self._pos < len(self._plan):
+            action = self._plan[self._pos]
+            self._pos += 1
+            if mask[action]:
+                return int(action)
+        ctx = henv.context
+        if ctx.draft is None:
+            return int(Action.DRAFT)
+        candidates = ctx.task.candidates
+        if 0 <= ctx.draft.candidate < len(candidates) and candidates[ctx.draft.candidate].correct:
+            return int(Action.SUBMIT)
+        if self._fixes >= self.script.checks:
+            return int(Action.SUBMIT)
+        if obs[_F["checked_since_change"]] == 0:
+            return int(Action.CHECK)
+        self._fixes += 1
+        return int(Action.REVISE if mask[Action.REVISE] else Action.DRAFT)
+
