@@ -104,7 +104,7 @@ def test_the_evidence_oracle_gathers_only_required_evidence():
 
 
 def test_cli_search_script_writes_and_reuses_its_result(tmp_path, capsys):
-    args = ["search-script", ENV, "--cost-weight", "0.01", "--rounds", "1:2", "--val-episodes", "3",
+    args = ["search-script", ENV, "--cost-weights", "0.01", "--rounds", "1:2", "--val-episodes", "3",
             "--test-episodes", "3", "--out", str(tmp_path), "--no-progress", "--json"]
     assert main(args + ["--seed", "5"]) == 0
     first = json.loads(capsys.readouterr().out)[0]

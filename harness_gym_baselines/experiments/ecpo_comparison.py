@@ -127,7 +127,7 @@ def train_cell(method: str, env_id: str, seed: int, args: argparse.Namespace, ds
     if method == "bc":
         cfg = trainer.config(dataset_id=dsid, eval_episodes=0, **common)
     else:
-        cfg = trainer.config(env_id=env_id, steps=args.steps, **common)
+        cfg = trainer.config(env_id=env_id, steps=args.steps, final_eval_episodes=0, progress=False, **common)
         if method == "ecpo":
             cfg = replace(cfg, preference_dataset=dsid)
     trainer.train(cfg)
@@ -310,7 +310,7 @@ def corruption(args: argparse.Namespace) -> dict[str, Any]:
             model = args.out / "models" / f"{env_id}__ecpo-corrupt-{arm}__{seed}.zip"
             cfg = ECPOConfig(env_id=env_id, steps=args.steps, seed=seed, out=str(model),
                              log_dir=str(args.out / "runs"), preference_dataset=dsid, corrupt_from=args.corrupt_from,
-                             freeze_weights_at_corruption=arm == "frozen")
+                             freeze_weights_at_corruption=arm == "frozen", final_eval_episodes=0, progress=False)
             policy = train(cfg)
             test = evaluate_split(env_id, policy, split="test", episodes=args.episodes, seed=seed)
             runs[key] = {"arm": arm, "seed": seed, "history": policy.model.harness_gym["eval_history"],
