@@ -548,9 +548,8 @@ def cmd_frontier(args: argparse.Namespace) -> int:
 
 
 def cmd_search_script(args: argparse.Namespace) -> int:
-    from harness_gym_baselines.experiments.script_search import COST_WEIGHTS, SearchConfig, search_to_file
-
     from harness_gym_baselines.experiments.frontier import parse_cost_weights
+    from harness_gym_baselines.experiments.script_search import COST_WEIGHTS, SearchConfig, search_to_file
 
     try:
         weights = tuple(parse_cost_weights(args.cost_weights)) if args.cost_weights else COST_WEIGHTS

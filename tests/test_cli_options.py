@@ -60,7 +60,7 @@ def test_each_command_has_the_shared_options_it_needs_and_the_same_everywhere(co
     flags = options(PARSERS[command])
     reference = options(PARSERS["eval"])
     if command in MAKES_ENVS:
-        assert ENV_FLAGS <= set(flags), ENV_FLAGS - set(flags)
+        assert set(flags) >= ENV_FLAGS, ENV_FLAGS - set(flags)
         assert flags["--env-kwarg"].__class__.__name__ == "_AppendAction", "--env-kwarg is repeated, one pair each"
         for flag in ENV_FLAGS - {"--env-kwarg"}:
             ours, theirs = flags[flag], reference[flag]

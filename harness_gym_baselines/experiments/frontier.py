@@ -126,18 +126,19 @@ def frontier_row(records: Sequence[dict[str, Any]], label: str, cost_weights: Se
 
 
 MARKERS = "osD^v<>pPX*h"
+COLOURS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "black", "olive")
 
 
 def marker_styles(n: int) -> list[dict[str, Any]]:
-    """The marker of each of ``n`` controllers in drawing order: a distinct shape, a size that shrinks and a
-    z-order that grows with the order, and a dark outline. Controllers at the same point (BC cloning the static
-    script it learned from lands on static's point) stay visible: each later, smaller marker sits inside the
-    earlier ones, which show as rings around it.
+    """The marker of each of ``n`` controllers in drawing order: a distinct shape drawn as an outline (no fill),
+    a size that shrinks and a z-order that grows with the order. Controllers at the same point (BC cloning the
+    static script it learned from lands on static's point) stay visible: no marker covers another, and each
+    later, smaller outline sits inside the earlier ones.
 
     :param n: how many controllers are drawn
     """
-    return [{"fmt": MARKERS[i % len(MARKERS)], "markersize": max(4.0, 15.0 - 1.1 * i), "zorder": 3 + i,
-             "markeredgecolor": "#222", "markeredgewidth": 0.7} for i in range(n)]
+    return [{"fmt": MARKERS[i % len(MARKERS)], "markersize": max(4.0, 20.0 - 1.6 * i), "zorder": 3 + i,
+             "markerfacecolor": "none", "markeredgewidth": 1.2, "color": COLOURS[i % len(COLOURS)]} for i in range(n)]
 
 
 def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float], path: Path, title: str) -> Path:
@@ -191,7 +192,7 @@ def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float],
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlim(0, xmax)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="lower right", markerscale=0.6)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -6,9 +6,10 @@ A block sits between two marker lines of ``README.md``::
     ...
     <!-- readme_tables:quick end -->
 
-and holds what the run wrote: where it came from (its command), how long it took with the load it ran
-under (``manifest.json``: ``wall_seconds`` and ``machine``, sampled by
-:class:`harness_gym_baselines.report.reproduce.LoadSampler`) and ``table_main.md``'s table as it is. Only a run
+and holds what the run wrote: where it came from (its command), ``table_main.md``'s table as it is, how long
+the run took with the load it ran under (``manifest.json``: ``wall_seconds`` and ``machine``, sampled by
+:class:`harness_gym_baselines.report.reproduce.LoadSampler`) and its ``fig_quality_hms.png`` (copied to
+:data:`FIGURE`). Only a run
 from an empty ``--out`` has a time to state: a run that resumed a stage is refused. Two runs with the same
 settings write the same tables byte for byte (``tests/test_reproduce.py`` runs the pipeline twice).
 """
@@ -22,6 +23,8 @@ from typing import Any
 
 BLOCKS = {"quick": "The quick run's main table", "full": "The full run's main table"}
 """block name -> the sentence that opens it"""
+FIGURE = "docs/figures/{name}_quality_hms.png"
+"""where the block's figure (the run's ``fig_quality_hms.png``) is copied, relative to the README"""
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -90,6 +93,7 @@ def render_block(run_dir: Path, name: str, *, with_time: bool = True) -> str:
     lines += table_lines(run_dir)
     if with_time:
         lines += ["", time_sentence(manifest, f"{name} run")]
+    lines += ["", f"![Q and HMS per env and controller, {name} run]({FIGURE.format(name=name)})"]
     return "\n".join(lines)
 
 

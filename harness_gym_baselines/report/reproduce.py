@@ -475,9 +475,9 @@ def text_table(header: list[str], rows: list[list[str]], *, keep: int = 1, width
     lines: list[str] = []
     for block in blocks:
         cols = [*range(keep), *block]
-        fmt = lambda cells: "  ".join(  # noqa: E731
-            (cells[k].ljust(widths[k]) if k < keep else cells[k].rjust(widths[k])) for k in cols).rstrip()
-        lines += ([""] if lines else []) + [fmt(header), *(fmt(r) for r in rows)]
+        text = ["  ".join((cells[k].ljust(widths[k]) if k < keep else cells[k].rjust(widths[k])) for k in cols).rstrip()
+                for cells in (header, *rows)]
+        lines += ([""] if lines else []) + text
     return lines
 
 
