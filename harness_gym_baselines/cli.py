@@ -617,7 +617,7 @@ def train_parser(trainer_name: str) -> argparse.ArgumentParser:
     add_dataclass_arguments(parser, trainer.config)
     fields = {f.name for f in dataclasses.fields(trainer.config)}
     groups = COMMAND_OPTIONS["train (online trainer)" if "env_id" in fields else "train (offline trainer)"]
-    add_shared_options(parser, [g for g in groups if g not in ("cost-weight", "progress")], given=fields,
+    add_shared_options(parser, [g for g in groups if g != "cost-weight"], given=fields,
                        json_help="print the trained model's summary (file, run folder, losses, evaluation) as JSON")
     return parser
 

@@ -215,7 +215,7 @@ def _offline_args(out: Path, sizes: Sizes, quiet: bool) -> argparse.Namespace:
 def _online_args(out: Path, sizes: Sizes, envs: list[str]) -> argparse.Namespace:
     return argparse.Namespace(out=out, env=envs, seeds=sizes.online_seeds, steps=sizes.online_steps,
                               episodes=sizes.ecpo_episodes, buffer_episodes=sizes.buffer_episodes,
-                              corrupt_from=sizes.corrupt_from)
+                              corrupt_from=sizes.corrupt_from, quiet=True)  # its tables go to the report
 
 
 def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...], quiet: bool) -> dict[str, Any]:
