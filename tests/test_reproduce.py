@@ -210,7 +210,7 @@ def test_a_resumed_run_states_no_time(run_dir):
 
 def test_the_last_screen_fits_80_columns_and_names_the_report(second_run):
     out, stdout, stderr = second_run
-    summary = stdout[stdout.rindex("harness-gym reproduce --quick: "):].splitlines()
+    summary = stdout[stdout.rindex("Q on the test split (* not meaningful"):].splitlines()
     screen = (stderr + stdout).splitlines()[-24:]
     assert len(summary) <= 24 and screen[-len(summary):] == summary
     assert all(len(line) <= 80 for line in screen), max(screen, key=len)

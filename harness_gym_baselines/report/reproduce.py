@@ -482,8 +482,9 @@ def text_table(header: list[str], rows: list[list[str]], *, keep: int = 1, width
 
 
 def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMARY_WIDTH) -> list[str]:
-    """The main job's last screen, at most ``width`` columns: what ran and how long, Q per env and controller
-    (``table_harness.csv``; ``*``: not meaningful), AWR-q minus static beside the paper, and where the report is.
+    """The main job's last screen, at most ``width`` columns and (for 8 envs) 24 lines: Q per env and controller
+    (``table_harness.csv``; ``*``: not meaningful) with AWR-q minus static beside the paper, then what ran and
+    how long, and where the report is.
 
     :param out: the run folder
     :param manifest: what :func:`harness_gym_baselines.report.writer.write_report` returned
@@ -508,14 +509,14 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     quick = manifest["quick"]
     minutes, seconds = divmod(round(manifest.get("wall_seconds", manifest["seconds_this_invocation"])), 60)
     resumed = sum(s["resumed"] for s in manifest["stages"].values())
-    lines = [f"harness-gym reproduce{' --quick' if quick else ''}: {len(envs)} env(s), {minutes} min {seconds} s"
-             + (f" ({resumed} stage(s) resumed)" if resumed else ""),
-             "QUICK RUN: checks the pipeline; not the paper numbers." if quick else "Full run.",
-             "", "Q on the test split (* not meaningful: see the verdicts in report.html)", ""]
+    lines = ["Q on the test split (* not meaningful: see the verdicts in report.html)"]
     lines += text_table(["env", *names, "awr-q - static (paper)"], table)
-    lines += ["", f"report: {out / 'report.html'}",
+    lines += [f"reproduce{' --quick' if quick else ''}: {len(envs)} env(s), {minutes} min {seconds} s"
+              + (f" ({resumed} stage(s) resumed)" if resumed else "")
+              + ("; QUICK RUN, not the paper numbers" if quick else "; full run"),
+              f"report: {out / 'report.html'}",
               f"tables, figures, manifest.json: {out}/ ({len(manifest['outputs'])} files)"]
-    return [line if len(line) <= width else _fold(line, width) for line in lines]
+    return [piece for line in lines for piece in (_fold(line, width) if len(line) > width else line).splitlines()]
 
 
 def _fold(line: str, width: int) -> str:
