@@ -53,7 +53,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cfg = ECPOConfig(env_id=args.env, steps=args.steps, seed=args.seed, out=str(Path(tmp) / "ecpo.zip"),
-                         log_dir=str(Path(tmp) / "runs"))
+                         log_dir=str(Path(tmp) / "runs"), final_eval_episodes=0, progress=False)
         plain, ecpo, pref, calib = [], [], [], []
         for _ in range(args.repeats):
             plain.append(plain_seconds(cfg))

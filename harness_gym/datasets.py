@@ -289,12 +289,33 @@ def _ordered_mean(returns: Iterable[tuple[int, float]]) -> float:
     return total / len(ordered)
 
 
+class SettingsMismatch(ValueError):
+    """A dataset id that exists (or is being collected) with other settings than those requested."""
+
+
+def settings_differences(saved: Mapping[str, Any] | None, requested: Mapping[str, Any]) -> str:
+    """The settings that differ, one ``KEY: SAVED here, REQUESTED requested`` item each (nested keys dotted).
+
+    :param saved: the settings a dataset (or its unfinished collection) was made with
+    :param requested: the settings asked for now
+    """
+    def flat(value: Any, prefix: str = "") -> dict[str, Any]:
+        if isinstance(value, Mapping):  # an empty mapping holds nothing to compare
+            return {k: v for key, item in value.items() for k, v in flat(item, f"{prefix}{key}.").items()}
+        return {prefix.rstrip("."): value}
+
+    old, new = flat(dict(saved or {})), flat(json.loads(json.dumps(dict(requested))))
+    return "; ".join(f"{key}: {json.dumps(old.get(key, '(unset)'))} there, {json.dumps(new.get(key, '(unset)'))} "
+                     "requested" for key in sorted(old.keys() | new.keys()) if old.get(key) != new.get(key))
+
+
 def _check_settings(path: Path, settings: dict[str, Any]) -> None:
     if path.exists():
         saved = json.loads(path.read_text())
-        if saved != settings:
-            raise ValueError(f"{path}: this dataset id is being collected with other settings ({saved}); "
-                             f"requested {settings}. Use another dataset id or delete the folder.")
+        if saved != json.loads(json.dumps(settings)):
+            raise SettingsMismatch(f"this dataset id is being collected (in {path.parent}) with other settings: "
+                             f"{settings_differences(saved, settings)}. Use another dataset id, or delete that "
+                             "folder to start over.")
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(settings, indent=1))
@@ -343,7 +364,9 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
         dataset = minari.load_dataset(dataset_id)
         saved = dataset.storage.metadata.get("harness_gym", {}).get("settings")
         if saved != json.loads(json.dumps(settings)):
-            raise ValueError(f"dataset {dataset_id} exists with other settings ({saved}); requested {settings}")
+            raise SettingsMismatch(f"dataset {dataset_id} exists with other settings: "
+                             f"{settings_differences(saved, settings)}. Use another dataset id, or delete "
+                             f"{get_dataset_path(dataset_id)} to collect it anew.")
         return dataset
 
     folder = work_dir(dataset_id)

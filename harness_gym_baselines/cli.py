@@ -13,6 +13,7 @@ layer. Heavy modules (torch, Minari) are imported by the command that needs them
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import json
 import math
@@ -52,17 +53,54 @@ from harness_gym_baselines.policies.registry import POLICIES, make_policy, polic
 from harness_gym_baselines.report.reproduce import reproduce
 
 WORKER_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
-    ("base_url", "--base-url", str, "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8011/v1"),
-    ("model", "--model", str, "model name the server knows"),
+    ("base_url", "--base-url", str, "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8011/v1 (default: none; "
+                                    "needed unless every call is replayed from --cache)"),
+    ("model", "--model", str, "model name the server knows (default: none; required with --worker openai)"),
     ("api_key", "--api-key", str, "API key (default: $OPENAI_API_KEY, or none for a local server)"),
-    ("temperature", "--temperature", float, "sampling temperature (default 0)"),
-    ("max_tokens", "--max-tokens", int, "completion token limit per call"),
-    ("timeout_s", "--timeout-s", float, "seconds before a call times out (then retried)"),
-    ("max_retries", "--max-retries", int, "retries of a failed call before the step fails"),
-    ("cache", "--cache", str, "SQLite record/replay file of the model's calls"),
-    ("cache_mode", "--cache-mode", str, "off, record, replay or auto (default auto with --cache)"),
+    ("temperature", "--temperature", float, "sampling temperature (default: 0)"),
+    ("max_tokens", "--max-tokens", int, "completion token limit per call (default: 512)"),
+    ("timeout_s", "--timeout-s", float, "seconds before a call times out, then retried (default: 60)"),
+    ("max_retries", "--max-retries", int, "retries of a failed call before the step fails (default: 3)"),
+    ("cache", "--cache", str, "SQLite record/replay file of the model's calls (default: none, no cache)"),
+    ("cache_mode", "--cache-mode", str, "off, record, replay or auto (default: auto with --cache, else off)"),
 )
 """``--worker openai`` options: (keyword of ``gym.make``, flag, type, help); see docs/llm_worker.md."""
+
+COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
+    "list": ("json",),
+    "calibrate": ("json",),
+    "doctor": ("json",),
+    "eval": ("policy", "run", "env", "cost-weight", "scale", "progress", "json"),
+    "compare": ("policies", "run", "env", "cost-weight", "scale", "progress", "json", "width"),
+    "frontier": ("labelled-policies", "run", "env", "progress", "json"),
+    "search-script": ("env", "progress", "json"),
+    "play": ("policy", "env", "cost-weight", "width"),
+    "collect": ("policy", "env", "cost-weight", "scale", "progress", "json"),
+    "merge-cache": ("json",),
+    "train": (),
+    "view": (),
+    "reproduce": ("progress", "json"),
+    "train (offline trainer)": ("progress", "json"),
+    "train (online trainer)": ("env", "cost-weight", "progress", "json"),
+}
+"""The shared option groups of every command, the one place they are chosen (``tests/test_cli_options.py``
+walks every parser against it):
+
+- ``policy`` / ``policies`` / ``labelled-policies``: ``--policy`` once / repeated / repeated with an optional
+  ``LABEL[@W]=`` prefix; each value a registered name, an open-loop script, a model file or ``module:callable``;
+- ``env``: ``--env-kwarg KEY=VALUE`` (repeated), ``--worker``, ``--sandbox``, ``--prices``, ``--budget-units``,
+  ``--recording`` and the ``--worker openai`` flags (:data:`WORKER_FLAGS`);
+- ``cost-weight``: ``--cost-weight W``, the env's reward ``Q - W * cost`` (the commands that score several cost
+  weights at once, ``frontier`` and ``search-script``, take ``--cost-weights W,W,...`` instead);
+- ``run``: ``--episodes``, ``--split``, ``--seed``; ``scale``: ``--num-envs``, ``--parallel``, ``--backend``,
+  ``--address``, ``--envs-per-actor``; ``width``: ``--width``;
+- ``progress``: ``--no-progress`` (every command that draws progress bars); ``json``: ``--json`` (every command
+  that ends with a summary prints it as JSON instead).
+
+A trainer's own flags come from its config dataclass (:mod:`harness_gym_baselines.common.dataclass_flags`); an
+online trainer (one whose config has ``env_id``) gets the ``env`` group on top, offline ones evaluate on the
+dataset's own env.
+"""
 
 
 def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | None,
@@ -88,9 +126,51 @@ def parse_env_kwargs(pairs: Sequence[str], worker: str | None, sandbox: str | No
     return out
 
 
-def worker_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``--worker openai`` options given on the command line (see :data:`WORKER_FLAGS`)."""
-    return {key: getattr(args, key) for key, _, _, _ in WORKER_FLAGS if getattr(args, key, None) is not None}
+def recording_options(manifest: str, env_ids: Sequence[str]) -> dict[str, Any]:
+    """The worker keywords that replay a recording (``--recording MANIFEST``): its cache file in replay mode
+    and the model and sampling settings it was recorded with (the manifest's ``worker``), so that the replayed
+    requests have the recorded keys. An env id the recording holds no episode of is a :class:`UsageError`.
+
+    :param manifest: a recording manifest (JSON naming ``cache``, ``worker`` and ``episodes``, as
+        ``benchmarks/record_llm.py`` writes it)
+    :param env_ids: the envs the command makes
+    """
+    path = Path(manifest)
+    if not path.is_file():
+        raise UsageError(f"--recording {manifest}: no such file")
+    try:
+        blob = json.loads(path.read_text())
+        cache, worker = path.parent / blob["cache"], dict(blob["worker"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--recording {manifest}: not a recording manifest (JSON with 'cache', 'worker' and "
+                         f"'episodes'): {type(exc).__name__}: {exc}") from None
+    recorded = sorted({ep.get("env_id") for ep in blob.get("episodes", ()) if ep.get("env_id")})
+    for env_id in env_ids:
+        if recorded and env_id not in recorded:
+            stale = [e for e in recorded if e not in gym.registry]
+            why = (f"; {', '.join(stale)} {'is' if len(stale) == 1 else 'are'} retired, so the recording needs "
+                   "re-recording on the registered ids (benchmarks/record_llm.py)" if stale else "")
+            raise UsageError(f"--recording {manifest}: it records episodes of {', '.join(recorded)}, not of "
+                             f"{env_id}{why}")
+    return {**worker, "cache": str(cache), "cache_mode": "replay"}
+
+
+def worker_options(args: argparse.Namespace, env_ids: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``--worker openai`` options given on the command line (see :data:`WORKER_FLAGS`), with those of
+    ``--recording``; a flag that contradicts the recording is a :class:`UsageError`.
+
+    :param args: the parsed command line
+    :param env_ids: the envs the command makes (checked against the recording)
+    """
+    given = {key: getattr(args, key) for key, _, _, _ in WORKER_FLAGS if getattr(args, key, None) is not None}
+    if getattr(args, "recording", None) is None:
+        return given
+    recorded = recording_options(args.recording, env_ids)
+    for key, flag, _, _ in WORKER_FLAGS:
+        if key in given and key in recorded and given[key] != recorded[key]:
+            raise UsageError(f"{flag} {given[key]}: --recording {args.recording} was recorded with "
+                             f"{key}={recorded[key]}, and a replay must ask what was recorded; drop {flag}")
+    return {**recorded, **given}
 
 
 def pricing_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -108,17 +188,28 @@ def pricing_options(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def command_env_kwargs(args: argparse.Namespace, env_ids: Sequence[str]) -> dict[str, Any]:
+    """The env keywords of the ``env`` and ``cost-weight`` option groups (:data:`COMMAND_OPTIONS`), checked
+    against each env's constructor and tried once, so that a wrong key or value is reported before any
+    episode runs.
+
+    :param args: the parsed command line
+    :param env_ids: the envs the command makes
+    """
+    worker = args.worker if args.worker is not None or getattr(args, "recording", None) is None else "openai"
+    kwargs = parse_env_kwargs(args.env_kwarg, worker, args.sandbox, worker_options(args, env_ids),
+                              pricing_options(args))
+    for env_id in env_ids:
+        make_env(env_id, check_env_kwargs(env_id, kwargs)).close()
+    return kwargs
+
+
 def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The env keywords of a command (``--env-kwarg``, ``--worker``, ``--sandbox``, ``--prices``,
-    ``--budget-units``, ``--cost-weight``), checked against the env's constructor and tried once, so that a wrong
-    key or value is reported before any episode runs.
+    """:func:`command_env_kwargs` of a command on one env (``args.env_id``).
 
     :param args: the parsed command line (with ``env_id``)
     """
-    kwargs = check_env_kwargs(args.env_id, parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox,
-                                                            worker_options(args), pricing_options(args)))
-    make_env(args.env_id, kwargs).close()
-    return kwargs
+    return command_env_kwargs(args, [args.env_id])
 
 
 def load_policy_arg(value: str) -> Policy:
@@ -200,6 +291,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(fit.to_json(domain, source), indent=1) + "\n")
+    if args.json:
+        print(json.dumps(_clean({"out": str(out), **fit.to_json(domain, source)}), default=_json_default))
+        return 0
     table = Table(title=f"{domain} profile fitted to {source}")
     for col in ("parameter", "default", "fitted", "95% CI"):
         table.add_column(col)
@@ -263,7 +357,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             return recorded[-1]
 
     result = evaluate(args.env_id, load_policy_arg(args.policy), episodes=args.episodes, split=args.split,
-                      seed=args.seed, env_kwargs=kwargs, progress=not args.json, wrap_env=wrap,
+                      seed=args.seed, env_kwargs=kwargs, progress=args.progress and not args.json, wrap_env=wrap,
                       **scale_options(args))
     result["policy"] = args.policy
     if recorded:
@@ -324,7 +418,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     results = []
     for spec, policy in zip(args.policy, policies):
         result = evaluate(args.env_id, policy, episodes=args.episodes, split=args.split, seed=args.seed,
-                          env_kwargs=kwargs, progress=not args.json, **scale_options(args))
+                          env_kwargs=kwargs, progress=args.progress and not args.json, **scale_options(args))
         results.append({**result, "policy": spec})
     if args.json:
         print(json.dumps(_clean(results), default=_json_default))
@@ -398,15 +492,26 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from harness_gym.datasets import STEP_INFO_KEYS, collect
+    from harness_gym.datasets import STEP_INFO_KEYS, SettingsMismatch, collect
 
     kwargs = env_kwargs(args)
     refs = (make_policy("random"), make_policy("oracle")) if args.ref_episodes > 0 else None
-    dataset = collect(args.env_id, load_policy_arg(args.policy), args.out, episodes=args.episodes, seed=args.seed,
-                      split=args.split, env_kwargs=kwargs, ref_policies=refs, ref_episodes=args.ref_episodes,
-                      info_keys=None if "all" in args.info_key else (*STEP_INFO_KEYS, *args.info_key),
-                      **scale_options(args))
+    try:
+        dataset = collect(args.env_id, load_policy_arg(args.policy), args.out, episodes=args.episodes, seed=args.seed,
+                          split=args.split, env_kwargs=kwargs, ref_policies=refs, ref_episodes=args.ref_episodes,
+                          info_keys=None if "all" in args.info_key else (*STEP_INFO_KEYS, *args.info_key),
+                          progress=args.progress and not args.json, **scale_options(args))
+    except SettingsMismatch as exc:
+        raise UsageError(f"--out {args.out}: {exc}") from None
     meta = dataset.storage.metadata
+    if args.json:
+        print(json.dumps(_clean({"dataset_id": dataset.id, "episodes": dataset.total_episodes,
+                                 "steps": dataset.total_steps, "ref_min_score": meta.get("ref_min_score"),
+                                 "ref_max_score": meta.get("ref_max_score"),
+                                 "cost_mean": meta.get("harness_gym", {}).get("cost_mean"),
+                                 "return_mean": meta.get("harness_gym", {}).get("return_mean"),
+                                 "path": str(dataset.storage.data_path)}), default=_json_default))
+        return 0
     print(f"{dataset.id}: {dataset.total_episodes} episodes, {dataset.total_steps} steps, ref scores "
           f"{meta.get('ref_min_score')} (random) .. {meta.get('ref_max_score')} (oracle), "
           f"cost {meta.get('harness_gym', {}).get('cost_mean')} units/episode, "
@@ -430,12 +535,9 @@ def cmd_frontier(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     specs = list(FIXED_POLICIES) + list(args.policy)
     for spec in args.policy:
-        _, name, _ = parse_policy_spec(spec)
-        if name not in POLICIES and not Path(name).is_file():
-            raise UsageError(f"--policy {spec!r}: {name!r} is neither a registered policy nor an existing model file")
+        load_policy_arg(parse_policy_spec(spec)[1])  # a model file that does not load, said before any episode
     rows = frontier_rows(args.env_id, specs, weights, episodes=args.episodes, split=args.split, seed=args.seed,
-                         env_kwargs=parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args),
-                                                     pricing_options(args)))
+                         env_kwargs=env_kwargs(args), progress=args.progress and not args.json)
     paths = write_frontier(Path(args.out), args.env_id, rows, weights)
     if args.json:
         print(json.dumps(_clean(rows), default=_json_default))
@@ -446,12 +548,13 @@ def cmd_frontier(args: argparse.Namespace) -> int:
 
 
 def cmd_search_script(args: argparse.Namespace) -> int:
+    from harness_gym_baselines.experiments.frontier import parse_cost_weights
     from harness_gym_baselines.experiments.script_search import COST_WEIGHTS, SearchConfig, search_to_file
 
-    weights = tuple(args.cost_weight) if args.cost_weight else COST_WEIGHTS
-    for w in weights:
-        if not math.isfinite(w) or w < 0:
-            raise UsageError(f"--cost-weight must be finite and >= 0, got {w}")
+    try:
+        weights = tuple(parse_cost_weights(args.cost_weights)) if args.cost_weights else COST_WEIGHTS
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.num_workers < 1:
         raise UsageError(f"--num-workers must be >= 1, got {args.num_workers}")
     try:
@@ -461,15 +564,16 @@ def cmd_search_script(args: argparse.Namespace) -> int:
                          "e.g. 16:48,48:12,128:4") from None
     if not rounds or any(n < 1 or k < 1 for n, k in rounds):
         raise UsageError(f"--rounds {args.rounds!r}: every EPISODES and KEEP must be >= 1")
-    pricing = {k: v for k, v in pricing_options(args).items() if k != "cost_weight"}  # --cost-weight: the scored ws
-    kwargs = parse_env_kwargs(args.env_kwarg, args.worker, args.sandbox, worker_options(args), pricing)
+    kwargs = command_env_kwargs(args, args.env_id)
     if "cost_weight" in kwargs:
-        raise UsageError("--env-kwarg cost_weight=...: the search scores every --cost-weight itself; drop it")
+        raise UsageError("--env-kwarg cost_weight=...: the search scores every weight of --cost-weights itself; "
+                         "drop it")
     results = []
     for env_id in args.env_id:
         cfg = SearchConfig(env_id, cost_weights=weights, env_kwargs=kwargs, seed=args.seed, rounds=rounds,
                            val_episodes=args.val_episodes, test_episodes=args.test_episodes)
-        results.append(search_to_file(cfg, args.out, num_workers=args.num_workers, progress=not args.no_progress))
+        results.append(search_to_file(cfg, args.out, num_workers=args.num_workers,
+                                      progress=args.progress and not args.json))
     if args.json:
         print(json.dumps(results, default=_json_default))
         return 0
@@ -494,28 +598,51 @@ def cmd_merge_cache(args: argparse.Namespace) -> int:
     from harness_gym.workers.llm_cache import merge_caches
 
     report = merge_caches(args.dest, args.sources)
+    if args.json:
+        print(json.dumps({"dest": args.dest, **dataclasses.asdict(report)}))
+        return 0
     print(f"{args.dest}: {report.added} entries added, {report.kept} already held, {report.replaced} failures "
           f"replaced, {report.conflicts} conflicting keys (the first outcome kept)")
     return 0
 
 
 def train_parser(trainer_name: str) -> argparse.ArgumentParser:
-    """The parser of ``harness-gym train NAME``: one flag per field of the trainer's config dataclass.
+    """The parser of ``harness-gym train NAME``: one flag per field of the trainer's config dataclass, then
+    the shared option groups of :data:`COMMAND_OPTIONS` (an online trainer's are its env's).
 
     :param trainer_name: a key of :data:`harness_gym_baselines.common.trainer_registry.TRAINERS`
     """
     trainer = load_trainer(trainer_name)
     parser = OneLineErrorParser(prog=f"harness-gym train {trainer_name}", description=trainer.summary)
     add_dataclass_arguments(parser, trainer.config)
+    fields = {f.name for f in dataclasses.fields(trainer.config)}
+    groups = COMMAND_OPTIONS["train (online trainer)" if "env_id" in fields else "train (offline trainer)"]
+    add_shared_options(parser, [g for g in groups if g != "cost-weight"], given=fields,
+                       json_help="print the trained model's summary (file, run folder, losses, evaluation) as JSON")
     return parser
+
+
+def _online_env_kwargs(ns: argparse.Namespace, cfg: Any) -> tuple[str, ...]:
+    """An online trainer's ``env_kwargs`` with the ``env`` option group folded in (as ``KEY=JSON`` pairs),
+    checked by making the env once."""
+    worker = ns.worker if ns.worker is not None or ns.recording is None else "openai"
+    pricing = {k: v for k, v in pricing_options(ns).items() if k != "cost_weight"}  # cost_weight: a config field
+    kwargs = parse_env_kwargs(cfg.env_kwargs, worker, ns.sandbox, worker_options(ns, [cfg.env_id]), pricing)
+    if "cost_weight" in kwargs:
+        raise UsageError("--env-kwarg cost_weight=...: the trainers take --cost-weight")
+    make_env(cfg.env_id, {**check_env_kwargs(cfg.env_id, kwargs), "cost_weight": cfg.cost_weight}).close()
+    return tuple(f"{key}={json.dumps(value)}" for key, value in kwargs.items())
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     trainer = load_trainer(args.algo)
-    cfg = config_from_args(trainer.config, train_parser(args.algo).parse_args(args.options))
+    ns = train_parser(args.algo).parse_args(args.options)
+    cfg = config_from_args(trainer.config, ns)
     dataset_id = getattr(cfg, "dataset_id", None)  # offline trainers learn from a dataset, online ones from an env
     if dataset_id is not None:
         check_dataset(dataset_id)
+    else:
+        cfg = dataclasses.replace(cfg, env_kwargs=_online_env_kwargs(ns, cfg))
     try:
         policy = trainer.train(cfg)
     except ModuleNotFoundError as exc:
@@ -523,13 +650,18 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise
         raise UsageError(str(exc)) from exc
     source = dataset_id or getattr(cfg, "env_id", None)
-    print(f"wrote {cfg.out} ({policy.name}, trained on {source}, seed {cfg.seed})")
     report = getattr(policy, "report", None) or {}
+    result = report.get("eval")
+    if ns.json:
+        print(json.dumps(_clean({"out": cfg.out, "policy": policy.name, "trained_on": source, "seed": cfg.seed,
+                                 "run_dir": report.get("run_dir"), "losses": report.get("losses") or {},
+                                 "eval": result}), default=_json_default))
+        return 0
+    print(f"wrote {cfg.out} ({policy.name}, trained on {source}, seed {cfg.seed})")
     if report.get("run_dir"):
         print(f"run: {report['run_dir']}")
     if report.get("losses"):
         print("final loss: " + ", ".join(f"{name} {value:.4f}" for name, value in report["losses"].items()))
-    result = report.get("eval")
     if result:
         lo, hi = result["quality_ci95"]
         print(f"evaluation ({result['split']} split, {result['episodes']} episodes, seed {cfg.seed}): quality "
@@ -559,18 +691,24 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         weights = parse_cost_weights(args.cost_weights) if args.cost_weights else None
         for env_id in [*args.env, *args.envs]:
             check_env_id(env_id)
-        reproduce(Path(args.out), quick=args.quick, env_ids=[*args.env, *args.envs] or None, tau_data=args.tau_data,
-                  dbbench_data=args.dbbench_data, seeds=args.seeds, size_overrides=args.size, cost_weights=weights,
-                  ppo_dense=args.ppo_dense, argv=["harness-gym", *sys.argv[1:]])
+        manifest = reproduce(Path(args.out), quick=args.quick, env_ids=[*args.env, *args.envs] or None,
+                             tau_data=args.tau_data, dbbench_data=args.dbbench_data, seeds=args.seeds,
+                             size_overrides=args.size, cost_weights=weights, ppo_dense=args.ppo_dense,
+                             argv=args.argv, progress=args.progress, quiet=args.json)
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
+    if args.json:
+        from harness_gym_baselines.report.reproduce import json_summary
+
+        print(json.dumps(_clean(json_summary(Path(args.out), manifest)), default=_json_default))
     return 0
 
 
+# ----- the options: types, the shared groups of COMMAND_OPTIONS, the parser --------------------------------
 def policy_name(value: str) -> str:
     """``--policy`` values: a registered name, an open-loop script name, an existing model file or an importable
-    ``module:callable``
-    (argparse ``type``; :func:`harness_gym_baselines.common.options.check_policy_value` says what is wrong with any other).
+    ``module:callable`` (argparse ``type``; :func:`harness_gym_baselines.common.options.check_policy_value`
+    says what is wrong with any other).
 
     :param value: what was given on the command line
     """
@@ -582,8 +720,44 @@ def policy_name(value: str) -> str:
         raise argparse.ArgumentTypeError(f"{value!r}: {str(exc).removeprefix(f'--policy {value}: ')}") from None
 
 
+def labelled_policy(value: str) -> str:
+    """``frontier``'s ``--policy`` values: ``[LABEL[@W]=]POLICY`` with ``POLICY`` any value :func:`policy_name`
+    accepts (argparse ``type``).
+
+    :param value: what was given on the command line
+    """
+    from harness_gym_baselines.experiments.frontier import parse_policy_spec
+
+    policy_name(parse_policy_spec(value)[1])
+    return value
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Help that shows every option's default: ``(default: X)`` is appended where the text does not state one
+    already; a flag without a value shows ``(default: off)``. An option whose default is ``None`` must say in
+    its text what leaving it out means (``tests/test_cli_options.py`` checks every option)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (not action.option_strings or "default" in text or action.required or action.default is None
+                or action.default is argparse.SUPPRESS):
+            return text
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            shown = "off" if isinstance(action, argparse._StoreTrueAction) else "on"
+        elif isinstance(action.default, (list, tuple)) and not action.default:
+            shown = "none"
+        else:
+            shown = "%(default)s"
+        return f"{text} (default: {shown})" if text else f"default: {shown}"
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line (``PROG: error: MESSAGE (see PROG --help)``), exit 2."""
+    """An ``ArgumentParser`` whose errors are one line (``PROG: error: MESSAGE (see PROG --help)``), exit 2,
+    and whose help shows every default (:class:`DefaultsHelpFormatter`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -617,34 +791,33 @@ def budget_units_value(value: str) -> float | str | None:
     return units
 
 
-def _add_env_options(p: argparse.ArgumentParser, *, cost_weight: bool = True) -> None:
-    p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
-                   help="constructor argument for the env (repeatable), e.g. data_dir=PATH")
+def _add_env_options(p: argparse.ArgumentParser, given: set[str]) -> None:
+    if "env_kwargs" not in given:
+        p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
+                       help="constructor argument of the env, VALUE read as JSON when it parses (repeatable), "
+                            "e.g. --env-kwarg budget=40 --env-kwarg data_dir=PATH")
     p.add_argument("--worker", default=None, choices=WORKER_NAMES,
-                   help="the frozen LLM: simulated (default) or openai (any OpenAI-compatible server)")
-    p.add_argument("--sandbox", default=None, help="sandbox backend: process (default) or docker")
+                   help="the frozen LLM: simulated or openai, any OpenAI-compatible server (default: simulated; "
+                        "openai with --recording)")
+    p.add_argument("--sandbox", default=None, help="sandbox backend: process or docker (default: process)")
     p.add_argument("--prices", default=None, type=prices_name, metavar="PROFILE",
-                   help="price profile BASE[+OVERLAY...] (docs/cost.md; default cheap-hosted): "
+                   help="price profile BASE[+OVERLAY...] (docs/cost.md; default: cheap-hosted): "
                         + ", ".join(price_profiles()))
     p.add_argument("--budget-units", default=None, type=budget_units_value, metavar="auto|none|UNITS",
-                   help="cost budget per episode in units of US$0.0001 (default auto: twice the reference "
+                   help="cost budget per episode in units of US$0.0001 (default: auto, twice the reference "
                         "sequence's median episode cost at the profile's prices)")
-    if cost_weight:
-        p.add_argument("--cost-weight", default=None, type=float, metavar="W",
-                       help="reward = Q - W * cost units (default 0)")
+    p.add_argument("--recording", default=None, metavar="MANIFEST",
+                   help="replay a recording of a real model's calls, e.g. envs_data/recordings/smollm2.json: "
+                        "--worker openai with the recording's cache in replay mode and its model and sampling "
+                        "settings (docs/llm_worker.md; default: none)")
     for key, flag, kind, text in WORKER_FLAGS:
         p.add_argument(flag, dest=key, type=kind, default=None, help=f"with --worker openai: {text}")
-
-
-def _add_width_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--width", type=positive_int, default=None,
-                   help="columns of the output (default: the terminal's); long text wraps, nothing is cut")
 
 
 def _add_scale_options(p: argparse.ArgumentParser) -> None:
     """``--num-envs``, ``--parallel``, ``--backend``, ``--address``, ``--envs-per-actor`` (docs/scale_out.md)."""
     p.add_argument("--num-envs", type=int, default=1, metavar="N",
-                   help="episodes played at once (default 1: one after another); same results for any N "
+                   help="episodes played at once (default: 1, one after another); same results for any N "
                         "with the simulated worker")
     p.add_argument("--parallel", choices=PARALLEL_MODES, default=None,
                    help="processes or threads (default: threads for --worker openai, else processes)")
@@ -671,13 +844,53 @@ def scale_options(args: argparse.Namespace) -> dict[str, Any]:
             "address": args.address, "envs_per_actor": args.envs_per_actor}
 
 
-def _add_run_options(p: argparse.ArgumentParser, json_help: str, *, cost_weight: bool = True) -> None:
-    p.add_argument("--episodes", type=positive_int, default=100)
-    p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true", help=json_help)
-    _add_env_options(p, cost_weight=cost_weight)
-    _add_scale_options(p)
+def add_shared_options(p: argparse.ArgumentParser, groups: Sequence[str], *, json_help: str = "",
+                       policy: dict[str, Any] | None = None, given: set[str] | frozenset[str] = frozenset()) -> None:
+    """Add the option groups of :data:`COMMAND_OPTIONS` to a command's parser, the same flags everywhere.
+
+    :param p: the command's parser
+    :param groups: its groups, e.g. ``COMMAND_OPTIONS["eval"]``
+    :param json_help: the ``--json`` help (what the JSON holds)
+    :param policy: ``default`` / ``help`` of a ``policy`` group that differ from the required ``--policy``
+    :param given: destinations the command already has (a trainer's config fields), not added again
+    """
+    unknown = set(groups) - {"policy", "policies", "labelled-policies", "env", "cost-weight", "run", "scale",
+                             "progress", "json", "width"}
+    if unknown:
+        raise ValueError(f"unknown option group(s) {sorted(unknown)}")
+    policy = policy or {}
+    if "policy" in groups:
+        p.add_argument("--policy", type=policy_name, default=policy.get("default"),
+                       required="default" not in policy, help=policy.get("help", policy_help()))
+    if "policies" in groups:
+        p.add_argument("--policy", action="append", required=True, type=policy_name,
+                       help=f"repeatable; {policy_help()}")
+    if "labelled-policies" in groups:
+        p.add_argument("--policy", action="append", default=[], type=labelled_policy,
+                       metavar="[LABEL[@W]=]POLICY",
+                       help="repeatable; added to static, forced-check, thorough, random and oracle: any --policy "
+                            "value of harness-gym eval, optionally labelled, with @W the cost weight it was "
+                            "trained at (models of one label trained at several weights are joined into a curve)")
+    if "run" in groups:
+        p.add_argument("--episodes", type=positive_int, default=100, help="episodes per policy")
+        p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"), help="task split")
+        p.add_argument("--seed", type=int, default=0,
+                       help="episode i resets with seed * 1000003 + i: the same tasks for every policy")
+    if "env" in groups:
+        _add_env_options(p, set(given))
+    if "cost-weight" in groups and "cost_weight" not in given:
+        p.add_argument("--cost-weight", default=None, type=float, metavar="W",
+                       help="reward = Q - W * cost units (default: 0)")
+    if "scale" in groups:
+        _add_scale_options(p)
+    if "width" in groups:
+        p.add_argument("--width", type=positive_int, default=None,
+                       help="columns of the output (default: the terminal's); long text wraps, nothing is cut")
+    if "progress" in groups and "progress" not in given:
+        p.add_argument("--no-progress", dest="progress", action="store_false",
+                       help="draw no progress bars (for logs; default: bars on stderr)")
+    if "json" in groups:
+        p.add_argument("--json", action="store_true", help=json_help or "print the summary as JSON")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -687,139 +900,140 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", help="every env id with its domain and task counts per split")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_list)
+    def command(name: str, help_text: str, func: Any, json_help: str = "", **kwargs: Any) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=kwargs.pop("description", help_text))
+        p.set_defaults(func=func, _groups=COMMAND_OPTIONS[name], _json_help=json_help, _shared=kwargs)
+        return p
 
-    p = sub.add_parser("calibrate", help="fit the simulated worker's profile to recorded real-model episodes")
+    def shared(p: argparse.ArgumentParser) -> None:  # after the command's own options, so --help lists them first
+        add_shared_options(p, p.get_default("_groups"), json_help=p.get_default("_json_help"),
+                           **p.get_default("_shared"))
+
+    p = command("list", "every env id with its domain and task counts per split", cmd_list,
+                "print a JSON list, one object per env id")
+    shared(p)
+
+    p = command("calibrate", "fit the simulated worker's profile to recorded real-model episodes", cmd_calibrate,
+                "print the fitted profile (with its intervals and held-out fit) as JSON")
     p.add_argument("env_id")
     p.add_argument("--manifest", default=None,
                    help="recording manifest (JSON naming the cache file, worker settings and episodes; "
                         "default: the shipped SmolLM2 recording, envs_data/recordings/smollm2.json)")
     p.add_argument("--profile", default=None, help="profile to start from (default: the domain's shipped one)")
     p.add_argument("--bootstrap", type=positive_int, default=200, help="bootstrap resamples for the intervals")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the held-out split")
     p.add_argument("--out", required=True, help="where to write the fitted profile JSON")
-    p.set_defaults(func=cmd_calibrate)
+    shared(p)
 
-    p = sub.add_parser("doctor", help="the sandbox isolation in force (bubblewrap, unshare, none; docker)")
+    p = command("doctor", "the sandbox isolation in force (bubblewrap, unshare, none; docker)", cmd_doctor,
+                "print a JSON list, one report per backend")
     p.add_argument("--docker", action="store_true", help="also start the docker backend")
     p.add_argument("--require", action="store_true",
                    help="fail unless full isolation starts (as HG_REQUIRE_ISOLATION=1 does)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_doctor)
+    shared(p)
 
-    p = sub.add_parser("eval", help="evaluate a policy and print the summary")
+    p = command("eval", "evaluate a policy and print the summary", cmd_eval, "print the summary as one JSON object")
     p.add_argument("env_id")
-    p.add_argument("--policy", required=True, type=policy_name, help=policy_help())
     p.add_argument("--save-episodes", default=None, metavar="FILE",
                    help="also write every episode step by step (action, env feedback, draft, cost) to this JSON "
-                        "file, for harness-gym view")
-    _add_run_options(p, "print the summary as one JSON object")
-    p.set_defaults(func=cmd_eval)
+                        "file, for harness-gym view (default: none)")
+    shared(p)
 
-    p = sub.add_parser("compare", help="evaluate several policies on the same episodes and print a table")
+    p = command("compare", "evaluate several policies on the same episodes and print a table", cmd_compare,
+                "print a JSON list of summaries, one per policy")
     p.add_argument("env_id")
-    p.add_argument("--policy", action="append", required=True, type=policy_name,
-                   help=f"repeatable; {policy_help()}")
-    _add_run_options(p, "print a JSON list of summaries, one per policy")
-    _add_width_option(p)
-    p.set_defaults(func=cmd_compare)
+    shared(p)
 
-    p = sub.add_parser("frontier", help="quality against cost of the fixed (and given) controllers over cost weights")
+    p = command("frontier", "quality against cost of the fixed (and given) controllers over cost weights",
+                cmd_frontier, "print the rows as a JSON list")
     p.add_argument("env_id")
-    p.add_argument("--cost-weights", default="0,0.01,0.1", help="comma-separated cost_weight values (default 0,0.01,0.1)")
-    p.add_argument("--policy", action="append", default=[], metavar="[LABEL[@W]=]NAME_OR_FILE",
-                   help="repeatable; added to static, forced-check, thorough, random and oracle: a registered name "
-                        "or a model file, optionally labelled, with @W the cost weight it was trained at")
+    p.add_argument("--cost-weights", default="0,0.01,0.1", metavar="W,W,...",
+                   help="comma-separated cost weights of the returns and iso-return lines")
     p.add_argument("--out", required=True, help="folder for frontier.png, frontier.json and frontier.md")
-    _add_run_options(p, "print the rows as a JSON list", cost_weight=False)
-    p.set_defaults(func=cmd_frontier)
+    shared(p)
 
-    p = sub.add_parser("search-script", help="the best open-loop script (the strongest fixed baseline) per cost "
-                                             "weight: searched on train/val, judged on test")
+    p = command("search-script", "the best open-loop script (the strongest fixed baseline) per cost weight: "
+                                 "searched on train/val, judged on test", cmd_search_script,
+                "print the results as a JSON list")
     p.add_argument("env_id", nargs="+", help="one or more registered env ids")
-    p.add_argument("--cost-weight", type=float, action="append", default=[], metavar="W",
-                   help="repeatable; the weights w of the return Q - w * cost (default 0, 0.001, 0.01, 0.1)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cost-weights", default=None, metavar="W,W,...",
+                   help="comma-separated weights w of the return Q - w * cost (default: 0,0.001,0.01,0.1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the search's and the test's episodes")
     p.add_argument("--rounds", default="16:48,48:12,128:4", metavar="N:K,...",
                    help="successive halving on train: per round, episodes per script and how many to keep per "
-                        "cost weight (default 16:48,48:12,128:4)")
-    p.add_argument("--val-episodes", type=positive_int, default=300, help="val episodes per finalist (default 300)")
+                        "cost weight")
+    p.add_argument("--val-episodes", type=positive_int, default=300, help="val episodes per finalist")
     p.add_argument("--test-episodes", type=positive_int, default=500,
-                   help="test episodes of the winners and the named scripts (default 500)")
+                   help="test episodes of the winners and the named scripts")
     p.add_argument("--num-workers", type=int, default=1, metavar="N", help="processes playing scripts at once")
-    p.add_argument("--out", default="results/scripts", help="results folder, one JSON per env (default results/scripts)")
-    p.add_argument("--json", action="store_true", help="print the results as a JSON list")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    _add_env_options(p, cost_weight=False)
-    p.set_defaults(func=cmd_search_script)
+    p.add_argument("--out", default="results/scripts", help="results folder, one JSON per env")
+    shared(p)
 
-    p = sub.add_parser("play", help="print a step-by-step trace of one episode")
+    p = command("play", "print a step-by-step trace of one episode", cmd_play,
+                policy={"default": "forced-check", "help": policy_help()})
     p.add_argument("env_id")
-    p.add_argument("--policy", default="forced-check", type=policy_name, help=policy_help())
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"))
+    p.add_argument("--seed", type=int, default=0, help="reset seed (and the task drawn, unless --task-id)")
+    p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"), help="task split")
     p.add_argument("--task-id", default=None, help="play this task (default: one drawn from --split by --seed)")
     p.add_argument("--drafts", default="diff", choices=("diff", "full", "none"),
                    help="after each DRAFT / REVISE show the draft: the first in full, later ones as a diff "
-                        "against the previous draft (diff, the default), each in full, or not at all")
-    _add_width_option(p)
-    _add_env_options(p)
-    p.set_defaults(func=cmd_play)
+                        "against the previous draft (diff), each in full, or not at all")
+    shared(p)
 
-    p = sub.add_parser("collect", help="collect a rollout buffer as a Minari dataset (resumable)")
+    p = command("collect", "collect a rollout buffer as a Minari dataset (resumable)", cmd_collect,
+                "print the dataset's summary (id, episodes, steps, reference scores, cost) as JSON",
+                policy={"default": "behaviour", "help": f"the controller that acts; {policy_help()}"})
     p.add_argument("env_id")
-    p.add_argument("--policy", default="behaviour", type=policy_name,
-                   help=f"the controller that acts (default: behaviour); {policy_help()}")
-    p.add_argument("--episodes", type=positive_int, required=True)
+    p.add_argument("--episodes", type=positive_int, required=True, help="episodes to collect")
     p.add_argument("--out", required=True, metavar="DATASET_ID", help="Minari id, e.g. harness/code-behaviour-v0")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--split", default="train", choices=("train", "val", "test", "ood"))
+    p.add_argument("--seed", type=int, default=0, help="episode i resets with seed * 1000003 + i")
+    p.add_argument("--split", default="train", choices=("train", "val", "test", "ood"), help="task split")
     p.add_argument("--ref-episodes", type=int, default=100,
                    help="episodes of the random and oracle controllers for ref_min/max_score (0: none)")
     p.add_argument("--info-key", action="append", default=[], metavar="KEY",
                    help="also store this info key at every step (repeatable; 'all': every key). By default only "
                         "action_mask and invalid_action are stored per step, and each episode's outcome "
                         "(quality, success, hms, patterns, ...) once as episode metadata")
-    _add_env_options(p)
-    _add_scale_options(p)
-    p.set_defaults(func=cmd_collect)
+    shared(p)
 
-    p = sub.add_parser("merge-cache", help="merge LLM record/replay caches recorded on several nodes into one file")
+    p = command("merge-cache", "merge LLM record/replay caches recorded on several nodes into one file",
+                cmd_merge_cache, "print the counts (added, kept, replaced, conflicts) as JSON")
     p.add_argument("dest", help="the merged cache (created when missing)")
     p.add_argument("sources", nargs="+", help="cache files to merge in, in order (the first outcome of a key wins)")
-    p.set_defaults(func=cmd_merge_cache)
+    shared(p)
 
-    p = sub.add_parser("train", help=f"train a controller ({' | '.join(TRAINERS)}): offline on a Minari dataset "
-                                     "or online on an env",
-                       description="harness-gym train NAME --help lists the flags of trainer NAME")
+    p = command("train", f"train a controller ({' | '.join(TRAINERS)}): offline on a Minari dataset or online on "
+                         "an env", cmd_train,
+                description="harness-gym train NAME --help lists the flags of trainer NAME")
     p.add_argument("algo", choices=tuple(TRAINERS), metavar="NAME", help=f"the trainer: {', '.join(TRAINERS)}")
     p.add_argument("options", nargs=argparse.REMAINDER, help="the trainer's flags (from its config dataclass)")
-    p.set_defaults(func=cmd_train)
+    shared(p)
 
-    p = sub.add_parser("view", help="render the episodes of a dataset or an eval run step by step as HTML")
+    p = command("view", "render the episodes of a dataset or an eval run step by step as HTML", cmd_view)
     p.add_argument("run", help="an episodes file (harness-gym eval --save-episodes) or a Minari dataset id or folder")
     p.add_argument("--out", required=True, help="the HTML file to write")
-    p.add_argument("--limit", type=positive_int, default=50, help="at most this many episodes (default 50)")
-    p.set_defaults(func=cmd_view)
+    p.add_argument("--limit", type=positive_int, default=50, help="at most this many episodes")
+    shared(p)
 
-    p = sub.add_parser("reproduce", help="every table and figure of both papers, and report.html")
+    p = command("reproduce", "every table and figure of both papers, and report.html", cmd_reproduce,
+                "print the run's summary (report, manifest, main table rows) as JSON instead of the text summary")
     p.add_argument("--out", required=True, help="output folder; rerun with the same folder to resume")
     p.add_argument("--quick", action="store_true",
-                   help="small sizes (at most 15 minutes on 2 cores): checks the pipeline, not the paper numbers")
-    p.add_argument("--envs", nargs="+", default=[], metavar="ENV", help="the envs (default every registered env)")
+                   help="small sizes: checks the pipeline, not the paper numbers (the README states its time)")
+    p.add_argument("--envs", nargs="+", default=[], metavar="ENV", help="the envs (default: every registered env)")
     p.add_argument("--env", action="append", default=[], help="one env (repeatable; same as --envs)")
-    p.add_argument("--seeds", type=positive_int, default=None, help="seeds of every training (default 5 / quick 2 "
+    p.add_argument("--seeds", type=positive_int, default=None, help="seeds of every training (default: 5 / quick 2 "
                    "offline, 3 / quick 1 online)")
-    p.add_argument("--cost-weights", default=None, help="comma-separated cost weights of the frontier (default "
-                   "0,0.01,0.1)")
+    p.add_argument("--cost-weights", default=None, metavar="W,W,...",
+                   help="comma-separated cost weights of the frontier (default: 0,0.01,0.1)")
     p.add_argument("--size", action="append", default=[], metavar="FIELD=VALUE",
-                   help="change one size (repeatable; fields of harness_gym_baselines.report.reproduce.Sizes, e.g. online_steps=8192)")
+                   help="change one size (repeatable; fields of harness_gym_baselines.report.reproduce.Sizes, e.g. "
+                        "online_steps=8192)")
     p.add_argument("--ppo-dense", action="store_true", help="also train ppo-dense for every env of the harness table")
-    p.add_argument("--tau-data", default=None, help="also run the τ-bench retail rows on this data folder")
-    p.add_argument("--dbbench-data", default=None, help="also run the DB-Bench rows on this JSONL file")
-    p.set_defaults(func=cmd_reproduce)
+    p.add_argument("--tau-data", default=None,
+                   help="also run the τ-bench retail rows on this data folder (default: none)")
+    p.add_argument("--dbbench-data", default=None, help="also run the DB-Bench rows on this JSONL file (default: none)")
+    shared(p)
     return parser
 
 
@@ -833,6 +1047,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
     args = build_parser().parse_args(argv)
+    args.argv = ["harness-gym", *argv]  # the command as given, for manifests
     try:
         for env_id in ([args.env_id] if isinstance(getattr(args, "env_id", None), str) else getattr(args, "env_id", [])):
             check_env_id(env_id)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job: install, then reproduce both papers' tables and figures at the quick sizes (about 6 minutes on
-# 2 shared cores): results/quick/report.html, table_*.md/.csv, fig_*.png, manifest.json (docs/reproduce.md).
+# The main job: install, then reproduce both papers' tables and figures at the quick sizes (the README states its
+# measured time): results/quick/report.html, table_*.md/.csv, fig_*.png, manifest.json (docs/reproduce.md).
 # Runs in the virtualenv of scripts/env.sh without activating it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

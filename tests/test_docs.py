@@ -34,3 +34,40 @@ def test_env_docstring_example_runs(env_id):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0, f"{env_id}: no example in the docstring"
     assert result.failed == 0
+
+
+def test_the_docs_index_lists_every_doc_and_every_link_resolves():
+    import re
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    index = (docs / "README.md").read_text()
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", index)
+    assert links, "docs/README.md links to nothing"
+    for link in links:
+        assert (docs / link).exists(), f"docs/README.md links to {link}, which does not exist"
+    listed = {(docs / link).resolve() for link in links}
+    every = {p.resolve() for p in docs.iterdir() if p.name != "README.md" and (p.suffix == ".md" or p.is_dir())}
+    assert every <= listed, f"docs/README.md does not list {sorted(p.name for p in every - listed)}"
+    rows = [line for line in index.splitlines() if line.startswith("| [")]
+    assert len(rows) == len(every) and all(line.count("|") == 3 and len(line.split("|")[2].strip()) > 10
+                                           for line in rows), "one row and one line of text per doc"
+
+
+def test_the_quick_run_time_is_stated_once_by_the_script_block():
+    import re
+    from pathlib import Path
+
+    from harness_gym_baselines.report.readme import markers
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    begin, end = markers("quick")
+    assert readme.count(begin) == 1 and readme.count(end) == 1
+    block = readme.split(begin, 1)[1].split(end, 1)[0]
+    assert block.count("From an empty `--out` the quick run took") == 1
+    outside = readme.replace(block, "")
+    for name, text in (("README.md", outside), ("scripts/main.sh", (root / "scripts/main.sh").read_text()),
+                       ("docs/reproduce.md", (root / "docs/reproduce.md").read_text())):
+        assert not re.search(r"quick[^.]*?\b(about|at most) \d+ min", text, re.S | re.I), name
+        assert "quick run took" not in text, name

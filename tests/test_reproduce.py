@@ -146,6 +146,135 @@ def test_a_claims_file_without_a_field_the_report_reads_is_named(tmp_path):
         paper_claims.read_claims(path)
 
 
+@pytest.fixture(scope="module")
+def second_run(tmp_path_factory):
+    """The same tiny pipeline run again from an empty folder, with what it printed on the terminal."""
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("reproduce2") / "run"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        assert main(["reproduce", "--out", str(out), *TINY]) == 0
+    return out, stdout.getvalue(), stderr.getvalue()
+
+
+def test_two_runs_from_empty_folders_write_the_same_tables_byte_for_byte(run_dir, second_run):
+    from harness_gym_baselines.report.readme import render_block, table_lines
+
+    out, _, _ = second_run
+
+    def without_times(path):  # table_ecpo.csv carries each cell's train_seconds, a wall-clock measurement
+        with open(path, newline="") as fh:
+            rows = list(csv.reader(fh))
+        drop = [k for k, name in enumerate(rows[0]) if name.endswith("seconds")]
+        return [[c for k, c in enumerate(row) if k not in drop] for row in rows]
+
+    for name in (*(f"{stem}.csv" for stem in TABLES), "table_main.md", "table_harness.md"):
+        if name == "table_ecpo.csv":
+            assert without_times(out / name) == without_times(run_dir / name)
+        else:
+            assert (out / name).read_bytes() == (run_dir / name).read_bytes(), name
+    assert table_lines(out) == table_lines(run_dir) and len(table_lines(out)) == 3  # header, rule, one env
+    block = render_block(out, "quick")
+    assert "\n".join(table_lines(out)) in block and "From an empty `--out` the quick run took" in block
+    assert re.search(r"on \d+ CPU cores under a 1-minute load average of \d+\.\d \(median of \d+ samples", block)
+
+
+def test_the_readme_block_is_rewritten_from_a_run_and_checked(second_run, tmp_path):
+    out, _, _ = second_run
+    readme = tmp_path / "README.md"
+    from harness_gym_baselines.report.readme import markers
+
+    begin, end = markers("quick")
+    readme.write_text(f"# title\n\n{begin}\nhand-written table\n{end}\n\nafter\n")
+    script = [sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "readme_tables.py"), str(out),
+              "--readme", str(readme)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    assert subprocess.run([*script, "--check"], env=env, capture_output=True).returncode == 1
+    assert subprocess.run(script, env=env, capture_output=True).returncode == 0
+    text = readme.read_text()
+    assert "hand-written" not in text and text.startswith("# title") and text.endswith("after\n")
+    assert "| env | Q static |" in text and f"`harness-gym reproduce --out {out}" in text
+    assert subprocess.run([*script, "--check"], env=env, capture_output=True).returncode == 0
+
+
+def test_a_resumed_run_states_no_time(run_dir):
+    from harness_gym_baselines.report.readme import time_sentence
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["stages"]["ecpo"]["resumed"] = True
+    with pytest.raises(ValueError, match="resumed 1 stage"):
+        time_sentence(manifest, "quick run")
+
+
+def test_the_last_screen_fits_80_columns_and_names_the_report(second_run):
+    out, stdout, stderr = second_run
+    summary = stdout[stdout.rindex("Q on the test split (* not meaningful"):].splitlines()
+    screen = (stderr + stdout).splitlines()[-24:]
+    assert len(summary) <= 24 and screen[-len(summary):] == summary
+    assert all(len(line) <= 80 for line in screen), max(screen, key=len)
+    assert f"report: {out / 'report.html'}" in summary
+    table = [line for line in summary if line.startswith("MultiTool")]
+    assert table and all(re.search(r"\d\.\d\d", line) for line in table)  # rows of numbers, not folded text
+
+
+def test_the_terminal_table_deals_wide_tables_into_blocks():
+    from harness_gym_baselines.report.reproduce import text_table
+
+    header = ["env", *(f"controller-{i}" for i in range(12))]
+    rows = [["ResearchQA", *(f"0.{i:02d}*" for i in range(12))], ["Code", *("0.50 " for _ in range(12))]]
+    lines = text_table(header, rows)
+    assert all(len(line) <= 80 for line in lines)
+    assert sum(line.startswith("env") for line in lines) >= 3  # three blocks, the env column in each
+    assert " ".join(lines).count("controller-") == 12 and " ".join(lines).count("0.11*") == 1
+
+
+def test_report_renders_markdown_and_states_each_verdict_once(run_dir):
+    import html as html_lib
+
+    from harness_gym_baselines.report.writer import _md_table_html
+
+    report = (run_dir / "report.html").read_text()
+    text = re.sub(r'src="data:image/png;base64,[^"]*"', "", report)
+    assert "**" not in text and "<strong>" in text  # the best return per cost weight of each frontier table
+    table = _md_table_html((run_dir / "table_harness.md").read_text())
+    with open(run_dir / "table_harness.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    long = {r["verdict"] for r in rows if ":" in r["verdict"]}
+    assert long, "the tiny run has not-meaningful rows (512 online steps)"
+    for verdict in long:
+        assert html_lib.unescape(table).count(verdict) == 1, verdict
+    assert table.count("<tr>") == len(rows) + 1 and table.count('class="bad"') >= len(
+        [r for r in rows if r["verdict"].startswith("not")])
+    assert re.search(r'not meaningful <a href="#t[0-9a-f]{8}-v1">\[1\]</a>', table)
+
+
+def test_every_marker_of_coinciding_controllers_is_visible(tmp_path):
+    """BC clones the static script and lands on its point: with filled markers of one size, BC hid static."""
+    import matplotlib.image
+
+    from harness_gym_baselines.experiments.frontier import marker_styles, plot_frontier
+
+    def row(name, q, cost):
+        return {"policy": name, "quality_mean": q, "quality_ci95": [q - 0.01, q + 0.01], "cost_mean": cost,
+                "cost_ci95": [cost - 0.1, cost + 0.1], "return_at": {"0": q}, "trained_at": None}
+
+    def blue_pixels(rows):
+        path = plot_frontier(rows, [0.0], tmp_path / "f.png", "t")
+        rgb = matplotlib.image.imread(path)[..., :3]
+        return int((np.abs(rgb - np.array([0x1F, 0x77, 0xB4]) / 255).max(axis=-1) < 0.08).sum())  # static's C0
+
+    styles = marker_styles(11)
+    assert [s["zorder"] for s in styles] == sorted({s["zorder"] for s in styles})
+    assert all(a["markersize"] > b["markersize"] for a, b in zip(styles, styles[1:]))
+    assert len({s["fmt"] for s in styles}) == 11 and all(s["markerfacecolor"] == "none" for s in styles)
+    others = [row("bc", 0.6, 1.0), row("awr", 0.6, 1.0), row("oracle", 0.9, 3.0)]
+    hidden = blue_pixels([row("static", 5.0, 1.0), *others])  # static out of view: its legend entry only
+    together = blue_pixels([row("static", 0.6, 1.0), *others])
+    assert together > hidden + 40, (together, hidden)
+
+
 def test_rerun_resumes_every_stage_and_writes_the_same_tables(run_dir):
     before = {stem: (run_dir / f"{stem}.csv").read_text() for stem in TABLES}
     assert main(["reproduce", "--out", str(run_dir), *TINY]) == 0

@@ -131,7 +131,7 @@ def test_the_correctness_oracle_plays_the_script_prefix_and_submits_only_what_is
 
 
 def test_cli_search_script_writes_and_reuses_its_result(tmp_path, capsys):
-    args = ["search-script", ENV, "--cost-weight", "0.01", "--rounds", "1:2", "--val-episodes", "3",
+    args = ["search-script", ENV, "--cost-weights", "0.01", "--rounds", "1:2", "--val-episodes", "3",
             "--test-episodes", "3", "--out", str(tmp_path), "--no-progress", "--json"]
     assert main(args + ["--seed", "5"]) == 0
     first = json.loads(capsys.readouterr().out)[0]

@@ -208,9 +208,9 @@ class LLMCache:
                 self.misses += 1
                 raise CacheMissError(
                     f"replay cache {self.path} has no entry for key {key} (model {request.get('model')!r}, "
-                    f"sample {request.get('sample')}, prompt starting {first_prompt_line(request)!r}): the "
-                    "episode asked for a call that was not recorded (different task, seed, actions, prompts "
-                    "or sampling parameters)")
+                    f"sample {request.get('sample')}, prompt starting {first_prompt_line(request)!r}): "
+                    + (self.settings_hint(request) or "the episode asked for a call that was not recorded "
+                       "(different task, seed, actions, prompts or sampling parameters)"))
             self.hits += 1
             return key, found
         if found is not None and found.ok:
@@ -218,6 +218,29 @@ class LLMCache:
             return key, found
         self.misses += 1
         return key, None
+
+    def settings_hint(self, request: dict[str, Any]) -> str:
+        """For a replay miss: when the cache holds this very prompt recorded with another model or other
+        sampling parameters, which ones (``gym.make`` keywords and the command line's flags), else ``""``.
+
+        :param request: the request that missed
+        """
+        messages = json.dumps(request.get("messages"), sort_keys=True, ensure_ascii=False)
+        for (raw,) in self._connect().execute("SELECT request FROM calls"):
+            stored = json.loads(raw)
+            if json.dumps(stored.get("messages"), sort_keys=True, ensure_ascii=False) != messages:
+                continue
+            wanted = {"model": stored.get("model"), **stored.get("params", {})}
+            asked = {"model": request.get("model"), **request.get("params", {})}
+            differ = [k for k in sorted(wanted.keys() | asked.keys()) if wanted.get(k) != asked.get(k)]
+            if differ:
+                return ("the cache holds this prompt recorded with "
+                        + ", ".join(f"{k}={wanted.get(k)!r} (asked {asked.get(k)!r})" for k in differ)
+                        + ": replay with the recorded settings (" + ", ".join(
+                            f"{k}={wanted.get(k)!r}, --{k.replace('_', '-')} {wanted.get(k)}" for k in differ
+                            if k in ("model", "temperature", "max_tokens"))
+                        + "), or with --recording MANIFEST, which reads them from the recording's manifest")
+        return ""
 
     def __len__(self) -> int:
         return int(self._connect().execute("SELECT COUNT(*) FROM calls").fetchone()[0])

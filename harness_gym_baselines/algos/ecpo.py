@@ -55,6 +55,8 @@ from harness_gym_baselines.algos.ppo import (
     TransitionRewardWrapper,
     ValidationEvalCallback,
     env_constructor_kwargs,
+    final_report,
+    learn_callbacks,
     make_model,
     make_training_env,
     run_name,
@@ -524,7 +526,8 @@ def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
     if data is not None:
         raise ValueError("ecpo is an online trainer: it takes no dataset (see --preference-dataset)")
     seed_everything(cfg.seed, cfg.torch_threads)
-    logger = configure(f"{cfg.log_dir}/{run_name(cfg, 'ecpo')}", ["tensorboard"])
+    log_dir = f"{cfg.log_dir}/{run_name(cfg, 'ecpo')}"
+    logger = configure(log_dir, ["tensorboard"])
     start = time.perf_counter()
 
     # 1. the preference source: a Bradley-Terry model on ranked pairs of buffer trajectories
@@ -542,12 +545,13 @@ def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
                           norm_clip=cfg.norm_clip, conflict_z=cfg.conflict_z)
     model = make_model(cfg, venv)
     model.set_logger(logger)
+    env_kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs)
     callback = ECPOCallback(venv, corrupt_from=cfg.corrupt_from, freeze_at_corruption=cfg.freeze_weights_at_corruption,
-                            env_id=cfg.env_id, env_kwargs=env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs),
-                            eval_every=cfg.eval_every, episodes=cfg.eval_episodes, seed=cfg.seed)
+                            env_id=cfg.env_id, env_kwargs=env_kwargs, eval_every=cfg.eval_every,
+                            episodes=cfg.eval_episodes, seed=cfg.seed)
 
     # 3. PPO on c_t
-    model.learn(total_timesteps=cfg.steps, callback=callback)
+    model.learn(total_timesteps=cfg.steps, callback=learn_callbacks(cfg, callback))
     venv.pop_conflicts()
     venv.close()
     train_seconds = time.perf_counter() - start
@@ -559,7 +563,7 @@ def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
                conflict_steps=int(venv.total_conflict_steps),
                normaliser={"mean": dict(zip(SOURCES, venv.stats.mean.tolist())),
                            "std": dict(zip(SOURCES, venv.stats.std.tolist()))})
-    return SB3Policy(model, name="ecpo")
+    return final_report(SB3Policy(model, name="ecpo"), cfg, env_kwargs, log_dir)
 
 
 def load(path: str | Path) -> SB3Policy:

@@ -68,9 +68,10 @@ class OnlineConfig:
     """seed of random, numpy, torch, the envs and the evaluation episodes"""
     cost_weight: float = 0.0
     """the env's ``cost_weight`` (the reward then includes the cost term)"""
-    env_kwargs: tuple[str, ...] = field(default=(), metadata={"flags": ("--env-kwarg",)})
-    """more keywords of the training and evaluation envs, KEY=VALUE (VALUE read as JSON when it parses), e.g.
-    worker=openai base_url=http://127.0.0.1:8011/v1 model=NAME cache=calls.sqlite"""
+    env_kwargs: tuple[str, ...] = field(default=(), metadata={"flags": ("--env-kwarg",), "repeat": True,
+                                                                    "metavar": "KEY=VALUE"})
+    """more keywords of the training and evaluation envs, KEY=VALUE (VALUE read as JSON when it parses; the flag
+    repeated, --env-kwarg budget=40 --env-kwarg data_dir=PATH, as on every command)"""
     n_envs: int = field(default=4, metadata={"flags": ("--num-envs",)})
     """envs stepped together (a rollout step sends one worker call per env)"""
     vec_env: Literal["dummy", "subproc"] = "dummy"
@@ -98,7 +99,14 @@ class OnlineConfig:
     eval_every: int = 4
     """run an evaluation on the validation split every this many PPO updates (0: none)"""
     eval_episodes: int = 30
-    """episodes of each evaluation (the current policy, sampling as in training)"""
+    """episodes of each evaluation during training (the current policy, sampling as in training)"""
+    final_eval_episodes: int = 50
+    """episodes of the final evaluation of the trained (deterministic) policy on eval_split, which harness-gym
+    train prints (0: none)"""
+    eval_split: Literal["train", "val", "test", "ood"] = "val"
+    """task split of the final evaluation"""
+    progress: bool = True
+    """show a progress bar over the training steps (on stderr)"""
     log_dir: str = "runs"
     """TensorBoard log folder (run name {env_id}__{algo}__{seed}__{time})"""
     torch_threads: int = 1
@@ -319,6 +327,55 @@ class ValidationEvalCallback(BaseCallback):
         """
 
 
+class ProgressBarCallback(BaseCallback):
+    """A tqdm bar (on stderr) over the training steps, like the offline trainers' bar over their epochs.
+
+    :param total: the training steps
+    """
+
+    def __init__(self, total: int) -> None:
+        super().__init__()
+        self.total = total
+        self.bar: Any = None
+
+    def _on_training_start(self) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=self.total, desc="training", unit="step", leave=False)
+
+    def _on_step(self) -> bool:
+        self.bar.update(self.num_timesteps - self.bar.n)
+        return True
+
+    def _on_training_end(self) -> None:
+        self.bar.close()
+
+
+def learn_callbacks(cfg: OnlineConfig, callback: BaseCallback) -> list[BaseCallback]:
+    """``callback`` with the progress bar of ``cfg.progress`` beside it (``model.learn(callback=...)``)."""
+    return [callback, ProgressBarCallback(cfg.steps)] if cfg.progress else [callback]
+
+
+def final_report(policy: SB3Policy, cfg: OnlineConfig, env_kwargs: dict[str, Any], log_dir: str) -> SB3Policy:
+    """Set ``policy.report`` as the offline trainers do (:func:`harness_gym_baselines.algos.training.finish`):
+    the run folder, the last validation record and the final evaluation of the deterministic policy
+    (``cfg.final_eval_episodes`` on ``cfg.eval_split``; ``None`` without one), which ``harness-gym train`` prints.
+
+    :param policy: the trained controller
+    :param cfg: the trainer's settings
+    :param env_kwargs: the evaluation env's keywords (those of training)
+    :param log_dir: the TensorBoard run folder
+    """
+    from harness_gym_baselines.evaluate import evaluate
+
+    result = None
+    if cfg.final_eval_episodes > 0:
+        result = evaluate(cfg.env_id, policy, episodes=cfg.final_eval_episodes, split=cfg.eval_split,
+                          seed=cfg.seed, env_kwargs=env_kwargs)
+    policy.report = {"run_dir": log_dir, "losses": {}, "eval": result}
+    return policy
+
+
 def save_model(model: MaskablePPO, cfg: Any, algo: str, **diagnostics: Any) -> Path:
     """Write the model zip to ``cfg.out`` with a ``harness_gym`` attribute (algo, env id, feature names, the
     config and ``diagnostics``) that :mod:`harness_gym_baselines.policies.sb3_zip` reads back.
@@ -353,15 +410,16 @@ def train(cfg: PPOConfig, data: Any = None) -> SB3Policy:
     if cfg.reward == "dense":
         venv = DenseShapingReward(venv)
     model = make_model(cfg, venv)
-    model.set_logger(configure(f"{cfg.log_dir}/{run_name(cfg, algo)}", ["tensorboard"]))
+    log_dir = f"{cfg.log_dir}/{run_name(cfg, algo)}"
+    model.set_logger(configure(log_dir, ["tensorboard"]))
     callback = ValidationEvalCallback(cfg.env_id, env_kwargs, eval_every=cfg.eval_every,
                                       episodes=cfg.eval_episodes, seed=cfg.seed)
     start = time.perf_counter()
-    model.learn(total_timesteps=cfg.steps, callback=callback)
+    model.learn(total_timesteps=cfg.steps, callback=learn_callbacks(cfg, callback))
     train_seconds = time.perf_counter() - start
     venv.close()
     save_model(model, cfg, algo, eval_history=callback.history, train_seconds=train_seconds)
-    return SB3Policy(model, name=algo)
+    return final_report(SB3Policy(model, name=algo), cfg, env_kwargs, log_dir)
 
 
 

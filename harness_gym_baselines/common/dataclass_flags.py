@@ -4,7 +4,10 @@ A field ``batch_size: int = 256`` followed by the docstring ``transitions per gr
 ``--batch-size INT`` with that help text and default. Supported field types: ``int``, ``float``, ``str``,
 ``bool`` (``--flag`` / ``--no-flag``), ``Literal[...]`` (choices) and ``tuple[T, ...]`` (one or more values).
 A field's ``metadata`` may set ``help`` (instead of the docstring), ``flags`` (other spellings, e.g.
-``("--dataset",)``) and ``required`` (the flag must be given even though the dataclass has a default).
+``("--dataset",)``), ``required`` (the flag must be given even though the dataclass has a default) and, for a
+``tuple[T, ...]`` field, ``metavar`` (the value's name in the help) and ``repeat`` (one value per occurrence of a repeated flag, ``--env-kwarg A=1
+--env-kwarg B=2``, as every ``harness-gym`` command takes ``--env-kwarg``, instead of one flag with several
+values).
 """
 
 from __future__ import annotations
@@ -80,13 +83,25 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         if not f.init:
             continue
         kwargs = _argument(cls, f, hints[f.name])
+        if f.metadata.get("repeat"):
+            if kwargs.get("nargs") != "+":
+                raise TypeError(f"{cls.__name__}.{f.name}: 'repeat' needs a tuple[T, ...] field")
+            kwargs = {"type": kwargs["type"], "action": "append"}
         default = _default(f)
         required = bool(f.metadata.get("required", default is dataclasses.MISSING))
         text = f.metadata.get("help", docs.get(f.name, ""))
         if not required:
             shown = " ".join(map(str, default)) if isinstance(default, (tuple, list)) else default
+            if isinstance(default, bool):
+                shown = "on" if default else "off"
+            elif isinstance(default, (tuple, list)) and not default:
+                shown = "none"
+            elif default == "":
+                shown = "empty"
             text = f"{text} (default: {shown})" if text else f"default: {shown}"
-            kwargs["default"] = default
+            kwargs["default"] = list(default) if f.metadata.get("repeat") else default
+        if "metavar" in f.metadata:
+            kwargs["metavar"] = f.metadata["metavar"]
         flags = (*f.metadata.get("flags", ()), f"--{f.name.replace('_', '-')}")
         parser.add_argument(*flags, dest=f.name, required=required, help=text.replace("%", "%%"), **kwargs)
 

@@ -127,7 +127,7 @@ def train_cell(method: str, env_id: str, seed: int, args: argparse.Namespace, ds
     if method == "bc":
         cfg = trainer.config(dataset_id=dsid, eval_episodes=0, **common)
     else:
-        cfg = trainer.config(env_id=env_id, steps=args.steps, **common)
+        cfg = trainer.config(env_id=env_id, steps=args.steps, final_eval_episodes=0, progress=False, **common)
         if method == "ecpo":
             cfg = replace(cfg, preference_dataset=dsid)
     trainer.train(cfg)
@@ -182,8 +182,9 @@ def table(args: argparse.Namespace) -> list[dict[str, Any]]:
                     env_cells[key] = {"env_id": env_id, "method": method, "seed": seed, "train_seconds": train_s,
                                       "training": meta, **evaluate_both(env_id, policy, args.episodes, seed)}
                     path.write_text(json.dumps(env_cells, default=float))
-                    print(f"{key}: test success {np.mean([r['success'] for r in env_cells[key]['test']]):.3f} "
-                          f"({time.perf_counter() - start:.0f} s)", flush=True)
+                    if not getattr(args, "quiet", False):
+                        print(f"{key}: test success {np.mean([r['success'] for r in env_cells[key]['test']]):.3f} "
+                              f"({time.perf_counter() - start:.0f} s)", flush=True)
                 if "test_sampled" not in env_cells[key]:
                     policy = sampling_policy(method, args.out, env_id, seed)
                     if policy is None:  # a scripted harness: sampling is the same as acting
@@ -197,7 +198,7 @@ def table(args: argparse.Namespace) -> list[dict[str, Any]]:
     methods = (*TRAINED, *references)
     rows = summarise(cells, args.env, methods)
     write_table(rows, summarise(cells, args.env, methods, sampled=True), args.out,
-                missing=[p for p in REFERENCE if p not in POLICIES])
+                missing=[p for p in REFERENCE if p not in POLICIES], echo=not getattr(args, "quiet", False))
     return rows
 
 
@@ -275,8 +276,9 @@ def table_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def write_table(rows: list[dict[str, Any]], sampled_rows: list[dict[str, Any]], out: Path,
-                missing: list[str]) -> None:
-    """table.md (deterministic policies, then the trained ones sampling) and table.csv (both)."""
+                missing: list[str], echo: bool = True) -> None:
+    """table.md (deterministic policies, then the trained ones sampling) and table.csv (both); ``echo``
+    prints table.md too."""
     lines = ["Deterministic policies (the mode of each trained policy: what `harness-gym eval --policy` runs):", "",
              *table_lines(rows), "",
              "The trained policies sampling from their action distribution (as during training):", "",
@@ -290,7 +292,8 @@ def write_table(rows: list[dict[str, Any]], sampled_rows: list[dict[str, Any]], 
         writer.writeheader()
         writer.writerows({"policy_mode": "deterministic", **r} for r in rows)
         writer.writerows({"policy_mode": "sampled", **r} for r in sampled_rows if r["method"] in TRAINED)
-    print("\n".join(lines))
+    if echo:
+        print("\n".join(lines))
 
 
 # ----- the corruption experiment ------------------------------------------------------------------------
@@ -310,13 +313,14 @@ def corruption(args: argparse.Namespace) -> dict[str, Any]:
             model = args.out / "models" / f"{env_id}__ecpo-corrupt-{arm}__{seed}.zip"
             cfg = ECPOConfig(env_id=env_id, steps=args.steps, seed=seed, out=str(model),
                              log_dir=str(args.out / "runs"), preference_dataset=dsid, corrupt_from=args.corrupt_from,
-                             freeze_weights_at_corruption=arm == "frozen")
+                             freeze_weights_at_corruption=arm == "frozen", final_eval_episodes=0, progress=False)
             policy = train(cfg)
             test = evaluate_split(env_id, policy, split="test", episodes=args.episodes, seed=seed)
             runs[key] = {"arm": arm, "seed": seed, "history": policy.model.harness_gym["eval_history"],
                          "test_success": float(np.mean([r["success"] for r in test]))}
             path.write_text(json.dumps(runs, default=float))
-            print(f"{key}: test success {runs[key]['test_success']:.3f}", flush=True)
+            if not getattr(args, "quiet", False):
+                print(f"{key}: test success {runs[key]['test_success']:.3f}", flush=True)
     plot_corruption(runs, env_id, args.corrupt_from, args.out / "corruption.png")
     return runs
 

@@ -11,7 +11,8 @@ point; give the models trained at several cost weights as ``LABEL@W=FILE`` and t
 Writes ``frontier.json`` (one row per controller: quality and cost with 95% bootstrap CIs, the mean return at
 each cost weight), ``frontier.md`` (the returns table; the best return per cost weight in bold) and
 ``frontier.png`` (quality against cost, one marker per controller, dashed iso-return lines through the best
-controller at each positive cost weight).
+controller at each positive cost weight; markers shrink in drawing order, so controllers at one point all show:
+:func:`marker_styles`).
 """
 
 from __future__ import annotations
@@ -63,11 +64,13 @@ def parse_policy_spec(spec: str) -> tuple[str, str, float | None]:
     label, sep, path = spec.partition("=")
     if sep and label and path:
         return label, path, None
-    return Path(spec).stem if Path(spec).suffix else spec, spec, None
+    is_file = Path(spec).is_file() or "/" in spec or Path(spec).suffix in (".pt", ".zip", ".pth")
+    return Path(spec).stem if is_file and ":" not in spec else spec, spec, None
 
 
 def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[float], *, episodes: int,
-                  split: str = "test", seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                  split: str = "test", seed: int = 0, env_kwargs: dict[str, Any] | None = None,
+                  progress: bool = False) -> list[dict[str, Any]]:
     """One row per controller: its evaluation summary plus ``return_at`` (cost weight -> mean return) and
     ``trained_at`` (the cost weight a learned model was trained at, if given).
 
@@ -78,6 +81,7 @@ def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[f
     :param split: the task split
     :param seed: the run's seed (the same episodes for every controller)
     :param env_kwargs: other constructor arguments of the env (its own ``cost_weight`` is ignored)
+    :param progress: a progress bar per controller (on stderr)
     """
     import gymnasium as gym
 
@@ -90,7 +94,7 @@ def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[f
         policy = make_policy(name)
         env = gym.make(env_id, **kwargs)
         try:
-            records = run_episodes(env, policy, episodes, split=split, seed=seed)
+            records = run_episodes(env, policy, episodes, split=split, seed=seed, progress=progress)
         finally:
             env.close()
         rows.append(frontier_row(records, label, cost_weights, trained_at=trained_at, env_id=env_id, split=split,
@@ -121,6 +125,22 @@ def frontier_row(records: Sequence[dict[str, Any]], label: str, cost_weights: Se
     return summary
 
 
+MARKERS = "osD^v<>pPX*h"
+COLOURS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "black", "olive")
+
+
+def marker_styles(n: int) -> list[dict[str, Any]]:
+    """The marker of each of ``n`` controllers in drawing order: a distinct shape drawn as an outline (no fill),
+    a size that shrinks and a z-order that grows with the order. Controllers at the same point (BC cloning the
+    static script it learned from lands on static's point) stay visible: no marker covers another, and each
+    later, smaller outline sits inside the earlier ones.
+
+    :param n: how many controllers are drawn
+    """
+    return [{"fmt": MARKERS[i % len(MARKERS)], "markersize": max(4.0, 20.0 - 1.6 * i), "zorder": 3 + i,
+             "markerfacecolor": "none", "markeredgewidth": 1.2, "color": COLOURS[i % len(COLOURS)]} for i in range(n)]
+
+
 def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float], path: Path, title: str) -> Path:
     """Draw quality against episode cost: one marker with CI bars per controller, controllers sharing a label
     and trained at several cost weights joined in order of the weight, dashed iso-return lines
@@ -141,8 +161,7 @@ def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float],
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(row["policy"], []).append(row)
-    markers = "osD^v<>pPX*h"
-    for i, (label, members) in enumerate(groups.items()):
+    for (label, members), style in zip(groups.items(), marker_styles(len(groups))):
         members = sorted(members, key=lambda r: r["trained_at"] or 0.0)
         x = [r["cost_mean"] for r in members]
         y = [r["quality_mean"] for r in members]
@@ -150,8 +169,8 @@ def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float],
         yerr = np.array([[r["quality_mean"] - r["quality_ci95"][0], r["quality_ci95"][1] - r["quality_mean"]]
                          for r in members]).T
         line = "-" if len(members) > 1 else "none"
-        handle = ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt=markers[i % len(markers)], linestyle=line,
-                             capsize=2, label=label, markersize=6)
+        handle = ax.errorbar(x, y, xerr=xerr, yerr=yerr, linestyle=line, capsize=2, label=label,
+                             elinewidth=0.8, **style)
         if len(members) > 1:
             for r in members:
                 ax.annotate(f"w={r['trained_at']:g}", (r["cost_mean"], r["quality_mean"]), fontsize=7,
@@ -173,7 +192,7 @@ def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float],
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlim(0, xmax)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="lower right", markerscale=0.6)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -1,6 +1,6 @@
 """The strongest fixed baseline: the best open-loop script of an env, found on train and val, judged on test.
 
-    harness-gym search-script HarnessCode-v1 [--cost-weight 0.01 ...] [--prices cheap-hosted]
+    harness-gym search-script HarnessCode-v1 [--cost-weights 0,0.01] [--prices cheap-hosted]
         [--budget-units auto] [--seed 0] [--num-workers 2] [--out results/scripts] [--json]
 
 The candidates are every :class:`~harness_gym_baselines.policies.open_loop.Script` of a grid (OBSERVE 0-4,

@@ -165,6 +165,13 @@ def load_run(run: str, limit: int | None = None) -> list[dict[str, Any]]:
     if path.is_file():
         episodes = load_episodes(path)
         return episodes[:limit] if limit is not None else episodes
+    if not path.exists():
+        from minari.storage.datasets_root_dir import get_dataset_path
+
+        if not (get_dataset_path(run) / "data").exists():
+            raise ValueError(f"{run}: no such file, and no local Minari dataset of that id (under "
+                             f"{get_dataset_path()}); expected an episodes file (harness-gym eval --save-episodes) "
+                             "or a dataset of harness-gym collect")
     try:
         return dataset_episodes(run, limit)
     except (FileNotFoundError, ValueError) as exc:

@@ -215,7 +215,7 @@ def _offline_args(out: Path, sizes: Sizes, quiet: bool) -> argparse.Namespace:
 def _online_args(out: Path, sizes: Sizes, envs: list[str]) -> argparse.Namespace:
     return argparse.Namespace(out=out, env=envs, seeds=sizes.online_seeds, steps=sizes.online_steps,
                               episodes=sizes.ecpo_episodes, buffer_episodes=sizes.buffer_episodes,
-                              corrupt_from=sizes.corrupt_from)
+                              corrupt_from=sizes.corrupt_from, quiet=True)  # its tables go to the report
 
 
 def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...], quiet: bool) -> dict[str, Any]:
@@ -300,7 +300,7 @@ def examples_stage(out: Path, env_id: str, sizes: Sizes) -> dict[str, Any]:
 def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = None, tau_data: str | None = None,
               dbbench_data: str | None = None, seeds: int | None = None, size_overrides: list[str] | None = None,
               cost_weights: list[float] | None = None, ppo_dense: bool = False, quiet: bool = False,
-              argv: list[str] | None = None) -> dict[str, Any]:
+              progress: bool = True, argv: list[str] | None = None) -> dict[str, Any]:
     """Run (or resume) every stage under ``out`` and write the report; returns the manifest.
 
     :param out: output folder (reused to resume)
@@ -312,7 +312,8 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     :param size_overrides: ``FIELD=VALUE`` changes of the sizes
     :param cost_weights: the cost weights of the frontier (default :data:`DEFAULT_COST_WEIGHTS`)
     :param ppo_dense: also train ppo-dense for every env of the harness table
-    :param quiet: no progress output
+    :param quiet: no output on the terminal (no progress, no summary)
+    :param progress: progress bars (without them, one line per finished stage and the summary)
     :param argv: the command line, for the manifest
     """
     from rich.console import Console
@@ -351,6 +352,8 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     settings_path.write_text(json.dumps(settings, indent=1))
 
     console = Console(stderr=True, quiet=quiet)
+    bars = progress and not quiet
+    quiet = quiet or not progress  # the sub-experiments' own bars and lines
     plan: list[tuple[str, Callable[[], Any], str]] = []
     for var in groups:
         plan.append((f"harness:{var.label}",
@@ -380,8 +383,10 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
 
     records: dict[str, dict[str, Any]] = {}
     total_start = time.perf_counter()
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:
+    load = LoadSampler()
+    with load, Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                        TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(), console=console,
+                        transient=False, disable=not bars) as progress:
         task = progress.add_task("reproduce" + (" (quick)" if quick else ""), total=len(plan) + 1)
         for name, fn, command in plan:
             progress.update(task, description=f"reproduce{' (quick)' if quick else ''}: {name}")
@@ -392,37 +397,150 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
         progress.update(task, description="reproduce: report")
         start = time.perf_counter()
         manifest = writer.write_report(out, settings=settings, stages=records, argv=argv or sys.argv,
-                                       total_seconds=time.perf_counter() - total_start)
+                                       total_seconds=time.perf_counter() - total_start, machine=load.summary())
         progress.console.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
         progress.advance(task)
-    if not quiet:
-        print_summary(out, quick)
-        Console().print(f"wrote {out / 'report.html'} and {len(manifest['outputs'])} other files in {out}")
+    manifest["wall_seconds"] = load.wall  # stages and report, this invocation
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
+    if not console.quiet:
+        print("\n".join(terminal_summary(out, manifest)))
     return manifest
 
 
-def print_summary(out: Path, quick: bool) -> None:
-    """The main table (``table_harness.csv``) on the terminal: Q with its CI, success, HMS, cost, the pattern
-    rates and the verdict per env and controller."""
+class LoadSampler:
+    """The machine's 1-minute load average, sampled every ``every`` seconds in a daemon thread while the run
+    lasts (``with LoadSampler() as load: ...``), for the manifest: a time measured on a shared machine means
+    little without the load it was measured under.
+
+    :param every: seconds between samples
+    """
+
+    def __init__(self, every: float = 10.0) -> None:
+        import threading
+
+        self.every, self.samples = every, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="load-sampler")
+        self._start = time.perf_counter()
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self) -> LoadSampler:
+        self._start = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.wall = time.perf_counter() - self._start
+
+    def summary(self) -> dict[str, Any]:
+        """``cpus``, the samples' ``min`` / ``median`` / ``max`` and count, the sampling interval."""
+        import statistics
+
+        values = self.samples or [os.getloadavg()[0]]
+        return {"cpus": os.cpu_count(), "load_average_1min": {"min": min(values), "median": statistics.median(values),
+                                                              "max": max(values), "samples": len(values),
+                                                              "every_s": self.every}}
+
+
+SUMMARY_WIDTH = 80
+"""the columns of :func:`terminal_summary`: the last screen of the main job fits a default terminal"""
+
+
+def text_table(header: list[str], rows: list[list[str]], *, keep: int = 1, width: int = SUMMARY_WIDTH) -> list[str]:
+    """A plain-text table in blocks no wider than ``width``: the first ``keep`` columns start every block, the
+    others are dealt into as many blocks as they need (a column is never wrapped or cut).
+
+    :param header: the column names
+    :param rows: the cells
+    :param keep: leading columns repeated in every block (the row names)
+    :param width: the most columns a line may take
+    """
+    widths = [max(len(c) for c in [h, *(r[k] for r in rows)]) for k, h in enumerate(header)]
+    fixed = sum(widths[:keep]) + 2 * keep
+    blocks, current, used = [], [], fixed
+    for k in range(keep, len(header)):
+        if current and used + widths[k] + 2 > width:
+            blocks.append(current)
+            current, used = [], fixed
+        current.append(k)
+        used += widths[k] + 2
+    blocks.append(current)
+    lines: list[str] = []
+    for block in blocks:
+        cols = [*range(keep), *block]
+        text = ["  ".join((cells[k].ljust(widths[k]) if k < keep else cells[k].rjust(widths[k])) for k in cols).rstrip()
+                for cells in (header, *rows)]
+        lines += ([""] if lines else []) + text
+    return lines
+
+
+def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMARY_WIDTH) -> list[str]:
+    """The main job's last screen, at most ``width`` columns and (for 8 envs) 24 lines: Q per env and controller
+    (``table_harness.csv``; ``*``: not meaningful) with AWR-q minus static beside the paper, then what ran and
+    how long, and where the report is.
+
+    :param out: the run folder
+    :param manifest: what :func:`harness_gym_baselines.report.writer.write_report` returned
+    """
     import csv
 
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"table_harness ({'QUICK RUN, not the paper numbers' if quick else 'full run'})")
-    for col in ("env", "controller", "Q [95% CI]", "success", "HMS", "cost", "check<submit", "early submit",
-                "AWR-static", "paper", "verdict"):
-        table.add_column(col, overflow="fold")
     with open(out / "table_harness.csv") as fh:
-        for r in csv.DictReader(fh):
-            gain = f"{float(r['awr_minus_static_points']):+.1f}" if r["awr_minus_static_points"] else ""
-            paper = f"{float(r['paper_awr_minus_static']):+.1f}" if r["paper_awr_minus_static"] else ""
-            num = (lambda key, r=r: "n/a" if r[key] in ("", "nan") else f"{float(r[key]):.2f}")  # noqa: E731
-            table.add_row(r["env"].removeprefix("Harness"), r["controller"],
-                          f"{float(r['Q']):.3f} [{float(r['Q_ci_lo']):.3f}, {float(r['Q_ci_hi']):.3f}]", num("success"),
-                          num("hms"), num("cost"), num("check_before_submit"), num("early_submit"), gain, paper,
-                          r["verdict"].replace("not meaningful", "[red]not meaningful[/red]", 1))
-    Console().print(table)
+        rows = list(csv.DictReader(fh))
+    envs = list(dict.fromkeys(r["env"] for r in rows))
+    names = list(dict.fromkeys(r["controller"] for r in rows))
+    by = {(r["env"], r["controller"]): r for r in rows}
+    table = []
+    for env in envs:
+        cells = [env.removeprefix("Harness").replace("-v1", "")]
+        for name in names:
+            r = by.get((env, name))
+            cells.append("" if r is None else f"{float(r['Q']):.2f}" + ("*" if r["verdict"].startswith("not") else " "))
+        gain = by.get((env, "awr-q"), {}).get("awr_minus_static_points", "")
+        paper = by.get((env, "awr-q"), {}).get("paper_awr_minus_static", "")
+        cells.append((f"{float(gain):+.1f}" if gain else "") + (f" ({float(paper):+.1f})" if paper else ""))
+        table.append(cells)
+    quick = manifest["quick"]
+    minutes, seconds = divmod(round(manifest.get("wall_seconds", manifest["seconds_this_invocation"])), 60)
+    resumed = sum(s["resumed"] for s in manifest["stages"].values())
+    lines = ["Q on the test split (* not meaningful: see the verdicts in report.html)"]
+    lines += text_table(["env", *names, "awr-q - static (paper)"], table)
+    lines += [f"reproduce{' --quick' if quick else ''}: {len(envs)} env(s), {minutes} min {seconds} s"
+              + (f" ({resumed} stage(s) resumed)" if resumed else "")
+              + ("; QUICK RUN, not the paper numbers" if quick else "; full run"),
+              f"report: {out / 'report.html'}",
+              f"tables, figures, manifest.json: {out}/ ({len(manifest['outputs'])} files)"]
+    return [piece for line in lines for piece in (_fold(line, width) if len(line) > width else line).splitlines()]
+
+
+def _fold(line: str, width: int) -> str:
+    """A long line (a deep output path) broken at ``/`` or spaces so that no piece passes ``width``."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(line, width, break_on_hyphens=False, subsequent_indent="  ")) or line
+
+
+def json_summary(out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """What ``harness-gym reproduce --json`` prints: the report and manifest paths, the run's time and load,
+    and the rows of ``table_harness.csv`` (env, controller, Q with its CI, verdict).
+
+    :param out: the run folder
+    :param manifest: what :func:`harness_gym_baselines.report.writer.write_report` returned
+    """
+    import csv
+
+    with open(out / "table_harness.csv") as fh:
+        rows = [{"env": r["env"], "controller": r["controller"], "Q": float(r["Q"]),
+                 "Q_ci95": [float(r["Q_ci_lo"]), float(r["Q_ci_hi"])], "verdict": r["verdict"]}
+                for r in csv.DictReader(fh)]
+    return {"report": str(out / "report.html"), "manifest": str(out / "manifest.json"), "quick": manifest["quick"],
+            "wall_seconds": manifest.get("wall_seconds"), "machine": manifest.get("machine"), "rows": rows}
 
 
 def _sim_to_real_stage(run: Callable[..., tuple[Any, Any, Any]], sim_seeds: int, profiles_out: Path) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import importlib.metadata
 import json
 import math
 import platform
+import re
 import shutil
 import time
 from collections.abc import Sequence
@@ -563,24 +564,69 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
 
 
 # ----- report.html and the manifest -------------------------------------------------------------------------
-def _md_table_html(md: str) -> str:
-    """A Markdown table (and the text lines around it) as HTML."""
+_INLINE = re.compile(r"\*\*(?P<bold>[^*]+)\*\*|`(?P<code>[^`]+)`")
+
+
+def inline_html(text: str) -> str:
+    """Markdown's inline marks as HTML, the rest escaped: ``**bold**`` and ```code```, as the tables and
+    titles of the run's ``.md`` files use them.
+
+    :param text: one line or cell of Markdown
+    """
+    out, pos = [], 0
+    for m in _INLINE.finditer(text):
+        out.append(html.escape(text[pos:m.start()]))
+        out.append(f"<strong>{html.escape(m['bold'])}</strong>" if m["bold"] is not None
+                   else f"<code>{html.escape(m['code'])}</code>")
+        pos = m.end()
+    out.append(html.escape(text[pos:]))
+    return "".join(out)
+
+
+def _md_table_html(md: str, *, notes_id: str = "") -> str:
+    """A Markdown table (and the text lines around it) as HTML, inline marks rendered (:func:`inline_html`).
+
+    A ``verdict`` column states each distinct verdict once: a cell shows the verdict's head (``meaningful``,
+    ``fixed script``, ``not meaningful``) with a numbered reference to the full text, listed once under the
+    table.
+
+    :param md: the Markdown
+    :param notes_id: prefix of the verdict notes' anchors (unique per table in one page)
+    """
     parts, table = [], []
     for line in md.splitlines() + [""]:
         if line.startswith("|"):
             table.append(line)
             continue
         if table:
-            head = [c.strip() for c in table[0].strip("|").split("|")]
-            body = [[c.strip() for c in row.strip("|").split("|")] for row in table[2:]]
-            cls = lambda c: ' class="bad"' if c.startswith("not meaningful") else ""  # noqa: E731
-            parts.append("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"
-                         + "".join("<tr>" + "".join(f"<td{cls(c)}>{html.escape(c)}</td>" for c in row) + "</tr>"
-                                   for row in body) + "</tbody></table>")
+            parts.append(_table_html(table, notes_id or "t" + hashlib.sha256("\n".join(table).encode()).hexdigest()[:8]))
             table = []
         if line.strip():
-            parts.append(f"<p>{html.escape(line)}</p>")
+            parts.append(f"<p>{inline_html(line)}</p>")
     return "\n".join(parts)
+
+
+def _table_html(lines: list[str], notes_id: str) -> str:
+    head = [c.strip() for c in lines[0].strip().strip("|").split("|")]
+    body = [[c.strip() for c in row.strip().strip("|").split("|")] for row in lines[2:]]
+    verdict_col = head.index("verdict") if "verdict" in head else None
+    notes: dict[str, int] = {}
+
+    def cell(k: int, text: str) -> str:
+        bad = ' class="bad"' if text.startswith("not meaningful") else ""
+        if k != verdict_col or ":" not in text:
+            return f"<td{bad}>{inline_html(text)}</td>"
+        number = notes.setdefault(text, len(notes) + 1)
+        return (f'<td{bad}>{html.escape(text.split(":", 1)[0])} '
+                f'<a href="#{notes_id}-v{number}">[{number}]</a></td>')
+
+    rows = "".join("<tr>" + "".join(cell(k, c) for k, c in enumerate(row)) + "</tr>" for row in body)
+    out = ("<table><thead><tr>" + "".join(f"<th>{inline_html(h)}</th>" for h in head) + "</tr></thead><tbody>"
+           + rows + "</tbody></table>")
+    if notes:
+        out += ('<ol class="verdicts">' + "".join(f'<li id="{notes_id}-v{n}" value="{n}">{inline_html(text)}</li>'
+                                                   for text, n in notes.items()) + "</ol>")
+    return out
 
 
 def _img(path: Path, alt: str) -> str:
@@ -623,7 +669,7 @@ def data_hashes(settings: dict[str, Any]) -> dict[str, str]:
 
 
 def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[str, Any]], argv: list[str],
-                 total_seconds: float) -> dict[str, Any]:
+                 total_seconds: float, machine: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write every table, figure, ``report.html`` and ``manifest.json`` from the stage results.
 
     :param out: the run folder
@@ -631,6 +677,8 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     :param stages: stage name -> stage record
     :param argv: the command line
     :param total_seconds: wall time of the stages in this invocation
+    :param machine: the CPUs and the load average sampled during the run
+        (:class:`harness_gym_baselines.report.reproduce.LoadSampler`), for the manifest
     """
     from harness_gym.paths import data_path
     from harness_gym_baselines.experiments.ecpo_comparison import plot_corruption
@@ -716,7 +764,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     css = ("body{font-family:sans-serif;max-width:1250px;margin:1em auto;padding:0 1em;background:#fafafa;color:#222}"
            "table{border-collapse:collapse;font-size:.8em;margin:.5em 0;background:#fff}"
            "td,th{border:1px solid #ccc;padding:.2em .4em;text-align:left}th{background:#eee}"
-           "td.bad{color:#a00}figure{margin:1em 0}img{max-width:100%;border:1px solid #ddd;background:#fff}"
+           "td.bad{color:#a00}ol.verdicts{font-size:.85em;margin:.2em 0 1em 0}figure{margin:1em 0}img{max-width:100%;border:1px solid #ddd;background:#fff}"
            ".banner{background:#fff3cd;border:1px solid #e0c060;padding:.6em;border-radius:4px}" + EPISODE_STYLE)
     sections = [f"<h1>harness_gym: reproduction report{' (quick run)' if quick else ''}</h1>",
                 f'<p class="banner">{html.escape(text_banner)} Generated {time.strftime("%Y-%m-%d %H:%M")} by '
@@ -751,7 +799,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                 "stages": {name: {"seconds": r["seconds"], "command": r["command"],
                                   "finished_at": r.get("finished_at"), "resumed": bool(r.get("resumed"))}
                            for name, r in stages.items()},
-                "seconds_this_invocation": total_seconds,
+                "seconds_this_invocation": total_seconds, "machine": machine or {},
                 "worker_profile_hashes": {p.name: sha256(p) for p in sorted(profiles.glob("*.json"))},
                 "data_hashes": data_hashes(settings), "outputs": outputs}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
