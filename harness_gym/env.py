@@ -6,6 +6,7 @@ the Domain contract), :mod:`harness_gym.workers` and :mod:`harness_gym.sandbox`,
 
 from __future__ import annotations
 
+import inspect
 import math
 import weakref
 from collections.abc import Callable, Mapping
@@ -30,7 +31,7 @@ from harness_gym.core.tools import validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
 from harness_gym.paths import data_path
 from harness_gym.sandbox import SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
-from harness_gym.workers import Usage, Worker, WorkerProfile, make_worker
+from harness_gym.workers import Usage, Worker, WorkerProfile, check_worker_options, make_worker
 from harness_gym.workers.prompting import PromptSet
 
 PENDING = -1.0
@@ -83,6 +84,23 @@ class UnsupportedRenderMode(TypeError, ValueError):
     for ``render_mode="rgb_array"`` and, on a ``TypeError``, makes it again without a render mode, which is
     what a text env needs (docs/harness_mdp.md, "Rendering").
     """
+
+
+MAKE_KEYWORDS: tuple[str, ...] = ("max_episode_steps", "disable_env_checker", "autoreset")
+"""Keywords ``gym.make`` itself takes (suggested for a misspelt keyword that reaches the env)."""
+
+
+def env_keywords(cls: type) -> tuple[str, ...]:
+    """Every keyword the constructor of a :class:`HarnessEnv` subclass takes itself (its own and those of the
+    classes it extends), without the worker options it passes through."""
+    names: dict[str, None] = {}
+    for klass in cls.__mro__:
+        if not (isinstance(klass, type) and issubclass(klass, HarnessEnv)):
+            continue
+        for name, param in inspect.signature(klass.__init__).parameters.items():
+            if name not in ("self", "domain") and param.kind not in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+                names[name] = None
+    return tuple(names)
 
 
 RESET_OPTIONS: tuple[str, ...] = ("task_id", "split")
@@ -193,7 +211,10 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         :class:`~harness_gym.workers.OpenAIWorker` and ``docs/llm_worker.md``)
     :param require_isolation: for a sandbox made from a name: refuse to run code with weaker isolation than
         bubblewrap (or a container); default the ``HG_REQUIRE_ISOLATION`` environment variable
-    :raises TypeError, ValueError: for arguments of the wrong type or out of range
+    :raises TypeError: for a keyword the env and its worker do not take, one line naming it and the closest
+        accepted ones (``got an unexpected keyword argument 'budgett'; did you mean 'budget'?``), or naming the
+        worker that takes it (``model`` without ``worker="openai"``); and for arguments of the wrong type
+    :raises ValueError: for arguments out of range
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -215,6 +236,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         require_isolation: bool | None = None,
         **worker_options: Any,
     ) -> None:
+        check_worker_options(worker, worker_options, f"{type(self).__name__}.__init__",
+                             (*env_keywords(type(self)), *MAKE_KEYWORDS))
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         if not _is_int(budget):
@@ -335,7 +358,11 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         return tasks[int(self.np_random.integers(len(tasks)))]
 
     def action_masks(self) -> np.ndarray:
-        """Boolean mask of applicable actions (for sb3-contrib's MaskablePPO); only defined after ``reset()``."""
+        """Boolean mask of applicable actions (for sb3-contrib's MaskablePPO); only defined after ``reset()``.
+
+        The same values are in every reset's and step's ``info["action_mask"]`` (as ``np.int8``, Gymnasium's
+        convention). Through ``gym.make``'s wrappers call ``env.get_wrapper_attr("action_masks")()`` or
+        ``env.unwrapped.action_masks()``; on a vector env ``env_method("action_masks")``."""
         if self._ctx is None or self._state is None:
             raise RuntimeError("action_masks() before reset(): the applicable actions depend on the task; "
                                "call reset() first")
@@ -368,8 +395,10 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     def _info(self, action: Action | None, *, invalid: bool = False, forced: bool = False,
               evidence: dict[str, float] | None = None, cached: bool = False,
               cost: dict[str, int | float] | None = None) -> dict[str, Any]:
+        assert self._ctx is not None and self._state is not None
         return {
             "action_name": action.name if action is not None else "",
+            "action_mask": self._applicable(self._ctx, self._state).astype(np.int8),
             "invalid_action": invalid,
             "forced_submit": forced,
             "quality": PENDING,
@@ -727,13 +756,26 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
 EPISODE_END = """- Termination: SUBMIT, or the step budget or the cost budget (``budget_units``) runs out: the current
       draft is graded as a forced submit, ``info["forced_submit"]`` is True; without a draft the quality is 0.
-    - Truncation: none before the registered limit of 100 steps, which the step budget always reaches first."""
+    - Truncation: none before the registered limit of 100 steps, which the step budget always reaches first.
+      An outer limit (``gym.make(..., max_episode_steps=N)`` or ``gym.wrappers.TimeLimit``) can cut an episode
+      short: it ends with ``truncated=True`` and ``info["quality"] == -1.0`` (nothing was graded); evaluation
+      summaries count it as unfinished and leave it out of the quality means."""
+
+INFO = """The same keys at reset and at every step (docs/harness_mdp.md, "Info"), among them:
+
+    - ``action_mask``: ``np.int8`` array of the 7 actions, 1 where the action is applicable now (Gymnasium's
+      convention, as in Taxi); the values of ``env.unwrapped.action_masks()``, which sb3-contrib's
+      ``MaskablePPO`` reads. Through the wrappers ``gym.make`` adds, call
+      ``env.get_wrapper_attr("action_masks")()``; on a vector env, ``env_method("action_masks")``.
+    - ``quality``, ``success``, ``hms``, ``patterns``: the outcome, ``-1.0`` (``PENDING``) until the episode ends.
+    - ``invalid_action``, ``forced_submit``, ``action_name``, ``evidence``, ``cost`` (the step's bill),
+      ``budget_left``, ``draft_version``, ``task_id``, ``split``, ``exec_cached``."""
 
 
 def document_env(cls: type) -> type:
-    """Fill the shared parts of an env class docstring: ``{observation_table}`` (from :data:`FEATURES`) and
-    ``{episode_end}`` (the same for every Harness MDP)."""
+    """Fill the shared parts of an env class docstring: ``{observation_table}`` (from :data:`FEATURES`),
+    ``{episode_end}`` and ``{info}`` (the same for every Harness MDP)."""
     if cls.__doc__:
-        cls.__doc__ = cls.__doc__.replace("{observation_table}", features_table()).replace("{episode_end}",
-                                                                                          EPISODE_END)
+        cls.__doc__ = (cls.__doc__.replace("{observation_table}", features_table())
+                       .replace("{episode_end}", EPISODE_END).replace("{info}", INFO))
     return cls

@@ -377,7 +377,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         table.add_column("value")
         lo, hi = result["quality_ci95"]
         table.add_row("quality", f"{result['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]")
-        for key in ("success_rate", "hms_mean", "mean_steps", "invalid_action_rate", "forced_submit_rate", "seconds"):
+        for key in ("success_rate", "hms_mean", "mean_steps", "invalid_action_rate", "forced_submit_rate",
+                    "unfinished_rate", "seconds"):
             table.add_row(key, f"{result[key]:.3f}")
         clo, chi = result["cost_ci95"]
         table.add_row("cost (units per episode)", f"{result['cost_mean']:.3f} [{clo:.3f}, {chi:.3f}]")

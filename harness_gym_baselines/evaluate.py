@@ -2,10 +2,17 @@
 
 The summary has the keys (README, `eval --json`): ``env_id, policy, split, episodes, quality_mean,
 quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid_action_rate, forced_submit_rate,
-cost_mean, cost_ci95, return_mean, cost_weight, seconds``. ``forced_submit_rate`` is the share of episodes the
+n_unfinished, unfinished_rate, cost_mean, cost_ci95, return_mean, cost_weight, seconds``. ``forced_submit_rate`` is the share of episodes the
 step budget or the cost budget (``budget_units``) ended with a forced submit. ``cost_mean`` is the mean episode cost in cost units (the sum of
 ``info["cost"]["units"]``, see ``harness_gym.core.cost``), ``return_mean`` the mean undiscounted episode return,
 ``Q - cost_weight * cost`` at the env's ``cost_weight``.
+
+An episode that an outer limit cut short (``gym.make(..., max_episode_steps=N)``, ``gym.wrappers.TimeLimit``:
+``truncated`` without ``terminated``) was never graded; its ``info["quality"]`` is the pending ``-1.0``, which
+is not a score. Its record has ``finished: False`` and NaN quality, hms and patterns; the summary counts such
+episodes in ``n_unfinished`` and ``unfinished_rate`` and leaves them out of ``quality_*``, ``success_rate``,
+``hms_mean``, ``patterns`` and ``return_mean`` (NaN when no episode finished); ``mean_steps``,
+``invalid_action_rate``, ``forced_submit_rate`` and ``cost_*`` count every episode.
 
 A layer of its own, between ``policies`` (whose registry resolves a policy name here) and ``algos`` (whose
 trainers end with an evaluation): every room above uses it (the package docstring lists the layers).
@@ -84,11 +91,23 @@ def episode_record(env: gym.Env, policy: Policy, *, index: int, seed: int, split
     """
     played = play_episode(env, policy, seed=seed, split=split)
     info = played.final_info
-    return {"task_id": info["task_id"], "quality": info["quality"], "success": info["success"],
-            "hms": info["hms"], "patterns": dict(info["patterns"]), "steps": len(played.actions),
+    finished = bool(played.terminations[-1])
+    if finished:
+        outcome = {"quality": info["quality"], "success": info["success"], "hms": info["hms"],
+                   "patterns": dict(info["patterns"])}
+    else:  # cut by an outer time limit: the pending -1.0 values are no score
+        outcome = {"quality": math.nan, "success": False, "hms": math.nan,
+                   "patterns": dict.fromkeys(info["patterns"], math.nan)}
+    return {"task_id": info["task_id"], **outcome, "finished": finished, "steps": len(played.actions),
             "invalid_actions": sum(int(i["invalid_action"]) for i in played.infos[1:]),
             "forced_submit": info["forced_submit"], "cost": float(sum(i["cost"]["units"] for i in played.infos)),
             "return": float(sum(played.rewards))}
+
+
+def finished_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of episodes that ended in the MDP (submitted or forced), not cut by an outer time limit;
+    a record without ``finished`` (written before the field existed) counts as finished."""
+    return [r for r in records if r.get("finished", True)]
 
 
 def run_episodes_concurrently(env_id: str, policy: Policy, episodes: int, *, split: str, seed: int,
@@ -124,33 +143,37 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
     :param seed: seed of the bootstrap resampling
     :param cost_weight: the env's ``cost_weight`` the returns were earned under (reported)
     """
-    q = np.array([r["quality"] for r in records], dtype=float)
-    h = np.array([r["hms"] for r in records], dtype=float)
+    finished = finished_records(records)
+    q = np.array([r["quality"] for r in finished], dtype=float)
+    h = np.array([r["hms"] for r in finished], dtype=float)
     lo, hi = bootstrap_ci(q, seed=seed)
     patterns = {}
     for name in PATTERNS:
-        vals = np.array([r["patterns"][name] for r in records], dtype=float)
+        vals = np.array([r["patterns"][name] for r in finished], dtype=float)
         vals = vals[~np.isnan(vals)]
         patterns[name] = float(vals.mean()) if len(vals) else math.nan
     steps = sum(r["steps"] for r in records)
     cost = np.array([r["cost"] for r in records], dtype=float)
+    n_unfinished = len(records) - len(finished)
     return {
         "env_id": env_id,
         "policy": policy,
         "split": split,
         "episodes": len(records),
-        "quality_mean": float(q.mean()),
+        "quality_mean": float(q.mean()) if len(q) else math.nan,
         "quality_ci95": [lo, hi],
         "quality_iqm": iqm(q),
-        "success_rate": float(np.mean([r["success"] for r in records])),
+        "success_rate": float(np.mean([r["success"] for r in finished])) if finished else math.nan,
         "hms_mean": float(np.nanmean(h)) if np.any(~np.isnan(h)) else math.nan,
         "patterns": patterns,
         "mean_steps": steps / len(records),
         "invalid_action_rate": sum(r["invalid_actions"] for r in records) / max(steps, 1),
         "forced_submit_rate": float(np.mean([bool(r["forced_submit"]) for r in records])),
+        "n_unfinished": n_unfinished,
+        "unfinished_rate": n_unfinished / len(records),
         "cost_mean": float(cost.mean()),
         "cost_ci95": list(bootstrap_ci(cost, seed=seed)),
-        "return_mean": float(np.mean([r["return"] for r in records])),
+        "return_mean": float(np.mean([r["return"] for r in finished])) if finished else math.nan,
         "cost_weight": float(cost_weight),
         "seconds": seconds,
     }

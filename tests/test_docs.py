@@ -12,7 +12,7 @@ import harness_gym
 from harness_gym.core.state import FEATURE_NAMES
 
 SECTIONS = ("## Description", "## Action Space", "## Observation Space", "## Rewards", "## Starting State",
-            "## Episode End", "## Arguments")
+            "## Episode End", "## Info", "## Arguments")
 
 
 @pytest.mark.parametrize("env_id", harness_gym.ENV_IDS)
@@ -22,7 +22,9 @@ def test_env_docstring_has_every_section_and_the_feature_table(env_id):
     doc = getattr(importlib.import_module(module_name), class_name).__doc__
     for section in SECTIONS:
         assert section in doc, f"{env_id}: docstring lacks {section}"
-    assert "{observation_table}" not in doc and "{episode_end}" not in doc
+    assert "{observation_table}" not in doc and "{episode_end}" not in doc and "{info}" not in doc
+    assert 'info["action_mask"]' in doc or "``action_mask``" in doc
+    assert 'get_wrapper_attr("action_masks")' in doc
     for i, name in enumerate(FEATURE_NAMES):
         assert f"| {i} | {name} |" in doc
     assert f'gym.make("{env_id}"' in doc

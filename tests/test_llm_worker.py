@@ -136,9 +136,9 @@ def test_prompt_file_errors_name_the_file_and_field(tmp_path):
 
 
 def test_make_worker_rejects_options_it_cannot_use():
-    with pytest.raises(ValueError, match="unknown option.*'modle'"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'modle'; did you mean 'model'"):
         make_worker("openai", "code", options={"modle": "x", "base_url": "http://127.0.0.1:9/v1"})
-    with pytest.raises(ValueError, match="takes no options"):
+    with pytest.raises(TypeError, match="'model', an option of worker='openai'; worker='simulated' does not take"):
         gym.make("HarnessCode-v1", model="x")
     with pytest.raises(ValueError, match="needs model"):
         make_worker("openai", "code", options={"base_url": "http://127.0.0.1:9/v1"})

@@ -115,11 +115,12 @@ def frontier_row(records: Sequence[dict[str, Any]], label: str, cost_weights: Se
     :param split: the split reported
     :param seed: seed of the bootstrap CIs
     """
-    from harness_gym_baselines.evaluate import summarise
+    from harness_gym_baselines.evaluate import finished_records, summarise
 
     summary = summarise(list(records), env_id=env_id, policy=label, split=split, seconds=0.0, seed=seed)
-    q = np.array([r["quality"] for r in records], dtype=float)
-    cost = np.array([r["cost"] for r in records], dtype=float)
+    graded = finished_records(list(records))
+    q = np.array([r["quality"] for r in graded], dtype=float)
+    cost = np.array([r["cost"] for r in graded], dtype=float)
     summary["return_at"] = {str(w): float(np.mean(q - w * cost)) for w in cost_weights}
     summary["trained_at"] = trained_at
     return summary

@@ -200,11 +200,11 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
 
 def pooled(env_id: str, name: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
     """Statistics of one (env, policy) over all seeds."""
-    from harness_gym_baselines.evaluate import iqm
+    from harness_gym_baselines.evaluate import finished_records, iqm
 
-    per_seed = [np.array([r["quality"] for r in c["records"]], dtype=float) for c in cells]
+    per_seed = [np.array([r["quality"] for r in finished_records(c["records"])], dtype=float) for c in cells]
     q = np.concatenate(per_seed)
-    records = [r for c in cells for r in c["records"]]
+    records = finished_records([r for c in cells for r in c["records"]])  # scores of graded episodes only
     patterns = {}
     for p in PATTERNS:
         vals = np.array([r["patterns"][p] for r in records], dtype=float)

@@ -73,6 +73,10 @@ class HarnessCodeEnv(HarnessEnv):
 
     {episode_end}
 
+    ## Info
+
+    {info}
+
     ## Arguments
 
     ```python

@@ -120,6 +120,10 @@ class HarnessDBBenchEnv(HarnessEnv):
 
     {episode_end}
 
+    ## Info
+
+    {info}
+
     ## Arguments
 
     ```python

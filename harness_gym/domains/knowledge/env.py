@@ -73,6 +73,10 @@ class HarnessKnowledgeEnv(HarnessEnv):
 
     {episode_end}
 
+    ## Info
+
+    {info}
+
     ## Arguments
 
     ```python

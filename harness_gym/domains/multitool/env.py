@@ -78,6 +78,10 @@ class HarnessMultiToolEnv(HarnessEnv):
 
     {episode_end}
 
+    ## Info
+
+    {info}
+
     ## Arguments
 
     ```python

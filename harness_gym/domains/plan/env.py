@@ -81,6 +81,10 @@ class HarnessPlanEnv(HarnessEnv):
 
     {episode_end}
 
+    ## Info
+
+    {info}
+
     ## Arguments
 
     ```python

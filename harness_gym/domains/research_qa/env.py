@@ -75,6 +75,10 @@ class HarnessResearchQAEnv(HarnessEnv):
 
     {episode_end}
 
+    ## Info
+
+    {info}
+
     ## Arguments
 
     ```python

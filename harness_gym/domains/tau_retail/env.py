@@ -120,6 +120,10 @@ class HarnessTauRetailEnv(HarnessEnv):
 
     {episode_end}
 
+    ## Info
+
+    {info}
+
     ## Arguments
 
     ```python
