@@ -132,6 +132,21 @@ def test_an_episode_cut_by_an_outer_time_limit_is_unfinished_never_a_score():
     assert math.isnan(never["quality_mean"]) and math.isnan(never["success_rate"])
 
 
+def test_the_episode_recorder_keeps_no_score_for_a_cut_episode():
+    from harness_gym_baselines.report.episode_view import EpisodeRecorder, episode_html
+
+    env = EpisodeRecorder(gym.wrappers.TimeLimit(gym.make("HarnessPlan-v1"), max_episode_steps=2))
+    for actions in ((Action.OBSERVE, Action.OBSERVE), (Action.DRAFT, Action.SUBMIT)):
+        env.reset(seed=0)
+        for action in actions:
+            env.step(int(action))
+    cut, graded = env.episodes
+    assert cut["quality"] is None and cut["hms"] is None and not cut["success"]
+    assert "quality n/a" in episode_html(cut)
+    assert 0.0 <= graded["quality"] <= 1.0
+    env.close()
+
+
 # ----- 5. Gymnasium's wrappers, TorchRL -----------------------------------------------------------------
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_gymnasium_wrappers_and_a_sync_vector_env_run_on_every_id(env_id):

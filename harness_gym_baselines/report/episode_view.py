@@ -8,7 +8,8 @@ An *episode record* is a JSON-ready dict::
 
 ``text`` is what the env reported for the step (its ``render()`` line: what a tool returned, the check's
 feedback, the grade), ``draft`` the worker's draft after a DRAFT or REVISE, ``cost`` the step's cost units.
-Fields a source does not hold are ``None`` (a Minari dataset stores actions, rewards and the per-step infos
+An episode an outer time limit cut short was never graded: its ``quality`` and ``hms`` are ``None``. Fields a
+source does not hold are ``None`` (a Minari dataset stores actions, rewards and the per-step infos
 it was collected with, not the worker's text) and are rendered as "not recorded".
 
 Sources: :class:`EpisodeRecorder` (a wrapper that records every episode played through it; ``harness-gym
@@ -68,8 +69,11 @@ class EpisodeRecorder(gym.Wrapper):
                                            "cost": float(info["cost"]["units"]),
                                            "budget_left": int(info["budget_left"])})
             if terminated or truncated:
-                self._current.update(quality=float(info["quality"]), success=bool(info["success"]),
-                                     hms=_num(info["hms"]), forced_submit=bool(info["forced_submit"]),
+                graded = terminated  # cut by an outer time limit: the pending -1.0 is no score
+                self._current.update(quality=float(info["quality"]) if graded else None,
+                                     success=bool(info["success"]),
+                                     hms=_num(info["hms"]) if graded else None,
+                                     forced_submit=bool(info["forced_submit"]),
                                      cost=float(sum(s["cost"] for s in self._current["steps"])))
                 self.episodes.append(self._current)
                 self._current = None
