@@ -50,6 +50,7 @@ from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
 from harness_gym_baselines.evaluate import LLM_ERROR_RATE_WARNING, LLMErrorRateWarning, evaluate, llm_error_text
 from harness_gym_baselines.policies.open_loop import is_script_name
 from harness_gym_baselines.policies.registry import POLICIES, make_policy, policy_help
+from harness_gym_baselines.policies.trained_on import OtherEnvWarning
 from harness_gym_baselines.report.reproduce import reproduce
 
 WORKER_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
@@ -358,10 +359,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             recorded.append(EpisodeRecorder(env, policy=args.policy))
             return recorded[-1]
 
-    result = evaluate_warning_in_one_line(args, args.env_id, load_policy_arg(args.policy), episodes=args.episodes,
-                                          split=args.split, seed=args.seed, env_kwargs=kwargs,
-                                          progress=args.progress and not args.json, wrap_env=wrap,
-                                          **scale_options(args))
+    result = evaluate_with_one_line_warnings(args, args.env_id, load_policy_arg(args.policy),
+                                             episodes=args.episodes, split=args.split, seed=args.seed,
+                                             env_kwargs=kwargs, progress=args.progress and not args.json,
+                                             wrap_env=wrap, **scale_options(args))
     result["policy"] = args.policy
     if recorded:
         from harness_gym_baselines.report.episode_view import save_episodes
@@ -395,19 +396,26 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return llm_error_status(args, [result])
 
 
-def evaluate_warning_in_one_line(args: argparse.Namespace, *pos: Any, **kwargs: Any) -> dict[str, Any]:
-    """:func:`~harness_gym_baselines.evaluate.evaluate`, its :class:`LLMErrorRateWarning` printed as one line
-    ``harness-gym COMMAND: warning: ...`` on stderr (other warnings are shown as they would be).
+ONE_LINE_WARNINGS: tuple[type[Warning], ...] = (LLMErrorRateWarning, OtherEnvWarning)
+"""the warnings ``eval`` and ``compare`` print as one line each: too many failed LLM requests, a model run on
+another env id than it was trained on"""
+
+
+def evaluate_with_one_line_warnings(args: argparse.Namespace, *pos: Any, **kwargs: Any) -> dict[str, Any]:
+    """:func:`~harness_gym_baselines.evaluate.evaluate`, its warnings that a score is not what it seems
+    (:data:`ONE_LINE_WARNINGS`) printed as one line ``harness-gym COMMAND: warning: ...`` each on stderr (other
+    warnings are shown as they would be).
 
     :param args: the parsed command line (``command``)
     :param pos: positional arguments of ``evaluate``
     :param kwargs: keyword arguments of ``evaluate``
     """
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", LLMErrorRateWarning)
+        for category in ONE_LINE_WARNINGS:
+            warnings.simplefilter("always", category)
         result = evaluate(*pos, **kwargs)
     for warning in caught:
-        if issubclass(warning.category, LLMErrorRateWarning):
+        if issubclass(warning.category, ONE_LINE_WARNINGS):
             print(f"harness-gym {args.command}: warning: {warning.message}", file=sys.stderr)
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
@@ -459,9 +467,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     policies = [load_policy_arg(p) for p in args.policy]
     results = []
     for spec, policy in zip(args.policy, policies):
-        result = evaluate_warning_in_one_line(args, args.env_id, policy, episodes=args.episodes, split=args.split,
-                                              seed=args.seed, env_kwargs=kwargs,
-                                              progress=args.progress and not args.json, **scale_options(args))
+        result = evaluate_with_one_line_warnings(args, args.env_id, policy, episodes=args.episodes,
+                                                 split=args.split, seed=args.seed, env_kwargs=kwargs,
+                                                 progress=args.progress and not args.json, **scale_options(args))
         results.append({**result, "policy": spec})
     if args.json:
         print(json.dumps(_clean(results), default=_json_default))

@@ -25,7 +25,8 @@ def _llm_kwargs(srv: FakeOpenAIServer) -> dict:
 
 
 def test_the_summary_counts_failed_llm_requests_and_warns_above_the_threshold():
-    with FakeOpenAIServer(ReferenceModel(ENV_ID), list(FAULTY)) as srv, pytest.warns(LLMErrorRateWarning) as caught:
+    with FakeOpenAIServer(ReferenceModel(ENV_ID), list(FAULTY)) as srv, \
+            pytest.warns(LLMErrorRateWarning) as caught:
         summary = evaluate(ENV_ID, "forced-check", episodes=2, env_kwargs=_llm_kwargs(srv))
     assert summary["llm_calls"] == sum(srv.served.values()) and summary["llm_errors"] == srv.served["500"] > 0
     assert summary["llm_error_rate"] == pytest.approx(srv.served["500"] / sum(srv.served.values()))
