@@ -482,15 +482,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     llm = kwargs.get("worker") == "openai"
     for col in ("quality [95% CI]", "success", "HMS", "check before submit", "mean steps", "forced submit",
                 "invalid actions", "cost", "return", *(("LLM errors",) if llm else ())):
-        table.add_column(col, ratio=1)
+        table.add_column(col, ratio=1, overflow="fold")
     labels = row_labels(args.policy)
     for i, (label, r) in enumerate(zip(labels, results), start=1):
         lo, hi = r["quality_ci95"]
         cbs = r["patterns"]["check_before_submit"]
-        llm_cell = (f"{r['llm_errors']}/{r['llm_calls']} ({100 * r['llm_error_rate']:.1f}%)",) if llm else ()
+        llm_cell = (f"{r['llm_errors']}/{r['llm_calls']} {100 * r['llm_error_rate']:.0f}%",) if llm else ()
         table.add_row(str(i), label, f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
                       f"{r['hms_mean']:.3f}", "n/a" if math.isnan(cbs) else f"{cbs:.3f}", f"{r['mean_steps']:.1f}",
-                      f"{r['forced_submit_rate']:.3f}", f"{r['invalid_action_rate']:.3f}", f"{r['cost_mean']:.2f}",
+                      f"{100 * r['forced_submit_rate']:.0f}%", f"{100 * r['invalid_action_rate']:.0f}%",
+                      f"{r['cost_mean']:.2f}",
                       f"{r['return_mean']:.3f}", *llm_cell)
     console.print(table)
     for i, spec in enumerate(args.policy, start=1):  # the full values, never cut, whatever the width
