@@ -285,12 +285,13 @@ def test_a_first_reply_that_does_not_parse_is_an_answer_not_an_unreachable_serve
     assert worker.pop_usage().llm_errors == 2
 
 
-def test_the_command_line_reports_an_unreachable_server_in_one_line(capsys):
+@pytest.mark.parametrize("num_envs", ["1", "2"])  # one after another, or in threads
+def test_the_command_line_reports_an_unreachable_server_in_one_line(capsys, num_envs):
     from harness_gym_baselines.cli import main
 
     url = _dead_url()
     status = main(["eval", "HarnessCode-v1", "--policy", "forced-check", "--episodes", "2", "--worker", "openai",
-                   "--base-url", url, "--model", "fake", "--max-retries", "0", "--no-progress"])
+                   "--base-url", url, "--model", "fake", "--max-retries", "0", "--no-progress", "--num-envs", num_envs])
     err = capsys.readouterr().err.strip()
     assert status == 1 and len(err.splitlines()) == 1
     assert "LLMUnreachableError" in err and url in err and "onnection refused" in err
