@@ -34,6 +34,7 @@ from typing import Any
 
 from harness_gym.episode_jobs import EpisodeError, EpisodeFn, EpisodeSpec
 from harness_gym.rollout import Policy
+from harness_gym.workers.openai_worker import LLMUnreachableError
 
 PARALLEL_MODES: tuple[str, ...] = ("process", "thread")
 """how episodes run concurrently on one machine"""
@@ -59,7 +60,8 @@ def default_parallel(env_kwargs: Mapping[str, Any] | None) -> str:
 
 def _slot_main(spec: EpisodeSpec, slot: int, jobs: Any, results: Any, stop: Any) -> None:
     """A slot's loop: make the env, then play jobs from ``jobs`` until a ``None`` or ``stop`` is set; every
-    outcome goes to ``results`` as ``("done", index, result)`` or ``("failed", index, text)``."""
+    outcome goes to ``results`` as ``("done", index, result)``, ``("failed", index, text)`` or, for a worker whose
+    server never answered, ``("unreachable", index, LLMUnreachableError)``."""
     try:
         env, policy = spec.build(slot)
     except Exception:
@@ -73,6 +75,9 @@ def _slot_main(spec: EpisodeSpec, slot: int, jobs: Any, results: Any, stop: Any)
             index, seed = job
             try:
                 result = spec.play(env, policy, index, seed)
+            except LLMUnreachableError as exc:  # one line that says it all: raised as it is, not as a traceback
+                results.put(("unreachable", index, exc))
+                break
             except Exception:
                 results.put(("failed", index, f"episode {index} (reset seed {seed}) raised in slot {slot}:\n"
                                               f"{traceback.format_exc()}"))
@@ -122,6 +127,8 @@ def _map_local(spec: EpisodeSpec, jobs: Sequence[tuple[int, int]], num_envs: int
                         f"{[c for _, c in dead]}; their errors are on stderr; a script that starts processes needs "
                         "an `if __name__ == \"__main__\":` guard); rerun to resume") from None
                 continue
+            if kind == "unreachable":
+                raise payload
             if kind == "failed":
                 raise EpisodeError(payload)
             remaining.discard(index)

@@ -47,9 +47,10 @@ from harness_gym_baselines.common.options import (
     positive_int,
 )
 from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
-from harness_gym_baselines.evaluate import evaluate
+from harness_gym_baselines.evaluate import LLM_ERROR_RATE_WARNING, LLMErrorRateWarning, evaluate, llm_error_text
 from harness_gym_baselines.policies.open_loop import is_script_name
 from harness_gym_baselines.policies.registry import POLICIES, make_policy, policy_help
+from harness_gym_baselines.policies.trained_on import OtherEnvWarning
 from harness_gym_baselines.report.reproduce import reproduce
 
 WORKER_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
@@ -70,8 +71,8 @@ COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
     "list": ("json",),
     "calibrate": ("json",),
     "doctor": ("json",),
-    "eval": ("policy", "run", "env", "cost-weight", "scale", "progress", "json"),
-    "compare": ("policies", "run", "env", "cost-weight", "scale", "progress", "json", "width"),
+    "eval": ("policy", "run", "env", "cost-weight", "scale", "llm-errors", "progress", "json"),
+    "compare": ("policies", "run", "env", "cost-weight", "scale", "llm-errors", "progress", "json", "width"),
     "frontier": ("labelled-policies", "run", "env", "progress", "json"),
     "search-script": ("env", "progress", "json"),
     "play": ("policy", "env", "cost-weight", "width"),
@@ -94,6 +95,8 @@ walks every parser against it):
   weights at once, ``frontier`` and ``search-script``, take ``--cost-weights W,W,...`` instead);
 - ``run``: ``--episodes``, ``--split``, ``--seed``; ``scale``: ``--num-envs``, ``--parallel``, ``--backend``,
   ``--address``, ``--envs-per-actor``; ``width``: ``--width``;
+- ``llm-errors``: ``--max-llm-error-rate X``, exit 1 when more than that share of the LLM worker's requests
+  failed (:func:`llm_error_status`);
 - ``progress``: ``--no-progress`` (every command that draws progress bars); ``json``: ``--json`` (every command
   that ends with a summary prints it as JSON instead).
 
@@ -356,9 +359,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             recorded.append(EpisodeRecorder(env, policy=args.policy))
             return recorded[-1]
 
-    result = evaluate(args.env_id, load_policy_arg(args.policy), episodes=args.episodes, split=args.split,
-                      seed=args.seed, env_kwargs=kwargs, progress=args.progress and not args.json, wrap_env=wrap,
-                      **scale_options(args))
+    result = evaluate_with_one_line_warnings(args, args.env_id, load_policy_arg(args.policy),
+                                             episodes=args.episodes, split=args.split, seed=args.seed,
+                                             env_kwargs=kwargs, progress=args.progress and not args.json,
+                                             wrap_env=wrap, **scale_options(args))
     result["policy"] = args.policy
     if recorded:
         from harness_gym_baselines.report.episode_view import save_episodes
@@ -383,10 +387,56 @@ def cmd_eval(args: argparse.Namespace) -> int:
         clo, chi = result["cost_ci95"]
         table.add_row("cost (units per episode)", f"{result['cost_mean']:.3f} [{clo:.3f}, {chi:.3f}]")
         table.add_row(f"return (cost_weight {result['cost_weight']:g})", f"{result['return_mean']:.3f}")
+        if kwargs.get("worker") == "openai":
+            table.add_row("llm_calls (requests)", str(result["llm_calls"]))
+            table.add_row("llm_errors (failed requests)", str(result["llm_errors"]))
+            table.add_row("llm_error_rate", f"{result['llm_error_rate']:.3f}")
         for name, rate in result["patterns"].items():
             table.add_row(f"pattern {name}", "n/a" if math.isnan(rate) else f"{rate:.3f}")
         Console().print(table)
-    return 0
+    return llm_error_status(args, [result])
+
+
+ONE_LINE_WARNINGS: tuple[type[Warning], ...] = (LLMErrorRateWarning, OtherEnvWarning)
+"""the warnings ``eval`` and ``compare`` print as one line each: too many failed LLM requests, a model run on
+another env id than it was trained on"""
+
+
+def evaluate_with_one_line_warnings(args: argparse.Namespace, *pos: Any, **kwargs: Any) -> dict[str, Any]:
+    """:func:`~harness_gym_baselines.evaluate.evaluate`, its warnings that a score is not what it seems
+    (:data:`ONE_LINE_WARNINGS`) printed as one line ``harness-gym COMMAND: warning: ...`` each on stderr (other
+    warnings are shown as they would be).
+
+    :param args: the parsed command line (``command``)
+    :param pos: positional arguments of ``evaluate``
+    :param kwargs: keyword arguments of ``evaluate``
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        for category in ONE_LINE_WARNINGS:
+            warnings.simplefilter("always", category)
+        result = evaluate(*pos, **kwargs)
+    for warning in caught:
+        if issubclass(warning.category, ONE_LINE_WARNINGS):
+            print(f"harness-gym {args.command}: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    return result
+
+
+def llm_error_status(args: argparse.Namespace, results: Sequence[dict[str, Any]]) -> int:
+    """The exit status of ``eval`` / ``compare`` after the summary: 1, with one line on stderr naming the first
+    policy over the limit, when a policy's ``llm_error_rate`` is above ``--max-llm-error-rate``; else 0.
+
+    :param args: the parsed command line (``max_llm_error_rate``)
+    :param results: the printed summaries
+    """
+    limit = args.max_llm_error_rate
+    over = [r for r in results if limit is not None and r["llm_error_rate"] > limit]
+    if not over:
+        return 0
+    print(f"harness-gym {args.command}: error: {llm_error_text(over[0])}, above --max-llm-error-rate {limit:g}"
+          + (f" ({len(over)} policies over it)" if len(over) > 1 else ""), file=sys.stderr)
+    return 1
 
 
 def row_labels(specs: Sequence[str]) -> list[str]:
@@ -418,30 +468,36 @@ def cmd_compare(args: argparse.Namespace) -> int:
     policies = [load_policy_arg(p) for p in args.policy]
     results = []
     for spec, policy in zip(args.policy, policies):
-        result = evaluate(args.env_id, policy, episodes=args.episodes, split=args.split, seed=args.seed,
-                          env_kwargs=kwargs, progress=args.progress and not args.json, **scale_options(args))
+        result = evaluate_with_one_line_warnings(args, args.env_id, policy, episodes=args.episodes,
+                                                 split=args.split, seed=args.seed, env_kwargs=kwargs,
+                                                 progress=args.progress and not args.json, **scale_options(args))
         results.append({**result, "policy": spec})
     if args.json:
         print(json.dumps(_clean(results), default=_json_default))
-        return 0
+        return llm_error_status(args, results)
     console = Console(width=args.width)
     table = Table(title=f"{args.env_id}, {args.split} split, {args.episodes} episodes, seed {args.seed} "
                         "(same task sequence for every policy)")
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("policy", overflow="fold", ratio=2)
-    for col in ("quality [95% CI]", "success", "HMS", "check before submit", "mean steps", "cost", "return"):
-        table.add_column(col, ratio=1)
+    llm = kwargs.get("worker") == "openai"
+    for col in ("quality [95% CI]", "success", "HMS", "check before submit", "mean steps", "forced submit",
+                "invalid actions", "cost", "return", *(("LLM errors",) if llm else ())):
+        table.add_column(col, ratio=1, overflow="fold")
     labels = row_labels(args.policy)
     for i, (label, r) in enumerate(zip(labels, results), start=1):
         lo, hi = r["quality_ci95"]
         cbs = r["patterns"]["check_before_submit"]
+        llm_cell = (f"{r['llm_errors']}/{r['llm_calls']} {100 * r['llm_error_rate']:.0f}%",) if llm else ()
         table.add_row(str(i), label, f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
                       f"{r['hms_mean']:.3f}", "n/a" if math.isnan(cbs) else f"{cbs:.3f}", f"{r['mean_steps']:.1f}",
-                      f"{r['cost_mean']:.2f}", f"{r['return_mean']:.3f}")
+                      f"{100 * r['forced_submit_rate']:.0f}%", f"{100 * r['invalid_action_rate']:.0f}%",
+                      f"{r['cost_mean']:.2f}",
+                      f"{r['return_mean']:.3f}", *llm_cell)
     console.print(table)
     for i, spec in enumerate(args.policy, start=1):  # the full values, never cut, whatever the width
         console.print(f"#{i}: {spec}", soft_wrap=True, markup=False, highlight=False)
-    return 0
+    return llm_error_status(args, results)
 
 
 def _draft_text(previous: str | None, content: str, *, version: int, mode: str) -> str:
@@ -792,6 +848,20 @@ def budget_units_value(value: str) -> float | str | None:
     return units
 
 
+def share_value(value: str) -> float:
+    """``--max-llm-error-rate`` values: a number in [0, 1] (argparse ``type``).
+
+    :param value: what was given on the command line
+    """
+    try:
+        share = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected a share between 0 and 1, e.g. 0.05") from None
+    if not 0.0 <= share <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value!r}: a share is between 0 and 1")
+    return share
+
+
 def _add_env_options(p: argparse.ArgumentParser, given: set[str]) -> None:
     if "env_kwargs" not in given:
         p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
@@ -856,7 +926,7 @@ def add_shared_options(p: argparse.ArgumentParser, groups: Sequence[str], *, jso
     :param given: destinations the command already has (a trainer's config fields), not added again
     """
     unknown = set(groups) - {"policy", "policies", "labelled-policies", "env", "cost-weight", "run", "scale",
-                             "progress", "json", "width"}
+                             "llm-errors", "progress", "json", "width"}
     if unknown:
         raise ValueError(f"unknown option group(s) {sorted(unknown)}")
     policy = policy or {}
@@ -884,6 +954,10 @@ def add_shared_options(p: argparse.ArgumentParser, groups: Sequence[str], *, jso
                        help="reward = Q - W * cost units (default: 0)")
     if "scale" in groups:
         _add_scale_options(p)
+    if "llm-errors" in groups:
+        p.add_argument("--max-llm-error-rate", type=share_value, default=None, metavar="X",
+                       help="exit 1 after the summary when more than this share (0..1) of the LLM worker's requests "
+                            f"failed (default: none; above {LLM_ERROR_RATE_WARNING:g} a warning on stderr)")
     if "width" in groups:
         p.add_argument("--width", type=positive_int, default=None,
                        help="columns of the output (default: the terminal's); long text wraps, nothing is cut")

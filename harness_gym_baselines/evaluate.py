@@ -2,10 +2,16 @@
 
 The summary has the keys (README, `eval --json`): ``env_id, policy, split, episodes, quality_mean,
 quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid_action_rate, forced_submit_rate,
-n_unfinished, unfinished_rate, cost_mean, cost_ci95, return_mean, cost_weight, seconds``. ``forced_submit_rate`` is the share of episodes the
-step budget or the cost budget (``budget_units``) ended with a forced submit. ``cost_mean`` is the mean episode cost in cost units (the sum of
-``info["cost"]["units"]``, see ``harness_gym.core.cost``), ``return_mean`` the mean undiscounted episode return,
-``Q - cost_weight * cost`` at the env's ``cost_weight``.
+n_unfinished, unfinished_rate, cost_mean, cost_ci95, return_mean, cost_weight, llm_calls, llm_errors,
+llm_calls_mean, llm_error_rate, seconds``. ``forced_submit_rate`` is the share of episodes the step budget or the
+cost budget (``budget_units``) ended with a forced submit, ``invalid_action_rate`` the share of steps that were
+inapplicable no-ops. ``cost_mean`` is the mean episode cost in cost units (the sum of ``info["cost"]["units"]``,
+see ``harness_gym.core.cost``), ``return_mean`` the mean undiscounted episode return, ``Q - cost_weight * cost``
+at the env's ``cost_weight``. ``llm_calls`` and ``llm_errors`` are the worker's requests and failed requests over
+all episodes (``info["cost"]``; the simulated worker meters calls and never fails), ``llm_calls_mean`` the
+requests per episode and ``llm_error_rate`` the share of requests that failed (0 without requests). Above
+:data:`LLM_ERROR_RATE_WARNING`, :func:`evaluate` warns (:class:`LLMErrorRateWarning`): a live model whose calls
+fail scores its empty drafts, and the summary alone would not say why.
 
 An episode that an outer limit cut short (``gym.make(..., max_episode_steps=N)``, ``gym.wrappers.TimeLimit``:
 ``truncated`` without ``terminated``) was never graded; its ``info["quality"]`` is the pending ``-1.0``, which
@@ -23,6 +29,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +45,23 @@ from harness_gym_baselines.policies.registry import make_policy
 
 HARNESS_DEFAULT_COST_WEIGHT: float = inspect.signature(HarnessEnv.__init__).parameters["cost_weight"].default
 """the env's ``cost_weight`` when none is given"""
+
+LLM_ERROR_RATE_WARNING: float = 0.05
+"""the share of failed LLM requests above which :func:`evaluate` warns"""
+
+
+class LLMErrorRateWarning(UserWarning):
+    """More than :data:`LLM_ERROR_RATE_WARNING` of the worker's LLM requests failed during an evaluation."""
+
+
+def llm_error_text(summary: dict[str, Any]) -> str:
+    """One line saying how many of an evaluation's LLM requests failed, e.g. ``HarnessCode-v1 / static:
+    12.0% of LLM requests failed (12 of 100)``.
+
+    :param summary: an evaluation summary (module docstring)
+    """
+    return (f"{summary['env_id']} / {summary['policy']}: {100 * summary['llm_error_rate']:.1f}% of LLM requests "
+            f"failed ({summary['llm_errors']} of {summary['llm_calls']})")
 
 
 def bootstrap_ci(values: np.ndarray, stat: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000,
@@ -101,7 +125,9 @@ def episode_record(env: gym.Env, policy: Policy, *, index: int, seed: int, split
     return {"task_id": info["task_id"], **outcome, "finished": finished, "steps": len(played.actions),
             "invalid_actions": sum(int(i["invalid_action"]) for i in played.infos[1:]),
             "forced_submit": info["forced_submit"], "cost": float(sum(i["cost"]["units"] for i in played.infos)),
-            "return": float(sum(played.rewards))}
+            "return": float(sum(played.rewards)),
+            "llm_calls": int(sum(i["cost"]["llm_calls"] for i in played.infos)),
+            "llm_errors": int(sum(i["cost"]["llm_errors"] for i in played.infos))}
 
 
 def finished_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -155,6 +181,8 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
     steps = sum(r["steps"] for r in records)
     cost = np.array([r["cost"] for r in records], dtype=float)
     n_unfinished = len(records) - len(finished)
+    llm_calls = sum(int(r.get("llm_calls", 0)) for r in records)  # records stored before these were counted: 0
+    llm_errors = sum(int(r.get("llm_errors", 0)) for r in records)
     return {
         "env_id": env_id,
         "policy": policy,
@@ -175,6 +203,10 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
         "cost_ci95": list(bootstrap_ci(cost, seed=seed)),
         "return_mean": float(np.mean([r["return"] for r in finished])) if finished else math.nan,
         "cost_weight": float(cost_weight),
+        "llm_calls": llm_calls,
+        "llm_errors": llm_errors,
+        "llm_calls_mean": llm_calls / len(records),
+        "llm_error_rate": llm_errors / llm_calls if llm_calls else 0.0,
         "seconds": seconds,
     }
 
@@ -200,6 +232,7 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     :param envs_per_actor: with Ray, envs per actor
     :param wrap_env: applied to the env before the episodes (e.g. :class:`harness_gym_baselines.report.episode_view.EpisodeRecorder`);
         sequential runs only
+    :warns LLMErrorRateWarning: when more than :data:`LLM_ERROR_RATE_WARNING` of the LLM requests failed
     """
     pol = make_policy(policy) if isinstance(policy, str) else policy
     start = time.perf_counter()
@@ -221,5 +254,9 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
             env.close()
     seconds = time.perf_counter() - start
     name = policy if isinstance(policy, str) else pol.name
-    return summarise(records, env_id=env_id, policy=name, split=split, seconds=seconds, seed=seed,
-                     cost_weight=cost_weight)
+    summary = summarise(records, env_id=env_id, policy=name, split=split, seconds=seconds, seed=seed,
+                        cost_weight=cost_weight)
+    if summary["llm_error_rate"] > LLM_ERROR_RATE_WARNING:
+        warnings.warn(f"{llm_error_text(summary)}, above {100 * LLM_ERROR_RATE_WARNING:g}%: failed calls give empty "
+                      "drafts and failed steps", LLMErrorRateWarning, stacklevel=2)
+    return summary

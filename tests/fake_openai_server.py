@@ -4,7 +4,8 @@ Each request takes the next entry of ``faults`` (then answers normally once they
 ``"timeout"`` (answers only after ``slow_s``), ``"429"`` (with ``Retry-After: retry_after``), ``"500"``,
 ``"503"`` (any status code), ``"malformed"`` (a 200 whose body is broken JSON), ``"nochoices"`` (valid JSON without
 choices), ``"unparseable"`` (a reply of prose the worker cannot read), ``"drop"`` (closes the connection
-without answering) or ``"ok"``. A normal answer is ``responder(messages)``.
+without answering) or ``"ok"``. A normal answer is ``responder(messages)``. As a real server does, it answers
+404 to a POST anywhere but ``/v1/chat/completions`` (a client given the wrong ``base_url``), taking no fault.
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ class FakeOpenAIServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 payload = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    with server._lock:
+                        server.served["404"] += 1
+                    self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
+                    return
                 with server._lock:
                     fault = server.faults.pop(0) if server.faults else "ok"
                     server.served[fault] += 1

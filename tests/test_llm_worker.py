@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import re
+import socket
 import sqlite3
 
 import gymnasium as gym
@@ -15,7 +16,7 @@ import harness_gym
 from harness_gym.core.cost import COST_KEYS as LEDGER_KEYS
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
-from harness_gym.workers import OpenAIWorker, make_worker
+from harness_gym.workers import LLMUnreachableError, OpenAIWorker, make_worker
 from harness_gym.workers.llm_cache import CacheMissError, CallOutcome, LLMCache, request_key
 from harness_gym.workers.prompting import (
     DRAFT_FORMATS,
@@ -204,20 +205,96 @@ def test_faults_are_retried_counted_and_the_episode_ends_normally():
     assert draft_step["cost"]["latency_s"] >= 0.3  # the timed-out request is part of the step's latency
 
 
-def test_a_call_that_keeps_failing_is_a_failed_step_not_an_exception():
-    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), ["500"] * 100) as srv:
+def test_a_call_that_keeps_failing_after_a_reply_is_a_failed_step_not_an_exception():
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), ["ok"] + ["500"] * 100) as srv:
         env = gym.make("HarnessCode-v1", worker="openai", base_url=srv.base_url, model="fake", max_retries=2,
                        backoff_s=0.0)
         steps = run_episode(env, [3, 2, 5, 6])
         env.close()
-    draft_info, tool_info = steps[1][3], steps[2][3]
+    draft_info, tool_info, revise_info = steps[1][3], steps[2][3], steps[3][3]
     ctx = env.unwrapped.context
-    assert draft_info["cost"]["llm_errors"] == 3 + 3  # the draft's 3 requests and its confidence's 3
+    assert draft_info["cost"]["llm_calls"] == 1 + 3 and draft_info["cost"]["llm_errors"] == 3  # its confidence's 3
     assert ctx.tool_history[0][0] == ToolCall("", {}) and not ctx.tool_history[0][1].ok
     assert "unknown tool" in ctx.tool_history[0][1].error
     assert tool_info["evidence"]["env"] == -0.1
+    assert revise_info["cost"]["llm_errors"] == 3 + 3 and ctx.draft.content == ""  # the revision's and confidence's
     assert steps[-1][2] and steps[-1][3]["quality"] == 0.0  # an empty draft is graded, and fails
     assert env.unwrapped._state.confidence == 0.5
+
+
+def _dead_url() -> str:
+    """The ``/v1`` root of a local port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def _first_draft(worker: OpenAIWorker) -> Draft:
+    env = gym.make("HarnessCode-v1").unwrapped
+    env.reset(seed=0)
+    worker.reset(np.random.default_rng(0))
+    try:
+        return worker.draft(env.context)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("where", ["refused", "unknown host"])
+def test_an_unreachable_server_fails_the_first_call_naming_url_and_error(where):
+    url, why = (_dead_url(), "[Cc]onnection refused") if where == "refused" else ("http://no-such-host.invalid/v1", "")
+    env = gym.make("HarnessCode-v1", worker="openai", base_url=url, model="fake", max_retries=1, backoff_s=0.0,
+                   timeout_s=5.0)
+    env.reset(seed=0)
+    with pytest.raises(LLMUnreachableError, match=re.escape(url) + r".*first call \(2 requests.*connection error: .*"
+                       + why):
+        env.step(int(harness_gym.Action.DRAFT))
+    env.close()
+    assert issubclass(LLMUnreachableError, RuntimeError)
+
+
+@pytest.mark.parametrize(("faults", "requests", "error"), [
+    (["500"] * 9, 3, "http 500"),
+    (["malformed"] * 9, 3, "malformed body"),
+    (["nochoices", "drop", "503"] * 3, 3, "http 503"),
+    (["401"], 1, "http 401"),  # a refusal is not retried, and says so at once
+])
+def test_a_server_that_never_answers_fails_the_first_call_after_its_retries(faults, requests, error):
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), faults) as srv:
+        worker = OpenAIWorker("code", base_url=srv.base_url, model="fake", max_retries=2, backoff_s=0.0)
+        with pytest.raises(LLMUnreachableError, match=re.escape(srv.base_url) + f".*{requests} request.*{error}"):
+            _first_draft(worker)
+    assert sum(srv.served.values()) == requests
+
+
+def test_a_wrong_base_url_fails_the_first_call_with_the_404():
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1")) as srv:
+        wrong = srv.base_url.removesuffix("/v1")  # the server's root, without its /v1
+        worker = OpenAIWorker("code", base_url=wrong, model="fake", backoff_s=0.0)
+        with pytest.raises(LLMUnreachableError, match=re.escape(wrong) + r".*1 request,.*http 404"):
+            _first_draft(worker)
+        assert srv.served["404"] == 1
+        assert _first_draft(OpenAIWorker("code", base_url=srv.base_url, model="fake")).content  # the right one
+
+
+def test_a_first_reply_that_does_not_parse_is_an_answer_not_an_unreachable_server():
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), ["unparseable", "500", "500"]) as srv:
+        worker = OpenAIWorker("code", base_url=srv.base_url, model="fake", max_retries=0, backoff_s=0.0)
+        assert _first_draft(worker).content == ""  # the model answered; its reply holds no code
+        assert _first_draft(worker).content == ""  # then a 500: counted, not raised
+    assert worker.pop_usage().llm_errors == 2
+
+
+@pytest.mark.parametrize("num_envs", ["1", "2"])  # one after another, or in threads
+def test_the_command_line_reports_an_unreachable_server_in_one_line(capsys, num_envs):
+    from harness_gym_baselines.cli import main
+
+    url = _dead_url()
+    status = main(["eval", "HarnessCode-v1", "--policy", "forced-check", "--episodes", "2", "--worker", "openai",
+                   "--base-url", url, "--model", "fake", "--max-retries", "0", "--no-progress", "--num-envs", num_envs])
+    err = capsys.readouterr().err.strip()
+    assert status == 1 and len(err.splitlines()) == 1
+    assert "LLMUnreachableError" in err and url in err and "onnection refused" in err
 
 
 def test_retry_after_is_honoured():
@@ -252,14 +329,15 @@ def test_unparseable_replies_are_retried_only_when_sampling():
 
 def test_a_refused_request_is_not_retried():
     with FakeOpenAIServer(ReferenceModel("HarnessCode-v1")) as srv:
-        srv.faults = ["400"]
+        srv.faults = ["ok", "400"]
         worker = OpenAIWorker("code", base_url=srv.base_url, model="fake", backoff_s=0.0)
         worker.reset(np.random.default_rng(0))
         env = gym.make("HarnessCode-v1").unwrapped
         env.reset(seed=0)
+        worker.draft(env.context)
         call = worker.propose_tool_call(env.context)
         env.close()
-    assert call == ToolCall("", {}) and sum(srv.served.values()) == 1
+    assert call == ToolCall("", {}) and sum(srv.served.values()) == 2
 
 
 @pytest.mark.parametrize("env_id", harness_gym.ENV_IDS)

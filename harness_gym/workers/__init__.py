@@ -10,7 +10,7 @@ from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import Task, ToolCall
 from harness_gym.workers.base import Usage, Worker
 from harness_gym.workers.openai_worker import OPTION_NAMES as OPENAI_OPTIONS
-from harness_gym.workers.openai_worker import OpenAIWorker
+from harness_gym.workers.openai_worker import LLMUnreachableError, OpenAIWorker
 from harness_gym.workers.profile import WorkerProfile
 from harness_gym.workers.simulated import SimulatedWorker
 
@@ -99,5 +99,6 @@ def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | 
     raise ValueError(f"unknown worker {spec!r}; expected one of {WORKER_NAMES} or a Worker instance")
 
 
-__all__ = ["Worker", "Usage", "WorkerProfile", "SimulatedWorker", "OpenAIWorker", "make_worker", "WORKER_NAMES",
-           "OPENAI_OPTIONS", "SIMULATED_OPTIONS", "WORKER_OPTIONS", "check_worker_options", "unexpected_keyword"]
+__all__ = ["Worker", "Usage", "WorkerProfile", "SimulatedWorker", "OpenAIWorker", "LLMUnreachableError", "make_worker",
+           "WORKER_NAMES", "OPENAI_OPTIONS", "SIMULATED_OPTIONS", "WORKER_OPTIONS", "check_worker_options",
+           "unexpected_keyword"]

@@ -7,12 +7,17 @@ the context the harness gathered (:func:`~harness_gym.workers.prompting.render_c
 parsed into the domain's draft format, a tool call, a verdict or a number, and the env then checks and
 grades it like any draft.
 
-Faults are observations, never exceptions: timeouts, connection errors, HTTP 429 (its ``Retry-After`` is
-honoured), 5xx, malformed response bodies and, at temperature > 0, unparseable replies are retried with
-exponential back-off up to ``max_retries`` times (the client library's own retries are off, so every
-attempt is counted); a call that still fails gives an empty draft, a malformed tool call
-(``ToolCall(name="", args={})``, which the domain reports as a tool error), a failed self-check or a
-neutral confidence of 0.5. At temperature 0 an unparseable reply is not retried: a greedy decode of the
+Faults of a server that has answered are observations, never exceptions: timeouts, connection errors,
+HTTP 429 (its ``Retry-After`` is honoured), 5xx, malformed response bodies and, at temperature > 0,
+unparseable replies are retried with exponential back-off up to ``max_retries`` times (the client library's
+own retries are off, so every attempt is counted); a call that still fails gives an empty draft, a malformed
+tool call (``ToolCall(name="", args={})``, which the domain reports as a tool error), a failed self-check or a
+neutral confidence of 0.5, and its failed requests are counted in ``info["cost"]["llm_errors"]``. A server
+that never answered is a configuration fault, not a model fault: when the worker's first call gets no
+readable reply from any of its requests (refused connection, unknown host, wrong ``base_url``, HTTP errors or
+garbage bodies throughout), it raises :class:`LLMUnreachableError` naming the URL and the last error, so a
+misconfigured run stops at once instead of scoring empty drafts. A reply the model wrote but the parser
+cannot read counts as an answer. At temperature 0 an unparseable reply is not retried: a greedy decode of the
 same prompt repeats itself. What every step spent (requests, errors, tokens from the server's ``usage``,
 latency) is returned by :meth:`OpenAIWorker.pop_usage` and reported by the env in ``info["cost"]``.
 
@@ -53,6 +58,14 @@ OPTION_NAMES: tuple[str, ...] = ("base_url", "model", "api_key", "temperature", 
                                  "max_retries", "cache", "cache_mode", "backoff_s", "max_backoff_s",
                                  "prompts_dir")
 """Keyword arguments of :class:`OpenAIWorker` that ``gym.make(..., worker="openai", ...)`` passes through."""
+
+
+
+class LLMUnreachableError(RuntimeError):
+    """The worker's first call got no readable reply from its server after every retry: the URL or the
+    server is wrong (connection refused, unknown host, HTTP errors, bodies that are not chat completions).
+    Raised only while the worker has never had a reply; later faults are counted, not raised."""
+
 
 NEUTRAL_CONFIDENCE = 0.5
 """The confidence reported when the model's could not be obtained."""
@@ -119,6 +132,7 @@ class OpenAIWorker:
         self._episode_seed = 0
         self._usage = Usage()
         self._confidence: dict[tuple[int, str], float] = {}
+        self._answered = False  # a request of this worker (or a cache entry) has had a readable reply
 
     # ----- episode and accounting --------------------------------------------------------------------
     def reset(self, rng: np.random.Generator) -> None:
@@ -174,6 +188,7 @@ class OpenAIWorker:
         key = ""
         if self.cache is not None:
             key, outcome = self.cache.lookup(request)
+            self._answered |= outcome is not None  # a recorded outcome: the server answered when it was recorded
         if outcome is None:
             outcome = self._send(request, parse)
             if self.cache is not None:
@@ -184,7 +199,11 @@ class OpenAIWorker:
         return parse(outcome.text) if outcome.ok else None
 
     def _send(self, request: dict[str, Any], parse: Callable[[str], Any]) -> CallOutcome:
-        """Send the request, retrying faults with exponential back-off; never raises for a model fault."""
+        """Send the request, retrying faults with exponential back-off; never raises for a model fault.
+
+        :raises LLMUnreachableError: when no request got a readable reply and none of this worker's requests
+            ever has (module docstring)
+        """
         import openai
 
         params = dict(request["params"])
@@ -206,6 +225,7 @@ class OpenAIWorker:
                 text, p_tok, c_tok = _reply_text(response)
                 prompt_tokens += p_tok
                 completion_tokens += c_tok
+                self._answered = True
             except openai.RateLimitError as exc:
                 errors += 1
                 last_error = "http 429"
@@ -213,11 +233,12 @@ class OpenAIWorker:
                 continue
             except openai.APITimeoutError:
                 errors += 1
-                last_error = "timeout"
+                last_error = f"timeout after {self.timeout_s:g} s"
                 continue
             except openai.APIConnectionError as exc:
                 errors += 1
-                last_error = f"connection error: {exc}"
+                cause = exc.__cause__  # the transport's own error names the cause (refused, unknown host)
+                last_error = f"connection error: {cause or exc}"
                 continue
             except openai.APIStatusError as exc:
                 errors += 1
@@ -238,6 +259,11 @@ class OpenAIWorker:
             last_error = "unparseable reply"
             if self.temperature == 0:
                 break  # a greedy decode of the same prompt gives the same reply
+        if not self._answered:
+            raise LLMUnreachableError(
+                f"the LLM server at {self.base_url} gave no usable reply to the worker's first call "
+                f"({requests} request{'s' if requests != 1 else ''}, model {self.model!r}): {last_error}; check "
+                "base_url (--base-url) and that the server is running")
         return CallOutcome(text=text if last_error == "unparseable reply" else "", ok=last_error == "unparseable reply",
                            error=last_error, requests=requests, errors=errors, prompt_tokens=prompt_tokens,
                            completion_tokens=completion_tokens, latency_s=time.perf_counter() - start)

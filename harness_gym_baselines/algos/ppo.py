@@ -50,6 +50,7 @@ from harness_gym.sb3 import make_sb3_vec_env
 from harness_gym_baselines.algos.training import seed_everything
 from harness_gym_baselines.common.options import UsageError, check_env_kwargs, parse_key_values
 from harness_gym_baselines.policies.sb3_zip import SB3Policy, load_sb3_policy
+from harness_gym_baselines.policies.trained_on import TrainedOn
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
@@ -377,8 +378,8 @@ def final_report(policy: SB3Policy, cfg: OnlineConfig, env_kwargs: dict[str, Any
 
 
 def save_model(model: MaskablePPO, cfg: Any, algo: str, **diagnostics: Any) -> Path:
-    """Write the model zip to ``cfg.out`` with a ``harness_gym`` attribute (algo, env id, feature names, the
-    config and ``diagnostics``) that :mod:`harness_gym_baselines.policies.sb3_zip` reads back.
+    """Write the model zip to ``cfg.out`` with a ``harness_gym`` attribute (algo, the record of the env it was
+    trained on (:mod:`harness_gym_baselines.policies.trained_on`), the config and ``diagnostics``) that :mod:`harness_gym_baselines.policies.sb3_zip` reads back.
 
     :param model: the trained model
     :param cfg: the trainer's settings (a dataclass)
@@ -387,8 +388,9 @@ def save_model(model: MaskablePPO, cfg: Any, algo: str, **diagnostics: Any) -> P
     """
     path = Path(cfg.out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    model.harness_gym = {"algo": algo, "env_id": cfg.env_id, "feature_names": list(FEATURE_NAMES),
-                         "config": asdict(cfg), **diagnostics}
+    trained_on = TrainedOn(env_id=cfg.env_id, feature_names=FEATURE_NAMES,
+                           observation_shape=tuple(model.observation_space.shape))
+    model.harness_gym = {"algo": algo, **trained_on.record(), "config": asdict(cfg), **diagnostics}
     model.save(path)
     if path.suffix != ".zip":  # SB3 appends .zip to a path without it
         Path(f"{path}.zip").replace(path)

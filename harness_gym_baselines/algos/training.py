@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from harness_gym.datasets import Transitions, load_transitions
 from harness_gym_baselines.evaluate import evaluate
-from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, action_log_prob, save_model
+from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, action_log_prob, save_model, trained_on_data
 
 
 def seed_everything(seed: int, torch_threads: int) -> None:
@@ -171,7 +171,7 @@ def finish(cfg: Any, algo: str, net: MLP, data: Transitions, writer: SummaryWrit
     ``cfg.eval_split``) into ``eval/``, close the writer and return the controller, whose ``report`` holds the
     run folder, the final ``losses/`` values and the evaluation summary (``None`` without one)."""
     save_model(cfg.out, algo=algo, net=net, config=cfg, data=data, hidden_sizes=cfg.hidden_sizes)
-    policy = LearnedPolicy(net, data.feature_names, name=algo)
+    policy = LearnedPolicy(net, data.feature_names, name=algo, trained_on=trained_on_data(data))
     result = None
     if cfg.eval_episodes > 0:
         result = evaluate_and_log(writer, policy, data, episodes=cfg.eval_episodes, split=cfg.eval_split,

@@ -1,9 +1,11 @@
 """A trained controller and its model file: the policy network, the masked softmax over its logits, and the
 file that ``harness-gym eval --policy FILE`` runs through :func:`load_policy`.
 
-A model file is a ``torch.save`` dict: ``algo``, ``env_id``, ``env_kwargs``, ``dataset_id``, ``config`` (the
-trainer's dataclass as a dict), ``feature_names`` (checked against the env at every reset), ``hidden_sizes``,
-``n_actions`` and ``state_dict`` (of :class:`MLP`). It loads with ``torch.load(weights_only=True)``. What the
+A model file is a ``torch.save`` dict: ``algo``, ``env_kwargs``, ``dataset_id``, ``config`` (the trainer's
+dataclass as a dict), the record of the env it was trained on (``env_id``, ``feature_names``,
+``observation_shape``: :mod:`harness_gym_baselines.policies.trained_on`, checked against the env at every
+reset), ``hidden_sizes``, ``n_actions`` and ``state_dict`` (of :class:`MLP`). It loads with
+``torch.load(weights_only=True)``. What the
 trainers share beyond this (seeding, the likelihood fit, logging) is in :mod:`harness_gym_baselines.algos.training`.
 """
 
@@ -20,6 +22,7 @@ import torch
 from torch import nn
 
 from harness_gym.rollout import harness_env
+from harness_gym_baselines.policies.trained_on import TrainedOn
 
 if TYPE_CHECKING:
     from harness_gym.datasets import Transitions
@@ -69,11 +72,14 @@ class LearnedPolicy:
     :param feature_names: the features the network was trained on, in order
     :param name: the policy name shown in evaluation output
     :param sample: sample from the masked softmax instead of taking the argmax
+    :param trained_on: the env it was trained on (default: only its ``feature_names``)
     """
 
-    def __init__(self, net: MLP, feature_names: Sequence[str], name: str, sample: bool = False) -> None:
+    def __init__(self, net: MLP, feature_names: Sequence[str], name: str, sample: bool = False,
+                 trained_on: TrainedOn | None = None) -> None:
         self.net = net.eval()
         self.feature_names = tuple(feature_names)
+        self.trained_on = trained_on if trained_on is not None else TrainedOn(feature_names=self.feature_names)
         self.name = name
         self.sample = sample
         self.rng = np.random.default_rng(0)
@@ -81,9 +87,12 @@ class LearnedPolicy:
         """what training reported (:func:`harness_gym_baselines.algos.training.finish`): run folder, final losses, evaluation"""
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
-        env_features = tuple(harness_env(env).feature_names)
-        if env_features != self.feature_names:
-            raise ValueError(f"{self.name}: trained on features {self.feature_names}, env has {env_features}")
+        """Check ``env`` against the env the model was trained on (:meth:`TrainedOn.check`); reseed sampling.
+
+        :param env: the env of the episode
+        :param seed: the episode's reset seed
+        """
+        self.trained_on.check(env, self.name)
         self.rng = np.random.default_rng(seed)
 
     def act(self, obs: np.ndarray, env: gym.Env) -> int:
@@ -96,14 +105,23 @@ class LearnedPolicy:
         return int(torch.argmax(logp))
 
 
+def trained_on_data(data: Transitions) -> TrainedOn:
+    """The env a dataset's transitions come from: its id, feature names and observation shape.
+
+    :param data: the training transitions
+    """
+    return TrainedOn(env_id=data.env_id, feature_names=tuple(data.feature_names),
+                     observation_shape=tuple(int(n) for n in data.observations.shape[1:]))
+
+
 def save_model(path: str | Path, *, algo: str, net: MLP, config: Any, data: Transitions,
                hidden_sizes: Sequence[int]) -> Path:
     """Write a model file (see the module docstring) and return its path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     cfg = asdict(config)
-    torch.save({"format": MODEL_FORMAT, "algo": algo, "env_id": data.env_id, "env_kwargs": data.env_kwargs,
-                "dataset_id": cfg.get("dataset_id"), "config": cfg, "feature_names": list(data.feature_names),
+    torch.save({"format": MODEL_FORMAT, "algo": algo, "env_kwargs": data.env_kwargs,
+                "dataset_id": cfg.get("dataset_id"), "config": cfg, **trained_on_data(data).record(),
                 "hidden_sizes": list(hidden_sizes), "n_actions": int(data.action_masks.shape[1]),
                 "state_dict": net.state_dict()}, path)
     return path
@@ -116,4 +134,5 @@ def load_policy(path: str | Path, sample: bool = False) -> LearnedPolicy:
         raise ValueError(f"{path}: not a harness_gym model file (expected format {MODEL_FORMAT!r})")
     net = MLP(len(blob["feature_names"]), blob["n_actions"], blob["hidden_sizes"])
     net.load_state_dict(blob["state_dict"])
-    return LearnedPolicy(net, blob["feature_names"], name=f"{blob['algo']}:{Path(path).name}", sample=sample)
+    return LearnedPolicy(net, blob["feature_names"], name=f"{blob['algo']}:{Path(path).name}", sample=sample,
+                         trained_on=TrainedOn.from_record(blob))

@@ -7,8 +7,10 @@ A maskable model acts with the env's action mask; the others act on the observat
 trained (an inapplicable action is a legal no-op of the Harness MDP).
 
 Models written by this project's trainers carry a ``harness_gym`` attribute (saved inside the zip): the
-algorithm name, the env id, the feature names it was trained on (checked against the env at every reset)
-and training diagnostics such as the evidence weights.
+algorithm name, the record of the env it was trained on (env id, feature names, observation shape:
+:mod:`harness_gym_baselines.policies.trained_on`, checked against the env at every reset) and training
+diagnostics such as the evidence weights. A zip from elsewhere is checked against the observation shape SB3
+stored in it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from harness_gym.rollout import harness_env
+from harness_gym_baselines.policies.trained_on import TrainedOn
 
 
 class SB3Policy:
@@ -37,20 +40,16 @@ class SB3Policy:
         self.deterministic = deterministic
         self.maskable = type(model).__name__ == "MaskablePPO"
         meta = getattr(model, "harness_gym", None) or {}
-        self.feature_names: tuple[str, ...] | None = tuple(meta["feature_names"]) if "feature_names" in meta else None
+        self.trained_on = TrainedOn.from_record(meta, getattr(model.observation_space, "shape", None))
+        self.feature_names: tuple[str, ...] | None = self.trained_on.feature_names
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
-        """Check the env's features against the ones the model was trained on; reseed sampling.
+        """Check ``env`` against the env the model was trained on (:meth:`TrainedOn.check`); reseed sampling.
 
         :param env: the env of the episode
         :param seed: the episode's reset seed (seeds the model's action sampling when not deterministic)
         """
-        henv = harness_env(env)
-        if self.feature_names is not None and tuple(henv.feature_names) != self.feature_names:
-            raise ValueError(f"{self.name}: trained on features {self.feature_names}, env has {henv.feature_names}")
-        shape = tuple(getattr(self.model.observation_space, "shape", None) or ())
-        if shape and shape != henv.observation_space.shape:
-            raise ValueError(f"{self.name}: model observes shape {shape}, env gives {henv.observation_space.shape}")
+        self.trained_on.check(env, self.name)
         if seed is not None and not self.deterministic:
             self.model.set_random_seed(seed)
 
