@@ -23,7 +23,7 @@ from harness_gym_baselines.cli import (
 )
 from harness_gym_baselines.common.trainer_registry import TRAINERS
 
-ONLINE = ("ppo-sparse", "ppo-dense", "ecpo")
+ONLINE = ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
 ENV_FLAGS = {"--env-kwarg", "--worker", "--sandbox", "--prices", "--budget-units", "--recording",
              *(flag for _, flag, _, _ in WORKER_FLAGS)}
 # what the issue asks of every command, written out here independently of COMMAND_OPTIONS

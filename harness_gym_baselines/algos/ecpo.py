@@ -22,6 +22,14 @@ score of a Bradley-Terry reward model trained on ranked pairs of offline-buffer 
 - **Conflicts**: a step where one source is above +``conflict_z`` standard deviations and another below
   -``conflict_z`` (e.g. a high env signal with a low consistency) is a conflict; counts per pair of sources
   are logged.
+- **Potential-based variant** (``shaping="potential"``, the trainer ``ecpo-pb``, :mod:`harness_gym_baselines.algos.ecpo_pb`):
+  each source k enters as ``gamma * phi_k(s') - phi_k(s)`` of a potential of the harness state
+  (:class:`EvidencePotential`; Ng, Harada and Russell, 1999) instead of its per-step value, and the task reward
+  ``r_t`` is added to the ``env`` term as it is; each term is divided by its running std (not centred, not
+  clipped, so an episode's sum still telescopes). A step that repeats an earlier one and gets the same verdict
+  leaves every potential unchanged and earns nothing; the sum over an episode is ``phi(s_T) - phi(s_0)`` at
+  ``gamma = 1``, however many steps were repeated. :func:`farming_share` measures how often a policy repeats
+  an action that earned evidence under the blog shaping.
 - **Corruption switch** (the seed's robustness experiment): from training step ``corrupt_from`` on, each
   correct ``knowledge`` signal (+1) is flipped to -1 with probability ``corrupt_rate``, in training and in
   the validation episodes alike; with ``freeze_weights_at_corruption`` the weights stay at their value
@@ -30,16 +38,18 @@ score of a Bradley-Terry reward model trained on ranked pairs of offline-buffer 
 TensorBoard: ``charts/weight_*``, ``charts/auc_*``, ``charts/conflict_rate``, ``charts/conflicts_*_vs_*``,
 ``charts/norm_mean_*``, ``charts/norm_std_*``, ``losses/preference_bt_loss``, ``eval/val_*``.
 
-Run ``harness-gym train ecpo --env ENV --steps N --seed S --out FILE [--preference-dataset ID]``.
+Run ``harness-gym train ecpo --env ENV --steps N --seed S --out FILE [--preference-dataset ID]`` (``ecpo-pb``
+for the potential-based variant).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -69,6 +79,10 @@ from harness_gym_baselines.policies.sb3_zip import SB3Policy, load_sb3_policy
 SOURCES: tuple[str, ...] = (*EVIDENCE_SOURCES, "preference")
 """the evidence sources, in the column order of every evidence array here"""
 PAIRS: tuple[tuple[int, int], ...] = tuple(combinations(range(len(SOURCES)), 2))
+SHAPINGS: tuple[str, ...] = ("blog", "potential")
+"""how the evidence enters the reward (:attr:`ECPOConfig.shaping`)"""
+ALGO_OF_SHAPING: dict[str, str] = {"blog": "ecpo", "potential": "ecpo-pb"}
+"""the trainer name a model file records, per shaping"""
 
 
 @dataclass
@@ -104,6 +118,9 @@ class ECPOConfig(OnlineConfig):
     """probability that a correct (+1) knowledge signal is flipped to -1 once the corruption is on"""
     freeze_weights_at_corruption: bool = False
     """keep the trust weights at their value before the corruption starts (the frozen arm of the experiment)"""
+    shaping: Literal["blog", "potential"] = "blog"
+    """how each source enters the reward: "blog", its per-step signal (the seed blog's ECPO); "potential",
+    gamma * phi(s') - phi(s) of its potential (the ecpo-pb trainer, docs/ecpo.md)"""
 
 
 # ----- the evidence of one step --------------------------------------------------------------------------
@@ -141,6 +158,162 @@ class KnowledgeCorruption:
             return knowledge
         flip = (knowledge > 0) & (self.rng.random(knowledge.shape) < self.rate)
         return np.where(flip, -1.0, knowledge)
+
+
+# ----- the potential-based variant ----------------------------------------------------------------------
+LATEST_PER_ACTION = np.array([k != SOURCES.index("self") for k in range(len(SOURCES))])
+"""the sources whose potential is the sum over the seven actions of the signal of the action's latest step"""
+
+
+class EvidencePotential:
+    """The potentials ``phi_k(s)`` of the five sources over one episode in progress, from what the harness holds
+    (the evidence of the steps so far), and the shaping terms ``gamma * phi_k(s') - phi_k(s)``.
+
+    - ``env`` (execution feedback only; the task reward is not shaped), ``consistency``, ``knowledge`` and
+      ``preference``: ``phi_k(s)`` is the sum over the seven actions of source k's signal at the latest step
+      that took the action (0 for an action not taken yet). Re-taking an action with the verdict it got last
+      time leaves ``phi_k`` unchanged; a new verdict (a draft that now agrees with the knowledge base, a
+      tool call that now fails) moves it by the difference.
+    - ``self``: the change in the worker's confidence is already a difference; ``phi_self(s)`` is its sum so
+      far, the current draft's confidence.
+
+    Every potential is 0 at the reset and bounded by seven times its source's range (``self``: [0, 1]), so an
+    episode's shaping ``sum_t gamma^t (gamma phi(s_t+1) - phi(s_t)) = gamma^T phi(s_T) - phi(s_0)`` is bounded
+    whatever the policy repeats. The potential of the last state is kept (not set to 0): an episode ends with
+    the bonus of the evidence state it reached.
+
+    :param gamma: the discount of the shaping (PPO's ``gamma``)
+    """
+
+    def __init__(self, gamma: float) -> None:
+        if not 0.0 < gamma <= 1.0:
+            raise ValueError(f"the shaping's gamma must be in (0, 1], got {gamma}")
+        self.gamma = gamma
+        self.latest = np.zeros((len(SOURCES), N_ACTIONS))
+        self.total = np.zeros(len(SOURCES))
+
+    def reset(self) -> None:
+        """Back to the potentials of a reset (all 0)."""
+        self.latest[:] = 0.0
+        self.total[:] = 0.0
+
+    @property
+    def phi(self) -> np.ndarray:
+        """``(5,)`` potentials of the current state, in :data:`SOURCES` order."""
+        return np.where(LATEST_PER_ACTION, self.latest.sum(axis=1), self.total)
+
+    def step(self, action: int, evidence: np.ndarray) -> np.ndarray:
+        """Fold in one step and return its ``(5,)`` shaping terms ``gamma * phi(s') - phi(s)``.
+
+        :param action: the action of the step
+        :param evidence: its ``(5,)`` raw signals, ``env`` being the execution feedback without the task reward
+        """
+        before = self.phi
+        self.latest[:, int(action)] = evidence
+        self.total += evidence
+        return self.gamma * self.phi - before
+
+
+def potential_shaping(actions: Sequence[int], evidence: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """The shaping terms ``(T, 5)`` and the potentials ``(T + 1, 5)`` of one episode (:class:`EvidencePotential`).
+
+    :param actions: the episode's ``T`` actions
+    :param evidence: its ``(T, 5)`` raw signals (``env`` without the task reward)
+    :param gamma: the discount of the shaping
+    """
+    potential = EvidencePotential(gamma)
+    phis, terms = [potential.phi], []
+    for action, row in zip(actions, np.asarray(evidence, dtype=float)):
+        terms.append(potential.step(action, row))
+        phis.append(potential.phi)
+    return np.array(terms).reshape(-1, len(SOURCES)), np.array(phis)
+
+
+# ----- the farming share ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BlogEvidenceTerm:
+    """The evidence term of the blog ECPO's per-step reward under a fixed calibration: for the four env-reported
+    sources, ``b_t = sum_k w_k * clip((e_k,t - m_k) / s_k, +-norm_clip)`` (without centering: ``e / s``), with
+    ``e_env,t`` the execution feedback only (the task reward and the final step's Q left out). It is ``c_t``
+    of the blog ECPO less the task reward and less ``preference`` (whose model a model file does not keep).
+
+    :param weights: ``(4,)`` trust weights of env, consistency, knowledge, self
+    :param mean: their running means
+    :param std: their running stds
+    :param center: subtract the mean (the blog's default)
+    :param norm_clip: clip of the normalised signals
+    """
+
+    weights: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    center: bool = True
+    norm_clip: float = 5.0
+
+    @classmethod
+    def from_model(cls, meta: dict[str, Any]) -> BlogEvidenceTerm:
+        """The calibration a blog-ECPO model file ended training with (its ``harness_gym`` attribute).
+
+        :param meta: ``model.harness_gym`` of an ``ecpo`` zip
+        """
+        if meta.get("algo") != "ecpo" or "weights" not in meta or "normaliser" not in meta:
+            raise ValueError(f"the farming share's calibration comes from a blog-ECPO model file (algo 'ecpo', "
+                             f"with weights and normaliser), got one of algo {meta.get('algo')!r}")
+        names = EVIDENCE_SOURCES
+        cfg = meta.get("config", {})
+        return cls(weights=np.array([meta["weights"][k] for k in names]),
+                   mean=np.array([meta["normaliser"]["mean"][k] for k in names]),
+                   std=np.array([meta["normaliser"]["std"][k] for k in names]),
+                   center=bool(cfg.get("center", True)), norm_clip=float(cfg.get("norm_clip", 5.0)))
+
+    def of_steps(self, evidence: np.ndarray) -> np.ndarray:
+        """``b_t`` of each row of ``(T, 4)`` raw signals (``env`` without the task reward).
+
+        :param evidence: the raw signals of env, consistency, knowledge, self per step
+        """
+        evidence = np.asarray(evidence, dtype=float).reshape(-1, len(EVIDENCE_SOURCES))
+        std = self.std + 1e-8
+        norm = (evidence - self.mean) / std if self.center else evidence / std
+        return np.clip(norm, -self.norm_clip, self.norm_clip) @ self.weights
+
+    def of_episode(self, episode: Episode) -> np.ndarray:
+        """``b_t`` of every step of a played episode.
+
+        :param episode: the episode
+        """
+        rows = [task_evidence(episode.infos[t + 1], 0.0, episode.terminations[t] or episode.truncations[t])
+                for t in range(len(episode.actions))]
+        return self.of_steps(np.array(rows))
+
+
+def farming_steps(actions: Sequence[int], evidence_terms: Sequence[float]) -> np.ndarray:
+    """Which steps of one episode farm: step t takes the same action as an earlier step of the episode whose
+    blog evidence term was > 0, and its own evidence term is > 0 (it is paid again for repeating).
+
+    :param actions: the episode's actions
+    :param evidence_terms: the blog evidence term ``b_t`` of each step (:class:`BlogEvidenceTerm`)
+    """
+    if len(actions) != len(evidence_terms):
+        raise ValueError(f"{len(actions)} actions but {len(evidence_terms)} evidence terms")
+    earned: set[int] = set()
+    farming = np.zeros(len(actions), dtype=bool)
+    for t, (action, term) in enumerate(zip(actions, evidence_terms)):
+        if term > 0:
+            farming[t] = int(action) in earned
+            earned.add(int(action))
+    return farming
+
+
+def farming_share(actions: Sequence[Sequence[int]], evidence_terms: Sequence[Sequence[float]]) -> float:
+    """The farming share of a set of episodes: farming steps (:func:`farming_steps`) over all their steps (NaN
+    with no step).
+
+    :param actions: per episode, its actions
+    :param evidence_terms: per episode, the blog evidence term of each step
+    """
+    counts = [(int(farming_steps(a, b).sum()), len(a)) for a, b in zip(actions, evidence_terms, strict=True)]
+    steps = sum(n for _, n in counts)
+    return sum(f for f, _ in counts) / steps if steps else float("nan")
 
 
 # ----- normalisation ------------------------------------------------------------------------------------
@@ -402,21 +575,31 @@ class EvidenceReward(TransitionRewardWrapper):
     """Replaces the reward by ``c_t = sum_i w_i * norm_i(e_i,t)`` (module docstring); observations, dones and
     infos pass through untouched (the same objects the wrapped env returned).
 
+    With ``shaping="potential"`` the ``e_i,t`` are the shaping terms of :class:`EvidencePotential` (one per
+    env, reset with its episode), the task reward added to the ``env`` term, and ``norm_i`` divides by the
+    running std only (no centering, no clip), so the shaped return telescopes.
+
     :param venv: the training env
     :param calibrator: holds the current trust weights
     :param preference: the preference model
     :param corruption: the knowledge corruption switch
-    :param center: subtract the running mean before dividing by the running std
-    :param norm_clip: clip of the normalised signals
+    :param center: subtract the running mean before dividing by the running std (blog shaping)
+    :param norm_clip: clip of the normalised signals (blog shaping)
     :param conflict_z: the z-score threshold of a conflict
+    :param shaping: "blog" (each source's per-step signal) or "potential" (its potential difference)
+    :param gamma: the discount of the potential shaping (PPO's)
     """
 
     def __init__(self, venv: VecEnv, calibrator: Calibrator, preference: PreferenceModel,
                  corruption: KnowledgeCorruption, *, center: bool = True, norm_clip: float = 5.0,
-                 conflict_z: float = 1.0) -> None:
+                 conflict_z: float = 1.0, shaping: str = "blog", gamma: float = 0.99) -> None:
+        if shaping not in SHAPINGS:
+            raise ValueError(f"shaping must be one of {SHAPINGS}, got {shaping!r}")
         super().__init__(venv)
         self.calibrator, self.preference, self.corruption = calibrator, preference, corruption
         self.center, self.norm_clip, self.conflict_z = center, norm_clip, conflict_z
+        self.shaping = shaping
+        self.potentials = [EvidencePotential(gamma) for _ in range(self.num_envs)]
         self.stats = RunningMeanStd(len(SOURCES))
         self.conflicts = np.zeros(len(PAIRS), dtype=np.int64)
         """conflicts per pair of sources (:data:`PAIRS`) since the last :meth:`pop_conflicts`"""
@@ -427,18 +610,30 @@ class EvidenceReward(TransitionRewardWrapper):
 
     def transition_rewards(self, prev_obs: np.ndarray, actions: np.ndarray, obs: np.ndarray, rewards: np.ndarray,
                            dones: np.ndarray, infos: list[dict]) -> np.ndarray:
+        potential = self.shaping == "potential"
         evidence = np.empty((len(infos), len(SOURCES)))
-        for i, info in enumerate(infos):
-            evidence[i, :4] = task_evidence(info, float(rewards[i]), bool(dones[i]))
+        for i, info in enumerate(infos):  # the potential shaping leaves the task reward out of phi_env
+            evidence[i, :4] = task_evidence(info, 0.0 if potential else float(rewards[i]), bool(dones[i]))
         evidence[:, 2] = self.corruption.apply(evidence[:, 2])
         evidence[:, 4] = self.preference.step_scores(step_features(prev_obs, actions))
+        if potential:
+            evidence = np.stack([p.step(a, row) for p, a, row in zip(self.potentials, actions, evidence)])
+            evidence[:, 0] += rewards
+            for p, done in zip(self.potentials, dones):
+                if done:
+                    p.reset()
         return self.calibrated(evidence)
 
+    def reset(self) -> np.ndarray:
+        for p in self.potentials:
+            p.reset()
+        return super().reset()
+
     def calibrated(self, evidence: np.ndarray) -> np.ndarray:
-        """Fold a ``(n_envs, 5)`` batch of raw evidence into the running statistics, count its conflicts and
+        """Fold a ``(n_envs, 5)`` batch of evidence into the running statistics, count its conflicts and
         return ``c_t`` per env.
 
-        :param evidence: raw evidence, one row per env
+        :param evidence: raw evidence (blog shaping) or shaping terms (potential shaping), one row per env
         """
         self.stats.update(evidence)
         std = self.stats.std + 1e-8
@@ -448,6 +643,8 @@ class EvidenceReward(TransitionRewardWrapper):
         self.conflicts += pair_hits.sum(axis=0)
         self.conflict_steps += int(pair_hits.any(axis=1).sum())
         self.steps += len(evidence)
+        if self.shaping == "potential":
+            return ((evidence / std) @ self.calibrator.weights).astype(np.float32)
         norm = z if self.center else evidence / std
         return (np.clip(norm, -self.norm_clip, self.norm_clip) @ self.calibrator.weights).astype(np.float32)
 
@@ -517,16 +714,19 @@ class ECPOCallback(ValidationEvalCallback):
 
 # ----- training -----------------------------------------------------------------------------------------
 def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
-    """Fit the preference model, then train MaskablePPO on the calibrated evidence; save the zip to
-    ``cfg.out`` and return the controller.
+    """Fit the preference model, then train MaskablePPO on the calibrated evidence (``cfg.shaping``); save the
+    zip to ``cfg.out`` and return the controller.
 
     :param cfg: the configuration
     :param data: must be ``None`` (an online trainer; the preference buffer is ``cfg.preference_dataset``)
     """
+    if cfg.shaping not in SHAPINGS:
+        raise ValueError(f"ECPOConfig.shaping must be one of {SHAPINGS}, got {cfg.shaping!r}")
+    algo = ALGO_OF_SHAPING[cfg.shaping]
     if data is not None:
-        raise ValueError("ecpo is an online trainer: it takes no dataset (see --preference-dataset)")
+        raise ValueError(f"{algo} is an online trainer: it takes no dataset (see --preference-dataset)")
     seed_everything(cfg.seed, cfg.torch_threads)
-    log_dir = f"{cfg.log_dir}/{run_name(cfg, 'ecpo')}"
+    log_dir = f"{cfg.log_dir}/{run_name(cfg, algo)}"
     logger = configure(log_dir, ["tensorboard"])
     start = time.perf_counter()
 
@@ -542,7 +742,8 @@ def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
     calibrator = Calibrator(cfg.weight_floor, cfg.weight_slope)
     corruption = KnowledgeCorruption(cfg.corrupt_rate, seed=cfg.seed + 7919)
     venv = EvidenceReward(make_training_env(cfg), calibrator, preference, corruption, center=cfg.center,
-                          norm_clip=cfg.norm_clip, conflict_z=cfg.conflict_z)
+                          norm_clip=cfg.norm_clip, conflict_z=cfg.conflict_z, shaping=cfg.shaping,
+                          gamma=cfg.gamma)
     model = make_model(cfg, venv)
     model.set_logger(logger)
     env_kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs)
@@ -555,7 +756,7 @@ def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
     venv.pop_conflicts()
     venv.close()
     train_seconds = time.perf_counter() - start
-    save_model(model, cfg, "ecpo", eval_history=callback.history, train_seconds=train_seconds,
+    save_model(model, cfg, algo, eval_history=callback.history, train_seconds=train_seconds,
                preference_seconds=preference_seconds, preference_heldout_accuracy=preference.heldout_accuracy,
                weights=dict(zip(SOURCES, calibrator.weights.tolist())),
                aucs=dict(zip(SOURCES, calibrator.aucs.tolist())),
@@ -563,7 +764,7 @@ def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
                conflict_steps=int(venv.total_conflict_steps),
                normaliser={"mean": dict(zip(SOURCES, venv.stats.mean.tolist())),
                            "std": dict(zip(SOURCES, venv.stats.std.tolist()))})
-    return final_report(SB3Policy(model, name="ecpo"), cfg, env_kwargs, log_dir)
+    return final_report(SB3Policy(model, name=algo), cfg, env_kwargs, log_dir)
 
 
 def load(path: str | Path) -> SB3Policy:

@@ -32,6 +32,7 @@ TRAINERS: dict[str, str] = {
     "ppo-sparse": "harness_gym_baselines.algos.ppo_sparse:PPOSparseConfig",
     "ppo-dense": "harness_gym_baselines.algos.ppo_dense:PPODenseConfig",
     "ecpo": "harness_gym_baselines.algos.ecpo:ECPOConfig",
+    "ecpo-pb": "harness_gym_baselines.algos.ecpo_pb:ECPOPBConfig",
 }
 """trainer name -> ``"module:ConfigClass"`` of its module and config dataclass"""
 

@@ -4,8 +4,9 @@
     python -m harness_gym_baselines.experiments.ecpo_comparison corruption --out results/ecpo [--env HarnessResearchQA-v1] [--seeds 3]
 
 ``table``: per env and seed s, a behaviour-policy buffer (``harness-gym collect``'s Minari format, train split,
-collection seed s), BC trained on it, ppo-sparse, ppo-dense and ECPO trained online for ``--steps`` steps with
-seed s (ECPO's preference model learns from the same buffer), and the static and forced-check harnesses; each
+collection seed s), BC trained on it, ppo-sparse, ppo-dense, ECPO and the potential-based ECPO (``ecpo-pb``)
+trained online for ``--steps`` steps with seed s (the ECPO preference models learn from the same buffer), and
+the static and forced-check harnesses; each
 is evaluated on ``--episodes`` test-split and ood-split episodes, acting deterministically (the mode of a
 trained policy, what ``harness-gym eval --policy`` runs) and, for the trained methods, also sampling from
 the policy (as during training), with the reset seeds of
@@ -16,8 +17,11 @@ different envs can go in parallel), ``table.md`` and ``table.csv``.
 Columns: success rate (test), the trajectory quality score (:func:`rubric_score`, 1-5), OOD retention (ood
 success / test success), training stability (the std of the validation return over the last
 ``STABILITY_LAST`` evaluations of a training run, averaged over seeds; and the std of test success across
-seeds) and the mean cost per episode (``info["cost"]["units"]`` summed over the episode where the env reports
-a cost ledger, else the number of steps).
+seeds), the mean cost per episode (``info["cost"]["units"]`` summed over the episode where the env reports
+a cost ledger, else the number of steps) and, for ``ecpo`` and ``ecpo-pb``, the farming share
+(:func:`harness_gym_baselines.algos.ecpo.farming_share`: the share of test steps that repeat an action which
+earned evidence earlier in the episode and are paid for it again, under the blog shaping calibrated as the
+``ecpo`` run of the same env and seed ended its training).
 
 ``corruption``: ECPO with adaptive weights against ECPO with the weights frozen at their value before the
 switch, the knowledge corruption on from ``--corrupt-from`` (:mod:`harness_gym_baselines.algos.ecpo`); writes
@@ -34,7 +38,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -44,8 +48,13 @@ from harness_gym.rollout import Episode, Policy, episode_seed, play_episode
 from harness_gym_baselines.experiments.paper_claims import SEED_REPORTED
 from harness_gym_baselines.policies.registry import make_policy
 
+if TYPE_CHECKING:
+    from harness_gym_baselines.algos.ecpo import BlogEvidenceTerm
+
 ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
-TRAINED = ("ppo-sparse", "ppo-dense", "bc", "ecpo")
+TRAINED = ("ppo-sparse", "ppo-dense", "bc", "ecpo", "ecpo-pb")
+ECPO_METHODS = ("ecpo", "ecpo-pb")
+"""the methods whose test episodes get a farming share"""
 REFERENCE = ("static", "forced-check", "thorough")
 STABILITY_LAST = 3
 
@@ -67,23 +76,30 @@ def rubric_score(quality: float, success: bool, budget_used: float, hms: float) 
     return 1 + correctness + efficiency + process
 
 
-def episode_record(episode: Episode, budget: int) -> dict[str, Any]:
+def episode_record(episode: Episode, budget: int, farming: BlogEvidenceTerm | None = None) -> dict[str, Any]:
     """What the table needs of one episode.
 
     :param episode: the played episode
     :param budget: the env's budget per episode
+    :param farming: the blog calibration that counts its farming steps (``farming_steps``; none without it)
     """
     final = episode.final_info
+    farmed: dict[str, int] = {}
+    if farming is not None:
+        from harness_gym_baselines.algos.ecpo import farming_steps  # torch only where a farming share is asked
+
+        farmed["farming_steps"] = int(farming_steps(episode.actions, farming.of_episode(episode)).sum())
     has_cost = isinstance(final.get("cost"), dict) and "units" in final["cost"]
     cost = (sum(float(i["cost"]["units"]) for i in episode.infos[1:]) if has_cost else float(len(episode.actions)))
     used = (budget - final["budget_left"]) / budget
     return {"task_id": final["task_id"], "quality": float(final["quality"]), "success": bool(final["success"]),
             "hms": float(final["hms"]), "steps": len(episode.actions), "budget_used": used,
             "return": float(sum(episode.rewards)), "cost": cost, "cost_is_units": has_cost,
-            "rubric": rubric_score(final["quality"], final["success"], used, final["hms"])}
+            "rubric": rubric_score(final["quality"], final["success"], used, final["hms"]), **farmed}
 
 
-def evaluate_split(env_id: str, policy: Policy, *, split: str, episodes: int, seed: int) -> list[dict[str, Any]]:
+def evaluate_split(env_id: str, policy: Policy, *, split: str, episodes: int, seed: int,
+                   farming: BlogEvidenceTerm | None = None) -> list[dict[str, Any]]:
     """Per-episode records of ``policy`` on ``episodes`` episodes of ``split`` (reset seeds episode_seed(seed, i)).
 
     :param env_id: the env
@@ -91,11 +107,12 @@ def evaluate_split(env_id: str, policy: Policy, *, split: str, episodes: int, se
     :param split: the task split
     :param episodes: number of episodes
     :param seed: the run's seed
+    :param farming: count each episode's farming steps under this blog calibration
     """
     env = gym.make(env_id)
     try:
         budget = env.unwrapped.budget
-        return [episode_record(play_episode(env, policy, seed=episode_seed(seed, i), split=split), budget)
+        return [episode_record(play_episode(env, policy, seed=episode_seed(seed, i), split=split), budget, farming)
                 for i in range(episodes)]
     finally:
         env.close()
@@ -128,16 +145,28 @@ def train_cell(method: str, env_id: str, seed: int, args: argparse.Namespace, ds
         cfg = trainer.config(dataset_id=dsid, eval_episodes=0, **common)
     else:
         cfg = trainer.config(env_id=env_id, steps=args.steps, final_eval_episodes=0, progress=False, **common)
-        if method == "ecpo":
+        if method in ECPO_METHODS:
             cfg = replace(cfg, preference_dataset=dsid)
     trainer.train(cfg)
     return path
 
 
-def evaluate_both(env_id: str, policy: Policy, episodes: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+def evaluate_both(env_id: str, policy: Policy, episodes: int, seed: int,
+                  farming: BlogEvidenceTerm | None = None) -> dict[str, list[dict[str, Any]]]:
     """Test- and ood-split records of ``policy`` (same reset seeds for every method)."""
-    return {split: evaluate_split(env_id, policy, split=split, episodes=episodes, seed=seed)
+    return {split: evaluate_split(env_id, policy, split=split, episodes=episodes, seed=seed, farming=farming)
             for split in ("test", "ood")}
+
+
+def farming_reference(method: str, out: Path, env_id: str, seed: int) -> BlogEvidenceTerm | None:
+    """The blog calibration the farming steps of a cell are counted under: the one the ``ecpo`` model of the
+    same env and seed ended training with (``None`` for a method outside :data:`ECPO_METHODS`)."""
+    if method not in ECPO_METHODS:
+        return None
+    from harness_gym_baselines.algos.ecpo import BlogEvidenceTerm
+    from harness_gym_baselines.policies.sb3_zip import load_sb3_policy
+
+    return BlogEvidenceTerm.from_model(load_sb3_policy(out / "models" / f"{env_id}__ecpo__{seed}.zip").model.harness_gym)
 
 
 def sampling_policy(method: str, out: Path, env_id: str, seed: int) -> Policy | None:
@@ -179,8 +208,9 @@ def table(args: argparse.Namespace) -> list[dict[str, Any]]:
                     else:
                         policy = make_policy(method)
                     train_s = time.perf_counter() - start
+                    farming = farming_reference(method, args.out, env_id, seed)
                     env_cells[key] = {"env_id": env_id, "method": method, "seed": seed, "train_seconds": train_s,
-                                      "training": meta, **evaluate_both(env_id, policy, args.episodes, seed)}
+                                      "training": meta, **evaluate_both(env_id, policy, args.episodes, seed, farming)}
                     path.write_text(json.dumps(env_cells, default=float))
                     if not getattr(args, "quiet", False):
                         print(f"{key}: test success {np.mean([r['success'] for r in env_cells[key]['test']]):.3f} "
@@ -190,8 +220,9 @@ def table(args: argparse.Namespace) -> list[dict[str, Any]]:
                     if policy is None:  # a scripted harness: sampling is the same as acting
                         sampled = {"test_sampled": env_cells[key]["test"], "ood_sampled": env_cells[key]["ood"]}
                     else:
+                        farming = farming_reference(method, args.out, env_id, seed)
                         sampled = {f"{k}_sampled": v for k, v in evaluate_both(env_id, policy, args.episodes,
-                                                                                seed).items()}
+                                                                                seed, farming).items()}
                     env_cells[key].update(sampled)
                     path.write_text(json.dumps(env_cells, default=float))
         cells.update(env_cells)
@@ -223,6 +254,7 @@ def summarise(cells: dict[str, dict[str, Any]], envs: list[str], methods: tuple[
             within = [np.std([e["return"] for e in c["training"]["eval_history"][-STABILITY_LAST:]])
                       for c in runs if c["training"].get("eval_history")]
             test = [r for c in runs for r in c[test_key]]
+            farmed = [r for r in test if "farming_steps" in r]
             success = float(np.mean(test_success))
             rows.append({
                 "env_id": env_id, "method": method, "seeds": len(runs), "episodes": len(test),
@@ -236,6 +268,8 @@ def summarise(cells: dict[str, dict[str, Any]], envs: list[str], methods: tuple[
                 "cost_is_units": all(r["cost_is_units"] for r in test),
                 "hms": _nan_mean([r["hms"] for r in test]),
                 "steps": float(np.mean([r["steps"] for r in test])),
+                "farming_share": (sum(r["farming_steps"] for r in farmed) / sum(r["steps"] for r in farmed)
+                                  if farmed else math.nan),
                 "train_seconds": float(np.mean([c["train_seconds"] for c in runs])),
                 "final_weights": _mean_weights(runs),
             })
@@ -262,8 +296,8 @@ def table_lines(rows: list[dict[str, Any]]) -> list[str]:
     """One Markdown table of summarised rows, with the seed's reported figures beside ours."""
     cost_label = "mean cost (units)" if rows and all(r["cost_is_units"] for r in rows) else "mean cost (steps)"
     lines = [f"| env | method | seeds x episodes | success (seed std) | quality score 1-5 | OOD retention | "
-             f"val-return std, last {STABILITY_LAST} evals | {cost_label} | HMS | seed blog: success / score / "
-             "OOD retention |", "|---" * 10 + "|"]
+             f"val-return std, last {STABILITY_LAST} evals | {cost_label} | HMS | farming share | seed blog: "
+             "success / score / OOD retention |", "|---" * 11 + "|"]
     for r in rows:
         reported = " / ".join(SEED_REPORTED[r["method"]]) if r["method"] in SEED_REPORTED else ""
         hms = "n/a" if math.isnan(r["hms"]) else f"{r['hms']:.3f}"
@@ -271,7 +305,7 @@ def table_lines(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"| {r['env_id']} | {r['method']} | {r['seeds']} x {r['episodes'] // r['seeds']} | "
                      f"{_pct(r['success'])} ({_pct(r['success_seed_std'])}) | {r['rubric']:.2f} | "
                      f"{_pct(r['ood_retention'])} ({_pct(r['ood_success'])} ood) | {stability} | "
-                     f"{r['cost']:.1f} | {hms} | {reported} |")
+                     f"{r['cost']:.1f} | {hms} | {_pct(r.get('farming_share', math.nan))} | {reported} |")
     return lines
 
 

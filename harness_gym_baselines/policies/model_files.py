@@ -5,7 +5,7 @@ Every model file a trainer writes names its trainer (a key of
 :data:`~harness_gym_baselines.common.trainer_registry.TRAINERS`) under ``algo``, read without loading the model:
 
 - a JSON object (e.g. a count table): its ``algo`` key;
-- a Stable-Baselines3 zip (``ppo-sparse``, ``ppo-dense``, ``ecpo``): ``algo`` of the ``harness_gym`` attribute,
+- a Stable-Baselines3 zip (``ppo-sparse``, ``ppo-dense``, ``ecpo``, ``ecpo-pb``): ``algo`` of the ``harness_gym`` attribute,
   which SB3 stores as JSON in the zip's ``data`` entry;
 - a torch archive (``bc``, ``awr``: ``torch.save`` of a dict): its ``algo`` key, read with
   ``torch.load(weights_only=True)``, which runs no code from the file.

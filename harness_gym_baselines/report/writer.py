@@ -47,7 +47,7 @@ FORCED_SUBMIT_LIMIT = 0.5
 MIN_ONLINE_STEPS = 20_000
 MIN_EPOCHS = 30
 FIXED = ("static", "forced-check", "thorough")
-LEARNED = ("bc", "awr", "awr-q", "ppo-sparse", "ppo-dense", "ecpo")
+LEARNED = ("bc", "awr", "awr-q", "ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
 ABLATION = ("awr", "awr-ablation", "awr-q", "awr-q-ablation")
 FRONTIER = ("static", "forced-check", "thorough", "random", "oracle", "bc", "awr", "awr-q", "ppo-sparse",
             "ppo-dense", "ecpo")
@@ -94,7 +94,7 @@ def verdict(name: str, row: dict[str, Any], cells: list[dict[str, Any]], sizes: 
     if row["forced_submit_rate"] >= FORCED_SUBMIT_LIMIT:
         reasons.append(f"ends in a forced submit in {100 * row['forced_submit_rate']:.0f}% of test episodes (the "
                        "budget, not the controller, ends them)")
-    if name in ("ppo-sparse", "ppo-dense", "ecpo"):
+    if name in ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb"):
         steps = min(int(c.get("online_steps", sizes["online_steps"])) for c in cells)
         if steps < MIN_ONLINE_STEPS:
             reasons.append(f"trained {steps} steps (< {MIN_ONLINE_STEPS}, the budget of docs/ecpo.md)")
@@ -505,7 +505,7 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
                        f"{r['iqm_ci95'][1]:.3f}].")
     by_e = {(r["env_id"], r["method"]): r for r in ecpo_rows}
     for env in dict.fromkeys(r["env_id"] for r in ecpo_rows):
-        order = sorted((m for m in ("ppo-sparse", "ppo-dense", "bc", "ecpo") if (env, m) in by_e),
+        order = sorted((m for m in ("ppo-sparse", "ppo-dense", "bc", "ecpo", "ecpo-pb") if (env, m) in by_e),
                        key=lambda m: by_e[(env, m)]["success"])
         out.append(f"ECPO table, {_short(env)}: success from lowest to highest: "
                    + ", ".join(f"{m} {100 * by_e[(env, m)]['success']:.0f}%" for m in order)
@@ -733,7 +733,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
         for row in reader:
             method = row[2]
             writer.writerow([run, *row, *SEED_REPORTED.get(method, ("", "", "")),
-                             online_verdict if method in ("ppo-sparse", "ppo-dense", "ecpo") else
+                             online_verdict if method in ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb") else
                              "fixed script" if method in FIXED else "meaningful"])
     corruption = stages["corruption"]["result"]["runs"]
     plot_corruption(corruption, settings["corruption_env"], sizes["corrupt_from"], out / "fig_ecpo_corruption.png",
