@@ -1,4 +1,5 @@
-"""What the offline trainers (:mod:`harness_gym_baselines.algos.bc`, :mod:`harness_gym_baselines.algos.awr`) share: seeding, minibatches, the
+"""What the offline trainers (:mod:`harness_gym_baselines.algos.bc`, :mod:`harness_gym_baselines.algos.awr`,
+:mod:`harness_gym_baselines.algos.iql`) share: seeding, minibatches, the
 (weighted) likelihood fit of the logged actions, the TensorBoard run (mirrored to Weights & Biases with
 ``wandb=True`` when wandb is installed), the progress bar, and the final save and evaluation.
 
@@ -39,9 +40,14 @@ def seed_everything(seed: int, torch_threads: int) -> None:
 
 
 def as_tensors(data: Transitions) -> dict[str, torch.Tensor]:
-    """The transitions as torch tensors (observations, actions, action masks, returns)."""
-    return {"obs": torch.as_tensor(data.observations), "actions": torch.as_tensor(data.actions),
-            "masks": torch.as_tensor(data.action_masks), "returns": torch.as_tensor(data.returns)}
+    """The transitions as torch tensors: observations, actions, action masks, returns and, where the data has
+    them, the one-step columns ``rewards``, ``next_obs`` and ``terminals`` (float, 1.0 where terminal)."""
+    t = {"obs": torch.as_tensor(data.observations), "actions": torch.as_tensor(data.actions),
+         "masks": torch.as_tensor(data.action_masks), "returns": torch.as_tensor(data.returns)}
+    one_step = {"rewards": data.rewards, "next_obs": data.next_observations, "terminals": data.terminals}
+    t.update({key: torch.as_tensor(column, dtype=torch.float32) for key, column in one_step.items()
+              if column is not None})
+    return t
 
 
 def minibatches(rng: np.random.Generator, n: int, batch_size: int) -> list[torch.Tensor]:
