@@ -502,6 +502,8 @@ class Transitions:
     """(N, F) float32 observation after each step"""
     terminals: np.ndarray | None = None
     """(N,) bool: the step terminated the episode (a truncated last step is not terminal: its value bootstraps)"""
+    next_action_masks: np.ndarray | None = None
+    """(N, A) bool: the actions applicable after each step (for a max over next actions, as in CQL)"""
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -516,7 +518,7 @@ class Transitions:
         return Transitions(self.observations[keep], self.actions[keep], self.action_masks[keep],
                            self.returns[keep], self.episode[keep], self.env_id, self.env_kwargs,
                            self.feature_names, kept(self.rewards), kept(self.next_observations),
-                           kept(self.terminals))
+                           kept(self.terminals), kept(self.next_action_masks))
 
 
 def dataset_settings(dataset: minari.MinariDataset) -> dict[str, Any]:
@@ -549,13 +551,14 @@ def load_transitions(dataset: str | minari.MinariDataset) -> Transitions:
     """Load a dataset written by :func:`collect` as flat :class:`Transitions`."""
     ds = minari.load_dataset(dataset) if isinstance(dataset, str) else dataset
     meta = dataset_settings(ds)
-    obs, acts, masks, rets, eps, rews, next_obs, terms = [], [], [], [], [], [], [], []
+    obs, acts, masks, rets, eps, rews, next_obs, terms, next_masks = [], [], [], [], [], [], [], [], []
     columns = ("observations", "actions", "rewards", "terminations", f"infos/{MASK_KEY}")
     for i, ep in zip(ds.episode_indices, read_columns(ds, columns)):
         obs.append(ep["observations"][:-1])
         next_obs.append(ep["observations"][1:])
         acts.append(ep["actions"])
         masks.append(ep[f"infos/{MASK_KEY}"][:-1])
+        next_masks.append(ep[f"infos/{MASK_KEY}"][1:])
         rews.append(ep["rewards"])
         rets.append(np.cumsum(ep["rewards"][::-1])[::-1])
         terms.append(ep["terminations"])
@@ -566,7 +569,8 @@ def load_transitions(dataset: str | minari.MinariDataset) -> Transitions:
                        meta["settings"]["env_kwargs"], tuple(meta["feature_names"]),
                        rewards=np.concatenate(rews).astype(np.float32),
                        next_observations=np.concatenate(next_obs).astype(np.float32),
-                       terminals=np.concatenate(terms).astype(bool))
+                       terminals=np.concatenate(terms).astype(bool),
+                       next_action_masks=np.concatenate(next_masks).astype(bool))
 
 
 def export_npz(dataset: str | minari.MinariDataset, path: str | Path) -> Path:

@@ -1,9 +1,11 @@
-"""IQL (harness_gym_baselines/algos/iql.py): the expectile loss, multi-step improvement over the behaviour,
-determinism, the one-step columns of the Minari buffer, and ``harness-gym train iql`` to ``eval --policy``."""
+"""IQL and discrete CQL (harness_gym_baselines/algos/iql.py, cql.py): the expectile loss and the conservative
+penalty, multi-step improvement over the behaviour, determinism, the one-step columns of the Minari buffer, and
+``harness-gym train iql|cql`` to ``eval --policy``."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import gymnasium as gym
 import numpy as np
@@ -15,6 +17,8 @@ from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.datasets import Transitions
 from harness_gym_baselines.algos.awr import AWRConfig
 from harness_gym_baselines.algos.awr import train as train_awr
+from harness_gym_baselines.algos.cql import CQLConfig, conservative_penalty
+from harness_gym_baselines.algos.cql import train as train_cql
 from harness_gym_baselines.algos.iql import IQLConfig, expectile_loss
 from harness_gym_baselines.algos.iql import train as train_iql
 from harness_gym_baselines.cli import main
@@ -84,7 +88,7 @@ def two_step_buffer() -> Transitions:
     return Transitions(obs.astype(np.float32), actions.astype(np.int64), np.ones((n, 7), bool),
                        returns.astype(np.float32), episodes.astype(np.int64), TOY_ID, {}, FEATURE_NAMES,
                        rewards=rewards.astype(np.float32), next_observations=next_obs.astype(np.float32),
-                       terminals=terminals.astype(bool))
+                       terminals=terminals.astype(bool), next_action_masks=np.ones((n, 7), bool))
 
 
 def test_iql_chains_the_better_continuation_where_the_behaviour_values_cannot(tmp_path):
@@ -98,9 +102,15 @@ def test_iql_chains_the_better_continuation_where_the_behaviour_values_cannot(tm
     # expectile 0.5 fits V to the behaviour's mean (SARSA), worth 0.5 in B: action 0 in A is then worth 0.495
     sarsa = train_iql(IQLConfig(out=str(tmp_path / "sarsa.pt"), expectile=0.5, **values, **common), data)
     awr_q = train_awr(AWRConfig(out=str(tmp_path / "awr.pt"), advantage="q", value_epochs=60, **common), data)
+    cql = train_cql(CQLConfig(dataset_id="synthetic", out=str(tmp_path / "cql.pt"), seed=0, eval_episodes=0,
+                              progress=False, log_dir=str(tmp_path / "runs"), value_steps=1000,
+                              target_update_rate=0.05, learning_rate=1e-3), data)
     with torch.no_grad():
         assert iql.net(states).argmax(-1).tolist() == [0, 0]    # A: on to B; B: the good action
         assert sarsa.net(states).argmax(-1).tolist() == [1, 0]
+        assert cql.net(states).argmax(-1).tolist() == [0, 0]    # the max backup chains too
+        # the penalty holds the actions the buffer never took in A or B below the ones it took
+        assert (cql.net(states)[:, 2:].max(-1).values < cql.net(states)[:, :2].min(-1).values).all()
         assert int(awr_q.net(states[:1]).argmax()) == 1         # the behaviour's Q of action 0 in A is 0.5
 
 
@@ -153,3 +163,28 @@ def test_train_iql_from_the_buffer_then_eval_the_model_file(toy_dataset, tmp_pat
     result = json.loads(capsys.readouterr().out)
     assert recorded_trainer(model)[0] == "iql" and result["episodes"] == 5
     assert 0.0 <= result["quality_mean"] <= 1.0 and result["invalid_action_rate"] == 0
+
+
+def test_the_conservative_penalty_is_the_masked_logsumexp_gap():
+    q = torch.tensor([[1.0, 0.0, 5.0], [0.0, 0.0, 0.0]])
+    masks = torch.tensor([[True, True, False], [False, True, True]])
+    actions = torch.tensor([0, 0])  # the second row's logged action is masked: it still counts
+    expected = ((torch.logsumexp(torch.tensor([1.0, 0.0]), 0) - 1.0) + (math.log(3.0) - 0.0)) / 2
+    assert float(conservative_penalty(q, masks, actions)) == pytest.approx(float(expected))
+    assert float(conservative_penalty(torch.tensor([[9.0, -9.0]]), torch.tensor([[True, True]]),
+                                      torch.tensor([0]))) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_train_cql_from_the_buffer_then_eval_the_model_file(toy_dataset, tmp_path, capsys):
+    model = tmp_path / "cql.pt"
+    args = ["train", "cql", "--dataset", toy_dataset.id, "--out", str(model), "--value-steps", "200",
+            "--eval-episodes", "3", "--log-dir", str(tmp_path / "runs")]
+    assert main(args) == 0
+    first = torch.load(model, weights_only=True)["state_dict"]
+    assert "td_loss" in capsys.readouterr().out and recorded_trainer(model)[0] == "cql"
+    assert main(args) == 0  # the same seed gives the same weights
+    assert all(torch.equal(first[k], v) for k, v in torch.load(model, weights_only=True)["state_dict"].items())
+    capsys.readouterr()
+    assert main(["eval", TOY_ID, "--policy", str(model), "--episodes", "5", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["episodes"] == 5 and 0.0 <= result["quality_mean"] <= 1.0 and result["invalid_action_rate"] == 0

@@ -39,7 +39,15 @@ import torch
 from harness_gym.datasets import Transitions
 from harness_gym_baselines.algos.awr import advantage_weights
 from harness_gym_baselines.algos.bc import BCConfig
-from harness_gym_baselines.algos.training import finish, fit_policy, minibatches, progress_bar, start_run
+from harness_gym_baselines.algos.training import (
+    finish,
+    fit_policy,
+    minibatches,
+    polyak_update,
+    progress_bar,
+    require_columns,
+    start_run,
+)
 from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, load_policy
 
 
@@ -102,10 +110,7 @@ def train(cfg: IQLConfig, data: Transitions | None = None) -> LearnedPolicy:
     """
     check_config(cfg)
     data, writer, t = start_run(cfg, "iql", data)
-    missing = [key for key in ("rewards", "next_obs", "terminals") if key not in t]
-    if missing:
-        raise ValueError(f"IQL learns from one-step transitions, and the data has no {', '.join(missing)}: load "
-                         "the dataset with harness_gym.datasets.load_transitions or give Transitions those columns")
+    require_columns(t, ("rewards", "next_obs", "terminals"), "IQL")
     n, obs_dim, n_actions = len(data), t["obs"].shape[1], t["masks"].shape[1]
 
     # the policy is built first so that its initialisation equals BC's with the same seed
@@ -140,10 +145,7 @@ def train(cfg: IQLConfig, data: Transitions | None = None) -> LearnedPolicy:
             q_loss.backward()
             q_opt.step()
 
-            with torch.no_grad():
-                for q, q_target_net in zip(q_nets, q_targets):
-                    for p, p_target in zip(q.parameters(), q_target_net.parameters()):
-                        p_target.lerp_(p, cfg.target_update_rate)
+            polyak_update(q_nets, q_targets, cfg.target_update_rate)
             step += 1
         writer.add_scalar("losses/value_loss", value_loss.item(), step)
         writer.add_scalar("losses/q_loss", q_loss.item(), step)

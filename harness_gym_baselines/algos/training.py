@@ -41,13 +41,37 @@ def seed_everything(seed: int, torch_threads: int) -> None:
 
 def as_tensors(data: Transitions) -> dict[str, torch.Tensor]:
     """The transitions as torch tensors: observations, actions, action masks, returns and, where the data has
-    them, the one-step columns ``rewards``, ``next_obs`` and ``terminals`` (float, 1.0 where terminal)."""
+    them, the one-step columns ``rewards``, ``next_obs``, ``terminals`` (float, 1.0 where terminal) and
+    ``next_masks``."""
     t = {"obs": torch.as_tensor(data.observations), "actions": torch.as_tensor(data.actions),
          "masks": torch.as_tensor(data.action_masks), "returns": torch.as_tensor(data.returns)}
     one_step = {"rewards": data.rewards, "next_obs": data.next_observations, "terminals": data.terminals}
     t.update({key: torch.as_tensor(column, dtype=torch.float32) for key, column in one_step.items()
               if column is not None})
+    if data.next_action_masks is not None:
+        t["next_masks"] = torch.as_tensor(data.next_action_masks)
     return t
+
+
+def require_columns(t: dict[str, torch.Tensor], keys: Iterable[str], algo: str) -> None:
+    """Raise ``ValueError`` naming the one-step columns (:func:`as_tensors`) that ``algo`` needs and the data lacks.
+
+    :param t: the transitions' tensors
+    :param keys: the columns needed, e.g. ``("rewards", "next_obs", "terminals")``
+    :param algo: the trainer, for the message
+    """
+    missing = [key for key in keys if key not in t]
+    if missing:
+        raise ValueError(f"{algo} learns from one-step transitions, and the data has no {', '.join(missing)}: load "
+                         "the dataset with harness_gym.datasets.load_transitions or give Transitions those columns")
+
+
+def polyak_update(nets: Iterable[torch.nn.Module], targets: Iterable[torch.nn.Module], rate: float) -> None:
+    """Move each target network's parameters a fraction ``rate`` towards its online network's."""
+    with torch.no_grad():
+        for net, target in zip(nets, targets):
+            for p, p_target in zip(net.parameters(), target.parameters()):
+                p_target.lerp_(p, rate)
 
 
 def minibatches(rng: np.random.Generator, n: int, batch_size: int) -> list[torch.Tensor]:
