@@ -11,7 +11,7 @@ Kumar, Zhou, Tucker and Levine, 2020, https://arxiv.org/abs/2006.04779, the CQL(
 
 The controller is the masked argmax of Q (the model file is BC's, the network's outputs read as Q values).
 
-Defaults: alpha 1.0 (the paper's Atari setting), gamma 0.99, and the value learning settings IQL uses
+Defaults: alpha 1.0 (d3rlpy's DiscreteCQL default), gamma 0.99, and the value learning settings IQL uses
 (:mod:`harness_gym_baselines.algos.iql`: Adam 3e-4, batch 256, Polyak rate 0.005, 5000 steps).
 
 Run ``harness-gym train cql --dataset ID --out FILE [--alpha 1]`` (``python -m harness_gym_baselines.algos.cql``
