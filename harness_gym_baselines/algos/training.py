@@ -18,8 +18,8 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict
-from typing import Any, TypeVar
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import torch
@@ -29,6 +29,40 @@ from tqdm import tqdm
 from harness_gym.datasets import Transitions, load_transitions
 from harness_gym_baselines.evaluate import evaluate
 from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, action_log_prob, save_model, trained_on_data
+
+
+@dataclass
+class OfflineConfig:
+    """The settings every offline trainer has: its dataset, model file, seed, minibatches, MLP widths, final
+    evaluation and logging. A trainer's config adds its own (BC's fit, AWR's and IQL's weighting, CQL's penalty)."""
+
+    dataset_id: str = field(default="harness/code-behaviour-v0", metadata={"flags": ("--dataset",),
+                                                                          "required": True})
+    """the Minari dataset to learn from"""
+    out: str = "models/model.pt"
+    """where the model file is written"""
+    seed: int = 0
+    """seed of random, numpy and torch (initialisation and minibatch order)"""
+    batch_size: int = 256
+    """transitions per gradient step"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """widths of the hidden layers of the MLPs (policy, and value or Q where the trainer has them)"""
+    eval_episodes: int = 50
+    """episodes of the final evaluation logged under eval/ (0: none)"""
+    eval_split: Literal["train", "val", "test", "ood"] = "val"
+    """task split of that evaluation"""
+    log_dir: str = "runs"
+    """TensorBoard log folder; each run is {env_id}__{algo}[-{variant}]__{seed}__{time} in it"""
+    variant: str = ""
+    """label of the run's variant in its name (e.g. ablation), so that runs of one trainer tell apart"""
+    wandb: bool = False
+    """also log the run to Weights & Biases (needs the wandb package; TensorBoard stays on)"""
+    wandb_project: str = "harness_gym"
+    """the W&B project of --wandb runs"""
+    progress: bool = True
+    """show a progress bar over the training epochs"""
+    torch_threads: int = 1
+    """CPU threads torch may use"""
 
 
 def seed_everything(seed: int, torch_threads: int) -> None:
