@@ -481,7 +481,8 @@ def iterate_episodes(dataset: str | minari.MinariDataset) -> Iterator[minari.Epi
 
 @dataclass
 class Transitions:
-    """The (s, a) pairs of a dataset, flattened over episodes, with what offline learners need."""
+    """The steps of a dataset, flattened over episodes, with what offline learners need: (s, a), the action
+    masks and returns-to-go (BC, AWR) and, from :func:`load_transitions`, the one-step columns (IQL, CQL)."""
 
     observations: np.ndarray
     """(N, F) float32 observations"""
