@@ -481,7 +481,8 @@ def iterate_episodes(dataset: str | minari.MinariDataset) -> Iterator[minari.Epi
 
 @dataclass
 class Transitions:
-    """The (s, a) pairs of a dataset, flattened over episodes, with what offline learners need."""
+    """The steps of a dataset, flattened over episodes, with what offline learners need: (s, a), the action
+    masks and returns-to-go (BC, AWR) and, from :func:`load_transitions`, the one-step columns (IQL, CQL)."""
 
     observations: np.ndarray
     """(N, F) float32 observations"""
@@ -496,6 +497,14 @@ class Transitions:
     env_id: str
     env_kwargs: dict[str, Any]
     feature_names: tuple[str, ...]
+    rewards: np.ndarray | None = None
+    """(N,) float32 reward of each step (for one-step learners such as IQL; ``None`` where not given)"""
+    next_observations: np.ndarray | None = None
+    """(N, F) float32 observation after each step"""
+    terminals: np.ndarray | None = None
+    """(N,) bool: the step terminated the episode (a truncated last step is not terminal: its value bootstraps)"""
+    next_action_masks: np.ndarray | None = None
+    """(N, A) bool: the actions applicable after each step (for a max over next actions, as in CQL)"""
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -503,9 +512,14 @@ class Transitions:
     def subset(self, keep_episodes: Sequence[int]) -> Transitions:
         """The transitions of the listed episodes only."""
         keep = np.isin(self.episode, np.asarray(keep_episodes))
+
+        def kept(column: np.ndarray | None) -> np.ndarray | None:
+            return None if column is None else column[keep]
+
         return Transitions(self.observations[keep], self.actions[keep], self.action_masks[keep],
                            self.returns[keep], self.episode[keep], self.env_id, self.env_kwargs,
-                           self.feature_names)
+                           self.feature_names, kept(self.rewards), kept(self.next_observations),
+                           kept(self.terminals), kept(self.next_action_masks))
 
 
 def dataset_settings(dataset: minari.MinariDataset) -> dict[str, Any]:
@@ -538,17 +552,26 @@ def load_transitions(dataset: str | minari.MinariDataset) -> Transitions:
     """Load a dataset written by :func:`collect` as flat :class:`Transitions`."""
     ds = minari.load_dataset(dataset) if isinstance(dataset, str) else dataset
     meta = dataset_settings(ds)
-    obs, acts, masks, rets, eps = [], [], [], [], []
-    for i, ep in zip(ds.episode_indices, read_columns(ds, ("observations", "actions", "rewards", f"infos/{MASK_KEY}"))):
+    obs, acts, masks, rets, eps, rews, next_obs, terms, next_masks = [], [], [], [], [], [], [], [], []
+    columns = ("observations", "actions", "rewards", "terminations", f"infos/{MASK_KEY}")
+    for i, ep in zip(ds.episode_indices, read_columns(ds, columns)):
         obs.append(ep["observations"][:-1])
+        next_obs.append(ep["observations"][1:])
         acts.append(ep["actions"])
         masks.append(ep[f"infos/{MASK_KEY}"][:-1])
+        next_masks.append(ep[f"infos/{MASK_KEY}"][1:])
+        rews.append(ep["rewards"])
         rets.append(np.cumsum(ep["rewards"][::-1])[::-1])
+        terms.append(ep["terminations"])
         eps.append(np.full(len(ep["actions"]), i))
     return Transitions(np.concatenate(obs).astype(np.float32), np.concatenate(acts).astype(np.int64),
                        np.concatenate(masks).astype(bool), np.concatenate(rets).astype(np.float32),
                        np.concatenate(eps).astype(np.int64), meta["settings"]["env_id"],
-                       meta["settings"]["env_kwargs"], tuple(meta["feature_names"]))
+                       meta["settings"]["env_kwargs"], tuple(meta["feature_names"]),
+                       rewards=np.concatenate(rews).astype(np.float32),
+                       next_observations=np.concatenate(next_obs).astype(np.float32),
+                       terminals=np.concatenate(terms).astype(bool),
+                       next_action_masks=np.concatenate(next_masks).astype(bool))
 
 
 def export_npz(dataset: str | minari.MinariDataset, path: str | Path) -> Path:

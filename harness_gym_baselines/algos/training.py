@@ -1,4 +1,5 @@
-"""What the offline trainers (:mod:`harness_gym_baselines.algos.bc`, :mod:`harness_gym_baselines.algos.awr`) share: seeding, minibatches, the
+"""What the offline trainers (:mod:`harness_gym_baselines.algos.bc`, :mod:`harness_gym_baselines.algos.awr`,
+:mod:`harness_gym_baselines.algos.iql`) share: seeding, minibatches, the
 (weighted) likelihood fit of the logged actions, the TensorBoard run (mirrored to Weights & Biases with
 ``wandb=True`` when wandb is installed), the progress bar, and the final save and evaluation.
 
@@ -17,8 +18,8 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict
-from typing import Any, TypeVar
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import torch
@@ -30,6 +31,40 @@ from harness_gym_baselines.evaluate import evaluate
 from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, action_log_prob, save_model, trained_on_data
 
 
+@dataclass
+class OfflineConfig:
+    """The settings every offline trainer has: its dataset, model file, seed, minibatches, MLP widths, final
+    evaluation and logging. A trainer's config adds its own (BC's fit, AWR's and IQL's weighting, CQL's penalty)."""
+
+    dataset_id: str = field(default="harness/code-behaviour-v0", metadata={"flags": ("--dataset",),
+                                                                          "required": True})
+    """the Minari dataset to learn from"""
+    out: str = "models/model.pt"
+    """where the model file is written"""
+    seed: int = 0
+    """seed of random, numpy and torch (initialisation and minibatch order)"""
+    batch_size: int = 256
+    """transitions per gradient step"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """widths of the hidden layers of the MLPs (policy, and value or Q where the trainer has them)"""
+    eval_episodes: int = 50
+    """episodes of the final evaluation logged under eval/ (0: none)"""
+    eval_split: Literal["train", "val", "test", "ood"] = "val"
+    """task split of that evaluation"""
+    log_dir: str = "runs"
+    """TensorBoard log folder; each run is {env_id}__{algo}[-{variant}]__{seed}__{time} in it"""
+    variant: str = ""
+    """label of the run's variant in its name (e.g. ablation), so that runs of one trainer tell apart"""
+    wandb: bool = False
+    """also log the run to Weights & Biases (needs the wandb package; TensorBoard stays on)"""
+    wandb_project: str = "harness_gym"
+    """the W&B project of --wandb runs"""
+    progress: bool = True
+    """show a progress bar over the training epochs"""
+    torch_threads: int = 1
+    """CPU threads torch may use"""
+
+
 def seed_everything(seed: int, torch_threads: int) -> None:
     """Seed ``random``, ``numpy`` and ``torch`` and fix torch's CPU threads (results depend on them)."""
     random.seed(seed)
@@ -39,9 +74,38 @@ def seed_everything(seed: int, torch_threads: int) -> None:
 
 
 def as_tensors(data: Transitions) -> dict[str, torch.Tensor]:
-    """The transitions as torch tensors (observations, actions, action masks, returns)."""
-    return {"obs": torch.as_tensor(data.observations), "actions": torch.as_tensor(data.actions),
-            "masks": torch.as_tensor(data.action_masks), "returns": torch.as_tensor(data.returns)}
+    """The transitions as torch tensors: observations, actions, action masks, returns and, where the data has
+    them, the one-step columns ``rewards``, ``next_obs``, ``terminals`` (float, 1.0 where terminal) and
+    ``next_masks``."""
+    t = {"obs": torch.as_tensor(data.observations), "actions": torch.as_tensor(data.actions),
+         "masks": torch.as_tensor(data.action_masks), "returns": torch.as_tensor(data.returns)}
+    one_step = {"rewards": data.rewards, "next_obs": data.next_observations, "terminals": data.terminals}
+    t.update({key: torch.as_tensor(column, dtype=torch.float32) for key, column in one_step.items()
+              if column is not None})
+    if data.next_action_masks is not None:
+        t["next_masks"] = torch.as_tensor(data.next_action_masks)
+    return t
+
+
+def require_columns(t: dict[str, torch.Tensor], keys: Iterable[str], algo: str) -> None:
+    """Raise ``ValueError`` naming the one-step columns (:func:`as_tensors`) that ``algo`` needs and the data lacks.
+
+    :param t: the transitions' tensors
+    :param keys: the columns needed, e.g. ``("rewards", "next_obs", "terminals")``
+    :param algo: the trainer, for the message
+    """
+    missing = [key for key in keys if key not in t]
+    if missing:
+        raise ValueError(f"{algo} learns from one-step transitions, and the data has no {', '.join(missing)}: load "
+                         "the dataset with harness_gym.datasets.load_transitions or give Transitions those columns")
+
+
+def polyak_update(nets: Iterable[torch.nn.Module], targets: Iterable[torch.nn.Module], rate: float) -> None:
+    """Move each target network's parameters a fraction ``rate`` towards its online network's."""
+    with torch.no_grad():
+        for net, target in zip(nets, targets):
+            for p, p_target in zip(net.parameters(), target.parameters()):
+                p_target.lerp_(p, rate)
 
 
 def minibatches(rng: np.random.Generator, n: int, batch_size: int) -> list[torch.Tensor]:

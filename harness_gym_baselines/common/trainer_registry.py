@@ -29,6 +29,8 @@ from typing import Any
 TRAINERS: dict[str, str] = {
     "bc": "harness_gym_baselines.algos.bc:BCConfig",
     "awr": "harness_gym_baselines.algos.awr:AWRConfig",
+    "iql": "harness_gym_baselines.algos.iql:IQLConfig",
+    "cql": "harness_gym_baselines.algos.cql:CQLConfig",
     "ppo-sparse": "harness_gym_baselines.algos.ppo_sparse:PPOSparseConfig",
     "ppo-dense": "harness_gym_baselines.algos.ppo_dense:PPODenseConfig",
     "ecpo": "harness_gym_baselines.algos.ecpo:ECPOConfig",
