@@ -1,10 +1,9 @@
 """Whether the shipped SmolLM2 recording (``envs_data/recordings/smollm2.json``) was made on the registered envs.
 
-The recording and its learned controllers (``smollm2-awr-q-*.pt``) were made on the -v0 MDP, before issue 23
-(real prices, the cost budget, the harness signals, the v1 task mixes). They cannot replay on -v1: the env ids
-are retired, the controllers were trained on the v0 features and the v1 tasks differ. The tests that replay them
-carry :data:`needs_v1_recording`; they run again, unchanged, once the recording is remade on -v1
-(``benchmarks/record_llm.py`` with a local SmolLM2 server, then retraining the learned controllers on -v1).
+The recording and its learned controllers (``smollm2-awr-q-*.pt``) were remade on the -v1 MDP after issue 23
+(``benchmarks/record_llm.py --tasks 3`` with a local SmolLM2 server). Should its env ids be retired again, the
+tests that replay it skip (:data:`needs_v1_recording`) with a reason naming the stale ids, until it is re-recorded
+and its controllers are retrained on the new features.
 """
 
 from __future__ import annotations
