@@ -13,7 +13,7 @@ What a user training a controller sees (issue 28), each figure as a ratio to Car
 - **SB3 PPO** (``MlpPolicy``, ``n_steps`` 512, batch 64, 4 epochs, one env built by
   :func:`harness_gym.sb3.make_sb3_vec_env`, ``torch.set_num_threads(1)``, ``--ppo-steps`` steps) in a new
   process per env: steps/s of ``learn`` cold, then warm (a second model with the same seed in the same
-  process, so it replays the first run's episodes). ``--ppo-steps 0`` skips it.
+  process: same seed, so largely the same episodes, whose jobs the cache answers). ``--ppo-steps 0`` skips it.
 - **Cold sandbox job**: ``--jobs`` distinct jobs in a ``ProcessSandbox`` without cache in the
   ``--isolation`` mode (bubblewrap by default), median and p95 of ``ExecResult.duration_s``.
 
@@ -98,6 +98,7 @@ def _ppo_in_this_process(env_id: str, steps: int, seed: int) -> dict[str, Any]:
     """Child side of :func:`ppo_cold_warm`: two PPO runs with the same seed, each on a new vector env."""
     import torch
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
 
     from harness_gym.sb3 import make_sb3_vec_env
 
@@ -106,6 +107,7 @@ def _ppo_in_this_process(env_id: str, steps: int, seed: int) -> dict[str, Any]:
     for run in ("cold", "warm"):
         venv = make_sb3_vec_env(env_id, n_envs=1, seed=seed)
         model = PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **PPO_SETTINGS)
+        model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a folder in /tmp
         start = time.perf_counter()
         model.learn(total_timesteps=steps)
         seconds = time.perf_counter() - start
