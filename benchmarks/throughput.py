@@ -1,72 +1,284 @@
-"""Env throughput against CartPole-v1, measured in one run, and the cold latency of a sandbox job.
+"""Training speed of every env against CartPole-v1, measured in one run, and the cold latency of a sandbox job.
 
-    python benchmarks/throughput.py [--steps 20000] [--env HarnessCode-v1]
+    python benchmarks/throughput.py [--env HarnessCode-v1 ...] [--steps 1500] [--ppo-steps 8192] [--json OUT]
 
-HarnessCode-v1 runs with the simulated worker and a warm execution cache: the timed pass replays the
-episode seeds of an identical warm-up pass, so every checker/grader job is served from the cache. Both
-envs are built with ``gym.make`` (same wrappers) and driven by the same pre-drawn random actions.
-Target: HarnessCode-v1 per-step time at most 10x CartPole-v1's; cold sandbox job median <= 10 ms.
+What a user training a controller sees (issue 28), each figure as a ratio to CartPole-v1 in the same run:
+
+- **Random masked policy**: per env, a policy uniform over the applicable actions (``info["action_mask"]``;
+  CartPole-v1 has no mask, so all its actions) over fresh episodes (reset seeds 0, 1, 2, ...), ``--steps``
+  steps, in a new ``spawn`` process so nothing is warm. *Cold* is the first run in that process; *warm* is a
+  second identical run (same seeds, same actions) in the same process, whose sandbox jobs the in-memory
+  execution cache then answers. There is no on-disk cache yet: a new process always starts cold. The time
+  counts ``reset`` and ``step`` and drawing the action, not ``gym.make``.
+- **SB3 PPO** (``MlpPolicy``, ``n_steps`` 512, batch 64, 4 epochs, one env built by
+  :func:`harness_gym.sb3.make_sb3_vec_env`, ``torch.set_num_threads(1)``, ``--ppo-steps`` steps) in a new
+  process per env: steps/s of ``learn`` cold, then warm (a second model with the same seed in the same
+  process: same seed, so largely the same episodes, whose jobs the cache answers). ``--ppo-steps 0`` skips it.
+- **Cold sandbox job**: ``--jobs`` distinct jobs in a ``ProcessSandbox`` without cache in the
+  ``--isolation`` mode (bubblewrap by default), median and p95 of ``ExecResult.duration_s``.
+
+Targets (issue 28): SB3 PPO warm at no less than 0.8x CartPole-v1's steps/s; random masked policy cold at no
+more than 50x CartPole-v1's step time, warm at no more than 5x; a cold job at most 5 ms median. Each figure
+is printed with its target, then a markdown table of all of them; ``--json OUT`` writes every figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import multiprocessing
+import os
 import statistics
+import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-import harness_gym  # noqa: F401
+import harness_gym
 from harness_gym.sandbox import make_sandbox
 
+BASELINE = "CartPole-v1"
+RANDOM_COLD_MAX_RATIO = 50.0
+RANDOM_WARM_MAX_RATIO = 5.0
+PPO_WARM_MIN_SPEED = 0.8
+COLD_JOB_MAX_MEDIAN_MS = 5.0
+PPO_SETTINGS = {"n_steps": 512, "batch_size": 64, "n_epochs": 4}
 
-def steps_per_second(env_id: str, actions: np.ndarray, passes: int) -> float:
+
+def random_masked_steps(env: gym.Env, steps: int, seed: int = 0) -> dict[str, Any]:
+    """Drive ``env`` for ``steps`` steps with a policy uniform over the applicable actions, resetting with seeds
+    ``seed``, ``seed + 1``, ... at each episode end. The actions come from ``np.random.default_rng(seed)``, so two
+    calls with the same arguments play the same episodes.
+
+    :param env: a made env with a ``Discrete`` action space; ``info["action_mask"]`` is used when present
+    :param steps: number of ``step`` calls
+    :param seed: first reset seed and seed of the action draws
+    :returns: ``seconds`` (reset + step + action draws), ``episodes`` ended, ``job_steps`` (steps that billed a
+        sandbox job), ``exec_cached_steps`` (steps whose job the execution cache answered) and ``sandbox_jobs``
+        (billed jobs)
+    """
+    n_actions = int(env.action_space.n)
+    every_action = np.ones(n_actions, dtype=np.int8)
+    draws = np.random.default_rng(seed).random(steps)
+    episodes = cached = jobs = job_steps = 0
+    start = time.perf_counter()
+    _, info = env.reset(seed=seed)
+    for u in draws:
+        allowed = np.flatnonzero(info.get("action_mask", every_action))
+        _, _, terminated, truncated, info = env.step(int(allowed[int(u * len(allowed))]))
+        cached += bool(info.get("exec_cached", False))
+        step_jobs = int(info.get("cost", {}).get("sandbox_jobs", 0))
+        jobs += step_jobs
+        job_steps += step_jobs > 0  # metered jobs only: a SUBMIT's grader job is not billed
+        if terminated or truncated:
+            episodes += 1
+            _, info = env.reset(seed=seed + episodes)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "episodes": episodes, "job_steps": job_steps, "exec_cached_steps": cached,
+            "sandbox_jobs": jobs}
+
+
+def _random_in_this_process(env_id: str, steps: int) -> dict[str, Any]:
+    """Child side of :func:`random_cold_warm`: make the env, then two identical runs."""
+    start = time.perf_counter()
     env = gym.make(env_id)
-    rate = 0.0
-    for _ in range(passes):
-        episode = 0
-        env.reset(seed=episode)
-        start = time.perf_counter()
-        for a in actions:
-            _, _, term, trunc, _ = env.step(int(a))
-            if term or trunc:
-                episode += 1
-                env.reset(seed=episode)
-        rate = len(actions) / (time.perf_counter() - start)
+    make_s = time.perf_counter() - start
+    cold = random_masked_steps(env, steps)
+    warm = random_masked_steps(env, steps)
     env.close()
-    return rate
+    for run in (cold, warm):
+        run["steps_per_s"] = steps / run["seconds"]
+    return {"make_s": make_s, "cold": cold, "warm": warm}
 
 
-def cold_job_latency(jobs: int) -> list[float]:
-    sandbox = make_sandbox("process", cache=False)
+def _ppo_in_this_process(env_id: str, steps: int, seed: int) -> dict[str, Any]:
+    """Child side of :func:`ppo_cold_warm`: two PPO runs with the same seed, each on a new vector env."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
+
+    from harness_gym.sb3 import make_sb3_vec_env
+
+    torch.set_num_threads(1)
+    out: dict[str, Any] = {}
+    for run in ("cold", "warm"):
+        venv = make_sb3_vec_env(env_id, n_envs=1, seed=seed)
+        model = PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **PPO_SETTINGS)
+        model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a folder in /tmp
+        start = time.perf_counter()
+        model.learn(total_timesteps=steps)
+        seconds = time.perf_counter() - start
+        venv.close()
+        out[run] = {"seconds": seconds, "steps": int(model.num_timesteps),
+                    "steps_per_s": model.num_timesteps / seconds}
+    return out
+
+
+def in_new_process(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` in a fresh ``spawn`` process (no module, cache or sandbox server of this one is warm there)."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def random_cold_warm(env_id: str, steps: int) -> dict[str, Any]:
+    """Random masked policy on ``env_id`` in a new process, cold then warm (see the module docstring)."""
+    return in_new_process(_random_in_this_process, env_id, steps)
+
+
+def ppo_cold_warm(env_id: str, steps: int, seed: int = 0) -> dict[str, Any]:
+    """SB3 PPO on ``env_id`` in a new process, cold then warm (see the module docstring)."""
+    return in_new_process(_ppo_in_this_process, env_id, steps, seed)
+
+
+def cold_job_latency(jobs: int, isolation: str = "bwrap") -> tuple[list[float], str]:
+    """Durations (seconds) of ``jobs`` distinct jobs in an uncached ``ProcessSandbox``, after one warm-up job.
+
+    :returns: the durations and the isolation in force
+    """
+    sandbox = make_sandbox("process", cache=False, isolation=isolation)
     sandbox.run("pass")
     out = []
     for i in range(jobs):
         res = sandbox.run(f"x = {i}\nprint(x * 2)")
         out.append(res.duration_s)
+    in_force = sandbox.isolation_in_force
     sandbox.close()
-    return out
+    return out, in_force
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=20000)
-    ap.add_argument("--env", default="HarnessCode-v1")
-    ap.add_argument("--jobs", type=int, default=200)
-    args = ap.parse_args()
-    rng = np.random.default_rng(0)
-    harness_actions = rng.integers(0, 7, size=args.steps)
-    cart_actions = rng.integers(0, 2, size=args.steps)
-    harness = steps_per_second(args.env, harness_actions, passes=2)
-    cart = steps_per_second("CartPole-v1", cart_actions, passes=2)
-    lat = cold_job_latency(args.jobs)
-    lat_sorted = sorted(lat)
-    print(f"{args.env}: {harness:,.0f} steps/s ({1e6 / harness:.1f} us/step), warm execution cache")
-    print(f"CartPole-v1: {cart:,.0f} steps/s ({1e6 / cart:.1f} us/step)")
-    print(f"per-step time ratio {args.env} / CartPole-v1: {cart / harness:.2f}x (target <= 10x)")
-    print(f"cold sandbox job ({args.jobs} jobs): median {1e3 * statistics.median(lat):.2f} ms, "
-          f"p95 {1e3 * lat_sorted[int(0.95 * len(lat)) - 1]:.2f} ms (target median <= 10 ms)")
+def _hits(run: dict[str, Any]) -> str:
+    """Steps with a job the execution cache answered (``info["exec_cached"]``; unmetered grader jobs count too)."""
+    return str(run["exec_cached_steps"])
+
+
+def _verdict(ok: bool) -> str:
+    return "ok" if ok else "MISS"
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    """The per-env figures of :func:`main`'s results as a markdown table (ratios to CartPole-v1)."""
+    base = results["envs"][BASELINE]
+    has_ppo = "ppo" in base
+    head = ["env", "random cold steps/s", f"cold step-time ratio (<= {RANDOM_COLD_MAX_RATIO:g}x)",
+            "random warm steps/s", f"warm step-time ratio (<= {RANDOM_WARM_MAX_RATIO:g}x)",
+            "steps with a cached job, cold / warm"]
+    if has_ppo:
+        head += ["PPO cold steps/s", "PPO cold speed", "PPO warm steps/s", f"PPO warm speed (>= {PPO_WARM_MIN_SPEED:g}x)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" + "---:|" * (len(head) - 1)]
+    for env_id, fig in results["envs"].items():
+        rnd = fig["random"]
+        row = [env_id, f"{rnd['cold']['steps_per_s']:,.0f}", f"{rnd['cold_ratio']:.1f}x {_verdict(rnd['cold_ok'])}",
+               f"{rnd['warm']['steps_per_s']:,.0f}", f"{rnd['warm_ratio']:.1f}x {_verdict(rnd['warm_ok'])}",
+               f"{_hits(rnd['cold'])} / {_hits(rnd['warm'])}"]
+        if has_ppo:
+            ppo = fig["ppo"]
+            row += [f"{ppo['cold']['steps_per_s']:,.0f}", f"{ppo['cold_speed']:.3f}x",
+                    f"{ppo['warm']['steps_per_s']:,.0f}", f"{ppo['warm_speed']:.3f}x {_verdict(ppo['warm_ok'])}"]
+        if env_id == BASELINE:
+            row = [c.replace(" ok", "").replace(" MISS", "") for c in row]
+        lines.append("| " + " | ".join(row) + " |")
+    job = results["cold_job"]
+    lines.append("")
+    lines.append(f"Cold sandbox job ({job['jobs']} jobs, isolation {job['isolation']}): median "
+                 f"{job['median_ms']:.2f} ms, p95 {job['p95_ms']:.2f} ms (target median <= "
+                 f"{COLD_JOB_MAX_MEDIAN_MS:g} ms: {_verdict(job['ok'])})")
+    return "\n".join(lines)
+
+
+def _add_ratios(fig: dict[str, Any], base: dict[str, Any]) -> None:
+    rnd, base_rnd = fig["random"], base["random"]
+    # step-time ratio = CartPole's steps/s over the env's
+    rnd["cold_ratio"] = base_rnd["cold"]["steps_per_s"] / rnd["cold"]["steps_per_s"]
+    rnd["warm_ratio"] = base_rnd["warm"]["steps_per_s"] / rnd["warm"]["steps_per_s"]
+    rnd["cold_ok"] = rnd["cold_ratio"] <= RANDOM_COLD_MAX_RATIO
+    rnd["warm_ok"] = rnd["warm_ratio"] <= RANDOM_WARM_MAX_RATIO
+    if "ppo" in fig:
+        ppo, base_ppo = fig["ppo"], base["ppo"]
+        ppo["cold_speed"] = ppo["cold"]["steps_per_s"] / base_ppo["cold"]["steps_per_s"]
+        ppo["warm_speed"] = ppo["warm"]["steps_per_s"] / base_ppo["warm"]["steps_per_s"]
+        ppo["warm_ok"] = ppo["warm_speed"] >= PPO_WARM_MIN_SPEED
+
+
+def _print_env(env_id: str, fig: dict[str, Any]) -> None:
+    rnd = fig["random"]
+    line = (f"{env_id}: random masked cold {rnd['cold']['steps_per_s']:,.0f} steps/s, "
+            f"warm {rnd['warm']['steps_per_s']:,.0f} steps/s "
+            f"(steps with a job answered by the in-memory execution cache: cold {_hits(rnd['cold'])}, "
+            f"warm {_hits(rnd['warm'])})")
+    if env_id != BASELINE:
+        line += (f"; step time {rnd['cold_ratio']:.1f}x CartPole-v1's cold (target <= {RANDOM_COLD_MAX_RATIO:g}x: "
+                 f"{_verdict(rnd['cold_ok'])}), {rnd['warm_ratio']:.1f}x warm (target <= "
+                 f"{RANDOM_WARM_MAX_RATIO:g}x: {_verdict(rnd['warm_ok'])})")
+    print(line, flush=True)
+    if "ppo" in fig:
+        ppo = fig["ppo"]
+        line = (f"{env_id}: SB3 PPO cold {ppo['cold']['steps_per_s']:,.0f} steps/s, "
+                f"warm {ppo['warm']['steps_per_s']:,.0f} steps/s")
+        if env_id != BASELINE:
+            line += (f"; {ppo['cold_speed']:.3f}x CartPole-v1's steps/s cold, {ppo['warm_speed']:.3f}x warm "
+                     f"(target >= {PPO_WARM_MIN_SPEED:g}x warm: {_verdict(ppo['warm_ok'])})")
+        print(line, flush=True)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[1:]))
+    ap.add_argument("--env", action="append", default=None, metavar="ENV_ID",
+                    help="env to measure (repeat for several; default: all registered harness envs)")
+    ap.add_argument("--steps", type=int, default=1500, help="steps of each random masked run (default 1500)")
+    ap.add_argument("--ppo-steps", type=int, default=8192, help="PPO steps per run; 0 skips PPO (default 8192)")
+    ap.add_argument("--jobs", type=int, default=200, help="cold sandbox jobs timed (default 200)")
+    ap.add_argument("--isolation", default="bwrap", help="isolation of the cold-job sandbox (default bwrap)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the PPO runs (default 0)")
+    ap.add_argument("--json", default=None, metavar="OUT", help="write every figure to this JSON file")
+    args = ap.parse_args(argv)
+    env_ids = list(args.env or harness_gym.ENV_IDS)
+    unknown = [e for e in env_ids if e not in gym.registry]
+    if unknown:
+        ap.error(f"--env: unknown env id(s) {unknown}; registered harness envs: {list(harness_gym.ENV_IDS)}")
+    if args.steps < 1 or args.ppo_steps < 0 or args.jobs < 1:
+        ap.error(f"--steps and --jobs must be >= 1 and --ppo-steps >= 0, got {args.steps}, {args.jobs}, "
+                 f"{args.ppo_steps}")
+    results: dict[str, Any] = {"steps": args.steps, "ppo_steps": args.ppo_steps, "ppo_settings": PPO_SETTINGS,
+                               "loadavg_before": _loadavg(), "cpus": os.cpu_count(), "envs": {}}
+    for env_id in [BASELINE] + [e for e in env_ids if e != BASELINE]:
+        fig: dict[str, Any] = {"random": random_cold_warm(env_id, args.steps)}
+        if args.ppo_steps:
+            fig["ppo"] = ppo_cold_warm(env_id, args.ppo_steps, args.seed)
+        results["envs"][env_id] = fig
+        _add_ratios(fig, results["envs"][BASELINE])
+        _print_env(env_id, fig)
+    lat, in_force = cold_job_latency(args.jobs, args.isolation)
+    lat_ms = sorted(1e3 * s for s in lat)
+    median_ms = statistics.median(lat_ms)
+    results["cold_job"] = {"jobs": args.jobs, "isolation": in_force, "median_ms": median_ms,
+                           "p95_ms": lat_ms[max(int(0.95 * len(lat_ms)) - 1, 0)],
+                           "ok": median_ms <= COLD_JOB_MAX_MEDIAN_MS}
+    results["loadavg_after"] = _loadavg()
+    print(f"cold sandbox job: median {median_ms:.2f} ms (target <= {COLD_JOB_MAX_MEDIAN_MS:g} ms: "
+          f"{_verdict(results['cold_job']['ok'])}), p95 {results['cold_job']['p95_ms']:.2f} ms, isolation {in_force}")
+    print("warm = a second identical run in the same new process, served by the in-memory execution cache; "
+          "there is no on-disk cache yet, so every new process starts cold")
+    print(f"load average before {results['loadavg_before']}, after {results['loadavg_after']}")
+    print()
+    print(markdown_table(results))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(results, fh, indent=2)
+        print(f"wrote {args.json}", file=sys.stderr)
+    return results
+
+
+def _loadavg() -> str:
+    try:
+        with open("/proc/loadavg", encoding="utf-8") as fh:
+            return " ".join(fh.read().split()[:3])
+    except OSError:
+        return "n/a"
 
 
 if __name__ == "__main__":
