@@ -60,7 +60,6 @@ OPTION_NAMES: tuple[str, ...] = ("base_url", "model", "api_key", "temperature", 
 """Keyword arguments of :class:`OpenAIWorker` that ``gym.make(..., worker="openai", ...)`` passes through."""
 
 
-
 class LLMUnreachableError(RuntimeError):
     """The worker's first call got no readable reply from its server after every retry: the URL or the
     server is wrong (connection refused, unknown host, HTTP errors, bodies that are not chat completions).
