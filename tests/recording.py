@@ -1,7 +1,7 @@
 """Whether the shipped SmolLM2 recording (``envs_data/recordings/smollm2.json``) was made on the registered envs.
 
 The recording and its learned controllers (``smollm2-awr-q-*.pt``) were remade on the -v1 MDP after issue 23
-(``benchmarks/record_llm.py --tasks 3`` with a local SmolLM2 server). Should its env ids be retired again, the
+(``benchmarks/record_llm.py --tasks 10`` with a local SmolLM2 server). Should its env ids be retired again, the
 tests that replay it skip (:data:`needs_v1_recording`) with a reason naming the stale ids, until it is re-recorded
 and its controllers are retrained on the new features.
 """
