@@ -29,7 +29,7 @@ import torch
 
 from harness_gym.datasets import Transitions
 from harness_gym_baselines.algos.bc import BCConfig
-from harness_gym_baselines.algos.training import finish, fit_policy, minibatches, progress_bar, start_run
+from harness_gym_baselines.algos.training import finish, fit_policy, minibatches, progress_bar, start_run, taken
 from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, load_policy
 
 
@@ -82,7 +82,7 @@ def train(cfg: AWRConfig, data: Transitions | None = None) -> LearnedPolicy:
             obs, ret = t["obs"][idx], t["returns"][idx]
             value_loss = torch.nn.functional.mse_loss(value_net(obs).squeeze(-1), ret)
             if q_net is not None:
-                q_taken = q_net(obs).gather(1, t["actions"][idx].unsqueeze(1)).squeeze(1)
+                q_taken = taken(q_net(obs), t["actions"][idx])
                 value_loss = value_loss + torch.nn.functional.mse_loss(q_taken, ret)
             value_opt.zero_grad()
             value_loss.backward()
@@ -96,7 +96,7 @@ def train(cfg: AWRConfig, data: Transitions | None = None) -> LearnedPolicy:
         if q_net is None:
             advantages = t["returns"] - baseline
         else:
-            advantages = q_net(t["obs"]).gather(1, t["actions"].unsqueeze(1)).squeeze(1) - baseline
+            advantages = taken(q_net(t["obs"]), t["actions"]) - baseline
     weights = advantage_weights(advantages, cfg.beta, cfg.weight_max)
     writer.add_scalar("charts/advantage_std", advantages.std().item(), step)
     writer.add_scalar("charts/weight_mean", weights.mean().item(), step)

@@ -31,12 +31,14 @@ import torch
 from harness_gym.datasets import Transitions
 from harness_gym_baselines.algos.training import (
     OfflineConfig,
+    check_ranges,
     finish,
     minibatches,
     polyak_update,
     progress_bar,
     require_columns,
     start_run,
+    taken,
 )
 from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, load_policy
 
@@ -61,12 +63,10 @@ class CQLConfig(OfflineConfig):
 
 def check_config(cfg: CQLConfig) -> None:
     """Raise ``ValueError`` naming the first setting of ``cfg`` outside its range."""
-    ranges = {"alpha": (cfg.alpha >= 0.0, ">= 0"), "gamma": (0.0 <= cfg.gamma <= 1.0, "in [0, 1]"),
+    ranges: dict[str, tuple[bool, str]] = {"alpha": (cfg.alpha >= 0.0, ">= 0"), "gamma": (0.0 <= cfg.gamma <= 1.0, "in [0, 1]"),
               "value_steps": (cfg.value_steps >= 0, ">= 0"),
               "target_update_rate": (0.0 < cfg.target_update_rate <= 1.0, "in (0, 1]")}
-    for name, (ok, expected) in ranges.items():
-        if not ok:
-            raise ValueError(f"CQLConfig.{name} must be {expected}, got {getattr(cfg, name)!r}")
+    check_ranges(cfg, ranges)
 
 
 def conservative_penalty(q_values: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
@@ -78,7 +78,7 @@ def conservative_penalty(q_values: torch.Tensor, masks: torch.Tensor, actions: t
     """
     masks = masks | torch.nn.functional.one_hot(actions, q_values.shape[-1]).bool()
     logsumexp = torch.logsumexp(q_values.masked_fill(~masks, float("-inf")), dim=-1)
-    return (logsumexp - q_values.gather(1, actions.unsqueeze(1)).squeeze(1)).mean()
+    return (logsumexp - taken(q_values, actions)).mean()
 
 
 def train(cfg: CQLConfig, data: Transitions | None = None) -> LearnedPolicy:
@@ -109,7 +109,7 @@ def train(cfg: CQLConfig, data: Transitions | None = None) -> LearnedPolicy:
                 next_value = torch.nan_to_num(next_q.max(-1).values, neginf=0.0)
                 td_target = t["rewards"][idx] + cfg.gamma * (1.0 - t["terminals"][idx]) * next_value
             q_values = q_net(obs)
-            td_loss = torch.nn.functional.mse_loss(q_values.gather(1, actions.unsqueeze(1)).squeeze(1), td_target)
+            td_loss = torch.nn.functional.mse_loss(taken(q_values, actions), td_target)
             penalty = conservative_penalty(q_values, t["masks"][idx], actions)
             loss = td_loss + cfg.alpha * penalty
             optimizer.zero_grad()

@@ -40,6 +40,7 @@ from harness_gym.datasets import Transitions
 from harness_gym_baselines.algos.awr import advantage_weights
 from harness_gym_baselines.algos.bc import BCConfig
 from harness_gym_baselines.algos.training import (
+    check_ranges,
     finish,
     fit_policy,
     minibatches,
@@ -47,6 +48,7 @@ from harness_gym_baselines.algos.training import (
     progress_bar,
     require_columns,
     start_run,
+    taken,
 )
 from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, load_policy
 
@@ -75,13 +77,11 @@ class IQLConfig(BCConfig):
 
 def check_config(cfg: IQLConfig) -> None:
     """Raise ``ValueError`` naming the first setting of ``cfg`` outside its range."""
-    ranges = {"expectile": (0.0 < cfg.expectile < 1.0, "in (0, 1)"), "beta": (cfg.beta >= 0.0, ">= 0"),
+    ranges: dict[str, tuple[bool, str]] = {"expectile": (0.0 < cfg.expectile < 1.0, "in (0, 1)"), "beta": (cfg.beta >= 0.0, ">= 0"),
               "weight_max": (cfg.weight_max > 0.0, "> 0"), "gamma": (0.0 <= cfg.gamma <= 1.0, "in [0, 1]"),
               "value_steps": (cfg.value_steps >= 0, ">= 0"),
               "target_update_rate": (0.0 < cfg.target_update_rate <= 1.0, "in (0, 1]")}
-    for name, (ok, expected) in ranges.items():
-        if not ok:
-            raise ValueError(f"IQLConfig.{name} must be {expected}, got {getattr(cfg, name)!r}")
+    check_ranges(cfg, ranges)
 
 
 def expectile_loss(diff: torch.Tensor, expectile: float) -> torch.Tensor:
@@ -93,11 +93,6 @@ def expectile_loss(diff: torch.Tensor, expectile: float) -> torch.Tensor:
     """
     weight = torch.where(diff < 0, 1.0 - expectile, expectile)
     return (weight * diff.square()).mean()
-
-
-def taken(q_values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-    """Q(s, a) of the logged actions from the (N, A) action values."""
-    return q_values.gather(1, actions.unsqueeze(1)).squeeze(1)
 
 
 def train(cfg: IQLConfig, data: Transitions | None = None) -> LearnedPolicy:

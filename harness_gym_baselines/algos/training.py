@@ -108,6 +108,22 @@ def polyak_update(nets: Iterable[torch.nn.Module], targets: Iterable[torch.nn.Mo
                 p_target.lerp_(p, rate)
 
 
+def taken(q_values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """Q(s, a) of the logged actions from the (N, A) action values."""
+    return q_values.gather(1, actions.unsqueeze(1)).squeeze(1)
+
+
+def check_ranges(config: object, ranges: dict[str, tuple[bool, str]]) -> None:
+    """Raise ``ValueError`` naming the first field of ``config`` whose range check failed.
+
+    :param config: the trainer's config dataclass
+    :param ranges: field name -> (whether its value is in range, the range in words)
+    """
+    for name, (ok, expected) in ranges.items():
+        if not ok:
+            raise ValueError(f"{type(config).__name__}.{name} must be {expected}, got {getattr(config, name)!r}")
+
+
 def minibatches(rng: np.random.Generator, n: int, batch_size: int) -> list[torch.Tensor]:
     """One epoch of shuffled minibatch indices (about ``batch_size`` each)."""
     return [torch.as_tensor(i) for i in np.array_split(rng.permutation(n), max(1, n // batch_size))]
