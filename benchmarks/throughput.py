@@ -6,14 +6,16 @@ What a user training a controller sees (issue 28), each figure as a ratio to Car
 
 - **Random masked policy**: per env, a policy uniform over the applicable actions (``info["action_mask"]``;
   CartPole-v1 has no mask, so all its actions) over fresh episodes (reset seeds 0, 1, 2, ...), ``--steps``
-  steps, in a new ``spawn`` process so nothing is warm. *Cold* is the first run in that process; *warm* is a
-  second identical run (same seeds, same actions) in the same process, whose sandbox jobs the in-memory
-  execution cache then answers. There is no on-disk cache yet: a new process always starts cold. The time
-  counts ``reset`` and ``step`` and drawing the action, not ``gym.make``.
+  steps, each run in a new ``spawn`` process. *Cold* is a first process on an empty on-disk execution cache
+  (``HARNESS_GYM_CACHE_DIR`` pointed at a fresh temporary folder); *warm* is a second new process on the same
+  folder, playing the same seeds and actions, whose sandbox jobs the on-disk cache left by the first answers
+  (nothing else of the first process is warm there). The time counts ``reset`` and ``step`` and drawing the
+  action, not ``gym.make``.
 - **SB3 PPO** (``MlpPolicy``, ``n_steps`` 512, batch 64, 4 epochs, one env built by
-  :func:`harness_gym.sb3.make_sb3_vec_env`, ``torch.set_num_threads(1)``, ``--ppo-steps`` steps) in a new
-  process per env: steps/s of ``learn`` cold, then warm (a second model with the same seed in the same
-  process: same seed, so largely the same episodes, whose jobs the cache answers). ``--ppo-steps 0`` skips it.
+  :func:`harness_gym.sb3.make_sb3_vec_env`, ``torch.set_num_threads(1)``, ``--ppo-steps`` steps): steps/s of
+  ``learn``, cold in a new process on an empty cache folder, then warm in a second new process on the same
+  folder (same seed, so largely the same episodes, whose jobs the on-disk cache answers). ``--ppo-steps 0``
+  skips it.
 - **Cold sandbox job**: ``--jobs`` distinct jobs in a ``ProcessSandbox`` without cache in the
   ``--isolation`` mode (bubblewrap by default), median and p95 of ``ExecResult.duration_s``.
 
@@ -28,8 +30,10 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -81,21 +85,27 @@ def random_masked_steps(env: gym.Env, steps: int, seed: int = 0) -> dict[str, An
             "sandbox_jobs": jobs}
 
 
-def _random_in_this_process(env_id: str, steps: int) -> dict[str, Any]:
-    """Child side of :func:`random_cold_warm`: make the env, then two identical runs."""
+def _use_cache_dir(cache_dir: str) -> None:
+    """Point this (new) process's on-disk execution cache at ``cache_dir`` before any sandbox is made."""
+    os.environ["HARNESS_GYM_CACHE_DIR"] = cache_dir
+
+
+def _random_in_this_process(env_id: str, steps: int, cache_dir: str) -> dict[str, Any]:
+    """Child side of :func:`random_cold_warm`: make the env on the cache folder ``cache_dir``, then one run."""
+    _use_cache_dir(cache_dir)
     start = time.perf_counter()
     env = gym.make(env_id)
     make_s = time.perf_counter() - start
-    cold = random_masked_steps(env, steps)
-    warm = random_masked_steps(env, steps)
+    run = random_masked_steps(env, steps)
     env.close()
-    for run in (cold, warm):
-        run["steps_per_s"] = steps / run["seconds"]
-    return {"make_s": make_s, "cold": cold, "warm": warm}
+    run["steps_per_s"] = steps / run["seconds"]
+    run["make_s"] = make_s
+    return run
 
 
-def _ppo_in_this_process(env_id: str, steps: int, seed: int) -> dict[str, Any]:
-    """Child side of :func:`ppo_cold_warm`: two PPO runs with the same seed, each on a new vector env."""
+def _ppo_in_this_process(env_id: str, steps: int, seed: int, cache_dir: str) -> dict[str, Any]:
+    """Child side of :func:`ppo_cold_warm`: one PPO run on a new vector env, on the cache folder ``cache_dir``."""
+    _use_cache_dir(cache_dir)
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.logger import Logger
@@ -103,18 +113,14 @@ def _ppo_in_this_process(env_id: str, steps: int, seed: int) -> dict[str, Any]:
     from harness_gym.sb3 import make_sb3_vec_env
 
     torch.set_num_threads(1)
-    out: dict[str, Any] = {}
-    for run in ("cold", "warm"):
-        venv = make_sb3_vec_env(env_id, n_envs=1, seed=seed)
-        model = PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **PPO_SETTINGS)
-        model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a folder in /tmp
-        start = time.perf_counter()
-        model.learn(total_timesteps=steps)
-        seconds = time.perf_counter() - start
-        venv.close()
-        out[run] = {"seconds": seconds, "steps": int(model.num_timesteps),
-                    "steps_per_s": model.num_timesteps / seconds}
-    return out
+    venv = make_sb3_vec_env(env_id, n_envs=1, seed=seed)
+    model = PPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **PPO_SETTINGS)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a folder in /tmp
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps)
+    seconds = time.perf_counter() - start
+    venv.close()
+    return {"seconds": seconds, "steps": int(model.num_timesteps), "steps_per_s": model.num_timesteps / seconds}
 
 
 def in_new_process(fn: Any, *args: Any) -> Any:
@@ -123,14 +129,24 @@ def in_new_process(fn: Any, *args: Any) -> Any:
         return pool.submit(fn, *args).result()
 
 
+def cold_then_warm(fn: Any, *args: Any) -> dict[str, Any]:
+    """``fn(*args, cache_dir)`` in a new process on an empty cache folder (cold), then in a second new process
+    on the same folder (warm); the folder is removed afterwards."""
+    cache_dir = tempfile.mkdtemp(prefix="hg-throughput-cache-")
+    try:
+        return {"cold": in_new_process(fn, *args, cache_dir), "warm": in_new_process(fn, *args, cache_dir)}
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+
 def random_cold_warm(env_id: str, steps: int) -> dict[str, Any]:
-    """Random masked policy on ``env_id`` in a new process, cold then warm (see the module docstring)."""
-    return in_new_process(_random_in_this_process, env_id, steps)
+    """Random masked policy on ``env_id``, cold then warm (see the module docstring)."""
+    return cold_then_warm(_random_in_this_process, env_id, steps)
 
 
 def ppo_cold_warm(env_id: str, steps: int, seed: int = 0) -> dict[str, Any]:
-    """SB3 PPO on ``env_id`` in a new process, cold then warm (see the module docstring)."""
-    return in_new_process(_ppo_in_this_process, env_id, steps, seed)
+    """SB3 PPO on ``env_id``, cold then warm (see the module docstring)."""
+    return cold_then_warm(_ppo_in_this_process, env_id, steps, seed)
 
 
 def cold_job_latency(jobs: int, isolation: str = "bwrap") -> tuple[list[float], str]:
@@ -206,7 +222,7 @@ def _print_env(env_id: str, fig: dict[str, Any]) -> None:
     rnd = fig["random"]
     line = (f"{env_id}: random masked cold {rnd['cold']['steps_per_s']:,.0f} steps/s, "
             f"warm {rnd['warm']['steps_per_s']:,.0f} steps/s "
-            f"(steps with a job answered by the in-memory execution cache: cold {_hits(rnd['cold'])}, "
+            f"(steps with a job answered by the execution cache: cold {_hits(rnd['cold'])}, "
             f"warm {_hits(rnd['warm'])})")
     if env_id != BASELINE:
         line += (f"; step time {rnd['cold_ratio']:.1f}x CartPole-v1's cold (target <= {RANDOM_COLD_MAX_RATIO:g}x: "
@@ -261,8 +277,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results["loadavg_after"] = _loadavg()
     print(f"cold sandbox job: median {median_ms:.2f} ms (target <= {COLD_JOB_MAX_MEDIAN_MS:g} ms: "
           f"{_verdict(results['cold_job']['ok'])}), p95 {results['cold_job']['p95_ms']:.2f} ms, isolation {in_force}")
-    print("warm = a second identical run in the same new process, served by the in-memory execution cache; "
-          "there is no on-disk cache yet, so every new process starts cold")
+    print("cold = a new process on an empty on-disk execution cache; warm = a second new process on the same "
+          "cache folder")
     print(f"load average before {results['loadavg_before']}, after {results['loadavg_after']}")
     print()
     print(markdown_table(results))

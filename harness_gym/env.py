@@ -30,7 +30,7 @@ from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCo
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
 from harness_gym.paths import data_path
-from harness_gym.sandbox import SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
+from harness_gym.sandbox import CACHE_MODES, SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Usage, Worker, WorkerProfile, check_worker_options, make_worker
 from harness_gym.workers.prompting import PromptSet
 
@@ -198,9 +198,17 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     :param worker: ``"simulated"`` or a :class:`~harness_gym.workers.Worker` instance
     :param profile: worker profile (instance or JSON path); default the domain's shipped profile
     :param sandbox: ``"process"``, ``"docker"`` or a :class:`~harness_gym.sandbox.Sandbox`; only opened
-        when the domain runs code. A sandbox made from a name caches deterministic executions (same code,
-        inputs and limits) process-wide; ``info["exec_cached"]`` says when a job of the step was served from
-        the cache (read from this env's own results, :attr:`~harness_gym.sandbox.ExecResult.cached`)
+        when the domain runs code. A sandbox made from a name caches completed executions as ``exec_cache``
+        says; ``info["exec_cached"]`` says when a job of the step was served from the cache (read from this
+        env's own results, :attr:`~harness_gym.sandbox.ExecResult.cached`)
+    :param exec_cache: the execution-result cache of a sandbox made from a name (docs/harness_mdp.md,
+        "Sandboxes"): ``True`` or ``"disk"`` (the default: in memory, then on disk, shared by every process
+        and kept across runs), ``"memory"`` (this process only) or ``False`` (none: every job runs). A result
+        is keyed by the job's code, files, stdin and limits, the isolation in force, the package version and
+        the cache format; only jobs that ran to completion are kept. The folder is ``$HARNESS_GYM_CACHE_DIR``,
+        else ``$XDG_CACHE_HOME/harness-gym/exec``, else ``~/.cache/harness-gym/exec`` (512 MiB at most, the
+        least recently used results pruned first; delete the folder to clear it). Not the ``cache`` option of
+        ``worker="openai"``, the model's record/replay file
     :param action_costs: override of the per-action budget cost
     :param render_mode: ``None`` or ``"ansi"`` (any other mode raises :class:`UnsupportedRenderMode`)
     :param worker_options: keyword arguments of the named worker. Both take ``prompts_dir``, the folder of
@@ -231,11 +239,16 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         worker: str | Worker = "simulated",
         profile: WorkerProfile | str | None = None,
         sandbox: str | Sandbox = "process",
+        exec_cache: bool | str = True,
         action_costs: Mapping[int, int] | None = None,
         render_mode: str | None = None,
         require_isolation: bool | None = None,
         **worker_options: Any,
     ) -> None:
+        if "cache" in worker_options and worker_options["cache"] in CACHE_MODES and worker != "openai":
+            raise TypeError(f"{type(self).__name__}.__init__() got cache={worker_options['cache']!r}: cache is the "
+                            "record/replay file of worker='openai'; the execution-result cache is "
+                            f"exec_cache={worker_options['cache']!r}")
         check_worker_options(worker, worker_options, f"{type(self).__name__}.__init__",
                              (*env_keywords(type(self)), *MAKE_KEYWORDS))
         if split not in SPLITS:
@@ -252,6 +265,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             raise ValueError(f"unknown sandbox {sandbox!r}; choose one of {SANDBOX_NAMES} or pass a Sandbox")
         if not isinstance(sandbox, str) and not isinstance(sandbox, Sandbox):
             raise TypeError(f"sandbox must be a name or a Sandbox, got {type(sandbox).__name__}")
+        if not any(exec_cache is mode if isinstance(mode, bool) else exec_cache == mode for mode in CACHE_MODES):
+            raise ValueError(f"exec_cache must be True or 'disk' (memory + disk), 'memory' (this process only) or "
+                             f"False (no result cache), got {exec_cache!r}")
         if action_costs is not None and not all(_is_int(a) and _is_int(c) for a, c in action_costs.items()):
             raise TypeError(f"action_costs must map action ints to int costs, got {dict(action_costs)!r}")
         if action_costs is not None and not set(action_costs) <= set(range(N_ACTIONS)):
@@ -291,6 +307,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self.worker: Worker = make_worker(worker, domain.name, profile, tools=domain.tools, options=worker_options,
                                           wrong_tool_calls=domain.wrong_tool_calls)
         self._sandbox_spec = sandbox
+        self._exec_cache: bool | str = exec_cache if isinstance(exec_cache, str) else bool(exec_cache)
         self._require_isolation = require_isolation
         self._sandbox: ExecRecorder | None = None
 
@@ -322,7 +339,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         """The sandbox as the domain's hooks get it: wrapped to note which results came from the cache."""
         if self._sandbox is None and self.domain.uses_sandbox:
             spec = self._sandbox_spec
-            inner = (make_sandbox(spec, cache=True, require_isolation=self._require_isolation,
+            inner = (make_sandbox(spec, cache=self._exec_cache, require_isolation=self._require_isolation,
                                   **self.domain.sandbox_options) if isinstance(spec, str) else make_sandbox(spec))
             self._sandbox = ExecRecorder(inner)
         return self._sandbox

@@ -25,6 +25,7 @@ def no_leaked_sandbox_containers() -> Iterator[None]:
 
 
 _SB3_LOGDIR = pytest.StashKey[str]()
+_EXEC_CACHE_DIR = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,11 +34,15 @@ def pytest_configure(config: pytest.Config) -> None:
     if "SB3_LOGDIR" not in os.environ:
         os.environ["SB3_LOGDIR"] = tempfile.mkdtemp(prefix="hg-tests-sb3-")
         config.stash[_SB3_LOGDIR] = os.environ["SB3_LOGDIR"]
+    # The on-disk execution cache of the session: results never depend on a user's ~/.cache or on an earlier
+    # session (a test that needs its own folder sets HARNESS_GYM_CACHE_DIR itself).
+    os.environ["HARNESS_GYM_CACHE_DIR"] = config.stash[_EXEC_CACHE_DIR] = tempfile.mkdtemp(prefix="hg-tests-exec-")
     config.addinivalue_line("markers", "llm: needs the local llama.cpp server with SmolLM2 (scripts/install_llm.sh); "
                             "skipped when it is missing unless HG_REQUIRE_LLM=1")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    folder = config.stash.get(_SB3_LOGDIR, None)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
+    for key in (_SB3_LOGDIR, _EXEC_CACHE_DIR):
+        folder = config.stash.get(key, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -10,14 +10,26 @@ from __future__ import annotations
 from typing import Any
 
 from harness_gym.core.sandbox import ExecResult, Sandbox
-from harness_gym.sandbox.cache import CachedSandbox, ExecRecorder, ResultCache, default_cache
+from harness_gym.sandbox.cache import (
+    CACHE_MODES,
+    CachedSandbox,
+    ExecRecorder,
+    ResultCache,
+    default_cache,
+    disk_cache,
+    memory_cache,
+    resolve_cache,
+)
+from harness_gym.sandbox.disk_cache import DiskStore, cache_dir
 from harness_gym.sandbox.docker import DockerSandbox, DockerUnavailableError
 from harness_gym.sandbox.process import ISOLATIONS, IsolationError, ProcessSandbox
 
 __all__ = [
+    "CACHE_MODES",
     "ISOLATIONS",
     "SANDBOX_NAMES",
     "CachedSandbox",
+    "DiskStore",
     "DockerSandbox",
     "DockerUnavailableError",
     "ExecRecorder",
@@ -26,8 +38,12 @@ __all__ = [
     "ProcessSandbox",
     "ResultCache",
     "Sandbox",
+    "cache_dir",
     "default_cache",
+    "disk_cache",
     "make_sandbox",
+    "memory_cache",
+    "resolve_cache",
 ]
 
 SANDBOX_NAMES: tuple[str, ...] = ("process", "docker")

@@ -1,16 +1,24 @@
 """Execution-result cache for sandboxes (docs/harness_mdp.md, "Sandboxes").
 
 A job whose code, files, stdin and limits are identical gives the same result when the code is
-deterministic, so its result can be reused. The cache is an in-process LRU shared by every sandbox of
-the process (thread-safe), bounded by the total size of the results it holds (their stdout, stderr and key,
-:data:`DEFAULT_MAX_BYTES` by default) and by their count. Only results of jobs that ran to completion (``reason == ""``, no
-timeout, no kill) are stored; code that reads the clock or a random source is cached too, which is why
-caching is opt-in. Cached results come back with ``cached=True``; the env reports it in ``info["exec_cached"]``.
+deterministic, so its result can be reused. A :class:`ResultCache` is an in-process LRU (thread-safe), bounded
+by the total size of the results it holds (their stdout, stderr and key, :data:`DEFAULT_MAX_BYTES` by default)
+and by their count, optionally in front of a :class:`~harness_gym.sandbox.disk_cache.DiskStore` shared by every
+process on the machine: memory first, then disk, and a disk hit is promoted to memory. Only results of jobs
+that ran to completion (``reason == ""``, no timeout, no kill) are stored; a job whose result is in neither
+layer runs. Code that reads the clock or a random source is cached too, which is why ``exec_cache=False``
+exists. Cached results come back with ``cached=True``; the env reports it in ``info["exec_cached"]``.
+
+:func:`resolve_cache` maps a sandbox's ``cache=`` (an env's ``exec_cache=``) to a cache: ``True`` or ``"disk"``
+the process-wide memory + disk cache of :func:`~harness_gym.sandbox.disk_cache.cache_dir` (read when the
+sandbox is made), ``"memory"`` the process-wide memory-only one, ``False`` none.
 
 A key holds the isolation in force when the result was computed (a sandbox's ``salt_in_force()``, which starts
 its server first), never the isolation requested: a result computed under a weaker mode is never served to a
 sandbox running in a stronger one, and a sandbox that requires isolation raises
-:class:`~harness_gym.sandbox.process.IsolationError` before it reads the cache.
+:class:`~harness_gym.sandbox.process.IsolationError` before it reads the cache. It also holds the package
+version (:func:`package_version`) and :data:`~harness_gym.sandbox.disk_cache.FORMAT`, so that a result written
+by another release is never read.
 """
 
 from __future__ import annotations
@@ -18,11 +26,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from harness_gym.core.lru import ByteLRU
 from harness_gym.core.sandbox import ExecResult, Sandbox
+from harness_gym.sandbox.disk_cache import DEFAULT_DISK_MAX_BYTES, FORMAT, DiskStore, cache_dir
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 """Default bound on the bytes a :class:`ResultCache` holds (a result's stdout and stderr are at most 64 KiB each)."""
@@ -33,58 +45,136 @@ def _result_bytes(key: str, result: ExecResult) -> int:
 
 
 class ResultCache:
-    """A thread-safe LRU of :class:`ExecResult` by job key, bounded in bytes and entries.
+    """A thread-safe LRU of :class:`ExecResult` by job key, bounded in bytes and entries, optionally in front of
+    a :class:`~harness_gym.sandbox.disk_cache.DiskStore`.
 
-    :param maxsize: the most results kept
-    :param max_bytes: the most bytes kept (a result counts its stdout, stderr and key); the least recently
-        used results go first
+    :param maxsize: the most results kept in memory
+    :param max_bytes: the most bytes kept in memory (a result counts its stdout, stderr and key); the least
+        recently used results go first
+    :param disk: the on-disk layer (None: memory only); a result missing in memory is looked up there, and a
+        stored result is written to both
     """
 
-    def __init__(self, maxsize: int = 8192, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, maxsize: int = 8192, max_bytes: int = DEFAULT_MAX_BYTES, disk: DiskStore | None = None) -> None:
         self.maxsize = maxsize
         self.max_bytes = max_bytes
+        self.disk = disk
         self.hits = 0
+        """Lookups answered, from memory or disk."""
+        self.disk_hits = 0
+        """Lookups answered from disk."""
         self.misses = 0
         self._data: ByteLRU[str, ExecResult] = ByteLRU(max_bytes, _result_bytes, max_entries=maxsize)
         self._lock = threading.Lock()
+        self._shared_as: tuple[Any, ...] | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._shared_as is not None:  # a process-wide cache is the other process's own one
+            return self._shared_as
+        return (type(self), (self.maxsize, self.max_bytes, self.disk))
 
     @property
     def nbytes(self) -> int:
-        """The bytes the cached results hold now."""
+        """The bytes the results in memory hold now."""
         return self._data.bytes
 
     def get(self, key: str) -> ExecResult | None:
         """The stored result for ``key`` (marked ``cached=True``), or None."""
         res = self._data.get(key)
+        from_disk = False
+        if res is None and self.disk is not None:
+            res = self.disk.get(key)
+            if res is not None:
+                from_disk = True
+                self._data.put(key, res)
         with self._lock:
             if res is None:
                 self.misses += 1
                 return None
             self.hits += 1
+            self.disk_hits += from_disk
         return dataclasses.replace(res, cached=True)
 
     def put(self, key: str, result: ExecResult) -> None:
         """Store ``result`` if it is cacheable (a completed job)."""
         if not cacheable(result):
             return
-        self._data.put(key, dataclasses.replace(result, cached=False))
+        result = dataclasses.replace(result, cached=False)
+        self._data.put(key, result)
+        if self.disk is not None:
+            self.disk.put(key, result)
 
     def clear(self) -> None:
-        """Forget every result and reset the counters."""
+        """Forget every result, in memory and on disk, and reset the counters."""
         self._data.clear()
+        if self.disk is not None:
+            self.disk.clear()
         with self._lock:
-            self.hits = self.misses = 0
+            self.hits = self.misses = self.disk_hits = 0
 
     def __len__(self) -> int:
         return len(self._data)
 
 
-_DEFAULT_CACHE = ResultCache()
+_MEMORY_CACHE = ResultCache()
+_DISK_CACHES: dict[tuple[str, int], ResultCache] = {}
+_DISK_CACHES_LOCK = threading.Lock()
+CACHE_MODES: tuple[Any, ...] = (True, False, "disk", "memory")
+"""The values of a sandbox's ``cache=`` (besides a :class:`ResultCache`) and of an env's ``exec_cache=``."""
+
+
+def memory_cache() -> ResultCache:
+    """The process-wide memory-only cache (``cache="memory"``)."""
+    return _MEMORY_CACHE
+
+
+_MEMORY_CACHE._shared_as = (memory_cache, ())
+
+
+def disk_cache(folder: str | os.PathLike[str] | None = None, max_bytes: int = DEFAULT_DISK_MAX_BYTES) -> ResultCache:
+    """The process-wide memory + disk cache of ``folder`` (default :func:`cache_dir`, read now), one per folder.
+
+    :param folder: the cache folder
+    :param max_bytes: bound on the bytes of its results on disk (the first call for a folder sets it)
+    """
+    path = os.path.abspath(os.fspath(folder if folder is not None else cache_dir()))
+    with _DISK_CACHES_LOCK:
+        found = _DISK_CACHES.get((path, os.getpid()))
+        if found is None:
+            found = ResultCache(disk=DiskStore(path, max_bytes))
+            found._shared_as = (disk_cache, (path, max_bytes))
+            _DISK_CACHES[(path, os.getpid())] = found
+    return found
 
 
 def default_cache() -> ResultCache:
-    """The process-wide cache shared by all sandboxes."""
-    return _DEFAULT_CACHE
+    """The process-wide cache shared by the sandboxes made with ``cache=True``: memory, then the on-disk store
+    of :func:`~harness_gym.sandbox.disk_cache.cache_dir` (read now)."""
+    return disk_cache()
+
+
+def resolve_cache(cache: bool | str | ResultCache | None, where: str = "cache") -> ResultCache | None:
+    """The cache a ``cache=`` value names (see the module docstring).
+
+    :param cache: ``True``/``"disk"``, ``"memory"``, ``False``/``None`` or a :class:`ResultCache`
+    :param where: the argument's name, for the error
+    :raises ValueError: for any other value
+    """
+    if isinstance(cache, ResultCache):
+        return cache
+    if cache is None or cache is False:
+        return None
+    if cache is True or cache == "disk":
+        return default_cache()
+    if cache == "memory":
+        return memory_cache()
+    raise ValueError(f"{where} must be True or 'disk' (memory + disk), 'memory' (this process only) or False "
+                     f"(no result cache), got {cache!r}")
+
+
+def package_version() -> str:
+    """The version of the loaded ``harness_gym`` (part of every key), read without importing the package."""
+    return str(getattr(sys.modules.get("harness_gym"), "__version__", "unknown"))
 
 
 def cacheable(result: ExecResult) -> bool:
@@ -100,12 +190,13 @@ def cache_key(
     memory_mb: int,
     salt: str = "",
 ) -> str:
-    """The sha256 of everything that determines a job's result.
+    """The sha256 of everything that determines a job's result, with the package version and the cache format.
 
-    :param salt: what else the result depends on (the sandbox kind and settings)
+    :param salt: what else the result depends on (the sandbox kind and settings, the isolation in force)
     """
     payload = json.dumps(
-        [salt, code, sorted((files or {}).items()), stdin, float(timeout_s), int(memory_mb)],
+        [FORMAT, package_version(), salt, code, sorted((files or {}).items()), stdin, float(timeout_s),
+         int(memory_mb)],
         ensure_ascii=False,
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

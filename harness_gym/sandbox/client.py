@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.sandbox import ExecResult
-from harness_gym.sandbox.cache import ResultCache, cached_run, default_cache
+from harness_gym.sandbox.cache import ResultCache, cached_run, resolve_cache
 from harness_gym.sandbox.server import safe_join
 
 START_TIMEOUT_S = 60.0
@@ -193,8 +193,9 @@ class ServerSandbox:
     :param max_output_bytes: cap of each of stdout and stderr; a job writing more is killed
         (``reason="output_limit"``) and its output truncated
     :param max_processes: RLIMIT_NPROC of a job (processes and threads)
-    :param cache: reuse results of identical completed jobs: True for the process-wide cache, or a
-        :class:`ResultCache`
+    :param cache: reuse results of identical completed jobs: ``True`` or ``"disk"`` for the process-wide
+        memory + disk cache, ``"memory"`` for the process-wide memory-only one, a :class:`ResultCache`, or
+        ``False`` (see :func:`~harness_gym.sandbox.cache.resolve_cache`)
     :param job_uid: uid and gid the jobs run as (default: one unused uid per sandbox, so that the per-uid
         process limit of one sandbox's jobs never starves another's)
     :param recycle_after: restart the server after this many jobs (None: never)
@@ -205,16 +206,14 @@ class ServerSandbox:
         preload: tuple[str, ...] | list[str] = (),
         max_output_bytes: int = 64 * 1024,
         max_processes: int = 64,
-        cache: bool | ResultCache = False,
+        cache: bool | str | ResultCache = False,
         job_uid: int | None = None,
         recycle_after: int | None = None,
     ) -> None:
         self.preload = tuple(preload)
         self.max_output_bytes = int(max_output_bytes)
         self.max_processes = int(max_processes)
-        self.cache: ResultCache | None = (
-            cache if isinstance(cache, ResultCache) else (default_cache() if cache else None)
-        )
+        self.cache: ResultCache | None = resolve_cache(cache)
         self.recycle_after = recycle_after
         self._auto_uid = job_uid is None
         self.job_uid = next_job_uid() if job_uid is None else int(job_uid)

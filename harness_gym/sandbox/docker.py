@@ -134,8 +134,9 @@ class DockerSandbox(ServerSandbox):
     :param max_output_bytes: cap of each of stdout and stderr; a job writing more is killed
         (``reason="output_limit"``) and its output truncated
     :param max_processes: RLIMIT_NPROC of a job (the container's pids limit is a little higher)
-    :param cache: reuse results of identical completed jobs: True for the process-wide cache, or a
-        :class:`ResultCache`
+    :param cache: reuse results of identical completed jobs: ``True`` or ``"disk"`` for the process-wide
+        memory + disk cache, ``"memory"`` for the process-wide memory-only one, a :class:`ResultCache`, or
+        ``False`` (see :func:`~harness_gym.sandbox.cache.resolve_cache`)
     :param job_uid: the container's uid and gid (default: one unused uid per sandbox)
     :param recycle_after: replace the container after this many jobs (None: never)
     :param container_memory_mb: memory limit of the whole container (no swap); each job is further
@@ -153,7 +154,7 @@ class DockerSandbox(ServerSandbox):
         preload: Sequence[str] = (),
         max_output_bytes: int = 64 * 1024,
         max_processes: int = 64,
-        cache: bool | ResultCache = False,
+        cache: bool | str | ResultCache = False,
         job_uid: int | None = None,
         recycle_after: int | None = 1000,
         container_memory_mb: int = 2048,

@@ -221,8 +221,9 @@ class ProcessSandbox(ServerSandbox):
     :param max_output_bytes: cap of each of stdout and stderr; a job writing more is killed
         (``reason="output_limit"``) and its output truncated
     :param max_processes: RLIMIT_NPROC of a job (processes and threads)
-    :param cache: reuse results of identical completed jobs: True for the process-wide cache, or a
-        :class:`ResultCache`
+    :param cache: reuse results of identical completed jobs: ``True`` or ``"disk"`` for the process-wide
+        memory + disk cache, ``"memory"`` for the process-wide memory-only one, a :class:`ResultCache`, or
+        ``False`` (see :func:`~harness_gym.sandbox.cache.resolve_cache`)
     :param job_uid: uid and gid the jobs run as when the caller is root (default: one unused uid per
         sandbox, so that the per-uid process limit of one sandbox's jobs never starves another's)
     :param recycle_after: restart the server after this many jobs (None: never)
@@ -240,7 +241,7 @@ class ProcessSandbox(ServerSandbox):
         isolation: str = "auto",
         max_output_bytes: int = 64 * 1024,
         max_processes: int = 64,
-        cache: bool | ResultCache = False,
+        cache: bool | str | ResultCache = False,
         job_uid: int | None = None,
         recycle_after: int | None = None,
         require_isolation: bool | None = None,
