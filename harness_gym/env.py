@@ -207,8 +207,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         is keyed by the job's code, files, stdin and limits, the isolation in force, the package version and
         the cache format; only jobs that ran to completion are kept. The folder is ``$HARNESS_GYM_CACHE_DIR``,
         else ``$XDG_CACHE_HOME/harness-gym/exec``, else ``~/.cache/harness-gym/exec`` (512 MiB at most, the
-        least recently used results pruned first; delete the folder to clear it). Not the ``cache`` option of
-        ``worker="openai"``, the model's record/replay file
+        least recently used results pruned first; delete the folder to clear it). ``cache=False`` (or ``True``,
+        ``"disk"``, ``"memory"``) is the same setting; ``cache=PATH`` is ``worker="openai"``'s record/replay file
     :param action_costs: override of the per-action budget cost
     :param render_mode: ``None`` or ``"ansi"`` (any other mode raises :class:`UnsupportedRenderMode`)
     :param worker_options: keyword arguments of the named worker. Both take ``prompts_dir``, the folder of
@@ -245,10 +245,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         require_isolation: bool | None = None,
         **worker_options: Any,
     ) -> None:
-        if "cache" in worker_options and worker_options["cache"] in CACHE_MODES and worker != "openai":
-            raise TypeError(f"{type(self).__name__}.__init__() got cache={worker_options['cache']!r}: cache is the "
-                            "record/replay file of worker='openai'; the execution-result cache is "
-                            f"exec_cache={worker_options['cache']!r}")
+        given_cache = worker_options.get("cache")
+        if isinstance(given_cache, bool) or given_cache in ("disk", "memory"):
+            # cache=True|False|"disk"|"memory" is the execution-result cache (a record/replay file is a path)
+            if exec_cache is not True:
+                raise TypeError(f"{type(self).__name__}.__init__() got both cache={given_cache!r} and "
+                                f"exec_cache={exec_cache!r}; give one")
+            exec_cache = worker_options.pop("cache")
         check_worker_options(worker, worker_options, f"{type(self).__name__}.__init__",
                              (*env_keywords(type(self)), *MAKE_KEYWORDS))
         if split not in SPLITS:

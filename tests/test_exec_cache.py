@@ -202,6 +202,16 @@ def test_exec_cache_memory_caches_in_the_process_only(folder: Path) -> None:
     assert not folder.exists()
 
 
+def test_cache_false_is_the_exec_cache_keyword(folder: Path) -> None:
+    env = gym.make("HarnessCode-v1", cache=False)
+    try:
+        infos, runs = _check_twice(env)
+        assert env.unwrapped.sandbox.cache is None and runs >= 2 and not any(i["exec_cached"] for i in infos)
+    finally:
+        env.close()
+    assert not folder.exists()
+
+
 def _runs_without_cache() -> int:
     env = gym.make("HarnessCode-v1", exec_cache=False)
     try:
@@ -224,8 +234,8 @@ def test_the_default_env_cache_is_on_disk(folder: Path) -> None:
 def test_bad_cache_keywords_raise() -> None:
     with pytest.raises(ValueError, match="exec_cache must be"):
         gym.make("HarnessCode-v1", exec_cache="disc")
-    with pytest.raises(TypeError, match="exec_cache=False"):
-        gym.make("HarnessCode-v1", cache=False)
+    with pytest.raises(TypeError, match="both cache=False and exec_cache='memory'"):
+        gym.make("HarnessCode-v1", cache=False, exec_cache="memory")
     with pytest.raises(TypeError, match="exec_cahce"):
         gym.make("HarnessCode-v1", exec_cahce=False)
     with pytest.raises(ValueError, match="cache must be"):
