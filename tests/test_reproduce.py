@@ -25,7 +25,7 @@ ENV = "HarnessMultiTool-v1"
 TINY = ["--quick", "--envs", ENV, "--seeds", "1", "--size", "buffer_episodes=60", "--size", "eval_episodes=10",
         "--size", "online_steps=512", "--size", "ecpo_episodes=10", "--size", "corruption_steps=1024",
         "--size", "corrupt_from=512", "--size", "sim_seeds=1", "--size", "ref_score_episodes=5",
-        "--size", "examples=2"]
+        "--size", "ref_val_episodes=10", "--size", "ref_cem_iterations=1", "--size", "examples=2"]
 TABLES = ("table_harness", "table_aggregate", "table_ablation", "table_ecpo")
 FIGURES = ("fig_quality_hms.png", "fig_patterns_awr.png", "fig_support_ceiling.png", "fig_ecpo_corruption.png",
            f"fig_frontier_{ENV}.png")
@@ -64,7 +64,14 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
     with open(run_dir / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     by = {r["controller"]: r for r in rows}
-    assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "ppo-sparse", "ecpo"}
+    references = {f"{kind}-w{w}" for kind in ("best-script", "probe") for w in ("0", "0.01", "0.1")}
+    assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "ppo-sparse", "ecpo", *references}
+    assert by["best-script-w0.01"]["verdict"] == "fixed script" and by["probe-w0.1"]["verdict"].startswith("reference")
+    with open(run_dir / "table_ecpo.csv") as fh:
+        ecpo = {r["method"]: r for r in csv.DictReader(fh) if r["policy_mode"] == "deterministic"}
+    assert references <= set(ecpo) and ecpo["best-script-w0"]["verdict"] == "fixed script"
+    frontier = json.loads((run_dir / "frontier" / ENV / "frontier.json").read_text())
+    assert references <= {r["policy"] for r in frontier["rows"]}
     for r in rows:
         for key in ("Q", "success", "check_before_submit", "forced_submit"):
             assert r[key] in ("", "nan") or 0.0 <= float(r[key]) <= 1.0, (r["controller"], key, r[key])
@@ -247,7 +254,8 @@ def test_report_renders_markdown_and_states_each_verdict_once(run_dir):
         assert html_lib.unescape(table).count(verdict) == 1, verdict
     assert table.count("<tr>") == len(rows) + 1 and table.count('class="bad"') >= len(
         [r for r in rows if r["verdict"].startswith("not")])
-    assert re.search(r'not meaningful <a href="#t[0-9a-f]{8}-v1">\[1\]</a>', table)
+    assert re.search(r'not meaningful <a href="#t[0-9a-f]{8}-v(\d)">\[\1\]</a>', table)
+    assert re.search(r'reference <a href="#t[0-9a-f]{8}-v1">\[1\]</a>', table)  # one note for every probe row
 
 
 def test_every_marker_of_coinciding_controllers_is_visible(tmp_path):

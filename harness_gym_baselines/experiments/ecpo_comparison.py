@@ -6,7 +6,9 @@
 ``table``: per env and seed s, a behaviour-policy buffer (``harness-gym collect``'s Minari format, train split,
 collection seed s), BC trained on it, ppo-sparse, ppo-dense, ECPO and the potential-based ECPO (``ecpo-pb``)
 trained online for ``--steps`` steps with seed s (the ECPO preference models learn from the same buffer), and
-the static and forced-check harnesses; each
+the static and forced-check harnesses, and at each cost weight of ``reference_weights`` (w = 0 from the command
+line) the best searched script and the closed-loop probe (``best-script-w<w>``, ``probe-w<w>``:
+:mod:`harness_gym_baselines.experiments.fixed_references`, fitted on train and val with seed s); each
 is evaluated on ``--episodes`` test-split and ood-split episodes, acting deterministically (the mode of a
 trained policy, what ``harness-gym eval --policy`` runs) and, for the trained methods, also sampling from
 the policy (as during training), with the reset seeds of
@@ -45,6 +47,7 @@ import numpy as np
 
 import harness_gym  # noqa: F401
 from harness_gym.rollout import Episode, Policy, episode_seed, play_episode
+from harness_gym_baselines.experiments.fixed_references import KINDS, ReferenceSizes, fixed_references, reference_name
 from harness_gym_baselines.experiments.paper_claims import SEED_REPORTED
 from harness_gym_baselines.policies.registry import make_policy
 
@@ -188,13 +191,16 @@ def table(args: argparse.Namespace) -> list[dict[str, Any]]:
     from harness_gym_baselines.policies.registry import POLICIES
 
     references = [p for p in REFERENCE if p in POLICIES]
+    weights = tuple(getattr(args, "reference_weights", None) or (0.0,))
+    searched = [reference_name(kind, w) for w in weights for kind in KINDS]
     cells: dict[str, dict[str, Any]] = {}
     for env_id in args.env:
         path = args.out / f"cells_{env_id}.json"
         env_cells: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
         for seed in range(args.seeds):
             dsid = None
-            for method in (*TRAINED, *references):
+            found: dict[str, Policy] = {}
+            for method in (*TRAINED, *references, *searched):
                 key = f"{env_id}|{method}|{seed}"
                 if key not in env_cells:
                     start = time.perf_counter()
@@ -205,6 +211,9 @@ def table(args: argparse.Namespace) -> list[dict[str, Any]]:
                         policy = make_policy(str(model))
                         meta = {k: v for k, v in (getattr(getattr(policy, "model", None), "harness_gym", None)
                                                   or {}).items() if k not in ("config", "feature_names")}
+                    elif method in searched:
+                        found = found or _searched_references(args, env_id, weights, seed)
+                        policy = found[method]
                     else:
                         policy = make_policy(method)
                     train_s = time.perf_counter() - start
@@ -226,11 +235,20 @@ def table(args: argparse.Namespace) -> list[dict[str, Any]]:
                     env_cells[key].update(sampled)
                     path.write_text(json.dumps(env_cells, default=float))
         cells.update(env_cells)
-    methods = (*TRAINED, *references)
+    methods = (*TRAINED, *references, *searched)
     rows = summarise(cells, args.env, methods)
     write_table(rows, summarise(cells, args.env, methods, sampled=True), args.out,
                 missing=[p for p in REFERENCE if p not in POLICIES], echo=not getattr(args, "quiet", False))
     return rows
+
+
+def _searched_references(args: argparse.Namespace, env_id: str, weights: tuple[float, ...],
+                         seed: int) -> dict[str, Policy]:
+    """The best searched script and the probe per weight (:mod:`harness_gym_baselines.experiments.fixed_references`),
+    from ``args.references_dir`` (default ``OUT/references``) at ``args.reference_sizes`` (default FULL)."""
+    refs = fixed_references(env_id, weights, cache_dir=getattr(args, "references_dir", None) or args.out / "references",
+                            seed=seed, sizes=getattr(args, "reference_sizes", None) or ReferenceSizes.FULL)
+    return {name: policy for found in refs.values() for name, policy in found.policies().items()}
 
 
 def summarise(cells: dict[str, dict[str, Any]], envs: list[str], methods: tuple[str, ...],

@@ -179,14 +179,15 @@ def _top(outcomes: dict[Script, np.ndarray], weights: Iterable[float], keep: int
     return list(chosen)
 
 
-def search(cfg: SearchConfig, *, num_workers: int = 1, progress: bool = False) -> dict[str, Any]:
-    """Run the search of the module docstring; returns the result object written by :func:`search_to_file`.
+def choose_winners(cfg: SearchConfig, *, num_workers: int = 1, progress: bool = False) -> dict[str, Any]:
+    """The train and val part of the search (module docstring), nothing of the test split: how many candidates,
+    the finalists, every finalist's mean val return per weight (``finalist_val_returns``) and per weight the
+    winner, the finalist with the best val return.
 
-    :param cfg: the settings
+    :param cfg: the settings (``test_episodes`` is not used)
     :param num_workers: processes playing scripts at once
     :param progress: show progress bars
     """
-    start = time.perf_counter()
     candidates = candidate_scripts(cfg.env_id, cfg)
     pool = list(candidates)
     train: dict[Script, np.ndarray] = {}
@@ -208,10 +209,24 @@ def search(cfg: SearchConfig, *, num_workers: int = 1, progress: bool = False) -
         winners[_wkey(w)] = {"script": best.name, "val_return": float(returns(val[best], w).mean()),
                              "train_return": float(returns(train[best], w).mean()),
                              "train_episodes": int(len(train[best]))}
-    test = judge_on_test(cfg, sorted({Script.parse(v["script"]) for v in winners.values()}),
+    return {"candidates": len(candidates), "finalists": [s.name for s in pool], "winners": winners,
+            "finalist_val_returns": {s.name: {_wkey(w): float(returns(val[s], w).mean()) for w in cfg.cost_weights}
+                                     for s in pool}}
+
+
+def search(cfg: SearchConfig, *, num_workers: int = 1, progress: bool = False) -> dict[str, Any]:
+    """Run the search of the module docstring (:func:`choose_winners`, then :func:`judge_on_test`); returns the
+    result object written by :func:`search_to_file`.
+
+    :param cfg: the settings
+    :param num_workers: processes playing scripts at once
+    :param progress: show progress bars
+    """
+    start = time.perf_counter()
+    chosen = choose_winners(cfg, num_workers=num_workers, progress=progress)
+    test = judge_on_test(cfg, sorted({Script.parse(v["script"]) for v in chosen["winners"].values()}),
                          num_workers=num_workers, progress=progress)
-    return {"settings": _settings(cfg), "candidates": len(candidates), "finalists": [s.name for s in pool],
-            "winners": winners, "test": test, "seconds": time.perf_counter() - start}
+    return {"settings": _settings(cfg), **chosen, "test": test, "seconds": time.perf_counter() - start}
 
 
 def judge_on_test(cfg: SearchConfig, scripts: Sequence[Script], *, num_workers: int = 1,

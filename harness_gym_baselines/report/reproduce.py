@@ -8,10 +8,14 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
    both advantage estimators, the support-ceiling ablation), then the online controllers ppo-sparse and ECPO
    (and ppo-dense with ``--ppo-dense``) trained with :func:`harness_gym_baselines.experiments.ecpo_comparison.train_cell` and
    evaluated on the same test episodes with :func:`harness_gym_baselines.experiments.offline_comparison.run_cell`, and the random and
-   oracle references for the frontier. The online trainers take no env constructor arguments, so the
-   public-data variants have no online rows.
+   oracle references for the frontier, and at every cost weight ``w`` of the run the best searched script and
+   the closed-loop probe chosen at ``w`` (``best-script-w<w>``, ``probe-w<w>``:
+   :mod:`harness_gym_baselines.experiments.fixed_references`, fitted per seed on train and val, cached under
+   ``OUT/references``), on the same test episodes. The online trainers take no env constructor arguments, so
+   the public-data variants have no online rows.
 2. ``ecpo``: :func:`harness_gym_baselines.experiments.ecpo_comparison.table` (ppo-sparse, ppo-dense, BC, ECPO, static,
-   forced-check, thorough; test and ood splits; deterministic and sampling) on the ECPO envs among ``--envs``.
+   forced-check, thorough, the best searched script and the probe at every cost weight, read from stage 1's
+   cache; test and ood splits; deterministic and sampling) on the ECPO envs among ``--envs``.
    It shares the model folder with stage 1, so the ppo-sparse and ECPO models are trained once; its
    behaviour buffers hold the same episodes as stage 1's (same policy, seeds and size).
 3. ``corruption``: :func:`harness_gym_baselines.experiments.ecpo_comparison.corruption` (adaptive vs frozen trust weights).
@@ -41,6 +45,7 @@ import gymnasium as gym
 
 import harness_gym
 from harness_gym_baselines.experiments import offline_comparison
+from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
 
 ECPO_ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
 """the envs of the ECPO table (docs/ecpo.md), when they are among ``--envs``"""
@@ -81,14 +86,26 @@ class Sizes:
     """simulated-worker seeds per recorded episode (sim-to-real)"""
     examples: int
     """example episodes rendered in the report"""
+    ref_val_episodes: int
+    """val episodes that choose the best searched script and the probe (:class:`ReferenceSizes`)"""
+    ref_cem_iterations: int
+    """cross-entropy iterations of the probe fit"""
+
+    def references(self, quick: bool) -> ReferenceSizes:
+        """The sizes of the best-script search and the probe fit: :attr:`ReferenceSizes.QUICK` or
+        :attr:`ReferenceSizes.FULL` with this run's val episodes and CEM iterations."""
+        return dataclasses.replace(ReferenceSizes.QUICK if quick else ReferenceSizes.FULL,
+                                   val_episodes=self.ref_val_episodes, cem_iterations=self.ref_cem_iterations)
 
 
 FULL = Sizes(seeds=5, buffer_episodes=2000, eval_episodes=200, epochs=30, ref_score_episodes=100, online_seeds=3,
              online_steps=20_000, ecpo_episodes=100, corruption_seeds=3, corruption_steps=30_000,
-             corrupt_from=10_000, sim_seeds=20, examples=3)
+             corrupt_from=10_000, sim_seeds=20, examples=3, ref_val_episodes=ReferenceSizes.FULL.val_episodes,
+             ref_cem_iterations=ReferenceSizes.FULL.cem_iterations)
 QUICK = Sizes(seeds=2, buffer_episodes=300, eval_episodes=50, epochs=30, ref_score_episodes=20, online_seeds=1,
               online_steps=4096, ecpo_episodes=50, corruption_seeds=1, corruption_steps=6144, corrupt_from=3072,
-              sim_seeds=5, examples=3)
+              sim_seeds=5, examples=3, ref_val_episodes=ReferenceSizes.QUICK.val_episodes,
+              ref_cem_iterations=ReferenceSizes.QUICK.cem_iterations)
 
 
 def parse_size_overrides(base: Sizes, pairs: list[str]) -> Sizes:
@@ -212,13 +229,18 @@ def _offline_args(out: Path, sizes: Sizes, quiet: bool) -> argparse.Namespace:
                               ref_episodes=sizes.ref_score_episodes, cost_weight=0.0, quiet=quiet)
 
 
-def _online_args(out: Path, sizes: Sizes, envs: list[str]) -> argparse.Namespace:
+def _online_args(out: Path, sizes: Sizes, envs: list[str], *, cost_weights: tuple[float, ...] = (),
+                 references: ReferenceSizes | None = None, references_dir: Path | None = None) -> argparse.Namespace:
     return argparse.Namespace(out=out, env=envs, seeds=sizes.online_seeds, steps=sizes.online_steps,
                               episodes=sizes.ecpo_episodes, buffer_episodes=sizes.buffer_episodes,
-                              corrupt_from=sizes.corrupt_from, quiet=True)  # its tables go to the report
+                              corrupt_from=sizes.corrupt_from, quiet=True,  # its tables go to the report
+                              reference_weights=cost_weights, reference_sizes=references,
+                              references_dir=references_dir)
 
 
-def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...], quiet: bool) -> dict[str, Any]:
+def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...], quiet: bool, *,
+                  cost_weights: tuple[float, ...] = DEFAULT_COST_WEIGHTS,
+                  references: ReferenceSizes = ReferenceSizes.FULL) -> dict[str, Any]:
     """Every cell of one env: the offline comparison, then the online controllers and the references.
 
     :param out: the run folder
@@ -226,6 +248,8 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
     :param sizes: the sizes
     :param online: the online trainers to run (none on a public-data variant)
     :param quiet: no progress bars of the sub-experiments
+    :param cost_weights: the weights the best searched script and the probe are chosen at
+    :param references: the sizes of the search and the probe fit
     """
     from harness_gym_baselines.experiments.ecpo_comparison import train_cell
     from harness_gym_baselines.policies.registry import make_policy
@@ -239,6 +263,16 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
             cells.setdefault(name, []).append(offline_comparison.run_cell(
                 cell_dir / f"{name}-seed{seed}.json", var.env_id, make_policy(name), name,
                 episodes=sizes.eval_episodes, seed=seed, env_kwargs=var.env_kwargs))
+        for w, found in fixed_references(var.env_id, cost_weights, cache_dir=out / "references",
+                                         env_kwargs=var.env_kwargs, variant=var.variant, seed=seed,
+                                         sizes=references, progress=not quiet).items():
+            extra = {"reference": {key: found.record[key] for key in (
+                "script", "script_val_return", "probe_val_return", "probe_chosen", "search_seconds",
+                "probe_seconds")}, "cost_weight_chosen_at": w}
+            for name, policy in found.policies().items():
+                cells.setdefault(name, []).append(offline_comparison.run_cell(
+                    cell_dir / f"{name}-seed{seed}.json", var.env_id, policy, name, episodes=sizes.eval_episodes,
+                    seed=seed, extra=extra, env_kwargs=var.env_kwargs))
     online_args = _online_args(out / "online", sizes, [var.env_id])
     for seed in range(sizes.online_seeds):
         dsid = offline_comparison.dataset_id(var.env_id, seed, var.variant)
@@ -357,13 +391,18 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     plan: list[tuple[str, Callable[[], Any], str]] = []
     for var in groups:
         plan.append((f"harness:{var.label}",
-                     lambda var=var: harness_stage(out, var, sizes, () if var.variant else online, quiet),
+                     lambda var=var: harness_stage(out, var, sizes, () if var.variant else online, quiet,
+                                                   cost_weights=tuple(cost_weights),
+                                                   references=sizes.references(quick)),
                      f"python -m harness_gym_baselines.experiments.offline_comparison {var.env_id} --out {out / 'offline'} --seeds {sizes.seeds} "
                      f"--episodes {sizes.buffer_episodes} --eval-episodes {sizes.eval_episodes} --epochs "
                      f"{sizes.epochs}; harness-gym train {{{','.join(online)}}} --env {var.env_id} --steps "
-                     f"{sizes.online_steps}"))
+                     f"{sizes.online_steps}; fixed_references.fixed_references({var.env_id!r}, "
+                     f"{tuple(cost_weights)}, cache_dir={str(out / 'references')!r})"))
     online_dir = out / "online"
-    plan.append(("ecpo", lambda: {"rows": ecpo_comparison.table(_online_args(online_dir, sizes, ecpo_envs))},
+    ecpo_args = _online_args(online_dir, sizes, ecpo_envs, cost_weights=tuple(cost_weights),
+                             references=sizes.references(quick), references_dir=out / "references")
+    plan.append(("ecpo", lambda: {"rows": ecpo_comparison.table(ecpo_args)},
                  f"python -m harness_gym_baselines.experiments.ecpo_comparison table --out {online_dir} "
                  + " ".join(f"--env {e}" for e in ecpo_envs)
                  + f" --seeds {sizes.online_seeds} --steps {sizes.online_steps} --episodes {sizes.ecpo_episodes}"
@@ -484,17 +523,24 @@ def text_table(header: list[str], rows: list[list[str]], *, keep: int = 1, width
 def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMARY_WIDTH) -> list[str]:
     """The main job's last screen, at most ``width`` columns and (for 8 envs) 24 lines: Q per env and controller
     (``table_harness.csv``; ``*``: not meaningful) with AWR-q minus static beside the paper, then what ran and
-    how long, and where the report is.
+    how long, and where the report is. Of the searched references only the best script at the run's lowest cost
+    weight is shown (as ``best script``: at w = 0 the script with the best Q); the others are in the report.
 
     :param out: the run folder
     :param manifest: what :func:`harness_gym_baselines.report.writer.write_report` returned
     """
     import csv
 
+    from harness_gym_baselines.experiments.fixed_references import parse_reference_name
+
     with open(out / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     envs = list(dict.fromkeys(r["env"] for r in rows))
-    names = list(dict.fromkeys(r["controller"] for r in rows))
+    listed = list(dict.fromkeys(r["controller"] for r in rows))
+    searched = sorted((parsed[1], n) for n in listed if (parsed := parse_reference_name(n)) and parsed[0] == "best-script")
+    lowest = searched[0][1] if searched else None
+    shown = {n: "best script" if n == lowest else n for n in listed if n == lowest or parse_reference_name(n) is None}
+    names = list(shown)
     by = {(r["env"], r["controller"]): r for r in rows}
     table = []
     for env in envs:
@@ -510,7 +556,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     minutes, seconds = divmod(round(manifest.get("wall_seconds", manifest["seconds_this_invocation"])), 60)
     resumed = sum(s["resumed"] for s in manifest["stages"].values())
     lines = ["Q on the test split (* not meaningful: see the verdicts in report.html)"]
-    lines += text_table(["env", *names, "awr-q - static (paper)"], table)
+    lines += text_table(["env", *shown.values(), "awr-q - static (paper)"], table)
     lines += [f"reproduce{' --quick' if quick else ''}: {len(envs)} env(s), {minutes} min {seconds} s"
               + (f" ({resumed} stage(s) resumed)" if resumed else "")
               + ("; QUICK RUN, not the paper numbers" if quick else "; full run"),

@@ -33,6 +33,7 @@ import numpy as np
 
 from harness_gym.core.maturity import PATTERNS
 from harness_gym_baselines.experiments import offline_comparison
+from harness_gym_baselines.experiments.fixed_references import parse_reference_name, reference_names
 from harness_gym_baselines.experiments.paper_claims import (
     ECPO_CLAIMS,
     OFFLINE_RL_CLAIMS,
@@ -51,6 +52,9 @@ LEARNED = ("bc", "awr", "awr-q", "ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
 ABLATION = ("awr", "awr-ablation", "awr-q", "awr-q-ablation")
 FRONTIER = ("static", "forced-check", "thorough", "random", "oracle", "bc", "awr", "awr-q", "ppo-sparse",
             "ppo-dense", "ecpo")
+"""Besides these, the best searched script and the closed-loop probe at each cost weight (``best-script-w<w>``,
+``probe-w<w>``: :mod:`harness_gym_baselines.experiments.fixed_references`) are rows of every table and points
+of every frontier; :func:`controllers` puts them between the fixed scripts and the learned controllers."""
 PACKAGES = ("harness-gym", "gymnasium", "numpy", "scipy", "pandas", "torch", "stable-baselines3", "sb3-contrib",
             "minari", "h5py", "matplotlib", "rich", "tqdm")
 
@@ -70,6 +74,22 @@ def load_cells(stages: dict[str, dict[str, Any]]) -> dict[str, dict[str, list[di
     return out
 
 
+def controllers(names: Any) -> list[str]:
+    """The controllers among ``names`` in table order: the named fixed scripts, the best searched script and the
+    probe per cost weight, the learned controllers.
+
+    :param names: controller names (any iterable; a dict's keys)
+    """
+    names = list(names)
+    return [*(n for n in FIXED if n in names), *reference_names(names), *(n for n in LEARNED if n in names)]
+
+
+def is_fixed_script(name: str) -> bool:
+    """A named fixed script or a best searched script (what "best fixed" is chosen among)."""
+    parsed = parse_reference_name(name)
+    return name in FIXED or (parsed is not None and parsed[0] == "best-script")
+
+
 def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
     return [np.array([float(r[key]) for r in c["records"]], dtype=float) for c in cells]
 
@@ -81,13 +101,17 @@ def base_env(label: str) -> str:
 
 def verdict(name: str, row: dict[str, Any], cells: list[dict[str, Any]], sizes: dict[str, Any]) -> str:
     """``"meaningful"`` or ``"not meaningful: REASON"`` for a learned controller's row (module docstring);
-    ``"fixed script"`` for the others.
+    ``"fixed script"`` for the named and the searched scripts, ``"reference: ..."`` for the closed-loop probe.
 
     :param name: the controller
     :param row: its pooled row (``forced_submit_rate``)
     :param cells: its cells (training settings)
     :param sizes: the run's sizes
     """
+    parsed = parse_reference_name(name)
+    if parsed is not None and parsed[0] == "probe":
+        return ("reference: the closed-loop linear probe of the headroom benchmark, fitted on train and val at the "
+                "cost weight w of its name; not a learned controller of this table")
     if name not in LEARNED:
         return "fixed script"
     reasons = []
@@ -112,9 +136,7 @@ def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[
     """
     rows = []
     for label, by_name in cells.items():
-        for name in (*FIXED, *LEARNED):
-            if name not in by_name:
-                continue
+        for name in controllers(by_name):
             per = by_name[name]
             row = offline_comparison.pooled(label, name, per)
             row["success_ci95"] = offline_comparison.two_level_bootstrap(_per_seed(per, "success"), np.mean)
@@ -136,9 +158,9 @@ def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[
 
 
 def best_fixed(rows: list[dict[str, Any]], label: str) -> str:
-    """The fixed script with the highest mean Q in ``label``."""
-    return max((r for r in rows if r["env_id"] == label and r["policy"] in FIXED), key=lambda r: r["quality_mean"])[
-        "policy"]
+    """The fixed script (named or searched: :func:`is_fixed_script`) with the highest mean Q in ``label``."""
+    return max((r for r in rows if r["env_id"] == label and is_fixed_script(r["policy"])),
+               key=lambda r: r["quality_mean"])["policy"]
 
 
 def aggregate_rows(rows: list[dict[str, Any]], cells: dict[str, dict[str, list[dict[str, Any]]]],
@@ -156,7 +178,7 @@ def aggregate_rows(rows: list[dict[str, Any]], cells: dict[str, dict[str, list[d
     best = {label: best_fixed(rows, label) for label in labels}
     per_env: dict[tuple[str, str], tuple[float, tuple]] = {}
     out = []
-    for name in (*FIXED, *LEARNED):
+    for name in controllers({n for label in labels for n in quality[label]}):
         envs = [label for label in labels if name in quality[label]]
         if len(envs) < len(labels) or not envs:
             continue
@@ -241,7 +263,7 @@ def main_table(out: Path, rows: list[dict[str, Any]], banner: str) -> None:
     """``table_main.md``: one line per env, Q of every controller (``*``: not meaningful), check-before-submit
     of static and AWR-q, and AWR-q minus static beside the paper's figure (the README shows this table)."""
     by = {(r["env_id"], r["policy"]): r for r in rows}
-    names = [n for n in (*FIXED, *LEARNED) if any(r["policy"] == n for r in rows)]
+    names = controllers({r["policy"] for r in rows})
     head = ["env", *(f"Q {n}" for n in names), "check<submit static / awr-q", "AWR-q - static (paper)"]
     lines = [f"Q per env and controller, test split (`*`: not meaningful, see table_harness.md). {banner}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -291,7 +313,7 @@ def fig_quality_hms(path: Path, rows: list[dict[str, Any]], banner: str) -> None
     that were run on it (the public-data variants have no online rows), centred on its tick."""
     plt = _plt()
     labels = list(dict.fromkeys(r["env_id"] for r in rows))
-    names = [n for n in (*FIXED, *LEARNED) if any(r["policy"] == n for r in rows)]
+    names = controllers({r["policy"] for r in rows})
     by = {(r["env_id"], r["policy"]): r for r in rows}
     colours = {name: plt.get_cmap("tab10")(i % 10) for i, name in enumerate(names)}
     width = 0.85 / len(names)
@@ -394,7 +416,8 @@ def fig_support_ceiling(path: Path, rows: list[dict[str, Any]], banner: str) -> 
 def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost_weights: list[float],
               banner: str) -> dict[str, Path]:
     """The quality-cost frontier of every env (:mod:`harness_gym_baselines.experiments.frontier`) from the cells' episodes: the fixed
-    scripts, random, oracle and the learned controllers (trained at cost weight 0) as points.
+    scripts, random, oracle, the learned controllers (trained at cost weight 0), and the best searched script and
+    the probe chosen at each cost weight, as points.
 
     :param out: the run folder (writes ``frontier/<env>/frontier.{json,md,png}``)
     :param cells: :func:`load_cells`
@@ -407,7 +430,7 @@ def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost
     for label, by_name in cells.items():
         rows = [frontier_row([r for c in by_name[name] for r in c["records"]], name, cost_weights,
                              trained_at=0.0 if name in LEARNED else None, env_id=label)
-                for name in FRONTIER if name in by_name]
+                for name in [*(n for n in FRONTIER if n in by_name), *reference_names(by_name)]]
         paths = write_frontier(out / "frontier" / label.replace("+", "_"), label, rows, cost_weights,
                                title_suffix=banner)
         pngs[label] = paths["png"]
@@ -415,8 +438,8 @@ def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost
 
 
 def best_returns(frontier_files: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per cost weight: how many envs each fixed script has the best return among the fixed ones, and in how
-    many a learned controller's return beats every fixed script's.
+    """Per cost weight: how many envs each fixed script (named or searched: :func:`is_fixed_script`) has the best
+    return among the fixed ones, and in how many a learned controller's return beats every fixed script's.
 
     :param frontier_files: the ``frontier.json`` contents of every env
     """
@@ -424,7 +447,7 @@ def best_returns(frontier_files: list[dict[str, Any]]) -> dict[str, dict[str, An
     for blob in frontier_files:
         for w in blob["cost_weights"]:
             entry = out.setdefault(f"{w:g}", {"fixed": {}, "learned_wins": 0, "envs": 0})
-            fixed = [r for r in blob["rows"] if r["policy"] in FIXED]
+            fixed = [r for r in blob["rows"] if is_fixed_script(r["policy"])]
             learned = [r for r in blob["rows"] if r["policy"] in LEARNED]
             top = max(fixed, key=lambda r: r["return_at"][str(w)])
             entry["fixed"][top["policy"]] = entry["fixed"].get(top["policy"], 0) + 1
@@ -554,7 +577,7 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
         out.append(text)
     for w, best in cost_best.items():
         fixed = ", ".join(f"{name} in {n}" for name, n in best["fixed"].items())
-        out.append(f"Cost weight {w}: the best return among the fixed scripts goes to {fixed} env(s); a learned "
+        out.append(f"Cost weight {w}: the best return among the fixed scripts (named and searched) goes to {fixed} env(s); a learned "
                    f"controller (trained at w = 0) has a higher return than every fixed script in "
                    f"{best['learned_wins']} of {best['envs']} envs.")
     if cost_best:
@@ -734,7 +757,8 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
             method = row[2]
             writer.writerow([run, *row, *SEED_REPORTED.get(method, ("", "", "")),
                              online_verdict if method in ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb") else
-                             "fixed script" if method in FIXED else "meaningful"])
+                             verdict(method, {"forced_submit_rate": 0.0}, [], sizes) if method in FIXED
+                             or parse_reference_name(method) else "meaningful"])
     corruption = stages["corruption"]["result"]["runs"]
     plot_corruption(corruption, settings["corruption_env"], sizes["corrupt_from"], out / "fig_ecpo_corruption.png",
                     title_suffix=banner)
