@@ -550,16 +550,20 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 def cmd_collect(args: argparse.Namespace) -> int:
     from harness_gym.datasets import STEP_INFO_KEYS, SettingsMismatch, collect
+    from harness_gym_baselines.policies.coverage import CoveragePolicy, record_components
 
     kwargs = env_kwargs(args)
     refs = (make_policy("random"), make_policy("oracle")) if args.ref_episodes > 0 else None
+    policy = load_policy_arg(args.policy)
     try:
-        dataset = collect(args.env_id, load_policy_arg(args.policy), args.out, episodes=args.episodes, seed=args.seed,
+        dataset = collect(args.env_id, policy, args.out, episodes=args.episodes, seed=args.seed,
                           split=args.split, env_kwargs=kwargs, ref_policies=refs, ref_episodes=args.ref_episodes,
                           info_keys=None if "all" in args.info_key else (*STEP_INFO_KEYS, *args.info_key),
                           progress=args.progress and not args.json, **scale_options(args))
     except SettingsMismatch as exc:
         raise UsageError(f"--out {args.out}: {exc}") from None
+    if isinstance(policy, CoveragePolicy):
+        record_components(dataset, policy)
     meta = dataset.storage.metadata
     if args.json:
         print(json.dumps(_clean({"dataset_id": dataset.id, "episodes": dataset.total_episodes,

@@ -8,6 +8,7 @@ import json
 import math
 
 import gymnasium as gym
+import minari
 import numpy as np
 import pytest
 import torch
@@ -23,7 +24,6 @@ from harness_gym_baselines.algos.iql import IQLConfig, expectile_loss
 from harness_gym_baselines.algos.iql import train as train_iql
 from harness_gym_baselines.cli import main
 from harness_gym_baselines.policies.model_files import recorded_trainer
-from harness_gym_baselines.policies.registry import make_policy
 
 TOY_ID = "HarnessToy-v1"
 if TOY_ID not in gym.registry:
@@ -35,10 +35,12 @@ QUICK = {"value_steps": 200, "target_update_rate": 0.05, "epochs": 2, "eval_epis
 
 @pytest.fixture(scope="module")
 def toy_dataset(tmp_path_factory):
+    """A coverage buffer (policies/coverage.py) built the way a user builds one: ``harness-gym collect``."""
     mp = pytest.MonkeyPatch()
     mp.setenv("MINARI_DATASETS_PATH", str(tmp_path_factory.mktemp("minari")))
-    yield datasets.collect(TOY_ID, make_policy("behaviour"), "harness/toy-iql-v0", episodes=60, seed=5,
-                           progress=False)
+    assert main(["collect", TOY_ID, "--policy", "coverage", "--episodes", "60", "--seed", "5", "--out",
+                 "harness/toy-iql-v0", "--ref-episodes", "0", "--json"]) == 0
+    yield minari.load_dataset("harness/toy-iql-v0")
     mp.undo()
 
 
@@ -154,6 +156,8 @@ def test_bad_settings_and_data_without_one_step_columns_are_named(toy_dataset, t
 
 
 def test_train_iql_from_the_buffer_then_eval_the_model_file(toy_dataset, tmp_path, capsys):
+    components = toy_dataset.storage.metadata["coverage"]["components"]  # written by harness-gym collect
+    assert len(components) == 60 and {"random", "static"} <= set(components)
     model = tmp_path / "iql.pt"
     assert main(["train", "iql", "--dataset", toy_dataset.id, "--out", str(model), "--value-steps", "200",
                  "--epochs", "2", "--eval-episodes", "3", "--log-dir", str(tmp_path / "runs")]) == 0

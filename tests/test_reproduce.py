@@ -65,7 +65,7 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
         rows = list(csv.DictReader(fh))
     by = {r["controller"]: r for r in rows}
     references = {f"{kind}-w{w}" for kind in ("best-script", "probe") for w in ("0", "0.01", "0.1")}
-    assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "ppo-sparse", "ecpo", *references}
+    assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql", "ppo-sparse", "ecpo", *references}
     assert by["best-script-w0.01"]["verdict"] == "fixed script" and by["probe-w0.1"]["verdict"].startswith("reference")
     with open(run_dir / "table_ecpo.csv") as fh:
         ecpo = {r["method"]: r for r in csv.DictReader(fh) if r["policy_mode"] == "deterministic"}
@@ -357,6 +357,12 @@ def test_verdict_marks_collapsed_and_undertrained_rows():
     short = verdict("ecpo", {"forced_submit_rate": 0.0}, [{"online_steps": 4096}], sizes)
     assert "4096 steps" in short
     assert "epochs" in verdict("bc", {"forced_submit_rate": 0.0}, [{}], {**sizes, "epochs": 10})
+    # IQL and CQL: their value learning counts; CQL has no policy fit, so epochs do not
+    assert verdict("iql", {"forced_submit_rate": 0.0}, [{"value_steps": 5000}], sizes) == "meaningful"
+    few = verdict("cql", {"forced_submit_rate": 0.0}, [{"value_steps": 5000}, {"value_steps": 200}], sizes)
+    assert few.startswith("not meaningful") and "200 steps" in few
+    assert verdict("cql", {"forced_submit_rate": 0.0}, [{"value_steps": 5000}], {**sizes, "epochs": 10}) == "meaningful"
+    assert "epochs" in verdict("iql", {"forced_submit_rate": 0.0}, [{"value_steps": 5000}], {**sizes, "epochs": 10})
 
 
 def test_probability_of_improvement_and_aggregate_iqm():
@@ -427,7 +433,8 @@ def test_public_data_variants_get_their_own_rows(tmp_path):
     envs = {r["env"] for r in rows}
     assert envs == {ENV, "HarnessTauRetail-v1+tau", "HarnessDBBench-v1+dbbench"}
     tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v1+tau"}
-    assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q"}  # no online rows on public data
+    assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql",
+                        "cql"}  # no online rows on public data
     assert float(tau["awr"]["paper_awr_minus_static"]) == 18.2
     cells = json.loads(next((out / "offline" / "cells" / "HarnessTauRetail-v1+tau").glob("static-seed0.json"))
                        .read_text())

@@ -1,14 +1,24 @@
-"""Offline comparison per env: static, BC, forced-CHECK, thorough and AWR on the test split, plus the
+"""Offline comparison per env: static, BC, forced-CHECK, thorough, AWR, IQL and CQL on the test split, plus the
 support-ceiling ablation, for AWR with the sample advantage (``awr``) and with the fitted advantage (``awr-q``).
 
-``--cost-weight W`` runs the whole comparison on envs with ``cost_weight=W`` (buffers, AWR returns and the
-evaluation; docs/cost_results.md): rows then report ``cost_mean`` (episode cost units, with a two-level CI)
-and ``return_mean`` (``Q - W * cost``) beside the quality.
+``--cost-weight W`` runs the whole comparison on envs with ``cost_weight=W`` (buffers, the rewards and returns
+every learner trains on, and the evaluation; docs/cost_results.md): rows then report ``cost_mean`` (episode cost
+units, with a two-level CI) and ``return_mean`` (``Q - W * cost``) beside the quality, and every model file
+records ``cost_weight=W`` in its ``env_kwargs`` (what ``trained_on`` reads).
 
-For every env id and every seed s (seed = buffer + training): collect a rollout buffer of the ``behaviour``
-controller (``harness/<env>-behaviour-seed<s>-v0``, train split), train BC and AWR on it, train AWR again on the
-same buffer minus every episode with a *successful revise* (below), and evaluate static, forced-check, BC, AWR
-and the ablated AWR on the same test-split episodes (reset seeds from ``harness_gym.rollout.episode_seed(s, i)``).
+The buffers come from the coverage mixture (:mod:`harness_gym_baselines.policies.coverage`): searched scripts,
+named scripts, random episodes and per-step deviations. Its searched scripts are the top
+:data:`~harness_gym_baselines.policies.coverage.TOP_K` of ``--scripts DIR/<env>.json`` (a ``harness-gym
+search-script`` result) when that file exists, else of a small search on the train split (:data:`SMALL_SEARCH`,
+for the weights 0 and W) cached in ``OUT/scripts/<env>.json``. Which component played each episode is in the
+dataset's ``coverage`` metadata.
+
+For every env id and every seed s (seed = buffer + training): collect a rollout buffer of the coverage
+controller (``harness/<env>-coverage-seed<s>-v0``, train split), train BC, AWR, IQL and CQL on it (each with its
+config's defaults; ``--epochs`` sets the policy fit of BC, AWR and IQL, ``--value-steps`` the value learning of
+IQL and CQL), train AWR again on the same buffer minus every episode with a *successful revise* (below), and
+evaluate every controller on the same test-split episodes (reset seeds from
+``harness_gym.rollout.episode_seed(s, i)``).
 
 Outputs under ``--out``: ``cells/<env>/<policy>-seed<s>.json`` (one per evaluated cell, with per-episode
 records: the run resumes by skipping finished cells, models and datasets), ``summary.csv`` / ``summary.json``
@@ -50,17 +60,45 @@ from harness_gym.core.maturity import PATTERNS
 
 FIXED = ("static", "forced-check", "thorough")
 """The fixed scripts evaluated beside the learned controllers (:mod:`harness_gym_baselines.policies.scripted`)."""
-POLICIES = ("static", "forced-check", "thorough", "bc", "awr", "awr-ablation", "awr-q", "awr-q-ablation")
-"""``awr`` uses the sample advantage G - V(s) (the configuration fixed before any run); ``awr-q`` the fitted
-advantage Q(s, a) - V(s) (see :mod:`harness_gym_baselines.algos.awr`), added after the ``awr`` results, for the mechanism the
-notes explain. Everything else (buffers, beta, weight clip, epochs) is the same for both."""
+POLICIES = ("static", "forced-check", "thorough", "bc", "awr", "awr-ablation", "awr-q", "awr-q-ablation", "iql",
+            "cql")
+"""``awr`` uses the sample advantage G - V(s) (the configuration fixed before any run, the paper's method);
+``awr-q`` the fitted advantage Q(s, a) - V(s) (see :mod:`harness_gym_baselines.algos.awr`), added after the ``awr``
+results, for the mechanism the notes explain. Everything else (buffers, beta, weight clip, epochs) is the same for
+both. ``iql`` and ``cql`` are the multi-step learners (:mod:`harness_gym_baselines.algos.iql`,
+:mod:`harness_gym_baselines.algos.cql`) with their configs' defaults."""
 ADVANTAGE = {"awr": "mc", "awr-ablation": "mc", "awr-q": "q", "awr-q-ablation": "q"}
+SMALL_SEARCH: dict[str, Any] = {"rounds": ((8, 6), (32, 2)), "val_episodes": 50, "test_episodes": 20,
+                                "max_observe": 2, "max_retrieve": 4, "max_tool": 3, "max_post_tool": 1,
+                                "max_checks": 2}
+"""The script search run where no search result is given (:class:`~harness_gym_baselines.experiments.script_search.
+SearchConfig` fields): a coarser grid and far fewer episodes than ``harness-gym search-script``'s defaults (20-30
+seconds per env and weight on 2 cores), enough to find scripts worth covering, not to name the best fixed script."""
 
 
 def dataset_id(env_id: str, seed: int, variant: str = "") -> str:
-    """The Minari id of the behaviour buffer of ``env_id`` (on the data ``variant`` names, if any) for ``seed``."""
+    """The Minari id of the coverage buffer of ``env_id`` (on the data ``variant`` names, if any) for ``seed``."""
     slug = env_id.removeprefix("Harness").removesuffix("-v1").lower() + (f"-{variant}" if variant else "")
-    return f"harness/{slug}-behaviour-seed{seed}-v0"
+    return f"harness/{slug}-coverage-seed{seed}-v0"
+
+
+def coverage_scripts(env_id: str, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None) -> list[str]:
+    """The searched scripts of ``env_id``'s coverage buffers (module docstring): from ``args.scripts``'s result
+    file when there is one, else from a :data:`SMALL_SEARCH` cached under ``args.out/scripts``.
+
+    :param env_id: the env
+    :param args: the comparison's arguments (``scripts``, ``out``, ``cost_weight``, ``quiet``)
+    :param env_kwargs: the env's other constructor keywords (not ``cost_weight``)
+    """
+    from harness_gym_baselines.experiments.script_search import SearchConfig, search_to_file
+    from harness_gym_baselines.policies.coverage import searched_scripts
+
+    given = Path(args.scripts) / f"{env_id}.json" if getattr(args, "scripts", None) else None
+    if given is not None and given.is_file():
+        return searched_scripts(json.loads(given.read_text()))
+    cfg = SearchConfig(env_id, cost_weights=tuple(sorted({0.0, float(args.cost_weight)})),
+                       env_kwargs=dict(env_kwargs or {}), **SMALL_SEARCH)
+    return searched_scripts(search_to_file(cfg, Path(args.out) / "scripts", progress=not args.quiet))
 
 
 def env_label(env_id: str, variant: str = "") -> str:
@@ -149,19 +187,26 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
     from harness_gym_baselines.algos.awr import train as train_awr
     from harness_gym_baselines.algos.bc import BCConfig
     from harness_gym_baselines.algos.bc import train as train_bc
-    from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+    from harness_gym_baselines.algos.cql import CQLConfig
+    from harness_gym_baselines.algos.cql import train as train_cql
+    from harness_gym_baselines.algos.iql import IQLConfig
+    from harness_gym_baselines.algos.iql import train as train_iql
+    from harness_gym_baselines.policies.coverage import CoveragePolicy, record_components
     from harness_gym_baselines.policies.learned import load_policy
     from harness_gym_baselines.policies.registry import make_policy
 
     cells: dict[str, list[dict[str, Any]]] = {p: [] for p in POLICIES}
     out = Path(args.out)
     label = env_label(env_id, variant)
+    behaviour = CoveragePolicy(coverage_scripts(env_id, args, env_kwargs))
+    value_steps = getattr(args, "value_steps", IQLConfig.value_steps)
     for seed in range(args.seeds):
         dsid = dataset_id(env_id, seed, variant)
         t0 = time.perf_counter()
-        collect(env_id, BehaviourPolicy(), dsid, episodes=args.episodes, seed=seed, progress=not args.quiet,
-                env_kwargs={"cost_weight": args.cost_weight, **(env_kwargs or {})},
-                ref_policies=(make_policy("random"), make_policy("oracle")), ref_episodes=args.ref_episodes)
+        dataset = collect(env_id, behaviour, dsid, episodes=args.episodes, seed=seed, progress=not args.quiet,
+                          env_kwargs={"cost_weight": args.cost_weight, **(env_kwargs or {})},
+                          ref_policies=(make_policy("random"), make_policy("oracle")), ref_episodes=args.ref_episodes)
+        record_components(dataset, behaviour)
         collect_s = time.perf_counter() - t0
         cell_dir = out / "cells" / label
         model_dir = out / "models" / label
@@ -171,7 +216,7 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
             if path.exists():
                 cells[name].append(json.loads(path.read_text()))
                 continue
-            extra: dict[str, Any] = {"dataset_id": dsid, "collect_seconds": collect_s}
+            extra: dict[str, Any] = {"dataset_id": dsid, "collect_seconds": collect_s, "behaviour": behaviour.name}
             if name in FIXED:
                 policy = make_policy(name)
             else:
@@ -183,6 +228,13 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
                     t0 = time.perf_counter()
                     if name == "bc":
                         train_bc(BCConfig(**common), data)
+                    elif name == "iql":
+                        train_iql(IQLConfig(**common, value_steps=value_steps), data)
+                        extra["value_steps"] = value_steps
+                    elif name == "cql":
+                        common.pop("epochs")
+                        train_cql(CQLConfig(**common, value_steps=value_steps), data)
+                        extra["value_steps"] = value_steps
                     elif name.endswith("-ablation"):
                         keep, removed = ablation_episodes(dsid)
                         extra.update(removed_episodes=removed, kept_episodes=len(keep))
@@ -279,6 +331,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from harness_gym_baselines.algos.awr import AWRConfig
+    from harness_gym_baselines.algos.iql import IQLConfig
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("env_ids", nargs="+")
@@ -287,7 +340,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=2000, help="episodes per rollout buffer")
     parser.add_argument("--eval-episodes", type=int, default=200, help="test-split episodes per cell")
     parser.add_argument("--epochs", type=int, default=30,
-                        help="training epochs of BC and AWR (V(s): AWRConfig.value_epochs)")
+                        help="policy-fit epochs of BC, AWR and IQL (AWR's V(s): AWRConfig.value_epochs)")
+    parser.add_argument("--value-steps", type=int, default=IQLConfig.value_steps,
+                        help="gradient steps of IQL's and CQL's value learning (default: their configs')")
+    parser.add_argument("--scripts", default=None, metavar="DIR",
+                        help="harness-gym search-script results (DIR/<env>.json) whose top scripts the coverage "
+                             "buffers play (default, or no file for an env: a small search cached in OUT/scripts)")
     parser.add_argument("--beta", type=float, default=AWRConfig.beta, help="AWR temperature (default: AWRConfig's)")
     parser.add_argument("--ref-episodes", type=int, default=100)
     parser.add_argument("--cost-weight", type=float, default=0.0,

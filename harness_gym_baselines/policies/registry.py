@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness_gym.rollout import Policy
 from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+from harness_gym_baselines.policies.coverage import CoveragePolicy
 from harness_gym_baselines.policies.open_loop import ScriptPolicy, is_script_name
 from harness_gym_baselines.policies.scripted import OraclePolicy, RandomPolicy, StaticPolicy, ThoroughPolicy
 
@@ -36,7 +37,10 @@ POLICIES: dict[str, PolicyEntry] = {
     "thorough": PolicyEntry(ThoroughPolicy, "gather everything (4 observations, 4 documents, 3 tool results), draft, "
                                             "check, revise or redraft until a check passes"),
     "oracle": PolicyEntry(OraclePolicy, "reads the hidden state (an upper reference, not a baseline)"),
-    "behaviour": PolicyEntry(BehaviourPolicy, "the seeded mixture of harness runs that fills offline buffers"),
+    "behaviour": PolicyEntry(BehaviourPolicy, "the seeded mixture of harness runs (static script plus noise)"),
+    "coverage": PolicyEntry(CoveragePolicy, "the seeded coverage mixture of the offline comparison's buffers "
+                                            "(named scripts, random episodes, per-step deviations; "
+                                            "policies/coverage.py)"),
 }
 POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
 

@@ -4,8 +4,8 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
 ``--out``; inside a stage the experiment modules skip their finished cells, datasets and models):
 
 1. ``harness:<env>`` per env (and per public-data variant when ``--tau-data`` / ``--dbbench-data`` is given):
-   :func:`harness_gym_baselines.experiments.offline_comparison.run_env` (behaviour buffers, static, forced-check, thorough, BC, AWR with
-   both advantage estimators, the support-ceiling ablation), then the online controllers ppo-sparse and ECPO
+   :func:`harness_gym_baselines.experiments.offline_comparison.run_env` (coverage buffers, static, forced-check, thorough, BC, AWR with
+   both advantage estimators, the support-ceiling ablation, IQL, CQL), then the online controllers ppo-sparse and ECPO
    (and ppo-dense with ``--ppo-dense``) trained with :func:`harness_gym_baselines.experiments.ecpo_comparison.train_cell` and
    evaluated on the same test episodes with :func:`harness_gym_baselines.experiments.offline_comparison.run_cell`, and the random and
    oracle references for the frontier, and at every cost weight ``w`` of the run the best searched script and
@@ -16,8 +16,10 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
 2. ``ecpo``: :func:`harness_gym_baselines.experiments.ecpo_comparison.table` (ppo-sparse, ppo-dense, BC, ECPO, static,
    forced-check, thorough, the best searched script and the probe at every cost weight, read from stage 1's
    cache; test and ood splits; deterministic and sampling) on the ECPO envs among ``--envs``.
-   It shares the model folder with stage 1, so the ppo-sparse and ECPO models are trained once; its
-   behaviour buffers hold the same episodes as stage 1's (same policy, seeds and size).
+   It shares the model folder with stage 1, so the ppo-sparse and ECPO models are trained once; ECPO's
+   preference pairs come from its behaviour buffers in both stages
+   (:func:`harness_gym_baselines.experiments.ecpo_comparison.behaviour_dataset`), not from the offline learners'
+   coverage buffers.
 3. ``corruption``: :func:`harness_gym_baselines.experiments.ecpo_comparison.corruption` (adaptive vs frozen trust weights).
 4. ``sim_to_real``: :func:`harness_gym_baselines.experiments.sim_to_real.sim_to_real` on the shipped SmolLM2 recording (replayed).
 5. ``examples``: a few test episodes recorded step by step (:class:`harness_gym_baselines.report.episode_view.EpisodeRecorder`).
@@ -251,7 +253,7 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
     :param cost_weights: the weights the best searched script and the probe are chosen at
     :param references: the sizes of the search and the probe fit
     """
-    from harness_gym_baselines.experiments.ecpo_comparison import train_cell
+    from harness_gym_baselines.experiments.ecpo_comparison import behaviour_dataset, train_cell
     from harness_gym_baselines.policies.registry import make_policy
 
     offline_dir = out / "offline"
@@ -275,11 +277,11 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
                     seed=seed, extra=extra, env_kwargs=var.env_kwargs))
     online_args = _online_args(out / "online", sizes, [var.env_id])
     for seed in range(sizes.online_seeds):
-        dsid = offline_comparison.dataset_id(var.env_id, seed, var.variant)
         for name in online:
             path = cell_dir / f"{name}-seed{seed}.json"
             if not path.exists():
                 start = time.perf_counter()
+                dsid = behaviour_dataset(var.env_id, seed, sizes.buffer_episodes)  # stage 2's: ECPO's preferences
                 model = train_cell(name, var.env_id, seed, online_args, dsid)
                 extra = {"model": str(model), "train_seconds": time.perf_counter() - start,
                          "online_steps": sizes.online_steps}

@@ -9,7 +9,9 @@ meaningful* when
 - an online trainer ran fewer than :data:`MIN_ONLINE_STEPS` steps (the budget of docs/ecpo.md's table; fewer
   were never checked to leave the untrained policy);
 - an offline learner trained fewer than :data:`MIN_EPOCHS` epochs (at 10 epochs on a 300-episode buffer BC did
-  not yet reproduce the script it clones: 25-step episodes instead of the static script's 6).
+  not yet reproduce the script it clones: 25-step episodes instead of the static script's 6); for IQL (its
+  policy fit) and CQL (which has none) also fewer than :data:`MIN_VALUE_STEPS` value-learning steps (their
+  configs' default; fewer were never checked).
 """
 
 from __future__ import annotations
@@ -47,11 +49,13 @@ from harness_gym_baselines.report.episode_view import episode_html, load_episode
 FORCED_SUBMIT_LIMIT = 0.5
 MIN_ONLINE_STEPS = 20_000
 MIN_EPOCHS = 30
+MIN_VALUE_STEPS = 5000
+VALUE_LEARNERS = ("iql", "cql")
 FIXED = ("static", "forced-check", "thorough")
-LEARNED = ("bc", "awr", "awr-q", "ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
+LEARNED = ("bc", "awr", "awr-q", "iql", "cql", "ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
 ABLATION = ("awr", "awr-ablation", "awr-q", "awr-q-ablation")
-FRONTIER = ("static", "forced-check", "thorough", "random", "oracle", "bc", "awr", "awr-q", "ppo-sparse",
-            "ppo-dense", "ecpo")
+FRONTIER = ("static", "forced-check", "thorough", "random", "oracle", "bc", "awr", "awr-q", "iql", "cql",
+            "ppo-sparse", "ppo-dense", "ecpo")
 """Besides these, the best searched script and the closed-loop probe at each cost weight (``best-script-w<w>``,
 ``probe-w<w>``: :mod:`harness_gym_baselines.experiments.fixed_references`) are rows of every table and points
 of every frontier; :func:`controllers` puts them between the fixed scripts and the learned controllers."""
@@ -122,8 +126,13 @@ def verdict(name: str, row: dict[str, Any], cells: list[dict[str, Any]], sizes: 
         steps = min(int(c.get("online_steps", sizes["online_steps"])) for c in cells)
         if steps < MIN_ONLINE_STEPS:
             reasons.append(f"trained {steps} steps (< {MIN_ONLINE_STEPS}, the budget of docs/ecpo.md)")
-    elif sizes["epochs"] < MIN_EPOCHS:
-        reasons.append(f"trained {sizes['epochs']} epochs (< {MIN_EPOCHS})")
+    else:
+        if name != "cql" and sizes["epochs"] < MIN_EPOCHS:
+            reasons.append(f"trained {sizes['epochs']} epochs (< {MIN_EPOCHS})")
+        if name in VALUE_LEARNERS:
+            steps = min(int(c.get("value_steps", MIN_VALUE_STEPS)) for c in cells)
+            if steps < MIN_VALUE_STEPS:
+                reasons.append(f"value learning ran {steps} steps (< {MIN_VALUE_STEPS})")
     return "not meaningful: " + "; ".join(reasons) if reasons else "meaningful"
 
 
@@ -146,7 +155,7 @@ def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[
             row["forced_submit_rate"] = float(np.mean([r["forced_submit"] for c in per for r in c["records"]]))
             row["verdict"] = verdict(name, row, per, sizes)
             row["gain_vs_static"] = row["gain_vs_static_ci95"] = None
-            if name in ("awr", "awr-q") and "static" in by_name:
+            if name in ("awr", "awr-q", *VALUE_LEARNERS) and "static" in by_name:
                 static = {c["seed"]: c for c in by_name["static"]}
                 diffs = [_per_seed([c], "quality")[0] - _per_seed([static[c["seed"]]], "quality")[0] for c in per]
                 row["gain_vs_static"] = 100 * float(np.concatenate(diffs).mean())
