@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,14 +32,15 @@ VERDICTS_MAX_BYTES = 4 * 2**20
 """Bound on the texts of the validation verdicts kept (arguments and messages)."""
 _verdicts: ByteLRU[tuple[int, str, str], tuple[Mapping[str, Any], str]] = ByteLRU(
     VERDICTS_MAX_BYTES, lambda key, verdict: len(key[1]) + len(key[2]) + len(verdict[1]) + 100)
-"""(id of the schema, tool name, the arguments as JSON) -> (the schema, the message): the workers repeat calls,
-and a verdict depends only on the schema and the arguments"""
+"""(id of the schema, tool name, repr of the arguments) -> (the schema, the message): the workers repeat calls,
+and a verdict depends only on the schema and the arguments (their order included)"""
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 
 def _plain_json(value: Any) -> bool:
-    """Whether ``value`` is made of dicts with str keys, lists and JSON scalars only (exact types: a tuple, an
-    int subclass or any other object may validate differently from what its JSON text says)."""
+    """Whether ``value`` is made of dicts with str keys, lists and JSON scalars only, whose repr then tells
+    apart every two values that validate differently (exact types: a tuple, an int subclass or any other object
+    is not cached)."""
     kind = type(value)
     if kind in _JSON_SCALARS:
         return True
@@ -57,7 +57,10 @@ def validate_call(tools: Mapping[str, ToolSpec], call: ToolCall) -> str:
     if spec is None:
         return f"unknown tool {call.name!r}; available: {', '.join(sorted(tools))}"
     args = dict(call.args)
-    key = (id(spec.parameters), call.name, json.dumps(args, sort_keys=True)) if _plain_json(args) else None
+    try:  # repr, not sorted JSON: a message may name the arguments in their order (extra properties)
+        key = (id(spec.parameters), call.name, repr(args)) if _plain_json(args) else None
+    except RecursionError:  # arguments nested too deep to key are validated as they come
+        key = None
     if key is not None:
         kept = _verdicts.get(key)
         if kept is not None and kept[0] is spec.parameters:
