@@ -390,16 +390,15 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     def _applicable(self, ctx: Context, st: HarnessState) -> np.ndarray:
         """The action mask of a context and state: what the controller could know, never hidden task fields."""
+        return np.array(self._applicable_list(ctx, st), dtype=bool)
+
+    def _applicable_list(self, ctx: Context, st: HarnessState) -> list[bool]:
+        """:meth:`_applicable` as a list, in action order (DRAFT is always applicable)."""
         has_draft = ctx.draft is not None
-        mask = np.ones(N_ACTIONS, dtype=bool)
-        mask[Action.OBSERVE] = not st.observations_exhausted
-        mask[Action.RETRIEVE] = len(ctx.retrieved) < len(self.domain.corpus)
-        # what the controller knows: the domain has tools (never whether this task needs them)
-        mask[Action.TOOL] = bool(self.domain.tools) and (has_draft or not self.domain.tool_needs_draft)
-        mask[Action.CHECK] = has_draft
-        mask[Action.REVISE] = has_draft and self._revise_feedback(ctx, st) is not None
-        mask[Action.SUBMIT] = has_draft
-        return mask
+        # TOOL: what the controller knows is that the domain has tools (never whether this task needs them)
+        return [not st.observations_exhausted, len(ctx.retrieved) < len(self.domain.corpus),
+                bool(self.domain.tools) and (has_draft or not self.domain.tool_needs_draft), True, has_draft,
+                has_draft and self._revise_feedback(ctx, st) is not None, has_draft]
 
     def _revise_feedback(self, ctx: Context, st: HarnessState) -> CheckResult | None:
         """Feedback a revision can act on: the current draft's check result, or its last tool error."""
@@ -418,7 +417,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         assert self._ctx is not None and self._state is not None
         return {
             "action_name": action.name if action is not None else "",
-            "action_mask": self._applicable(self._ctx, self._state).astype(np.int8),
+            "action_mask": np.array(self._applicable_list(self._ctx, self._state), dtype=np.int8),
             "invalid_action": invalid,
             "forced_submit": forced,
             "quality": PENDING,
@@ -591,7 +590,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         act = Action(int(action))
         ctx, st = self._ctx, self._state
 
-        valid = bool(self.action_masks()[act])
+        valid = self._applicable_list(ctx, st)[act]
         checked_before = ctx.draft is not None and ctx.checked_version == ctx.draft.version
         last_check_before = st.last_check
         any_evidence = st.n_observations + st.n_retrieved + (st.n_tool_calls - st.n_tool_errors) > 0

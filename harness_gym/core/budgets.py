@@ -18,6 +18,7 @@ import json
 import math
 from collections.abc import Mapping
 from functools import lru_cache
+from json.encoder import encode_basestring_ascii as _json_str  # what json.dumps writes for a str
 from pathlib import Path
 from typing import Any
 
@@ -47,34 +48,64 @@ def budget_from_costs(costs: list[float]) -> float:
     return FACTOR * median
 
 
+def _json_pairs(pairs: Any) -> str:
+    """``json.dumps(pairs, separators=(",", ":"))`` of a sequence of (str, str) pairs, without the encoder."""
+    return "[" + ",".join(f"[{_json_str(a)},{_json_str(b)}]" for a, b in pairs) + "]"
+
+
+def _json_strs(items: Any) -> str:
+    """``json.dumps(items, separators=(",", ":"))`` of a sequence of str."""
+    return "[" + ",".join(map(_json_str, items)) + "]"
+
+
+@lru_cache(maxsize=256)
+def _compared_fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.compare)
+
+
 def _digest(obj: Any, memo: dict[int, tuple[Any, str]]) -> str:
     """A canonical hash of ``obj`` (sets sorted, mappings by key; dataclass fields that take no part in
     comparison, such as a task's source file, left out), hashing each container once per call (``memo``, by
     identity; the memo holds the object too, so that no id is reused within the call), so that data shared by
-    many tasks (a store snapshot) costs one pass."""
-    if obj is None or isinstance(obj, (bool, int, str)):
-        return json.dumps(obj)
+    many tasks (a store snapshot) costs one pass.
+
+    A container's hash is the SHA-256 of ``json.dumps([tag, children], separators=(",", ":"))``, a scalar's
+    ``json.dumps`` of it; the JSON text is written here directly (the same text), as the encoder's calls were
+    most of the time of a first reset."""
+    if obj is None:
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if isinstance(obj, int):
+        return int.__repr__(obj)
+    if isinstance(obj, str):
+        return _json_str(obj)
     if isinstance(obj, float):
-        return json.dumps(obj if math.isfinite(obj) else repr(obj))
+        return float.__repr__(obj) if math.isfinite(obj) else _json_str(repr(obj))
     key = id(obj)
     if key in memo:
         return memo[key][1]
-    if isinstance(obj, Mapping):
-        parts: Any = ["map", sorted((str(k), _digest(v, memo)) for k, v in obj.items())]
+    kind = type(obj)
+    if kind is dict or isinstance(obj, Mapping):
+        text = f'["map",{_json_pairs(sorted((str(k), _digest(v, memo)) for k, v in obj.items()))}]'
+    elif kind is list or kind is tuple:  # no dataclass, no ``_asdict``
+        text = f'["seq",{_json_strs([_digest(v, memo) for v in obj])}]'
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        parts = [type(obj).__name__, [(f.name, _digest(getattr(obj, f.name), memo))
-                                      for f in dataclasses.fields(obj) if f.compare]]
+        text = (f"[{_json_str(kind.__name__)},"
+                f"{_json_pairs([(f, _digest(getattr(obj, f), memo)) for f in _compared_fields(kind)])}]")
     elif hasattr(obj, "_asdict"):
-        parts = [type(obj).__name__, _digest(obj._asdict(), memo)]
+        text = f"[{_json_str(kind.__name__)},{_json_str(_digest(obj._asdict(), memo))}]"
     elif isinstance(obj, (set, frozenset)):
-        parts = ["set", sorted(_digest(v, memo) for v in obj)]
+        text = f'["set",{_json_strs(sorted(_digest(v, memo) for v in obj))}]'
     elif isinstance(obj, (list, tuple)):
-        parts = ["seq", [_digest(v, memo) for v in obj]]
+        text = f'["seq",{_json_strs([_digest(v, memo) for v in obj])}]'
     elif hasattr(obj, "__dict__"):
-        parts = [type(obj).__name__, _digest(vars(obj), memo)]
+        text = f"[{_json_str(kind.__name__)},{_json_str(_digest(vars(obj), memo))}]"
     else:
-        raise TypeError(f"cannot fingerprint a {type(obj).__name__}")
-    digest = hashlib.sha256(json.dumps(parts, separators=(",", ":")).encode()).hexdigest()
+        raise TypeError(f"cannot fingerprint a {kind.__name__}")
+    digest = hashlib.sha256(text.encode()).hexdigest()
     memo[key] = (obj, digest)
     return digest
 

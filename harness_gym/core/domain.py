@@ -216,7 +216,12 @@ class Domain(ABC):
             return None
         best = ranking[0][1]
         seen = set(ctx.retrieved)
-        unseen = [(doc_idx, score) for doc_idx, score in ranking if self.corpus[doc_idx].doc_id not in seen]
+        unseen: list[tuple[int, float]] = []  # the best two
+        for doc_idx, score in ranking:
+            if self.corpus[doc_idx].doc_id not in seen:
+                unseen.append((doc_idx, score))
+                if len(unseen) == 2:
+                    break
         if not unseen:
             return None
         (doc_idx, score), after = unseen[0], (unseen[1][1] if len(unseen) > 1 else 0.0)

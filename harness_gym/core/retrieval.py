@@ -8,6 +8,8 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
+import numpy as np
+
 from harness_gym.core.types import Document
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -22,6 +24,10 @@ def tokenize(text: str) -> list[str]:
 class BM25Index:
     """BM25 (k1, b) over title + text of each document; rankings are cached per query string.
 
+    Each (term, document) pair's share of a score depends only on the corpus, so it is computed once here, and
+    a query's scores add up the shares of its terms, term by term in the query's order (the same floating-point
+    operations, in the same order, as scoring every document term by term).
+
     :param docs: the corpus
     :param k1: term-frequency saturation
     :param b: length normalisation
@@ -29,35 +35,46 @@ class BM25Index:
 
     def __init__(self, docs: Sequence[Document], k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self._tfs: list[Counter[str]] = []
-        self._lens: list[int] = []
+        tfs: list[Counter[str]] = []
+        lens: list[int] = []
         df: Counter[str] = Counter()
         for doc in docs:
             toks = tokenize(doc.title + " " + doc.text)
             tf = Counter(toks)
-            self._tfs.append(tf)
-            self._lens.append(len(toks))
+            tfs.append(tf)
+            lens.append(len(toks))
             df.update(tf.keys())
         n = len(docs)
-        self._avg = (sum(self._lens) / n) if n else 0.0
+        self._n_docs = n
+        self._avg = (sum(lens) / n) if n else 0.0
         self._idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        norms = [self.k1 * (1 - self.b + self.b * dl / self._avg) if self._avg else self.k1 for dl in lens]
+        postings: dict[str, tuple[list[int], list[float]]] = {}
+        for i, (tf, norm) in enumerate(zip(tfs, norms)):
+            for t, f in tf.items():
+                docs_of_term, shares = postings.setdefault(t, ([], []))
+                docs_of_term.append(i)
+                shares.append(self._idf[t] * f * (self.k1 + 1) / (f + norm))
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {
+            t: (np.array(ids, dtype=np.intp), np.array(shares, dtype=np.float64))
+            for t, (ids, shares) in postings.items()}
+        """term -> (indices of the documents holding it, ascending; its share of each one's score)"""
         self.ranking = lru_cache(maxsize=4096)(self._ranking)
 
-    def scores(self, query: str) -> list[float]:
-        q = tokenize(query)
-        out: list[float] = []
-        for tf, dl in zip(self._tfs, self._lens):
-            s = 0.0
-            norm = self.k1 * (1 - self.b + self.b * dl / self._avg) if self._avg else self.k1
-            for t in q:
-                f = tf.get(t)
-                if f:
-                    s += self._idf[t] * f * (self.k1 + 1) / (f + norm)
-            out.append(s)
+    def _score_array(self, query: str) -> np.ndarray:
+        out = np.zeros(self._n_docs, dtype=np.float64)
+        for t in tokenize(query):
+            posting = self._postings.get(t)
+            if posting is not None:
+                out[posting[0]] += posting[1]
         return out
+
+    def scores(self, query: str) -> list[float]:
+        """The BM25 score of every document for ``query``, in corpus order (0 where no query term occurs)."""
+        return self._score_array(query).tolist()
 
     def _ranking(self, query: str) -> tuple[tuple[int, float], ...]:
         """Document indices sorted by descending score (ties by index), as (index, score)."""
-        scores = self.scores(query)
-        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-        return tuple((i, scores[i]) for i in order)
+        scores = self._score_array(query)
+        order = np.argsort(-scores, kind="stable")
+        return tuple(zip(order.tolist(), scores[order].tolist()))

@@ -292,4 +292,76 @@ class HarnessState:
 
     def encode(self) -> np.ndarray:
         """A fresh float32 vector inside ``[LOW, HIGH]``, one entry per :data:`FEATURES` row."""
+        if _ENCODE_INLINE:
+            return np.array(_inline_values(self), dtype=np.float32)
         return np.array([f.value(self) for f in FEATURES], dtype=np.float32)
+
+
+_INLINE_NAMES: tuple[str, ...] = (
+    "step_fraction", "budget_left", "has_draft", "draft_version", "checked_since_change", "last_check_result",
+    "n_checks", "n_revisions", "n_observations", "observations_exhausted", "n_retrieved", "n_relevant_looking",
+    "n_tool_calls", "n_tool_errors", "consecutive_errors", "last_tool_result", "worker_confidence",
+    "n_invalid_actions", "cost_spent", "budget_units_left", "retrieval_top_score", "retrieval_gap", "key_coverage",
+    "n_task_keys", "last_tool_answers", "check_pass_share", "n_visible_checks", "input_size",
+    *(f"last_action_{a.name.lower()}" for a in Action), "last_action_none")
+_ENCODE_INLINE = FEATURE_NAMES == _INLINE_NAMES
+"""Whether :func:`_inline_values` computes :data:`FEATURES` (else, after an edit of the table, the encoder
+calls each feature's value function)."""
+_LOG_INPUT_SCALE = math.log1p(INPUT_SIZE_SCALE)
+
+
+def _inline_values(s: HarnessState) -> list[float]:
+    """The values of :data:`FEATURES`, in order, as their value functions compute them, in one pass over the
+    state (the encoder runs at every step; ``tests/test_state_encoding.py`` holds the two equal)."""
+    ctx = s.ctx
+    draft_version = ctx.draft.version if ctx.draft is not None else 0
+    history = ctx.tool_history
+    n_errors = consecutive = 0
+    for _, res in history:
+        if not res.ok:
+            n_errors += 1
+    for _, res in reversed(history):
+        if res.ok:
+            break
+        consecutive += 1
+    last = ctx.last_check
+    signals = s.signals
+    values = [
+        min(s.steps / s.budget, 1.0),
+        max(s.budget_left, 0) / s.budget,
+        1.0 if draft_version > 0 else 0.0,
+        min(draft_version, 10) / 10,
+        1.0 if draft_version > 0 and ctx.checked_version == draft_version else 0.0,
+        0 if last is None else (1 if last.passed else -1),
+        min(s.n_checks, 10) / 10,
+        min(s.n_revisions, 10) / 10,
+        min(len(ctx.observed), 10) / 10,
+        1.0 if len(ctx.observed) >= len(ctx.task.observations) else 0.0,
+        min(len(ctx.retrieved), 10) / 10,
+        min(s.n_relevant_looking, 10) / 10,
+        min(len(history), 10) / 10,
+        min(n_errors, 10) / 10,
+        min(consecutive, 5) / 5,
+        0 if not history else (1 if history[-1][1].ok else -1),
+        s.confidence,
+        min(s.n_invalid, 10) / 10,
+        s.cost_spent,
+        s.budget_units_left,
+        s.last_retrieval[0],
+        s.last_retrieval[1],
+        s.coverage.share,
+        min(len(signals.keys), 10) / 10,
+        s.last_tool_answers,
+        s.check_pass_share,
+        min(signals.n_visible_checks, 10) / 10,
+        min(math.log1p(signals.input_chars) / _LOG_INPUT_SCALE, 1.0),
+        0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    ]
+    if 0 <= s.last_action < len(Action):
+        values[_FIRST_LAST_ACTION + s.last_action] = 1.0
+    elif s.last_action < 0:
+        values[_FIRST_LAST_ACTION + len(Action)] = 1.0
+    return values
+
+
+_FIRST_LAST_ACTION = _INLINE_NAMES.index("last_action_observe")

@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema
 
+from harness_gym.core.lru import ByteLRU
 from harness_gym.core.types import ToolCall
 
 
@@ -27,6 +28,27 @@ class ToolSpec:
 
 
 _validators: dict[int, jsonschema.protocols.Validator] = {}
+VERDICTS_MAX_BYTES = 4 * 2**20
+"""Bound on the texts of the validation verdicts kept (arguments and messages)."""
+_verdicts: ByteLRU[tuple[int, str, str], tuple[Mapping[str, Any], str]] = ByteLRU(
+    VERDICTS_MAX_BYTES, lambda key, verdict: len(key[1]) + len(key[2]) + len(verdict[1]) + 100)
+"""(id of the schema, tool name, repr of the arguments) -> (the schema, the message): the workers repeat calls,
+and a verdict depends only on the schema and the arguments (their order included)"""
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain_json(value: Any) -> bool:
+    """Whether ``value`` is made of dicts with str keys, lists and JSON scalars only, whose repr then tells
+    apart every two values that validate differently (exact types: a tuple, an int subclass or any other object
+    is not cached)."""
+    kind = type(value)
+    if kind in _JSON_SCALARS:
+        return True
+    if kind is list:
+        return all(_plain_json(v) for v in value)
+    if kind is dict:
+        return all(type(k) is str and _plain_json(v) for k, v in value.items())
+    return False
 
 
 def validate_call(tools: Mapping[str, ToolSpec], call: ToolCall) -> str:
@@ -34,13 +56,26 @@ def validate_call(tools: Mapping[str, ToolSpec], call: ToolCall) -> str:
     spec = tools.get(call.name)
     if spec is None:
         return f"unknown tool {call.name!r}; available: {', '.join(sorted(tools))}"
+    args = dict(call.args)
+    try:  # repr, not sorted JSON: a message may name the arguments in their order (extra properties)
+        key = (id(spec.parameters), call.name, repr(args)) if _plain_json(args) else None
+    except RecursionError:  # arguments nested too deep to key are validated as they come
+        key = None
+    if key is not None:
+        kept = _verdicts.get(key)
+        if kept is not None and kept[0] is spec.parameters:
+            return kept[1]
     validator = _validators.get(id(spec.parameters))
     if validator is None:
         cls = jsonschema.validators.validator_for(spec.parameters)
         validator = cls(spec.parameters)
         _validators[id(spec.parameters)] = validator
-    error = jsonschema.exceptions.best_match(validator.iter_errors(dict(call.args)))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(args))
     if error is None:
-        return ""
-    where = "/".join(str(p) for p in error.absolute_path) or "arguments"
-    return f"invalid arguments for {call.name}: {where}: {error.message}"
+        message = ""
+    else:
+        where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+        message = f"invalid arguments for {call.name}: {where}: {error.message}"
+    if key is not None:
+        _verdicts.put(key, (spec.parameters, message))
+    return message

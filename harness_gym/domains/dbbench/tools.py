@@ -6,7 +6,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from harness_gym.core.types import ToolResult
-from harness_gym.domains.dbbench.engines import READ_KINDS, DatabaseSession, SQLError, run_statement, statement_kind
+from harness_gym.domains.dbbench.engines import READ_KINDS, DatabaseSession, SQLError, statement_kind
 from harness_gym.domains.dbbench.grader import format_result
 from harness_gym.domains.tooling import ToolTable, object_schema
 
@@ -34,8 +34,8 @@ def execute_sql(session_scope: Callable[[], AbstractContextManager[DatabaseSessi
         return ToolResult(ok=False, output="", error=f"execute_sql runs read-only queries; a {kind.upper()} "
                           "belongs in the draft, which CHECK dry-runs and SUBMIT grades", billed={})
     try:
-        with session_scope() as session:
-            result, _ = run_statement(session, sql)
+        with session_scope() as session, session.scratch():
+            result = session.execute(sql)  # a read: the table afterwards is the table before, not read again
     except SQLError as exc:
         return ToolResult(ok=False, output="", error=str(exc), ran_code=True)
     return ToolResult(ok=True, output=format_result(result.rows), ran_code=True)
