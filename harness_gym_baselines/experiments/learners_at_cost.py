@@ -1,0 +1,535 @@
+"""Learners at a cost: every learned controller trained at the cost weight it is judged at, beside the best
+searched script, the closed-loop probe and the named scripts (issue 24, "Must show", first bullet).
+
+    python -m harness_gym_baselines.experiments.learners_at_cost --envs HarnessPlan-v1,HarnessCode-v1
+        --cost-weights 0,0.01,0.1 --out results/learners_at_cost [--quick] [--num-workers 2]
+        [--size FIELD=VALUE ...]
+
+For each env (default price profile) and each cost weight ``w`` (return ``Q - w * cost units``):
+
+- **references**: ``forced-check`` and ``static`` (:mod:`harness_gym_baselines.policies.scripted`),
+  ``best-script``, the winner at ``w`` of the open-loop script search
+  (:func:`~harness_gym_baselines.experiments.script_search.search_to_file`, one search per env serving every
+  ``w``, chosen on train and val), and ``probe``, the closed-loop linear probe fitted at ``w``
+  (:func:`~harness_gym_baselines.experiments.headroom.fit_probe`);
+- **offline learners** ``bc``, ``awr`` (sample advantage), ``awr-q`` (fitted advantage), ``iql``, ``cql``, each
+  with its config's defaults, trained on a behaviour buffer collected on the env built with ``cost_weight=w``
+  (the behaviour policy of :func:`~harness_gym_baselines.experiments.offline_comparison.run_env`); one buffer
+  per (env, w, offline seed). The buffer's observations and actions do not depend on ``w``, only its rewards
+  do, so one buffer relabelled per ``w`` would serve too; collecting per ``w`` keeps every dataset exactly what
+  ``harness-gym collect --cost-weight W`` writes;
+- **online learners** ``ppo-sparse``, ``ppo-dense``, ``ecpo``, ``ecpo-pb`` trained with ``cost_weight=w`` at
+  the defaults of their configs (:class:`~harness_gym_baselines.algos.ppo.OnlineConfig`: the step budget is
+  the ``online_steps`` size), each reported greedy (the mode of the policy) and sampled (``-sampled``).
+
+Every controller plays the same seeded test episodes (episode ``i`` resets with
+``episode_seed(test_seed, i)``, :func:`~harness_gym_baselines.experiments.offline_comparison.run_cell`), so
+differences are paired. Nothing is tuned per env: the sizes (:class:`Sizes`) are the same for every env.
+
+The table (``table.md``, ``table.csv``, ``table.json`` under ``--out``), per env, ``w`` and controller: mean
+return, Q and cost with 95% CIs (two-level bootstrap over training seeds, then episodes:
+:func:`~harness_gym_baselines.experiments.offline_comparison.two_level_bootstrap`), the forced-submit rate, the
+number of seeds and, for the learned rows and the probe, the paired per-episode return difference to the best
+script at ``w`` with its CI. Two summary lines are computed from the rows (:func:`summary_lines`):
+
+- **beats the best script**: a learned row whose paired difference to the best script has a CI above 0; the
+  line counts the envs with at least one such (env, w, controller) and lists them;
+- **forced-check's Q at half its cost**: a learned row (any ``w``) with mean Q >= forced-check's mean Q and
+  mean cost <= 0.5 x forced-check's mean cost on the same env. Q and cost do not depend on ``w`` for a fixed
+  script, so forced-check's row at the same ``w`` is the bar (the bar cascades and routers such as FrugalGPT,
+  AutoMix and RouteLLM report against their always-strong model).
+
+Resumable: every (env, w, controller, seed) cell is a JSON file ``cells/<env>/w<w>/<controller>-seed<s>.json``
+with its per-episode records, every model and buffer is kept, and a rerun with the same ``--out`` skips what is
+finished. ``--num-workers N`` runs independent cells in N spawned processes (the script searches first, then
+every reference, offline and online cell set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import difflib
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from tqdm import tqdm
+
+import harness_gym  # noqa: F401  (registers the env ids, also in worker processes)
+from harness_gym_baselines.experiments.frontier import parse_cost_weights
+from harness_gym_baselines.experiments.headroom import HeadroomConfig
+from harness_gym_baselines.experiments.offline_comparison import run_cell, two_level_bootstrap
+from harness_gym_baselines.experiments.script_search import SearchConfig
+
+REFERENCES: tuple[str, ...] = ("forced-check", "static", "best-script", "probe")
+"""The fixed and probe controllers every learned row is judged against."""
+OFFLINE: tuple[str, ...] = ("bc", "awr", "awr-q", "iql", "cql")
+"""The offline learners, trained on the behaviour buffer collected at ``w``."""
+ONLINE: tuple[str, ...] = ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
+"""The online trainers (:data:`~harness_gym_baselines.common.trainer_registry.TRAINERS`), trained at ``w``."""
+SAMPLED = "-sampled"
+"""Suffix of an online learner's row when its policy samples actions instead of taking the mode."""
+LEARNED: tuple[str, ...] = OFFLINE + tuple(c for name in ONLINE for c in (name, name + SAMPLED))
+"""Every learned row of a cell set."""
+CONTROLLERS: tuple[str, ...] = REFERENCES + LEARNED
+"""Every row of one (env, w), in table order."""
+_TRAINER_OF_OFFLINE = {"bc": "bc", "awr": "awr", "awr-q": "awr", "iql": "iql", "cql": "cql"}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much data, training and evaluation every (env, w) gets; the same for every env. ``None`` leaves a
+    trainer's own default. Each field is a ``--size FIELD=VALUE``."""
+
+    buffer_episodes: int = 1000
+    """episodes of each behaviour buffer (train split)"""
+    offline_seeds: int = 3
+    """buffer + training seeds of every offline learner"""
+    epochs: int | None = None
+    """policy-fit epochs of bc, awr, awr-q and iql (None: BCConfig's)"""
+    value_steps: int | None = None
+    """value-learning steps of iql and cql (None: their configs')"""
+    online_seeds: int = 2
+    """training seeds of every online learner"""
+    online_steps: int | None = None
+    """environment steps of every online learner (None: OnlineConfig.steps)"""
+    ecpo_preference_episodes: int | None = None
+    """behaviour episodes of ecpo's preference model (None: ECPOConfig's)"""
+    test_episodes: int = 200
+    """test-split episodes of every cell (the same seeded episodes for every controller)"""
+    test_seed: int = 0
+    """seed of the test episodes"""
+    search_rounds: tuple[tuple[int, int], ...] = SearchConfig.rounds
+    """successive halving of the script search: (train episodes, kept per weight) per round"""
+    search_val_episodes: int = SearchConfig.val_episodes
+    """val episodes that pick the best script among the finalists"""
+    probe_bc_episodes: int = HeadroomConfig.bc_episodes
+    """train episodes of the best script the probe is first fitted to"""
+    probe_cem_iterations: int = HeadroomConfig.cem_iterations
+    probe_cem_population: int = HeadroomConfig.cem_population
+    probe_cem_elite: int = HeadroomConfig.cem_elite
+    probe_cem_episodes: int = HeadroomConfig.cem_episodes
+    probe_val_episodes: int = HeadroomConfig.val_episodes
+    """val episodes that choose between the imitation and the CEM probe"""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, int) and not isinstance(value, bool) and value < (0 if f.name == "test_seed" else 1):
+                raise ValueError(f"Sizes.{f.name} must be >= 1, got {value}")
+        if self.probe_cem_elite > self.probe_cem_population:
+            raise ValueError(f"Sizes.probe_cem_elite ({self.probe_cem_elite}) must be <= probe_cem_population "
+                             f"({self.probe_cem_population})")
+
+
+FULL = Sizes()
+"""The sizes of the reported run."""
+QUICK = Sizes(buffer_episodes=200, offline_seeds=2, online_seeds=1, online_steps=8192, ecpo_preference_episodes=100,
+              test_episodes=100, search_rounds=((8, 16), (24, 4)), search_val_episodes=100, probe_bc_episodes=50,
+              probe_cem_iterations=4, probe_cem_population=12, probe_cem_elite=4, probe_cem_episodes=12,
+              probe_val_episodes=100)
+"""``--quick``: a smoke run of the whole pipeline in minutes per env (not for conclusions)."""
+
+
+def with_sizes(base: Sizes, pairs: Sequence[str]) -> Sizes:
+    """``base`` with ``FIELD=VALUE`` pairs applied (VALUE read as JSON; lists become tuples).
+
+    :param base: the sizes to start from
+    :param pairs: ``--size`` arguments
+    """
+    names = [f.name for f in dataclasses.fields(Sizes)]
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--size {pair!r}: expected FIELD=VALUE")
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=3)
+            raise ValueError(f"--size {key}: no such size; did you mean {', '.join(close)}?" if close else
+                             f"--size {key}: no such size; expected one of {', '.join(names)}")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--size {key}={raw}: VALUE is not JSON ({exc.msg})") from exc
+        changes[key] = _tuples(value)
+    return dataclasses.replace(base, **changes)
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+# ----- where things are written ---------------------------------------------------------------------------------
+def wkey(w: float) -> str:
+    """How a cost weight is written in keys and folder names (``0.01``)."""
+    return f"{w:g}"
+
+
+def cell_path(out: Path, env_id: str, w: float, controller: str, seed: int) -> Path:
+    """The JSON file of one (env, w, controller, seed) cell."""
+    return out / "cells" / env_id / f"w{wkey(w)}" / f"{controller}-seed{seed}.json"
+
+
+def dataset_id(env_id: str, w: float, seed: int) -> str:
+    """The Minari id of the behaviour buffer of ``env_id`` collected at ``w`` with ``seed``."""
+    slug = env_id.removeprefix("Harness").removesuffix("-v1").lower()
+    return f"harness/{slug}-behaviour-w{wkey(w).replace('.', 'p')}-seed{seed}-v0"
+
+
+def search_config(env_id: str, weights: Sequence[float], sizes: Sizes) -> SearchConfig:
+    """The script search of ``env_id`` serving every weight (default price profile)."""
+    return SearchConfig(env_id, cost_weights=tuple(weights), rounds=sizes.search_rounds,
+                        val_episodes=sizes.search_val_episodes, test_episodes=sizes.test_episodes)
+
+
+# ----- the cell sets (each one a job of the process pool) -------------------------------------------------------
+def _references(env_id: str, w: float, weights: Sequence[float], sizes: Sizes, out: Path) -> dict[str, tuple[Any, dict]]:
+    """The reference controllers at ``w``: {name: (policy, what to record with its cell)}."""
+    # TODO(lead): use fixed_references (the cached best script and probe as policies) once it is merged
+    from harness_gym_baselines.experiments.headroom import fit_probe
+    from harness_gym_baselines.experiments.script_search import search_to_file
+    from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
+    from harness_gym_baselines.policies.registry import make_policy
+
+    search = search_to_file(search_config(env_id, weights, sizes), out / "scripts")
+    script = Script.parse(search["winners"][wkey(w)]["script"])
+    probe_cfg = HeadroomConfig(env_id, cost_weights=tuple(weights), bc_episodes=sizes.probe_bc_episodes,
+                               cem_iterations=sizes.probe_cem_iterations, cem_population=sizes.probe_cem_population,
+                               cem_elite=sizes.probe_cem_elite, cem_episodes=sizes.probe_cem_episodes,
+                               val_episodes=sizes.probe_val_episodes, test_episodes=sizes.test_episodes)
+    probe, fitted = fit_probe(probe_cfg, script, w)
+    return {"forced-check": (make_policy("forced-check"), {}), "static": (make_policy("static"), {}),
+            "best-script": (ScriptPolicy(script), {"script": script.name}),
+            "probe": (probe, {"script": script.name, "probe_fit": fitted,
+                              "probe_weights": probe.weights.round(6).tolist()})}
+
+
+def run_search(env_id: str, weights: Sequence[float], sizes: Sizes, out: Path) -> str:
+    """The script search of ``env_id`` (written to ``out/scripts``; read back when done)."""
+    from harness_gym_baselines.experiments.script_search import search_to_file
+
+    search_to_file(search_config(env_id, weights, sizes), out / "scripts")
+    return f"{env_id} script search"
+
+
+def run_references(env_id: str, w: float, weights: Sequence[float], sizes: Sizes, out: Path) -> str:
+    """Evaluate every reference controller of (env, w) on the test episodes."""
+    paths = {name: cell_path(out, env_id, w, name, 0) for name in REFERENCES}
+    if not all(p.exists() for p in paths.values()):
+        for name, (policy, extra) in _references(env_id, w, weights, sizes, out).items():
+            policy.name = name
+            run_cell(paths[name], env_id, policy, name, episodes=sizes.test_episodes, seed=sizes.test_seed,
+                     extra={"train_seed": 0, **extra}, cost_weight=w)
+    return f"{env_id} w={wkey(w)} references"
+
+
+def run_offline(env_id: str, w: float, seed: int, sizes: Sizes, out: Path) -> str:
+    """Collect the behaviour buffer of (env, w, seed), train every offline learner on it and evaluate them."""
+    paths = {name: cell_path(out, env_id, w, name, seed) for name in OFFLINE}
+    if all(p.exists() for p in paths.values()):
+        return f"{env_id} w={wkey(w)} offline seed {seed}"
+    from harness_gym.datasets import collect, load_transitions
+    from harness_gym_baselines.common.trainer_registry import load_trainer
+    from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+
+    dsid = dataset_id(env_id, w, seed)
+    start = time.perf_counter()
+    collect(env_id, BehaviourPolicy(), dsid, episodes=sizes.buffer_episodes, seed=seed, progress=False,
+            env_kwargs={"cost_weight": w})
+    collect_seconds = time.perf_counter() - start
+    data = None
+    for name, path in paths.items():
+        if path.exists():
+            continue
+        trainer = load_trainer(_TRAINER_OF_OFFLINE[name])
+        model = out / "models" / env_id / f"w{wkey(w)}" / f"{name}-seed{seed}.pt"
+        extra: dict[str, Any] = {"train_seed": seed, "dataset_id": dsid, "collect_seconds": collect_seconds}
+        if not model.exists():
+            data = data if data is not None else load_transitions(dsid)
+            settings: dict[str, Any] = {"dataset_id": dsid, "out": str(model), "seed": seed, "eval_episodes": 0,
+                                        "log_dir": str(out / "runs"), "progress": False, "epochs": sizes.epochs,
+                                        "value_steps": sizes.value_steps}
+            if name.startswith("awr"):
+                settings["advantage"] = "q" if name == "awr-q" else "mc"
+            start = time.perf_counter()
+            trainer.train(_config(trainer.config, settings), data)
+            extra["train_seconds"] = time.perf_counter() - start
+        policy = trainer.load(model)
+        policy.name = name
+        run_cell(path, env_id, policy, name, episodes=sizes.test_episodes, seed=sizes.test_seed, extra=extra,
+                 cost_weight=w)
+    return f"{env_id} w={wkey(w)} offline seed {seed}"
+
+
+def run_online(env_id: str, w: float, algo: str, seed: int, sizes: Sizes, out: Path) -> str:
+    """Train one online learner at (env, w, seed) and evaluate its greedy and its sampled policy."""
+    paths = {name: cell_path(out, env_id, w, name, seed) for name in (algo, algo + SAMPLED)}
+    if all(p.exists() for p in paths.values()):
+        return f"{env_id} w={wkey(w)} {algo} seed {seed}"
+    from harness_gym_baselines.common.trainer_registry import load_trainer
+
+    trainer = load_trainer(algo)
+    model = out / "models" / env_id / f"w{wkey(w)}" / f"{algo}-seed{seed}.zip"
+    extra: dict[str, Any] = {"train_seed": seed}
+    if not model.exists():
+        settings = {"env_id": env_id, "out": str(model), "seed": seed, "cost_weight": w, "steps": sizes.online_steps,
+                    "preference_episodes": sizes.ecpo_preference_episodes, "final_eval_episodes": 0,
+                    "log_dir": str(out / "runs"), "progress": False}
+        start = time.perf_counter()
+        trainer.train(_config(trainer.config, settings))
+        extra["train_seconds"] = time.perf_counter() - start
+    for name, path in paths.items():
+        policy = trainer.load(model)
+        policy.name, policy.deterministic = name, not name.endswith(SAMPLED)
+        run_cell(path, env_id, policy, name, episodes=sizes.test_episodes, seed=sizes.test_seed, extra=extra,
+                 cost_weight=w)
+    return f"{env_id} w={wkey(w)} {algo} seed {seed}"
+
+
+def _config(config: type, settings: dict[str, Any]) -> Any:
+    """``config(**settings)`` with the settings it has no field for, or left at ``None``, dropped."""
+    fields = {f.name for f in dataclasses.fields(config) if f.init}
+    return config(**{k: v for k, v in settings.items() if k in fields and v is not None})
+
+
+def jobs(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path) -> list[tuple[Any, tuple]]:
+    """Every cell set after the script searches: (function, arguments), the slowest kinds first."""
+    online = [(run_online, (e, w, algo, s, sizes, out)) for e in env_ids for w in weights for algo in ONLINE
+              for s in range(sizes.online_seeds)]
+    offline = [(run_offline, (e, w, s, sizes, out)) for e in env_ids for w in weights
+               for s in range(sizes.offline_seeds)]
+    references = [(run_references, (e, w, tuple(weights), sizes, out)) for e in env_ids for w in weights]
+    return online + offline + references
+
+
+def run_all(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path, *, num_workers: int = 1,
+            progress: bool = True) -> None:
+    """Run (or resume) every cell: the script searches first (the references need them), then the rest.
+
+    :param env_ids: registered env ids
+    :param weights: the cost weights
+    :param sizes: the sizes
+    :param out: the output folder
+    :param num_workers: processes running cell sets at once (1: this process)
+    :param progress: show a progress bar over the cell sets
+    """
+    phases = [[(run_search, (e, tuple(weights), sizes, out)) for e in env_ids], jobs(env_ids, weights, sizes, out)]
+    pool = (ProcessPoolExecutor(num_workers, mp_context=multiprocessing.get_context("spawn"))
+            if num_workers > 1 else None)
+    try:
+        with tqdm(total=sum(map(len, phases)), desc="cell sets", disable=not progress) as bar:
+            for phase in phases:
+                if pool is None:
+                    for fn, args in phase:
+                        bar.set_postfix_str(fn(*args))
+                        bar.update(1)
+                else:
+                    for future in as_completed([pool.submit(fn, *args) for fn, args in phase]):
+                        bar.set_postfix_str(future.result())
+                        bar.update(1)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+# ----- the table -------------------------------------------------------------------------------------------------
+def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
+    from harness_gym_baselines.evaluate import finished_records
+
+    if key == "quality":
+        return [np.array([r["quality"] for r in finished_records(c["records"])], dtype=float) for c in cells]
+    return [np.array([float(r[key]) for r in c["records"]], dtype=float) for c in cells]
+
+
+def _mean_ci(per_seed: list[np.ndarray]) -> dict[str, Any]:
+    return {"mean": float(np.concatenate(per_seed).mean()), "ci95": list(two_level_bootstrap(per_seed, np.mean))}
+
+
+def table_row(env_id: str, w: float, controller: str, cells: list[dict[str, Any]],
+              best_script: dict[str, Any] | None) -> dict[str, Any]:
+    """One row of the table from the controller's cells (one per seed) and the best script's cell.
+
+    :param env_id: the env
+    :param w: the cost weight
+    :param controller: the controller's name
+    :param cells: its cells, one per training seed, on the same test episodes
+    :param best_script: the best script's cell at ``w`` (``None``: no paired difference)
+    """
+    row: dict[str, Any] = {"env_id": env_id, "cost_weight": w, "controller": controller,
+                           "kind": "reference" if controller in REFERENCES else "learned", "seeds": len(cells),
+                           "episodes": sum(len(c["records"]) for c in cells),
+                           "return": _mean_ci(_per_seed(cells, "return")), "quality": _mean_ci(_per_seed(cells, "quality")),
+                           "cost": _mean_ci(_per_seed(cells, "cost")),
+                           "forced_submit_rate": float(np.concatenate(_per_seed(cells, "forced_submit")).mean()),
+                           "minus_best_script": None}
+    if "script" in cells[0]:
+        row["script"] = cells[0]["script"]
+    if best_script is not None and controller not in ("forced-check", "static", "best-script"):
+        theirs = _per_seed([best_script], "return")[0]
+        ours = _per_seed(cells, "return")
+        if any(len(o) != len(theirs) for o in ours):
+            raise ValueError(f"{env_id} w={wkey(w)} {controller}: its cells have other test episodes than the "
+                             "best script's; delete the cells of one of them and rerun")
+        row["minus_best_script"] = _mean_ci([o - theirs for o in ours])
+    return row
+
+
+def collect_rows(out: Path, env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes) -> list[dict[str, Any]]:
+    """The table's rows from the cell files (every cell must exist)."""
+    seeds = {name: range(1) if name in REFERENCES else range(sizes.offline_seeds if name in OFFLINE
+                                                           else sizes.online_seeds) for name in CONTROLLERS}
+    rows = []
+    for env_id in env_ids:
+        for w in weights:
+            cells = {name: [json.loads(cell_path(out, env_id, w, name, s).read_text()) for s in seeds[name]]
+                     for name in CONTROLLERS}
+            best = cells["best-script"][0]
+            rows += [table_row(env_id, w, name, cells[name], best) for name in CONTROLLERS]
+    return rows
+
+
+def beats_best_script(rows: Iterable[dict[str, Any]]) -> list[tuple[str, float, str]]:
+    """(env, w, controller) of every learned row whose paired return difference to the best script has a 95% CI
+    entirely above 0."""
+    return [(r["env_id"], r["cost_weight"], r["controller"]) for r in rows
+            if r["kind"] == "learned" and r["minus_best_script"] is not None and r["minus_best_script"]["ci95"][0] > 0]
+
+
+def half_cost_of_forced_check(rows: Sequence[dict[str, Any]]) -> list[tuple[str, float, str]]:
+    """(env, w, controller) of every learned row with mean Q >= forced-check's and mean cost <= 0.5 x
+    forced-check's, on the same env and w (module docstring)."""
+    bar = {(r["env_id"], r["cost_weight"]): r for r in rows if r["controller"] == "forced-check"}
+    hits = []
+    for r in rows:
+        fc = bar.get((r["env_id"], r["cost_weight"]))
+        if r["kind"] == "learned" and fc is not None and r["quality"]["mean"] >= fc["quality"]["mean"] \
+                and r["cost"]["mean"] <= 0.5 * fc["cost"]["mean"]:
+            hits.append((r["env_id"], r["cost_weight"], r["controller"]))
+    return hits
+
+
+def summary_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The two summary lines of the module docstring, counted from ``rows``."""
+    n = len({r["env_id"] for r in rows})
+
+    def listed(hits: list[tuple[str, float, str]]) -> str:
+        return "; ".join(f"{e} w={wkey(w)} {c}" for e, w, c in hits) or "none"
+
+    beats, half = beats_best_script(rows), half_cost_of_forced_check(rows)
+    return [f"learned beats best script with CI above 0 in {len({h[0] for h in beats})} of {n} envs (at some w): "
+            f"{listed(beats)}",
+            f"reaches forced-check's Q at no more than half its cost in {len({h[0] for h in half})} of {n} envs: "
+            f"{listed(half)}"]
+
+
+def _fmt(stat: dict[str, Any] | None, signed: bool = False) -> str:
+    if stat is None:
+        return ""
+    lo, hi = stat["ci95"]
+    f = "+.3f" if signed else ".3f"
+    return f"{stat['mean']:{f}} [{lo:{f}}, {hi:{f}}]"
+
+
+def markdown_table(rows: Sequence[dict[str, Any]], sizes: Sizes) -> str:
+    """The table and its summary lines as Markdown."""
+    lines = ["Default price profile; return = Q - w * cost units; test split, the same "
+             f"{sizes.test_episodes} seeded episodes for every row; 95% CIs by a two-level bootstrap over training "
+             "seeds and episodes; `- best script` is the paired per-episode return difference.", "",
+             *(f"- {line}" for line in summary_lines(rows)), "",
+             "| env | w | controller | return [95% CI] | Q [95% CI] | cost [95% CI] | forced % | seeds | "
+             "- best script [95% CI] |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        name = f"{r['controller']} `{r['script']}`" if r["controller"] == "best-script" else r["controller"]
+        lines.append(f"| {r['env_id']} | {wkey(r['cost_weight'])} | {name} | {_fmt(r['return'], True)} | "
+                     f"{_fmt(r['quality'])} | {_fmt(r['cost'])} | {100 * r['forced_submit_rate']:.0f} | {r['seeds']} | "
+                     f"{_fmt(r['minus_best_script'], True)} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(out: Path, rows: Sequence[dict[str, Any]], sizes: Sizes) -> None:
+    """``table.md``, ``table.csv`` and ``table.json`` (rows, summary lines, sizes) under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "table.md").write_text(markdown_table(rows, sizes))
+    (out / "table.json").write_text(json.dumps({"sizes": dataclasses.asdict(sizes), "summary": summary_lines(rows),
+                                                "rows": list(rows)}, indent=1) + "\n")
+    stats = ("return", "quality", "cost", "minus_best_script")
+    with open(out / "table.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["env_id", "cost_weight", "controller", "kind", "seeds", "episodes", "forced_submit_rate",
+                         *(f"{s}_{part}" for s in stats for part in ("mean", "ci_lo", "ci_hi"))])
+        for r in rows:
+            cols = [v for s in stats for v in ((r[s]["mean"], *r[s]["ci95"]) if r[s] else ("", "", ""))]
+            writer.writerow([r["env_id"], r["cost_weight"], r["controller"], r["kind"], r["seeds"], r["episodes"],
+                             r["forced_submit_rate"], *cols])
+
+
+# ----- command line ----------------------------------------------------------------------------------------------
+def parse_weights(text: str) -> tuple[float, ...]:
+    """``0,0.01,0.1`` as a tuple of finite weights >= 0, each once (an error names the bad entry)."""
+    weights = tuple(parse_cost_weights(text))
+    if len(set(weights)) != len(weights):
+        raise ValueError(f"--cost-weights {text}: a weight is listed twice")
+    return weights
+
+
+def parse_envs(text: str) -> tuple[str, ...]:
+    """``HarnessPlan-v1,HarnessCode-v1`` as registered env ids (an error names the unknown one)."""
+    env_ids = tuple(e.strip() for e in text.split(",") if e.strip())
+    for env_id in env_ids:
+        if env_id not in gym.registry:
+            close = difflib.get_close_matches(env_id, [e for e in gym.registry if e.startswith("Harness")], n=3)
+            raise ValueError(f"--envs: unknown env id {env_id!r}" + (f"; did you mean {', '.join(close)}?" if close
+                                                                   else ""))
+    if not env_ids:
+        raise ValueError("--envs: no env id given")
+    return env_ids
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", required=True, help="comma-separated env ids")
+    parser.add_argument("--cost-weights", default="0,0.01,0.1", help="comma-separated cost weights w")
+    parser.add_argument("--out", required=True, help="output folder (rerun with the same folder to resume)")
+    parser.add_argument("--quick", action="store_true", help="the QUICK sizes instead of FULL")
+    parser.add_argument("--num-workers", type=int, default=1, help="processes running cell sets at once")
+    parser.add_argument("--size", action="append", default=[], metavar="FIELD=VALUE",
+                        help=f"change one size (repeatable): {', '.join(f.name for f in dataclasses.fields(Sizes))}")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
+    args = parser.parse_args(argv)
+    try:
+        env_ids, weights = parse_envs(args.envs), parse_weights(args.cost_weights)
+        sizes = with_sizes(QUICK if args.quick else FULL, args.size)
+        if args.num_workers < 1:
+            raise ValueError(f"--num-workers must be >= 1, got {args.num_workers}")
+    except ValueError as exc:
+        parser.error(str(exc))
+    out = Path(args.out)
+    settings_file = out / "sizes.json"
+    if settings_file.exists() and json.loads(settings_file.read_text()) != json.loads(json.dumps(dataclasses.asdict(sizes))):
+        parser.error(f"{out} holds a run with other sizes ({settings_file}): use another --out or the same sizes")
+    out.mkdir(parents=True, exist_ok=True)
+    settings_file.write_text(json.dumps(dataclasses.asdict(sizes), indent=1) + "\n")
+    os.environ["MINARI_DATASETS_PATH"] = str((out / "minari").resolve())  # inherited by the spawned workers
+    start = time.perf_counter()
+    run_all(env_ids, weights, sizes, out, num_workers=args.num_workers, progress=not args.quiet)
+    rows = collect_rows(out, env_ids, weights, sizes)
+    write_table(out, rows, sizes)
+    if not args.quiet:
+        sys.stdout.write(markdown_table(rows, sizes))
+        sys.stdout.write(f"\n{time.perf_counter() - start:.0f} s\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

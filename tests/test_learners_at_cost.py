@@ -1,0 +1,133 @@
+"""The learners-at-a-cost experiment: a tiny run gives every row and the summary lines, a rerun recomputes
+nothing, and the summary counts follow their rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("minari")
+
+from harness_gym_baselines.experiments import learners_at_cost as lac  # noqa: E402
+
+ENV = "HarnessPlan-v1"
+WEIGHTS = "0,0.1"
+TINY = ["buffer_episodes=20", "offline_seeds=1", "online_seeds=1", "epochs=1", "value_steps=20", "online_steps=256",
+        "ecpo_preference_episodes=10", "test_episodes=10", "search_rounds=[[4,2]]", "search_val_episodes=4",
+        "probe_bc_episodes=4", "probe_cem_iterations=1", "probe_cem_population=3", "probe_cem_elite=2",
+        "probe_cem_episodes=2", "probe_val_episodes=4"]
+
+
+def _argv(out: Path, *more: str) -> list[str]:
+    return ["--envs", ENV, "--cost-weights", WEIGHTS, "--out", str(out), "--quiet",
+            *(a for pair in TINY for a in ("--size", pair)), *more]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("learners_at_cost")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MINARI_DATASETS_PATH", str(out / "minari"))
+        assert lac.main(_argv(out)) == 0
+        mtimes = {p: p.stat().st_mtime_ns for p in (out / "cells").rglob("*.json")}
+        models = {p: p.stat().st_mtime_ns for p in (out / "models").rglob("*") if p.is_file()}
+        assert lac.main(_argv(out, "--num-workers", "2")) == 0  # the rerun, through the process pool
+    return out, mtimes, models
+
+
+def test_the_tiny_run_has_every_controller_row_and_the_summary_lines(tiny_run):
+    out, _, _ = tiny_run
+    table = json.loads((out / "table.json").read_text())
+    rows = table["rows"]
+    for w in (0.0, 0.1):
+        assert [r["controller"] for r in rows if r["cost_weight"] == w] == list(lac.CONTROLLERS)
+    for r in rows:
+        assert r["episodes"] == 10 and r["seeds"] == 1
+        assert (r["minus_best_script"] is None) == (r["controller"] in ("forced-check", "static", "best-script"))
+        # return = Q - w * cost on every row (each episode, so also the means)
+        assert r["return"]["mean"] == pytest.approx(r["quality"]["mean"] - r["cost_weight"] * r["cost"]["mean"])
+    assert table["summary"] == lac.summary_lines(rows)
+    md = (out / "table.md").read_text()
+    assert "learned beats best script with CI above 0 in" in md and "of 1 envs" in md
+    assert "reaches forced-check's Q at no more than half its cost in" in md
+    for name in lac.CONTROLLERS:
+        assert f"| {name}" in md
+    csv_lines = (out / "table.csv").read_text().splitlines()
+    assert len(csv_lines) == 1 + 2 * len(lac.CONTROLLERS)
+
+
+def test_a_fixed_script_plays_the_same_episodes_at_every_weight(tiny_run):
+    out, _, _ = tiny_run
+    at0, at01 = (json.loads(lac.cell_path(out, ENV, w, "forced-check", 0).read_text()) for w in (0.0, 0.1))
+    assert [r["quality"] for r in at0["records"]] == [r["quality"] for r in at01["records"]]
+    assert [r["cost"] for r in at0["records"]] == [r["cost"] for r in at01["records"]]
+    assert [r["return"] for r in at0["records"]] != [r["return"] for r in at01["records"]]
+
+
+def test_the_rerun_recomputes_no_cell_and_retrains_no_model(tiny_run):
+    out, mtimes, models = tiny_run
+    assert len(mtimes) == 2 * len(lac.CONTROLLERS) and models
+    assert {p: p.stat().st_mtime_ns for p in (out / "cells").rglob("*.json")} == mtimes
+    assert {p: p.stat().st_mtime_ns for p in (out / "models").rglob("*") if p.is_file()} == models
+
+
+def test_a_rerun_with_other_sizes_is_refused(tiny_run, capsys):
+    out, _, _ = tiny_run
+    with pytest.raises(SystemExit):
+        lac.main(_argv(out, "--size", "test_episodes=11"))
+    assert "other sizes" in capsys.readouterr().err
+
+
+def _row(env: str, w: float, controller: str, *, q: float = 0.5, cost: float = 10.0,
+         diff: tuple[float, float] | None = None) -> dict:
+    kind = "reference" if controller in lac.REFERENCES else "learned"
+    ci = {"mean": 0.0, "ci95": [0.0, 0.0]}
+    return {"env_id": env, "cost_weight": w, "controller": controller, "kind": kind, "seeds": 1,
+            "quality": {**ci, "mean": q}, "cost": {**ci, "mean": cost}, "return": ci,
+            "minus_best_script": None if diff is None else {"mean": sum(diff) / 2, "ci95": list(diff)}}
+
+
+def test_the_summary_counts_come_from_the_rows():
+    rows = [
+        _row("A", 0.0, "forced-check", q=0.8, cost=10.0),
+        _row("A", 0.0, "bc", diff=(0.01, 0.2)),                   # beats: CI above 0
+        _row("A", 0.1, "forced-check", q=0.8, cost=10.0),
+        _row("A", 0.1, "iql", diff=(0.02, 0.3)),                  # beats again: A counts once
+        _row("B", 0.0, "forced-check", q=0.6, cost=8.0),
+        _row("B", 0.0, "ppo-sparse", q=0.6, cost=4.0, diff=(-0.1, 0.3)),  # straddles 0: no; Q equal, half cost: yes
+        _row("B", 0.0, "ecpo", q=0.59, cost=1.0, diff=(0.0, 0.3)),        # CI touching 0: no; Q below: no
+        _row("B", 0.0, "probe", q=0.9, cost=1.0, diff=(0.1, 0.3)),        # a reference: never counted
+        _row("C", 0.0, "forced-check", q=0.6, cost=8.0),
+        _row("C", 0.0, "cql", q=0.7, cost=4.1, diff=(-0.3, -0.1)),        # cost above half: no
+    ]
+    assert lac.beats_best_script(rows) == [("A", 0.0, "bc"), ("A", 0.1, "iql")]
+    assert lac.half_cost_of_forced_check(rows) == [("B", 0.0, "ppo-sparse")]
+    beats, half = lac.summary_lines(rows)
+    assert beats.startswith("learned beats best script with CI above 0 in 1 of 3 envs (at some w): ")
+    assert "A w=0 bc; A w=0.1 iql" in beats
+    assert half == "reaches forced-check's Q at no more than half its cost in 1 of 3 envs: B w=0 ppo-sparse"
+    assert lac.summary_lines(rows[:1])[0].endswith("in 0 of 1 envs (at some w): none")
+
+
+def test_bad_arguments_name_what_is_wrong(capsys):
+    with pytest.raises(ValueError, match="did you mean buffer_episodes"):
+        lac.with_sizes(lac.FULL, ["buffer_episode=3"])
+    with pytest.raises(ValueError, match="expected FIELD=VALUE"):
+        lac.with_sizes(lac.FULL, ["buffer_episodes"])
+    with pytest.raises(ValueError, match="must be >= 1"):
+        lac.with_sizes(lac.FULL, ["online_seeds=0"])
+    with pytest.raises(ValueError, match="probe_cem_elite"):
+        lac.with_sizes(lac.FULL, ["probe_cem_elite=100"])
+    assert lac.with_sizes(lac.QUICK, ["search_rounds=[[4,2]]"]).search_rounds == ((4, 2),)
+    with pytest.raises(ValueError, match="'x' is not a number"):
+        lac.parse_weights("0,x")
+    with pytest.raises(ValueError, match="listed twice"):
+        lac.parse_weights("0,0")
+    with pytest.raises(ValueError, match="did you mean HarnessPlan-v1"):
+        lac.parse_envs("HarnessPlan-v2")
+    with pytest.raises(SystemExit):
+        lac.main(["--envs", "HarnessPlan-v1", "--cost-weights", "-1", "--out", "unused"])
+    assert "must be a finite number >= 0" in capsys.readouterr().err
