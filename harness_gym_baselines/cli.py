@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 import harness_gym
-from harness_gym.env import price_profiles, price_table
+from harness_gym.env import price_profiles
 from harness_gym.parallel import BACKENDS, PARALLEL_MODES
 from harness_gym.paths import data_path
 from harness_gym.rollout import Policy
@@ -37,6 +37,7 @@ from harness_gym.workers.calibrate import collect_events, fit_profile
 from harness_gym_baselines.common.dataclass_flags import add_dataclass_arguments, config_from_args
 from harness_gym_baselines.common.options import (
     UsageError,
+    budget_units_value,
     check_dataset,
     check_env_id,
     check_env_kwargs,
@@ -45,6 +46,7 @@ from harness_gym_baselines.common.options import (
     make_env,
     parse_key_values,
     positive_int,
+    prices_name,
 )
 from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
 from harness_gym_baselines.evaluate import LLM_ERROR_RATE_WARNING, LLMErrorRateWarning, evaluate, llm_error_text
@@ -663,6 +665,11 @@ def cmd_merge_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+ONLINE_CONFIG_ENV_KEYWORDS = ("cost_weight", "prices", "budget_units")
+"""env keywords that are fields of every online trainer's config (flags ``--cost-weight``, ``--prices``,
+``--budget-units``; :data:`harness_gym_baselines.algos.ppo.CONFIG_ENV_KEYWORDS`), never ``--env-kwarg``"""
+
+
 def train_parser(trainer_name: str) -> argparse.ArgumentParser:
     """The parser of ``harness-gym train NAME``: one flag per field of the trainer's config dataclass, then
     the shared option groups of :data:`COMMAND_OPTIONS` (an online trainer's are its env's).
@@ -681,13 +688,14 @@ def train_parser(trainer_name: str) -> argparse.ArgumentParser:
 
 def _online_env_kwargs(ns: argparse.Namespace, cfg: Any) -> tuple[str, ...]:
     """An online trainer's ``env_kwargs`` with the ``env`` option group folded in (as ``KEY=JSON`` pairs),
-    checked by making the env once."""
+    checked by making the env once with the config's ``cost_weight``, ``prices`` and ``budget_units``."""
     worker = ns.worker if ns.worker is not None or ns.recording is None else "openai"
-    pricing = {k: v for k, v in pricing_options(ns).items() if k != "cost_weight"}  # cost_weight: a config field
-    kwargs = parse_env_kwargs(cfg.env_kwargs, worker, ns.sandbox, worker_options(ns, [cfg.env_id]), pricing)
-    if "cost_weight" in kwargs:
-        raise UsageError("--env-kwarg cost_weight=...: the trainers take --cost-weight")
-    make_env(cfg.env_id, {**check_env_kwargs(cfg.env_id, kwargs), "cost_weight": cfg.cost_weight}).close()
+    kwargs = parse_env_kwargs(cfg.env_kwargs, worker, ns.sandbox, worker_options(ns, [cfg.env_id]))
+    for key in ONLINE_CONFIG_ENV_KEYWORDS:
+        if key in kwargs:
+            raise UsageError(f"--env-kwarg {key}=...: the trainers take --{key.replace('_', '-')}")
+    fixed = {key: getattr(cfg, key) for key in ONLINE_CONFIG_ENV_KEYWORDS}
+    make_env(cfg.env_id, {**check_env_kwargs(cfg.env_id, kwargs), **fixed}).close()
     return tuple(f"{key}={json.dumps(value)}" for key, value in kwargs.items())
 
 
@@ -820,34 +828,6 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def prices_name(value: str) -> str:
-    """``--prices`` values: a price profile ``BASE[+OVERLAY...]`` of ``envs_data/prices`` (argparse ``type``).
-
-    :param value: what was given on the command line
-    """
-    try:
-        price_table(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value
-
-
-def budget_units_value(value: str) -> float | str | None:
-    """``--budget-units`` values: ``auto``, ``none`` or a number of cost units > 0 (argparse ``type``).
-
-    :param value: what was given on the command line
-    """
-    if value.lower() in ("auto", "none"):
-        return None if value.lower() == "none" else "auto"
-    try:
-        units = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r}: expected auto, none or a number of cost units") from None
-    if not math.isfinite(units) or units <= 0:
-        raise argparse.ArgumentTypeError(f"{value!r}: a budget is a finite number of cost units > 0")
-    return units
-
-
 def share_value(value: str) -> float:
     """``--max-llm-error-rate`` values: a number in [0, 1] (argparse ``type``).
 
@@ -871,12 +851,14 @@ def _add_env_options(p: argparse.ArgumentParser, given: set[str]) -> None:
                    help="the frozen LLM: simulated or openai, any OpenAI-compatible server (default: simulated; "
                         "openai with --recording)")
     p.add_argument("--sandbox", default=None, help="sandbox backend: process or docker (default: process)")
-    p.add_argument("--prices", default=None, type=prices_name, metavar="PROFILE",
-                   help="price profile BASE[+OVERLAY...] (docs/cost.md; default: cheap-hosted): "
-                        + ", ".join(price_profiles()))
-    p.add_argument("--budget-units", default=None, type=budget_units_value, metavar="auto|none|UNITS",
-                   help="cost budget per episode in units of US$0.0001 (default: auto, twice the reference "
-                        "sequence's median episode cost at the profile's prices)")
+    if "prices" not in given:
+        p.add_argument("--prices", default=None, type=prices_name, metavar="PROFILE",
+                       help="price profile BASE[+OVERLAY...] (docs/cost.md; default: cheap-hosted): "
+                            + ", ".join(price_profiles()))
+    if "budget_units" not in given:
+        p.add_argument("--budget-units", default=None, type=budget_units_value, metavar="auto|none|UNITS",
+                       help="cost budget per episode in units of US$0.0001 (default: auto, twice the reference "
+                            "sequence's median episode cost at the profile's prices)")
     p.add_argument("--recording", default=None, metavar="MANIFEST",
                    help="replay a recording of a real model's calls, e.g. envs_data/recordings/smollm2.json: "
                         "--worker openai with the recording's cache in replay mode and its model and sampling "

@@ -64,7 +64,9 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
     with open(run_dir / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     by = {r["controller"]: r for r in rows}
-    assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "ppo-sparse", "ecpo"}
+    online = ("ppo-sparse", "ecpo", "ecpo-pb")  # each greedy and sampling, from one model
+    assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", *online,
+                       *(f"{name}-sampled" for name in online)}
     for r in rows:
         for key in ("Q", "success", "check_before_submit", "forced_submit"):
             assert r[key] in ("", "nan") or 0.0 <= float(r[key]) <= 1.0, (r["controller"], key, r[key])
@@ -78,11 +80,25 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
     assert float(forced_check["check_before_submit"]) >= 0.5
     assert float(by["static"]["check_before_submit"]) == 0.0
     assert by["static"]["verdict"] == "fixed script"
-    # 512 PPO steps is below the documented minimum: both online rows say so
-    for name in ("ppo-sparse", "ecpo"):
+    # 512 PPO steps is below the documented minimum: every online row says so
+    for name in (*online, *(f"{name}-sampled" for name in online)):
         assert by[name]["verdict"].startswith("not meaningful") and "512 steps" in by[name]["verdict"]
     assert -100 <= float(by["awr"]["awr_minus_static_points"]) <= 100
     assert 0.0 <= float(by["awr"]["p_improvement_vs_best_fixed"]) <= 1.0
+
+    cells = run_dir / "offline" / "cells" / ENV
+    for name in online:  # trained at the documented cost weight, evaluated greedy and sampling
+        greedy, sampled = (json.loads((cells / f"{label}-seed0.json").read_text())
+                           for label in (name, f"{name}-sampled"))
+        assert greedy["model"] == sampled["model"] and (greedy["deterministic"], sampled["deterministic"]) == (
+            True, False)
+        assert greedy["train_cost_weight"] == sampled["train_cost_weight"] == 0.01
+    frontier = json.loads((run_dir / "frontier" / ENV / "frontier.json").read_text())
+    assert {r["policy"]: r.get("trained_at") for r in frontier["rows"]}["ppo-sparse"] == 0.01
+    corruption = (run_dir / "table_corruption.md").read_text()
+    assert all(f"| {m} | {arm} | 1 | 1024 (512) |" in corruption for m in ("ecpo", "ecpo-pb")
+               for arm in ("adaptive", "frozen"))
+    assert "at cost weight 0.01" in (run_dir / "table_harness.md").read_text()
 
     for fig in FIGURES:
         width, height = _png_size(run_dir / fig)
@@ -348,6 +364,7 @@ def test_verdict_marks_collapsed_and_undertrained_rows():
     assert collapsed.startswith("not meaningful") and "100%" in collapsed
     short = verdict("ecpo", {"forced_submit_rate": 0.0}, [{"online_steps": 4096}], sizes)
     assert "4096 steps" in short
+    assert verdict("ecpo-pb-sampled", {"forced_submit_rate": 0.0}, [{"online_steps": 4096}], sizes) == short
     assert "epochs" in verdict("bc", {"forced_submit_rate": 0.0}, [{}], {**sizes, "epochs": 10})
 
 

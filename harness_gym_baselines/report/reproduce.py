@@ -5,16 +5,18 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
 
 1. ``harness:<env>`` per env (and per public-data variant when ``--tau-data`` / ``--dbbench-data`` is given):
    :func:`harness_gym_baselines.experiments.offline_comparison.run_env` (behaviour buffers, static, forced-check, thorough, BC, AWR with
-   both advantage estimators, the support-ceiling ablation), then the online controllers ppo-sparse and ECPO
-   (and ppo-dense with ``--ppo-dense``) trained with :func:`harness_gym_baselines.experiments.ecpo_comparison.train_cell` and
-   evaluated on the same test episodes with :func:`harness_gym_baselines.experiments.offline_comparison.run_cell`, and the random and
-   oracle references for the frontier. The online trainers take no env constructor arguments, so the
+   both advantage estimators, the support-ceiling ablation), then the online controllers ppo-sparse, ECPO and
+   the potential-based ECPO (and ppo-dense with ``--ppo-dense``) trained at :data:`ONLINE_COST_WEIGHT` with
+   :func:`harness_gym_baselines.experiments.ecpo_comparison.train_cell` and evaluated on the same test episodes
+   with :func:`harness_gym_baselines.experiments.offline_comparison.run_cell`, each greedy (``NAME``) and
+   sampling (``NAME-sampled``), and the random and oracle references for the frontier. The online trainers take no env constructor arguments, so the
    public-data variants have no online rows.
 2. ``ecpo``: :func:`harness_gym_baselines.experiments.ecpo_comparison.table` (ppo-sparse, ppo-dense, BC, ECPO, static,
    forced-check, thorough; test and ood splits; deterministic and sampling) on the ECPO envs among ``--envs``.
    It shares the model folder with stage 1, so the ppo-sparse and ECPO models are trained once; its
    behaviour buffers hold the same episodes as stage 1's (same policy, seeds and size).
-3. ``corruption``: :func:`harness_gym_baselines.experiments.ecpo_comparison.corruption` (adaptive vs frozen trust weights).
+3. ``corruption``: :func:`harness_gym_baselines.experiments.ecpo_comparison.corruption` (adaptive vs frozen trust weights,
+   for ``ecpo`` and ``ecpo-pb``).
 4. ``sim_to_real``: :func:`harness_gym_baselines.experiments.sim_to_real.sim_to_real` on the shipped SmolLM2 recording (replayed).
 5. ``examples``: a few test episodes recorded step by step (:class:`harness_gym_baselines.report.episode_view.EpisodeRecorder`).
 6. ``report``: :mod:`harness_gym_baselines.report.writer` writes the tables, figures, ``report.html`` and ``manifest.json``.
@@ -45,7 +47,14 @@ from harness_gym_baselines.experiments import offline_comparison
 ECPO_ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
 """the envs of the ECPO table (docs/ecpo.md), when they are among ``--envs``"""
 CORRUPTION_ENV = "HarnessResearchQA-v1"
-ONLINE = ("ppo-sparse", "ecpo")
+ONLINE = ("ppo-sparse", "ecpo", "ecpo-pb")
+"""the online controllers of the harness table; each is evaluated greedy (NAME, the mode of its policy) and
+sampling from its policy (NAME-sampled, as in training), from the same model"""
+ONLINE_COST_WEIGHT = 0.01
+"""the cost weight the online controllers train at (docs/online_rl.md): the middle of the report's weights
+:data:`DEFAULT_COST_WEIGHTS`, so that the cost term is in the reward they learn from (at 0 PPO is free to spend
+the whole budget and let the forced submit end the episode) without 0.1's weight, at which the cheapest
+submit is close to the best return in most envs"""
 REFERENCES = ("random", "oracle")
 """evaluated for the quality-cost frontier only"""
 DEFAULT_COST_WEIGHTS = (0.0, 0.01, 0.1)
@@ -215,7 +224,8 @@ def _offline_args(out: Path, sizes: Sizes, quiet: bool) -> argparse.Namespace:
 def _online_args(out: Path, sizes: Sizes, envs: list[str]) -> argparse.Namespace:
     return argparse.Namespace(out=out, env=envs, seeds=sizes.online_seeds, steps=sizes.online_steps,
                               episodes=sizes.ecpo_episodes, buffer_episodes=sizes.buffer_episodes,
-                              corrupt_from=sizes.corrupt_from, quiet=True)  # its tables go to the report
+                              corrupt_from=sizes.corrupt_from, cost_weight=ONLINE_COST_WEIGHT,
+                              quiet=True)  # its tables go to the report
 
 
 def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...], quiet: bool) -> dict[str, Any]:
@@ -229,6 +239,7 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
     """
     from harness_gym_baselines.experiments.ecpo_comparison import train_cell
     from harness_gym_baselines.policies.registry import make_policy
+    from harness_gym_baselines.policies.sb3_zip import load_sb3_policy
 
     offline_dir = out / "offline"
     cells = offline_comparison.run_env(var.env_id, _offline_args(offline_dir, sizes, quiet), variant=var.variant,
@@ -243,19 +254,20 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
     for seed in range(sizes.online_seeds):
         dsid = offline_comparison.dataset_id(var.env_id, seed, var.variant)
         for name in online:
-            path = cell_dir / f"{name}-seed{seed}.json"
-            if not path.exists():
-                start = time.perf_counter()
-                model = train_cell(name, var.env_id, seed, online_args, dsid)
-                extra = {"model": str(model), "train_seconds": time.perf_counter() - start,
-                         "online_steps": sizes.online_steps}
-                policy = make_policy(str(model))
-                policy.name = name
-            else:
-                extra, policy = {}, None
-            cells.setdefault(name, []).append(offline_comparison.run_cell(
-                path, var.env_id, policy, name, episodes=sizes.eval_episodes, seed=seed, extra=extra,
-                env_kwargs=var.env_kwargs))
+            model = train_cell(name, var.env_id, seed, online_args, dsid)  # trained once, then found
+            for label, deterministic in ((name, True), (f"{name}-sampled", False)):
+                path = cell_dir / f"{label}-seed{seed}.json"
+                extra: dict[str, Any] = {}
+                policy = None
+                if not path.exists():
+                    policy = load_sb3_policy(model, deterministic=deterministic)
+                    policy.name = label
+                    extra = {"model": str(model), "train_seconds": policy.model.harness_gym.get("train_seconds"),
+                             "online_steps": sizes.online_steps, "train_cost_weight": ONLINE_COST_WEIGHT,
+                             "deterministic": deterministic}
+                cells.setdefault(label, []).append(offline_comparison.run_cell(
+                    path, var.env_id, policy, label, episodes=sizes.eval_episodes, seed=seed, extra=extra,
+                    env_kwargs=var.env_kwargs))
     return {"label": var.label, "cells": {name: [str(cell_dir / f"{name}-seed{c['seed']}.json") for c in per]
                                           for name, per in cells.items()}}
 
@@ -341,6 +353,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     settings = {"quick": quick, "sizes": dataclasses.asdict(sizes), "envs": env_ids,
                 "variants": [dataclasses.asdict(v) for v in groups], "online": list(online),
                 "ecpo_envs": ecpo_envs, "corruption_env": corruption_env, "cost_weights": cost_weights,
+                "online_cost_weight": ONLINE_COST_WEIGHT,
                 "tau_data": tau_data, "dbbench_data": dbbench_data}
     settings_path = out / "settings.json"
     if settings_path.exists():
