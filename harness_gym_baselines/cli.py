@@ -36,6 +36,7 @@ from harness_gym.workers import WORKER_NAMES, WorkerProfile
 from harness_gym.workers.calibrate import collect_events, fit_profile
 from harness_gym_baselines.common.dataclass_flags import add_dataclass_arguments, config_from_args
 from harness_gym_baselines.common.options import (
+    ONLINE_CONFIG_KEYWORDS,
     UsageError,
     budget_units_value,
     check_dataset,
@@ -47,13 +48,14 @@ from harness_gym_baselines.common.options import (
     parse_key_values,
     positive_int,
     prices_name,
+    refuse_config_keywords,
 )
 from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
 from harness_gym_baselines.evaluate import LLM_ERROR_RATE_WARNING, LLMErrorRateWarning, evaluate, llm_error_text
 from harness_gym_baselines.policies.open_loop import is_script_name
 from harness_gym_baselines.policies.registry import POLICIES, make_policy, policy_help
 from harness_gym_baselines.policies.trained_on import OtherEnvWarning
-from harness_gym_baselines.report.reproduce import reproduce
+from harness_gym_baselines.report.reproduce import QUICK_ENVS, reproduce
 
 WORKER_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("base_url", "--base-url", str, "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8011/v1 (default: none; "
@@ -665,11 +667,6 @@ def cmd_merge_cache(args: argparse.Namespace) -> int:
     return 0
 
 
-ONLINE_CONFIG_ENV_KEYWORDS = ("cost_weight", "prices", "budget_units")
-"""env keywords that are fields of every online trainer's config (flags ``--cost-weight``, ``--prices``,
-``--budget-units``; :data:`harness_gym_baselines.algos.ppo.CONFIG_ENV_KEYWORDS`), never ``--env-kwarg``"""
-
-
 def train_parser(trainer_name: str) -> argparse.ArgumentParser:
     """The parser of ``harness-gym train NAME``: one flag per field of the trainer's config dataclass, then
     the shared option groups of :data:`COMMAND_OPTIONS` (an online trainer's are its env's).
@@ -691,10 +688,8 @@ def _online_env_kwargs(ns: argparse.Namespace, cfg: Any) -> tuple[str, ...]:
     checked by making the env once with the config's ``cost_weight``, ``prices`` and ``budget_units``."""
     worker = ns.worker if ns.worker is not None or ns.recording is None else "openai"
     kwargs = parse_env_kwargs(cfg.env_kwargs, worker, ns.sandbox, worker_options(ns, [cfg.env_id]))
-    for key in ONLINE_CONFIG_ENV_KEYWORDS:
-        if key in kwargs:
-            raise UsageError(f"--env-kwarg {key}=...: the trainers take --{key.replace('_', '-')}")
-    fixed = {key: getattr(cfg, key) for key in ONLINE_CONFIG_ENV_KEYWORDS}
+    refuse_config_keywords(kwargs)
+    fixed = {key: getattr(cfg, key) for key in ONLINE_CONFIG_KEYWORDS}
     make_env(cfg.env_id, {**check_env_kwargs(cfg.env_id, kwargs), **fixed}).close()
     return tuple(f"{key}={json.dumps(value)}" for key, value in kwargs.items())
 
@@ -1077,7 +1072,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output folder; rerun with the same folder to resume")
     p.add_argument("--quick", action="store_true",
                    help="small sizes: checks the pipeline, not the paper numbers (the README states its time)")
-    p.add_argument("--envs", nargs="+", default=[], metavar="ENV", help="the envs (default: every registered env)")
+    p.add_argument("--envs", nargs="+", default=[], metavar="ENV",
+                   help=f"the envs (default: every registered env; with --quick, {', '.join(QUICK_ENVS)})")
     p.add_argument("--env", action="append", default=[], help="one env (repeatable; same as --envs)")
     p.add_argument("--seeds", type=positive_int, default=None, help="seeds of every training (default: 5 / quick 2 "
                    "offline, 3 / quick 1 online)")

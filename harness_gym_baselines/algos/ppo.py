@@ -30,7 +30,7 @@ Run ``harness-gym train ppo-sparse --env ENV --steps N --seed S --out FILE`` (or
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -50,11 +50,11 @@ from harness_gym.rollout import Episode, episode_seed, play_episode
 from harness_gym.sb3 import make_sb3_vec_env
 from harness_gym_baselines.algos.training import seed_everything
 from harness_gym_baselines.common.options import (
-    UsageError,
     budget_units_value,
     check_env_kwargs,
     parse_key_values,
     prices_name,
+    refuse_config_keywords,
 )
 from harness_gym_baselines.policies.sb3_zip import SB3Policy, load_sb3_policy
 from harness_gym_baselines.policies.trained_on import TrainedOn
@@ -133,20 +133,6 @@ class PPOConfig(OnlineConfig):
 
     reward: Literal["sparse", "dense"] = "sparse"
     """the env's reward (sparse) or that plus the hand-shaped step rewards of the module docstring (dense)"""
-
-
-CONFIG_ENV_KEYWORDS = {"cost_weight": "--cost-weight", "prices": "--prices", "budget_units": "--budget-units"}
-"""the env keywords an online trainer takes as config fields (and their flags), never as ``--env-kwarg``"""
-
-
-def refuse_config_keywords(env_kwargs: Mapping[str, Any]) -> None:
-    """A :class:`UsageError` naming the flag when ``env_kwargs`` holds a keyword of :data:`CONFIG_ENV_KEYWORDS`.
-
-    :param env_kwargs: the ``--env-kwarg`` keywords of an online trainer
-    """
-    for key, flag in CONFIG_ENV_KEYWORDS.items():
-        if key in env_kwargs:
-            raise UsageError(f"--env-kwarg {key}=...: the trainers take {flag}")
 
 
 def env_constructor_kwargs(env_id: str, cost_weight: float, env_kwargs: Sequence[str] = (), *,

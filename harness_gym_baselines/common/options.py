@@ -296,3 +296,18 @@ def budget_units_value(value: str) -> float | str | None:
     if not math.isfinite(units) or units <= 0:
         raise argparse.ArgumentTypeError(f"{value!r}: a budget is a finite number of cost units > 0")
     return units
+
+
+ONLINE_CONFIG_KEYWORDS = {"cost_weight": "--cost-weight", "prices": "--prices", "budget_units": "--budget-units"}
+"""the env keywords an online trainer takes as fields of its config (and their flags), never as ``--env-kwarg``"""
+
+
+def refuse_config_keywords(env_kwargs: Mapping[str, Any]) -> None:
+    """A :class:`UsageError` naming the flag when an online trainer's ``--env-kwarg`` keywords hold one of
+    :data:`ONLINE_CONFIG_KEYWORDS`.
+
+    :param env_kwargs: the ``--env-kwarg`` keywords
+    """
+    for key, flag in ONLINE_CONFIG_KEYWORDS.items():
+        if key in env_kwargs:
+            raise UsageError(f"--env-kwarg {key}=...: the trainers take {flag}")

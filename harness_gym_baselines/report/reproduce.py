@@ -47,6 +47,9 @@ from harness_gym_baselines.experiments import offline_comparison
 ECPO_ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
 """the envs of the ECPO table (docs/ecpo.md), when they are among ``--envs``"""
 CORRUPTION_ENV = "HarnessResearchQA-v1"
+QUICK_ENVS = ("HarnessCode-v1", "HarnessResearchQA-v1", "HarnessData-v1")
+"""the envs of ``--quick`` without ``--envs``: the two ECPO envs and Code, so that every online controller trains
+its documented budget and the run stays within 15 minutes on 2 cores (docs/online_rl.md)"""
 ONLINE = ("ppo-sparse", "ecpo", "ecpo-pb")
 """the online controllers of the harness table; each is evaluated greedy (NAME, the mode of its policy) and
 sampling from its policy (NAME-sampled, as in training), from the same model"""
@@ -96,7 +99,7 @@ FULL = Sizes(seeds=5, buffer_episodes=2000, eval_episodes=200, epochs=30, ref_sc
              online_steps=20_000, ecpo_episodes=100, corruption_seeds=3, corruption_steps=30_000,
              corrupt_from=10_000, sim_seeds=20, examples=3)
 QUICK = Sizes(seeds=2, buffer_episodes=300, eval_episodes=50, epochs=30, ref_score_episodes=20, online_seeds=1,
-              online_steps=4096, ecpo_episodes=50, corruption_seeds=1, corruption_steps=6144, corrupt_from=3072,
+              online_steps=20_000, ecpo_episodes=50, corruption_seeds=1, corruption_steps=20_000, corrupt_from=8_000,
               sim_seeds=5, examples=3)
 
 
@@ -317,7 +320,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
 
     :param out: output folder (reused to resume)
     :param quick: the sizes of :data:`QUICK` instead of :data:`FULL`
-    :param env_ids: the envs (default: every registered id)
+    :param env_ids: the envs (default: every registered id; with ``quick``, :data:`QUICK_ENVS`)
     :param tau_data: a τ-bench retail data folder: adds the public-data variant of HarnessTauRetail-v1
     :param dbbench_data: a DB-Bench JSONL file: adds the public-data variant of HarnessDBBench-v1
     :param seeds: sets every seed count (offline, online, corruption)
@@ -339,7 +342,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     if seeds is not None:
         sizes = dataclasses.replace(sizes, seeds=seeds, online_seeds=seeds, corruption_seeds=seeds)
     sizes = parse_size_overrides(sizes, list(size_overrides or []))
-    env_ids = list(env_ids or harness_gym.ENV_IDS)
+    env_ids = list(env_ids or (QUICK_ENVS if quick else harness_gym.ENV_IDS))
     unknown = [e for e in env_ids if e not in harness_gym.ENV_IDS]
     if unknown:
         raise ValueError(f"--envs: unknown env id(s) {unknown}; registered: {', '.join(harness_gym.ENV_IDS)}")
