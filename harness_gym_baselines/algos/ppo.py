@@ -68,8 +68,9 @@ class OnlineConfig:
 
     env_id: str = field(default="HarnessResearchQA-v1", metadata={"flags": ("--env",), "required": True})
     """the env id to train on (episodes are drawn from its train split)"""
-    steps: int = 30_000
-    """environment steps of training (summed over the parallel envs)"""
+    steps: int = 40_000
+    """environment steps of training (summed over the parallel envs); the default was chosen on the val split,
+    the same for every env (docs/online_rl.md)"""
     out: str = "models/ppo.zip"
     """where the model (an SB3 zip) is written"""
     seed: int = 0
@@ -96,8 +97,8 @@ class OnlineConfig:
     """steps per env per rollout (a PPO update uses n_envs * n_steps transitions)"""
     batch_size: int = 128
     """transitions per minibatch"""
-    n_epochs: int = 4
-    """passes over each rollout"""
+    n_epochs: int = 10
+    """passes over each rollout (chosen on the val split with n_steps and steps, docs/online_rl.md)"""
     learning_rate: float = 3e-4
     """Adam learning rate"""
     gamma: float = 0.99
