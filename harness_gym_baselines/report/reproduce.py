@@ -499,8 +499,8 @@ def text_table(header: list[str], rows: list[list[str]], *, keep: int = 1, width
 
 def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMARY_WIDTH) -> list[str]:
     """The main job's last screen, at most ``width`` columns and (for 8 envs) 24 lines: Q per env and controller
-    (``table_harness.csv``; ``*``: not meaningful) with AWR-q minus static beside the paper, then what ran and
-    how long, and where the report is.
+    (``table_harness.csv``; ``*``: not meaningful; the greedy rows, the sampled ones are in the tables) with
+    AWR-q minus static beside the paper, then what ran and how long, and where the report is.
 
     :param out: the run folder
     :param manifest: what :func:`harness_gym_baselines.report.writer.write_report` returned
@@ -510,7 +510,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     with open(out / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     envs = list(dict.fromkeys(r["env"] for r in rows))
-    names = list(dict.fromkeys(r["controller"] for r in rows))
+    names = list(dict.fromkeys(r["controller"] for r in rows if not r["controller"].endswith("-sampled")))
     by = {(r["env"], r["controller"]): r for r in rows}
     table = []
     for env in envs:
