@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 import harness_gym
-from harness_gym.env import price_profiles, price_table
+from harness_gym.env import price_profiles
 from harness_gym.parallel import BACKENDS, PARALLEL_MODES
 from harness_gym.paths import data_path
 from harness_gym.rollout import Policy
@@ -36,7 +36,9 @@ from harness_gym.workers import WORKER_NAMES, WorkerProfile
 from harness_gym.workers.calibrate import collect_events, fit_profile
 from harness_gym_baselines.common.dataclass_flags import add_dataclass_arguments, config_from_args
 from harness_gym_baselines.common.options import (
+    ONLINE_CONFIG_KEYWORDS,
     UsageError,
+    budget_units_value,
     check_dataset,
     check_env_id,
     check_env_kwargs,
@@ -45,13 +47,15 @@ from harness_gym_baselines.common.options import (
     make_env,
     parse_key_values,
     positive_int,
+    prices_name,
+    refuse_config_keywords,
 )
 from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
 from harness_gym_baselines.evaluate import LLM_ERROR_RATE_WARNING, LLMErrorRateWarning, evaluate, llm_error_text
 from harness_gym_baselines.policies.open_loop import is_script_name
 from harness_gym_baselines.policies.registry import POLICIES, make_policy, policy_help
 from harness_gym_baselines.policies.trained_on import OtherEnvWarning
-from harness_gym_baselines.report.reproduce import reproduce
+from harness_gym_baselines.report.reproduce import QUICK_ENVS, reproduce
 
 WORKER_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("base_url", "--base-url", str, "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8011/v1 (default: none; "
@@ -685,13 +689,12 @@ def train_parser(trainer_name: str) -> argparse.ArgumentParser:
 
 def _online_env_kwargs(ns: argparse.Namespace, cfg: Any) -> tuple[str, ...]:
     """An online trainer's ``env_kwargs`` with the ``env`` option group folded in (as ``KEY=JSON`` pairs),
-    checked by making the env once."""
+    checked by making the env once with the config's ``cost_weight``, ``prices`` and ``budget_units``."""
     worker = ns.worker if ns.worker is not None or ns.recording is None else "openai"
-    pricing = {k: v for k, v in pricing_options(ns).items() if k != "cost_weight"}  # cost_weight: a config field
-    kwargs = parse_env_kwargs(cfg.env_kwargs, worker, ns.sandbox, worker_options(ns, [cfg.env_id]), pricing)
-    if "cost_weight" in kwargs:
-        raise UsageError("--env-kwarg cost_weight=...: the trainers take --cost-weight")
-    make_env(cfg.env_id, {**check_env_kwargs(cfg.env_id, kwargs), "cost_weight": cfg.cost_weight}).close()
+    kwargs = parse_env_kwargs(cfg.env_kwargs, worker, ns.sandbox, worker_options(ns, [cfg.env_id]))
+    refuse_config_keywords(kwargs)
+    fixed = {key: getattr(cfg, key) for key in ONLINE_CONFIG_KEYWORDS}
+    make_env(cfg.env_id, {**check_env_kwargs(cfg.env_id, kwargs), **fixed}).close()
     return tuple(f"{key}={json.dumps(value)}" for key, value in kwargs.items())
 
 
@@ -824,34 +827,6 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def prices_name(value: str) -> str:
-    """``--prices`` values: a price profile ``BASE[+OVERLAY...]`` of ``envs_data/prices`` (argparse ``type``).
-
-    :param value: what was given on the command line
-    """
-    try:
-        price_table(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value
-
-
-def budget_units_value(value: str) -> float | str | None:
-    """``--budget-units`` values: ``auto``, ``none`` or a number of cost units > 0 (argparse ``type``).
-
-    :param value: what was given on the command line
-    """
-    if value.lower() in ("auto", "none"):
-        return None if value.lower() == "none" else "auto"
-    try:
-        units = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r}: expected auto, none or a number of cost units") from None
-    if not math.isfinite(units) or units <= 0:
-        raise argparse.ArgumentTypeError(f"{value!r}: a budget is a finite number of cost units > 0")
-    return units
-
-
 def share_value(value: str) -> float:
     """``--max-llm-error-rate`` values: a number in [0, 1] (argparse ``type``).
 
@@ -875,12 +850,14 @@ def _add_env_options(p: argparse.ArgumentParser, given: set[str]) -> None:
                    help="the frozen LLM: simulated or openai, any OpenAI-compatible server (default: simulated; "
                         "openai with --recording)")
     p.add_argument("--sandbox", default=None, help="sandbox backend: process or docker (default: process)")
-    p.add_argument("--prices", default=None, type=prices_name, metavar="PROFILE",
-                   help="price profile BASE[+OVERLAY...] (docs/cost.md; default: cheap-hosted): "
-                        + ", ".join(price_profiles()))
-    p.add_argument("--budget-units", default=None, type=budget_units_value, metavar="auto|none|UNITS",
-                   help="cost budget per episode in units of US$0.0001 (default: auto, twice the reference "
-                        "sequence's median episode cost at the profile's prices)")
+    if "prices" not in given:
+        p.add_argument("--prices", default=None, type=prices_name, metavar="PROFILE",
+                       help="price profile BASE[+OVERLAY...] (docs/cost.md; default: cheap-hosted): "
+                            + ", ".join(price_profiles()))
+    if "budget_units" not in given:
+        p.add_argument("--budget-units", default=None, type=budget_units_value, metavar="auto|none|UNITS",
+                       help="cost budget per episode in units of US$0.0001 (default: auto, twice the reference "
+                            "sequence's median episode cost at the profile's prices)")
     p.add_argument("--recording", default=None, metavar="MANIFEST",
                    help="replay a recording of a real model's calls, e.g. envs_data/recordings/smollm2.json: "
                         "--worker openai with the recording's cache in replay mode and its model and sampling "
@@ -1099,7 +1076,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output folder; rerun with the same folder to resume")
     p.add_argument("--quick", action="store_true",
                    help="small sizes: checks the pipeline, not the paper numbers (the README states its time)")
-    p.add_argument("--envs", nargs="+", default=[], metavar="ENV", help="the envs (default: every registered env)")
+    p.add_argument("--envs", nargs="+", default=[], metavar="ENV",
+                   help=f"the envs (default: every registered env; with --quick, {', '.join(QUICK_ENVS)})")
     p.add_argument("--env", action="append", default=[], help="one env (repeatable; same as --envs)")
     p.add_argument("--seeds", type=positive_int, default=None, help="seeds of every training (default: 5 / quick 2 "
                    "offline, 3 / quick 1 online)")

@@ -64,6 +64,10 @@ def test_each_command_has_the_shared_options_it_needs_and_the_same_everywhere(co
         assert flags["--env-kwarg"].__class__.__name__ == "_AppendAction", "--env-kwarg is repeated, one pair each"
         for flag in ENV_FLAGS - {"--env-kwarg"}:
             ours, theirs = flags[flag], reference[flag]
+            if command.startswith("train ") and flag in ("--prices", "--budget-units"):
+                # fields of the online trainers' config: the same parser, the config's own default and help
+                assert (ours.type, ours.choices, ours.dest) == (theirs.type, theirs.choices, theirs.dest), flag
+                continue
             assert (ours.type, ours.choices, ours.default, ours.help) == (theirs.type, theirs.choices,
                                                                           theirs.default, theirs.help), flag
         # the reward's cost weight: one weight where one reward is run, a list where every weight is scored
@@ -164,8 +168,8 @@ def test_online_trainers_take_env_kwarg_repeated_and_the_worker_flags(tmp_path, 
     out = tmp_path / "m.zip"
     argv = ["train", "ppo-sparse", "--env", "HarnessPlan-v1", "--steps", "128", "--n-steps", "64", "--num-envs", "2",
             "--eval-every", "0", "--final-eval-episodes", "3", "--out", str(out), "--log-dir", str(tmp_path / "r"),
-            "--env-kwarg", "budget=5", "--env-kwarg", "budget_units=null", "--prices", "self-hosted",
-            "--no-progress", "--json"]
+            "--env-kwarg", "budget=5", "--env-kwarg", "split=\"val\"", "--budget-units", "none",
+            "--prices", "self-hosted", "--no-progress", "--json"]
     assert main(argv) == 0
     captured = capsys.readouterr()
     printed = json.loads(captured.out)
@@ -174,12 +178,55 @@ def test_online_trainers_take_env_kwarg_repeated_and_the_worker_flags(tmp_path, 
     from harness_gym_baselines.policies.registry import make_policy
 
     config = make_policy(str(out)).model.harness_gym["config"]
-    assert sorted(config["env_kwargs"]) == ['budget=5', 'budget_units=null', 'prices="self-hosted"']
+    assert sorted(config["env_kwargs"]) == ['budget=5', 'split="val"']
+    assert config["prices"] == "self-hosted" and config["budget_units"] is None
     with pytest.raises(SystemExit) as exc:  # the old space-separated list is one clear line
         main([*argv[:-4], "--env-kwarg", "budget=5", "budget_units=9"])
     assert exc.value.code == 2 and "unrecognized arguments: budget_units=9" in capsys.readouterr().err
     assert main([*argv[:-4], "--env-kwarg", "budjet=5"]) == 2
     assert "budjet" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("algo", ONLINE)
+def test_online_trainers_build_their_env_at_the_cost_weight_prices_and_budget_asked(algo, tmp_path, monkeypatch,
+                                                                                    capsys):
+    import harness_gym_baselines.algos.ppo as ppo
+    from harness_gym_baselines.policies.registry import make_policy
+
+    built = []
+
+    def recording_vec_env(*args, **kwargs):
+        built.append(make_sb3_vec_env(*args, **kwargs))
+        return built[-1]
+
+    make_sb3_vec_env = ppo.make_sb3_vec_env
+    monkeypatch.setattr(ppo, "make_sb3_vec_env", recording_vec_env)
+    out = tmp_path / "m.zip"
+    base = ["train", algo, "--env", "HarnessPlan-v1", "--steps", "256", "--n-steps", "64", "--eval-every", "0",
+            "--final-eval-episodes", "0", "--out", str(out), "--log-dir", str(tmp_path / "r"), "--no-progress"]
+    if algo.startswith("ecpo"):
+        base += ["--preference-episodes", "20", "--preference-steps", "5"]
+    flags = ["--cost-weight", "0.1", "--prices", "frontier-hosted", "--budget-units", "5", "--num-envs", "2"]
+    assert main([*base, *flags]) == 0
+    capsys.readouterr()
+    assert len(built) == 1 and built[0].num_envs == 2
+    for env in built[0].envs:
+        henv = env.unwrapped
+        assert (henv.cost_weight, henv.prices.name, henv.budget_units) == (0.1, "frontier-hosted", 5.0)
+    config = make_policy(str(out)).model.harness_gym["config"]
+    assert (config["cost_weight"], config["prices"], config["budget_units"], config["n_envs"]) == (
+        0.1, "frontier-hosted", 5.0, 2)
+    for key, value, flag in (("prices", '"self-hosted"', "--prices"), ("budget_units", "5", "--budget-units"),
+                             ("cost_weight", "0.1", "--cost-weight")):  # each env keyword has its flag
+        assert main([*base, "--env-kwarg", f"{key}={value}"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"--env-kwarg {key}=...: the trainers take {flag}" in err[0], err
+    for flag, bad, said in (("--prices", "frontier-hostd", "frontier-hosted"), ("--budget-units", "-3", "> 0"),
+                            ("--budget-units", "lots", "expected auto, none or a number")):
+        with pytest.raises(SystemExit) as exc:
+            main([*base, flag, bad])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert exc.value.code == 2 and len(err) == 1 and flag in err[0] and said in err[0], err
 
 
 @pytest.mark.parametrize("algo", ONLINE)

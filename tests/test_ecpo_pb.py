@@ -234,3 +234,46 @@ def test_the_comparison_table_reports_the_farming_share_of_the_ecpo_rows() -> No
     lines = table_lines(rows)
     assert "farming share" in lines[0]
     assert f"{100 * rows[0]['farming_share']:.1f}%" in lines[2] and lines[3].count("n/a") >= 1
+
+
+def test_corruption_runs_adaptive_and_frozen_for_both_ecpos_and_tabulates_them(tmp_path, monkeypatch) -> None:
+    import argparse
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    import harness_gym_baselines.common.trainer_registry as registry
+    from harness_gym_baselines.experiments import ecpo_comparison
+
+    trained = []
+
+    def fake_trainer(name):  # the real config (its fields and fixed shaping), a training that only records it
+        def train(cfg):
+            trained.append(cfg)
+            policy = make_policy("static")
+            weight = 0.5 if cfg.freeze_weights_at_corruption else 0.2
+            history = [{"timesteps": t, "weight_knowledge": w, "success_rate": 0.5}
+                       for t, w in ((0, 0.5), (cfg.corrupt_from, 0.5), (cfg.steps, weight))]
+            policy.model = SimpleNamespace(harness_gym={"eval_history": history})
+            return policy
+
+        return replace(load_trainer(name), train=train)
+
+    monkeypatch.setattr(registry, "load_trainer", fake_trainer)
+    monkeypatch.setattr(ecpo_comparison, "behaviour_dataset", lambda env_id, seed, episodes: f"buffer-s{seed}")
+    args = argparse.Namespace(out=tmp_path, env=[ENV], seeds=1, steps=3000, corrupt_from=1000, episodes=3,
+                              buffer_episodes=10, cost_weight=0.01, quiet=True)
+    runs = ecpo_comparison.corruption(args)
+    assert sorted((c.shaping, c.freeze_weights_at_corruption) for c in trained) == [
+        ("blog", False), ("blog", True), ("potential", False), ("potential", True)]
+    assert {(c.corrupt_from, c.steps, c.cost_weight, c.preference_dataset) for c in trained} == {
+        (1000, 3000, 0.01, "buffer-s0")}
+    assert sorted((r["method"], r["arm"]) for r in runs.values()) == [
+        ("ecpo", "adaptive"), ("ecpo", "frozen"), ("ecpo-pb", "adaptive"), ("ecpo-pb", "frozen")]
+    table = (tmp_path / "corruption.md").read_text()
+    for method in ("ecpo", "ecpo-pb"):
+        assert f"| {method} | adaptive | 1 | 3000 (2000) |" in table and f"| {method} | frozen | 1 | 3000 (2000) |" in table
+    assert table.count("| 0.200 |") == 2 and table.count("| 0.500 |") == 2  # adaptive moved, frozen kept
+    assert (tmp_path / "corruption.png").read_bytes()[:4] == b"\x89PNG"
+    before = json.loads((tmp_path / "corruption.json").read_text())
+    ecpo_comparison.corruption(args)  # resumed: nothing trained again
+    assert len(trained) == 4 and json.loads((tmp_path / "corruption.json").read_text()) == before

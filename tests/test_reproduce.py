@@ -65,7 +65,9 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
         rows = list(csv.DictReader(fh))
     by = {r["controller"]: r for r in rows}
     references = {f"{kind}-w{w}" for kind in ("best-script", "probe") for w in ("0", "0.01", "0.1")}
-    assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql", "ppo-sparse", "ecpo", *references}
+    online = ("ppo-sparse", "ecpo", "ecpo-pb")  # each greedy and sampling, from one model
+    assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql", *online,
+                       *(f"{name}-sampled" for name in online), *references}
     assert by["best-script-w0.01"]["verdict"] == "fixed script" and by["probe-w0.1"]["verdict"].startswith("reference")
     with open(run_dir / "table_ecpo.csv") as fh:
         ecpo = {r["method"]: r for r in csv.DictReader(fh) if r["policy_mode"] == "deterministic"}
@@ -85,11 +87,25 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
     assert float(forced_check["check_before_submit"]) >= 0.5
     assert float(by["static"]["check_before_submit"]) == 0.0
     assert by["static"]["verdict"] == "fixed script"
-    # 512 PPO steps is below the documented minimum: both online rows say so
-    for name in ("ppo-sparse", "ecpo"):
+    # 512 PPO steps is below the documented minimum: every online row says so
+    for name in (*online, *(f"{name}-sampled" for name in online)):
         assert by[name]["verdict"].startswith("not meaningful") and "512 steps" in by[name]["verdict"]
     assert -100 <= float(by["awr"]["awr_minus_static_points"]) <= 100
     assert 0.0 <= float(by["awr"]["p_improvement_vs_best_fixed"]) <= 1.0
+
+    cells = run_dir / "offline" / "cells" / ENV
+    for name in online:  # trained at the documented cost weight, evaluated greedy and sampling
+        greedy, sampled = (json.loads((cells / f"{label}-seed0.json").read_text())
+                           for label in (name, f"{name}-sampled"))
+        assert greedy["model"] == sampled["model"] and (greedy["deterministic"], sampled["deterministic"]) == (
+            True, False)
+        assert greedy["train_cost_weight"] == sampled["train_cost_weight"] == 0.01
+    frontier = json.loads((run_dir / "frontier" / ENV / "frontier.json").read_text())
+    assert {r["policy"]: r.get("trained_at") for r in frontier["rows"]}["ppo-sparse"] == 0.01
+    corruption = (run_dir / "table_corruption.md").read_text()
+    assert all(f"| {m} | {arm} | 1 | 1024 (512) |" in corruption for m in ("ecpo", "ecpo-pb")
+               for arm in ("adaptive", "frozen"))
+    assert "at cost weight 0.01" in (run_dir / "table_harness.md").read_text()
 
     for fig in FIGURES:
         width, height = _png_size(run_dir / fig)
@@ -250,8 +266,8 @@ def test_report_renders_markdown_and_states_each_verdict_once(run_dir):
         rows = list(csv.DictReader(fh))
     long = {r["verdict"] for r in rows if ":" in r["verdict"]}
     assert long, "the tiny run has not-meaningful rows (512 online steps)"
-    for verdict in long:
-        assert html_lib.unescape(table).count(verdict) == 1, verdict
+    for verdict in long:  # one footnote each (one verdict may begin another: forced submits, then "; trained ...")
+        assert len(re.findall(rf'value="\d+">{re.escape(verdict)}</li>', html_lib.unescape(table))) == 1, verdict
     assert table.count("<tr>") == len(rows) + 1 and table.count('class="bad"') >= len(
         [r for r in rows if r["verdict"].startswith("not")])
     assert re.search(r'not meaningful <a href="#t[0-9a-f]{8}-v(\d)">\[\1\]</a>', table)
@@ -356,6 +372,7 @@ def test_verdict_marks_collapsed_and_undertrained_rows():
     assert collapsed.startswith("not meaningful") and "100%" in collapsed
     short = verdict("ecpo", {"forced_submit_rate": 0.0}, [{"online_steps": 4096}], sizes)
     assert "4096 steps" in short
+    assert verdict("ecpo-pb-sampled", {"forced_submit_rate": 0.0}, [{"online_steps": 4096}], sizes) == short
     assert "epochs" in verdict("bc", {"forced_submit_rate": 0.0}, [{}], {**sizes, "epochs": 10})
     # IQL and CQL: their value learning counts; CQL has no policy fit, so epochs do not
     assert verdict("iql", {"forced_submit_rate": 0.0}, [{"value_steps": 5000}], sizes) == "meaningful"

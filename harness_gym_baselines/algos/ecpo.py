@@ -64,7 +64,7 @@ from harness_gym_baselines.algos.ppo import (
     OnlineConfig,
     TransitionRewardWrapper,
     ValidationEvalCallback,
-    env_constructor_kwargs,
+    config_env_kwargs,
     final_report,
     learn_callbacks,
     make_model,
@@ -473,7 +473,7 @@ def preference_buffer(cfg: ECPOConfig) -> tuple[list[np.ndarray], np.ndarray]:
             feats.append(step_features(ep["observations"][:-1], ep["actions"]))
             quality.append(float(outcome["quality"]))
     else:
-        env = gym.make(cfg.env_id, **env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs))
+        env = gym.make(cfg.env_id, **config_env_kwargs(cfg))
         policy = BehaviourPolicy()
         try:
             for i in range(cfg.preference_episodes):
@@ -746,7 +746,7 @@ def train(cfg: ECPOConfig, data: Any = None) -> SB3Policy:
                           gamma=cfg.gamma)
     model = make_model(cfg, venv)
     model.set_logger(logger)
-    env_kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs)
+    env_kwargs = config_env_kwargs(cfg)
     callback = ECPOCallback(venv, corrupt_from=cfg.corrupt_from, freeze_at_corruption=cfg.freeze_weights_at_corruption,
                             env_id=cfg.env_id, env_kwargs=env_kwargs, eval_every=cfg.eval_every,
                             episodes=cfg.eval_episodes, seed=cfg.seed)

@@ -44,11 +44,18 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.actions import Action
+from harness_gym.core.prices import DEFAULT_PROFILE
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.rollout import Episode, episode_seed, play_episode
 from harness_gym.sb3 import make_sb3_vec_env
 from harness_gym_baselines.algos.training import seed_everything
-from harness_gym_baselines.common.options import UsageError, check_env_kwargs, parse_key_values
+from harness_gym_baselines.common.options import (
+    budget_units_value,
+    check_env_kwargs,
+    parse_key_values,
+    prices_name,
+    refuse_config_keywords,
+)
 from harness_gym_baselines.policies.sb3_zip import SB3Policy, load_sb3_policy
 from harness_gym_baselines.policies.trained_on import TrainedOn
 
@@ -61,14 +68,21 @@ class OnlineConfig:
 
     env_id: str = field(default="HarnessResearchQA-v1", metadata={"flags": ("--env",), "required": True})
     """the env id to train on (episodes are drawn from its train split)"""
-    steps: int = 30_000
-    """environment steps of training (summed over the parallel envs)"""
+    steps: int = 40_000
+    """environment steps of training (summed over the parallel envs); the default was chosen on the val split,
+    the same for every env (docs/online_rl.md)"""
     out: str = "models/ppo.zip"
     """where the model (an SB3 zip) is written"""
     seed: int = 0
     """seed of random, numpy, torch, the envs and the evaluation episodes"""
     cost_weight: float = 0.0
     """the env's ``cost_weight`` (the reward then includes the cost term)"""
+    prices: str = field(default=DEFAULT_PROFILE, metadata={"type": prices_name, "metavar": "PROFILE"})
+    """the env's price profile BASE[+OVERLAY...] (docs/cost.md), which the cost term and the budget are billed at"""
+    budget_units: float | str | None = field(default="auto", metadata={"type": budget_units_value,
+                                                                       "metavar": "auto|none|UNITS"})
+    """the env's cost budget per episode in units of US$0.0001: auto (twice the reference sequence's median
+    episode cost at the profile's prices), none (the step budget alone) or a number"""
     env_kwargs: tuple[str, ...] = field(default=(), metadata={"flags": ("--env-kwarg",), "repeat": True,
                                                                     "metavar": "KEY=VALUE"})
     """more keywords of the training and evaluation envs, KEY=VALUE (VALUE read as JSON when it parses; the flag
@@ -83,8 +97,8 @@ class OnlineConfig:
     """steps per env per rollout (a PPO update uses n_envs * n_steps transitions)"""
     batch_size: int = 128
     """transitions per minibatch"""
-    n_epochs: int = 4
-    """passes over each rollout"""
+    n_epochs: int = 10
+    """passes over each rollout (chosen on the val split with n_steps and steps, docs/online_rl.md)"""
     learning_rate: float = 3e-4
     """Adam learning rate"""
     gamma: float = 0.99
@@ -122,19 +136,32 @@ class PPOConfig(OnlineConfig):
     """the env's reward (sparse) or that plus the hand-shaped step rewards of the module docstring (dense)"""
 
 
-def env_constructor_kwargs(env_id: str, cost_weight: float, env_kwargs: Sequence[str] = ()) -> dict[str, Any]:
-    """Keyword arguments of ``gym.make(env_id, ...)``: ``cost_weight`` (every harness env takes it) and the
-    ``KEY=VALUE`` pairs of ``env_kwargs`` (checked against the env's keywords).
+def env_constructor_kwargs(env_id: str, cost_weight: float, env_kwargs: Sequence[str] = (), *,
+                           prices: str = DEFAULT_PROFILE, budget_units: float | str | None = "auto"
+                           ) -> dict[str, Any]:
+    """Keyword arguments of ``gym.make(env_id, ...)``: ``cost_weight``, ``prices`` and ``budget_units`` (every
+    harness env takes them) and the ``KEY=VALUE`` pairs of ``env_kwargs`` (checked against the env's keywords).
 
     :param env_id: a registered env id
     :param cost_weight: the weight of the cost term (0: none)
     :param env_kwargs: ``--env-kwarg`` pairs (e.g. ``worker=openai``, ``base_url=...``)
+    :param prices: the price profile
+    :param budget_units: the cost budget per episode (``"auto"``, ``None`` or a number of units)
     """
     gym.spec(env_id)  # a clear error for an unknown id
     extra = check_env_kwargs(env_id, parse_key_values(env_kwargs)) if env_kwargs else {}
-    if "cost_weight" in extra:
-        raise UsageError("--env-kwarg cost_weight=...: the trainers take --cost-weight")
-    return {"cost_weight": cost_weight, **extra}
+    refuse_config_keywords(extra)
+    return {"cost_weight": cost_weight, "prices": prices, "budget_units": budget_units, **extra}
+
+
+def config_env_kwargs(cfg: OnlineConfig) -> dict[str, Any]:
+    """:func:`env_constructor_kwargs` of an online trainer's settings: the keywords of its training and
+    evaluation envs.
+
+    :param cfg: the trainer's settings
+    """
+    return env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs, prices=cfg.prices,
+                                  budget_units=cfg.budget_units)
 
 
 def make_training_env(cfg: OnlineConfig) -> VecEnv:
@@ -143,7 +170,7 @@ def make_training_env(cfg: OnlineConfig) -> VecEnv:
 
     :param cfg: the trainer's settings
     """
-    kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs)
+    kwargs = config_env_kwargs(cfg)
     return make_sb3_vec_env(cfg.env_id, cfg.n_envs, cfg.seed, kwargs, vec_env=cfg.vec_env)
 
 
@@ -407,7 +434,7 @@ def train(cfg: PPOConfig, data: Any = None) -> SB3Policy:
         raise ValueError("ppo is an online trainer: it takes no dataset")
     algo = f"ppo-{cfg.reward}"
     seed_everything(cfg.seed, cfg.torch_threads)
-    env_kwargs = env_constructor_kwargs(cfg.env_id, cfg.cost_weight, cfg.env_kwargs)
+    env_kwargs = config_env_kwargs(cfg)
     venv = make_training_env(cfg)
     if cfg.reward == "dense":
         venv = DenseShapingReward(venv)

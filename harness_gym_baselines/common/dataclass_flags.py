@@ -2,8 +2,10 @@
 
 A field ``batch_size: int = 256`` followed by the docstring ``transitions per gradient step`` becomes
 ``--batch-size INT`` with that help text and default. Supported field types: ``int``, ``float``, ``str``,
-``bool`` (``--flag`` / ``--no-flag``), ``Literal[...]`` (choices) and ``tuple[T, ...]`` (one or more values).
-A field's ``metadata`` may set ``help`` (instead of the docstring), ``flags`` (other spellings, e.g.
+``bool`` (``--flag`` / ``--no-flag``), ``Literal[...]`` (choices) and ``tuple[T, ...]`` (one or more values); a field
+of any other type names its parser in ``metadata["type"]`` (an argparse ``type``, e.g. ``"auto"``, ``"none"``
+or a number for a ``float | str | None`` field). A field's ``metadata`` may set ``help`` (instead of the
+docstring), ``flags`` (other spellings, e.g.
 ``("--dataset",)``), ``required`` (the flag must be given even though the dataclass has a default) and, for a
 ``tuple[T, ...]`` field, ``metavar`` (the value's name in the help) and ``repeat`` (one value per occurrence of a repeated flag, ``--env-kwarg A=1
 --env-kwarg B=2``, as every ``harness-gym`` command takes ``--env-kwarg``, instead of one flag with several
@@ -49,6 +51,8 @@ def field_docs(cls: type) -> dict[str, str]:
 def _argument(cls: type, f: dataclasses.Field, hint: Any) -> dict[str, Any]:
     """argparse keywords for one field (type, nargs, choices or action)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if "type" in f.metadata:
+        return {"type": f.metadata["type"]}
     if hint is bool:
         return {"action": argparse.BooleanOptionalAction}
     if hint in (int, float, str):
@@ -58,7 +62,7 @@ def _argument(cls: type, f: dataclasses.Field, hint: Any) -> dict[str, Any]:
     if origin in (tuple, list) and args and args[0] in (int, float, str) and (origin is list or args[1:] == (...,)):
         return {"type": args[0], "nargs": "+"}
     raise TypeError(f"{cls.__name__}.{f.name}: field type {hint!r} has no command-line form "
-                    "(supported: int, float, str, bool, Literal[...], tuple[T, ...])")
+                    "(supported: int, float, str, bool, Literal[...], tuple[T, ...], or a metadata 'type')")
 
 
 def _default(f: dataclasses.Field) -> Any:

@@ -16,6 +16,7 @@ import difflib
 import importlib
 import inspect
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from gymnasium.envs.registration import load_env_creator
 
 import harness_gym
 from harness_gym import HarnessEnv
+from harness_gym.env import price_table
 from harness_gym.workers import OPENAI_OPTIONS
 
 GYM_MAKE_KEYWORDS = ("max_episode_steps", "disable_env_checker")
@@ -265,3 +267,47 @@ def positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {number}")
     return number
+
+
+# ----- price profiles and cost budgets (--prices, --budget-units) -------------------------------------------
+def prices_name(value: str) -> str:
+    """``--prices`` values: a price profile ``BASE[+OVERLAY...]`` of ``envs_data/prices`` (argparse ``type``).
+
+    :param value: what was given on the command line
+    """
+    try:
+        price_table(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def budget_units_value(value: str) -> float | str | None:
+    """``--budget-units`` values: ``auto``, ``none`` or a number of cost units > 0 (argparse ``type``).
+
+    :param value: what was given on the command line
+    """
+    if value.lower() in ("auto", "none"):
+        return None if value.lower() == "none" else "auto"
+    try:
+        units = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected auto, none or a number of cost units") from None
+    if not math.isfinite(units) or units <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: a budget is a finite number of cost units > 0")
+    return units
+
+
+ONLINE_CONFIG_KEYWORDS = {"cost_weight": "--cost-weight", "prices": "--prices", "budget_units": "--budget-units"}
+"""the env keywords an online trainer takes as fields of its config (and their flags), never as ``--env-kwarg``"""
+
+
+def refuse_config_keywords(env_kwargs: Mapping[str, Any]) -> None:
+    """A :class:`UsageError` naming the flag when an online trainer's ``--env-kwarg`` keywords hold one of
+    :data:`ONLINE_CONFIG_KEYWORDS`.
+
+    :param env_kwargs: the ``--env-kwarg`` keywords
+    """
+    for key, flag in ONLINE_CONFIG_KEYWORDS.items():
+        if key in env_kwargs:
+            raise UsageError(f"--env-kwarg {key}=...: the trainers take {flag}")

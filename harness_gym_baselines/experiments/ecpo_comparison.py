@@ -25,9 +25,13 @@ a cost ledger, else the number of steps) and, for ``ecpo`` and ``ecpo-pb``, the 
 earned evidence earlier in the episode and are paid for it again, under the blog shaping calibrated as the
 ``ecpo`` run of the same env and seed ended its training).
 
-``corruption``: ECPO with adaptive weights against ECPO with the weights frozen at their value before the
-switch, the knowledge corruption on from ``--corrupt-from`` (:mod:`harness_gym_baselines.algos.ecpo`); writes
-``corruption.json`` and ``corruption.png`` (w_knowledge and validation success over training, mean over seeds).
+``corruption``: for both ECPOs (``ecpo`` and ``ecpo-pb``), adaptive trust weights against the weights frozen at
+their value before the switch, the knowledge corruption on from ``--corrupt-from``
+(:mod:`harness_gym_baselines.algos.ecpo`); writes ``corruption.json`` and ``corruption.png`` (w_knowledge and
+validation success over training, mean over seeds, one line per method and arm) and ``corruption.md`` (final test
+success per method and arm, and the steps trained after the switch).
+
+``--cost-weight W`` trains every online method at the env's ``cost_weight`` W (default 0).
 """
 
 from __future__ import annotations
@@ -147,7 +151,8 @@ def train_cell(method: str, env_id: str, seed: int, args: argparse.Namespace, ds
     if method == "bc":
         cfg = trainer.config(dataset_id=dsid, eval_episodes=0, **common)
     else:
-        cfg = trainer.config(env_id=env_id, steps=args.steps, final_eval_episodes=0, progress=False, **common)
+        cfg = trainer.config(env_id=env_id, steps=args.steps, cost_weight=getattr(args, "cost_weight", 0.0),
+                             final_eval_episodes=0, progress=False, **common)
         if method in ECPO_METHODS:
             cfg = replace(cfg, preference_dataset=dsid)
     trainer.train(cfg)
@@ -350,37 +355,75 @@ def write_table(rows: list[dict[str, Any]], sampled_rows: list[dict[str, Any]], 
 
 # ----- the corruption experiment ------------------------------------------------------------------------
 def corruption(args: argparse.Namespace) -> dict[str, Any]:
-    """ECPO adaptive vs frozen weights under the knowledge corruption; writes corruption.json and .png."""
-    from harness_gym_baselines.algos.ecpo import ECPOConfig, train
+    """Adaptive vs frozen trust weights under the knowledge corruption, for each method of
+    :data:`ECPO_METHODS`; writes corruption.json, corruption.png and corruption.md."""
+    from harness_gym_baselines.common.trainer_registry import load_trainer
 
     path = args.out / "corruption.json"
     runs: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     env_id = args.env[0]
     for seed in range(args.seeds):
         dsid = behaviour_dataset(env_id, seed, args.buffer_episodes)
-        for arm in ("adaptive", "frozen"):
-            key = f"{env_id}|{arm}|{seed}"
-            if key in runs:
-                continue
-            model = args.out / "models" / f"{env_id}__ecpo-corrupt-{arm}__{seed}.zip"
-            cfg = ECPOConfig(env_id=env_id, steps=args.steps, seed=seed, out=str(model),
-                             log_dir=str(args.out / "runs"), preference_dataset=dsid, corrupt_from=args.corrupt_from,
-                             freeze_weights_at_corruption=arm == "frozen", final_eval_episodes=0, progress=False)
-            policy = train(cfg)
-            test = evaluate_split(env_id, policy, split="test", episodes=args.episodes, seed=seed)
-            runs[key] = {"arm": arm, "seed": seed, "history": policy.model.harness_gym["eval_history"],
-                         "test_success": float(np.mean([r["success"] for r in test]))}
-            path.write_text(json.dumps(runs, default=float))
-            if not getattr(args, "quiet", False):
-                print(f"{key}: test success {runs[key]['test_success']:.3f}", flush=True)
+        for method in ECPO_METHODS:
+            trainer = load_trainer(method)
+            for arm in ("adaptive", "frozen"):
+                key = f"{env_id}|{method}|{arm}|{seed}"
+                if key in runs:
+                    continue
+                model = args.out / "models" / f"{env_id}__{method}-corrupt-{arm}__{seed}.zip"
+                cfg = trainer.config(env_id=env_id, steps=args.steps, seed=seed, out=str(model),
+                                     cost_weight=getattr(args, "cost_weight", 0.0), log_dir=str(args.out / "runs"),
+                                     preference_dataset=dsid, corrupt_from=args.corrupt_from,
+                                     freeze_weights_at_corruption=arm == "frozen", final_eval_episodes=0,
+                                     progress=False)
+                policy = trainer.train(cfg)
+                test = evaluate_split(env_id, policy, split="test", episodes=args.episodes, seed=seed)
+                runs[key] = {"method": method, "arm": arm, "seed": seed, "steps": args.steps,
+                             "steps_after_switch": args.steps - args.corrupt_from,
+                             "history": policy.model.harness_gym["eval_history"],
+                             "test_success": float(np.mean([r["success"] for r in test]))}
+                path.write_text(json.dumps(runs, default=float))
+                if not getattr(args, "quiet", False):
+                    print(f"{key}: test success {runs[key]['test_success']:.3f}", flush=True)
     plot_corruption(runs, env_id, args.corrupt_from, args.out / "corruption.png")
+    (args.out / "corruption.md").write_text("\n".join(corruption_lines(runs, env_id, args.corrupt_from)) + "\n")
     return runs
 
 
-def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: Path, title_suffix: str = "") -> None:
-    """w_knowledge and validation success over training, adaptive vs frozen (mean over seeds).
+def corruption_lines(runs: dict[str, Any], env_id: str, corrupt_from: int) -> list[str]:
+    """A Markdown table of the corruption runs: per method and arm, the seeds, the steps trained in all and
+    after the switch, the final test success (mean and spread across seeds) and the final w_knowledge.
 
     :param runs: the corruption runs (``corruption.json``)
+    :param env_id: the env (title)
+    :param corrupt_from: the step the corruption starts
+    """
+    lines = [f"Knowledge corruption on {env_id} from step {corrupt_from}: adaptive vs frozen trust weights.", "",
+             "| method | arm | seeds | steps (after the switch) | test success (seed std) | final w_knowledge |",
+             "|---|---|---|---|---|---|"]
+    for method in ECPO_METHODS:
+        for arm in ("adaptive", "frozen"):
+            arm_runs = [r for r in runs.values() if r.get("method", "ecpo") == method and r["arm"] == arm]
+            if not arm_runs:
+                continue
+            success = [r["test_success"] for r in arm_runs]
+            steps = min(r.get("steps", 0) for r in arm_runs)
+            after = min(r.get("steps_after_switch", steps - corrupt_from) for r in arm_runs)
+            weight = [r["history"][-1]["weight_knowledge"] for r in arm_runs if r["history"]]
+            lines.append(f"| {method} | {arm} | {len(arm_runs)} | {steps} ({after}) | {_pct(float(np.mean(success)))} "
+                         f"({_pct(float(np.std(success)))}) | {_f3(weight)} |")
+    return lines
+
+
+def _f3(values: list[float]) -> str:
+    return f"{np.mean(values):.3f}" if values else "n/a"
+
+
+def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: Path, title_suffix: str = "") -> None:
+    """w_knowledge and validation success over training, adaptive vs frozen (mean over seeds), for each ECPO
+    (solid: ``ecpo``, dashed: ``ecpo-pb``).
+
+    :param runs: the corruption runs (``corruption.json``; a run without ``method`` is an ``ecpo`` run)
     :param env_id: the env (title)
     :param corrupt_from: the step the corruption starts (a vertical line)
     :param out: the PNG to write
@@ -392,23 +435,25 @@ def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: P
     import matplotlib.pyplot as plt
 
     fig, (ax_w, ax_s) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-    for arm, colour in (("adaptive", "tab:blue"), ("frozen", "tab:orange")):
-        hist = [r["history"] for r in runs.values() if r["arm"] == arm]
-        if not hist:
-            continue
-        n = min(len(h) for h in hist)
-        steps = [hist[0][i]["timesteps"] for i in range(n)]
-        w = np.mean([[h[i]["weight_knowledge"] for i in range(n)] for h in hist], axis=0)
-        s = np.mean([[h[i]["success_rate"] for i in range(n)] for h in hist], axis=0)
-        ax_w.plot(steps, w, color=colour, label=f"{arm} ({len(hist)} seeds)")
-        ax_s.plot(steps, s, color=colour, label=f"{arm} ({len(hist)} seeds)")
+    for method, style in zip(ECPO_METHODS, ("-", "--")):
+        for arm, colour in (("adaptive", "tab:blue"), ("frozen", "tab:orange")):
+            hist = [r["history"] for r in runs.values() if r.get("method", "ecpo") == method and r["arm"] == arm]
+            if not hist:
+                continue
+            n = min(len(h) for h in hist)
+            steps = [hist[0][i]["timesteps"] for i in range(n)]
+            w = np.mean([[h[i]["weight_knowledge"] for i in range(n)] for h in hist], axis=0)
+            s = np.mean([[h[i]["success_rate"] for i in range(n)] for h in hist], axis=0)
+            label = f"{method} {arm} ({len(hist)} seeds)"
+            ax_w.plot(steps, w, color=colour, linestyle=style, label=label)
+            ax_s.plot(steps, s, color=colour, linestyle=style, label=label)
     for ax, title, ylabel in ((ax_w, "trust weight of the knowledge signal", "w_knowledge (mean over seeds)"),
                               (ax_s, "validation success of the sampling policy", "success rate (mean over seeds)")):
-        ax.axvline(corrupt_from, color="grey", linestyle="--", label="corruption on")
+        ax.axvline(corrupt_from, color="grey", linestyle=":", label="corruption on")
         ax.set_xlabel("training steps")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
-        ax.legend()
+        ax.legend(fontsize="small")
     fig.suptitle(f"{env_id}: 30% of correct knowledge signals flipped from step {corrupt_from}{title_suffix}")
     fig.savefig(out, dpi=120)
     plt.close(fig)
@@ -425,6 +470,8 @@ def main(argv: list[str] | None = None) -> Any:
     parser.add_argument("--episodes", type=int, default=100, help="test- and ood-split episodes per cell")
     parser.add_argument("--buffer-episodes", type=int, default=500, help="episodes of each behaviour buffer")
     parser.add_argument("--corrupt-from", type=int, default=10_000, help="corruption: step of the switch")
+    parser.add_argument("--cost-weight", type=float, default=0.0, help="the env's cost_weight the online methods "
+                        "train at")
     args = parser.parse_args(argv)
     args.env = args.env or (list(ENVS) if args.experiment == "table" else ["HarnessResearchQA-v1"])
     args.out.mkdir(parents=True, exist_ok=True)

@@ -5,14 +5,15 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
 
 1. ``harness:<env>`` per env (and per public-data variant when ``--tau-data`` / ``--dbbench-data`` is given):
    :func:`harness_gym_baselines.experiments.offline_comparison.run_env` (coverage buffers, static, forced-check, thorough, BC, AWR with
-   both advantage estimators, the support-ceiling ablation, IQL, CQL), then the online controllers ppo-sparse and ECPO
-   (and ppo-dense with ``--ppo-dense``) trained with :func:`harness_gym_baselines.experiments.ecpo_comparison.train_cell` and
-   evaluated on the same test episodes with :func:`harness_gym_baselines.experiments.offline_comparison.run_cell`, and the random and
-   oracle references for the frontier, and at every cost weight ``w`` of the run the best searched script and
-   the closed-loop probe chosen at ``w`` (``best-script-w<w>``, ``probe-w<w>``:
-   :mod:`harness_gym_baselines.experiments.fixed_references`, fitted per seed on train and val, cached under
-   ``OUT/references``), on the same test episodes. The online trainers take no env constructor arguments, so
-   the public-data variants have no online rows.
+   both advantage estimators, the support-ceiling ablation, IQL, CQL), then the online controllers ppo-sparse, ECPO
+   and the potential-based ECPO (and ppo-dense with ``--ppo-dense``) trained at :data:`ONLINE_COST_WEIGHT` with
+   :func:`harness_gym_baselines.experiments.ecpo_comparison.train_cell` and evaluated on the same test episodes
+   with :func:`harness_gym_baselines.experiments.offline_comparison.run_cell`, each greedy (``NAME``) and
+   sampling (``NAME-sampled``), the random and oracle references for the frontier, and at every cost weight
+   ``w`` of the run the best searched script and the closed-loop probe chosen at ``w`` (``best-script-w<w>``,
+   ``probe-w<w>``: :mod:`harness_gym_baselines.experiments.fixed_references`, fitted per seed on train and val,
+   cached under ``OUT/references``), on the same test episodes. The online trainers take no env constructor
+   arguments, so the public-data variants have no online rows.
 2. ``ecpo``: :func:`harness_gym_baselines.experiments.ecpo_comparison.table` (ppo-sparse, ppo-dense, BC, ECPO, static,
    forced-check, thorough, the best searched script and the probe at every cost weight, read from stage 1's
    cache; test and ood splits; deterministic and sampling) on the ECPO envs among ``--envs``.
@@ -20,7 +21,8 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
    preference pairs come from its behaviour buffers in both stages
    (:func:`harness_gym_baselines.experiments.ecpo_comparison.behaviour_dataset`), not from the offline learners'
    coverage buffers.
-3. ``corruption``: :func:`harness_gym_baselines.experiments.ecpo_comparison.corruption` (adaptive vs frozen trust weights).
+3. ``corruption``: :func:`harness_gym_baselines.experiments.ecpo_comparison.corruption` (adaptive vs frozen trust weights,
+   for ``ecpo`` and ``ecpo-pb``).
 4. ``sim_to_real``: :func:`harness_gym_baselines.experiments.sim_to_real.sim_to_real` on the shipped SmolLM2 recording (replayed).
 5. ``examples``: a few test episodes recorded step by step (:class:`harness_gym_baselines.report.episode_view.EpisodeRecorder`).
 6. ``report``: :mod:`harness_gym_baselines.report.writer` writes the tables, figures, ``report.html`` and ``manifest.json``.
@@ -52,7 +54,17 @@ from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, f
 ECPO_ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
 """the envs of the ECPO table (docs/ecpo.md), when they are among ``--envs``"""
 CORRUPTION_ENV = "HarnessResearchQA-v1"
-ONLINE = ("ppo-sparse", "ecpo")
+QUICK_ENVS = ("HarnessCode-v1", "HarnessResearchQA-v1", "HarnessData-v1")
+"""the envs of ``--quick`` without ``--envs``: the two ECPO envs and Code, so that every online controller trains
+its documented budget and the run stays within 15 minutes on 2 cores (docs/online_rl.md)"""
+ONLINE = ("ppo-sparse", "ecpo", "ecpo-pb")
+"""the online controllers of the harness table; each is evaluated greedy (NAME, the mode of its policy) and
+sampling from its policy (NAME-sampled, as in training), from the same model"""
+ONLINE_COST_WEIGHT = 0.01
+"""the cost weight the online controllers train at (docs/online_rl.md): the middle of the report's weights
+:data:`DEFAULT_COST_WEIGHTS`, so that the cost term is in the reward they learn from (at 0 PPO is free to spend
+the whole budget and let the forced submit end the episode) without 0.1's weight, at which the cheapest
+submit is close to the best return in most envs"""
 REFERENCES = ("random", "oracle")
 """evaluated for the quality-cost frontier only"""
 DEFAULT_COST_WEIGHTS = (0.0, 0.01, 0.1)
@@ -105,7 +117,7 @@ FULL = Sizes(seeds=5, buffer_episodes=2000, eval_episodes=200, epochs=30, ref_sc
              corrupt_from=10_000, sim_seeds=20, examples=3, ref_val_episodes=ReferenceSizes.FULL.val_episodes,
              ref_cem_iterations=ReferenceSizes.FULL.cem_iterations)
 QUICK = Sizes(seeds=2, buffer_episodes=300, eval_episodes=50, epochs=30, ref_score_episodes=20, online_seeds=1,
-              online_steps=4096, ecpo_episodes=50, corruption_seeds=1, corruption_steps=6144, corrupt_from=3072,
+              online_steps=20_000, ecpo_episodes=50, corruption_seeds=1, corruption_steps=20_000, corrupt_from=8_000,
               sim_seeds=5, examples=3, ref_val_episodes=ReferenceSizes.QUICK.val_episodes,
               ref_cem_iterations=ReferenceSizes.QUICK.cem_iterations)
 
@@ -235,7 +247,8 @@ def _online_args(out: Path, sizes: Sizes, envs: list[str], *, cost_weights: tupl
                  references: ReferenceSizes | None = None, references_dir: Path | None = None) -> argparse.Namespace:
     return argparse.Namespace(out=out, env=envs, seeds=sizes.online_seeds, steps=sizes.online_steps,
                               episodes=sizes.ecpo_episodes, buffer_episodes=sizes.buffer_episodes,
-                              corrupt_from=sizes.corrupt_from, quiet=True,  # its tables go to the report
+                              corrupt_from=sizes.corrupt_from, cost_weight=ONLINE_COST_WEIGHT,
+                              quiet=True,  # its tables go to the report
                               reference_weights=cost_weights, reference_sizes=references,
                               references_dir=references_dir)
 
@@ -255,6 +268,7 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
     """
     from harness_gym_baselines.experiments.ecpo_comparison import behaviour_dataset, train_cell
     from harness_gym_baselines.policies.registry import make_policy
+    from harness_gym_baselines.policies.sb3_zip import load_sb3_policy
 
     offline_dir = out / "offline"
     cells = offline_comparison.run_env(var.env_id, _offline_args(offline_dir, sizes, quiet), variant=var.variant,
@@ -278,20 +292,21 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
     online_args = _online_args(out / "online", sizes, [var.env_id])
     for seed in range(sizes.online_seeds):
         for name in online:
-            path = cell_dir / f"{name}-seed{seed}.json"
-            if not path.exists():
-                start = time.perf_counter()
-                dsid = behaviour_dataset(var.env_id, seed, sizes.buffer_episodes)  # stage 2's: ECPO's preferences
-                model = train_cell(name, var.env_id, seed, online_args, dsid)
-                extra = {"model": str(model), "train_seconds": time.perf_counter() - start,
-                         "online_steps": sizes.online_steps}
-                policy = make_policy(str(model))
-                policy.name = name
-            else:
-                extra, policy = {}, None
-            cells.setdefault(name, []).append(offline_comparison.run_cell(
-                path, var.env_id, policy, name, episodes=sizes.eval_episodes, seed=seed, extra=extra,
-                env_kwargs=var.env_kwargs))
+            dsid = behaviour_dataset(var.env_id, seed, sizes.buffer_episodes)  # stage 2's: ECPO's preferences
+            model = train_cell(name, var.env_id, seed, online_args, dsid)  # trained once, then found
+            for label, deterministic in ((name, True), (f"{name}-sampled", False)):
+                path = cell_dir / f"{label}-seed{seed}.json"
+                extra: dict[str, Any] = {}
+                policy = None
+                if not path.exists():
+                    policy = load_sb3_policy(model, deterministic=deterministic)
+                    policy.name = label
+                    extra = {"model": str(model), "train_seconds": policy.model.harness_gym.get("train_seconds"),
+                             "online_steps": sizes.online_steps, "train_cost_weight": ONLINE_COST_WEIGHT,
+                             "deterministic": deterministic}
+                cells.setdefault(label, []).append(offline_comparison.run_cell(
+                    path, var.env_id, policy, label, episodes=sizes.eval_episodes, seed=seed, extra=extra,
+                    env_kwargs=var.env_kwargs))
     return {"label": var.label, "cells": {name: [str(cell_dir / f"{name}-seed{c['seed']}.json") for c in per]
                                           for name, per in cells.items()}}
 
@@ -341,7 +356,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
 
     :param out: output folder (reused to resume)
     :param quick: the sizes of :data:`QUICK` instead of :data:`FULL`
-    :param env_ids: the envs (default: every registered id)
+    :param env_ids: the envs (default: every registered id; with ``quick``, :data:`QUICK_ENVS`)
     :param tau_data: a τ-bench retail data folder: adds the public-data variant of HarnessTauRetail-v1
     :param dbbench_data: a DB-Bench JSONL file: adds the public-data variant of HarnessDBBench-v1
     :param seeds: sets every seed count (offline, online, corruption)
@@ -363,7 +378,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     if seeds is not None:
         sizes = dataclasses.replace(sizes, seeds=seeds, online_seeds=seeds, corruption_seeds=seeds)
     sizes = parse_size_overrides(sizes, list(size_overrides or []))
-    env_ids = list(env_ids or harness_gym.ENV_IDS)
+    env_ids = list(env_ids or (QUICK_ENVS if quick else harness_gym.ENV_IDS))
     unknown = [e for e in env_ids if e not in harness_gym.ENV_IDS]
     if unknown:
         raise ValueError(f"--envs: unknown env id(s) {unknown}; registered: {', '.join(harness_gym.ENV_IDS)}")
@@ -377,6 +392,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     settings = {"quick": quick, "sizes": dataclasses.asdict(sizes), "envs": env_ids,
                 "variants": [dataclasses.asdict(v) for v in groups], "online": list(online),
                 "ecpo_envs": ecpo_envs, "corruption_env": corruption_env, "cost_weights": cost_weights,
+                "online_cost_weight": ONLINE_COST_WEIGHT,
                 "tau_data": tau_data, "dbbench_data": dbbench_data}
     settings_path = out / "settings.json"
     if settings_path.exists():
@@ -524,9 +540,10 @@ def text_table(header: list[str], rows: list[list[str]], *, keep: int = 1, width
 
 def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMARY_WIDTH) -> list[str]:
     """The main job's last screen, at most ``width`` columns and (for 8 envs) 24 lines: Q per env and controller
-    (``table_harness.csv``; ``*``: not meaningful) with AWR-q minus static beside the paper, then what ran and
-    how long, and where the report is. Of the searched references only the best script at the run's lowest cost
-    weight is shown (as ``best script``: at w = 0 the script with the best Q); the others are in the report.
+    (``table_harness.csv``; ``*``: not meaningful; the greedy rows, the sampled ones are in the tables) with
+    AWR-q minus static beside the paper, then what ran and how long, and where the report is. Of the searched
+    references only the best script at the run's lowest cost weight is shown (as ``best script``: at w = 0 the
+    script with the best Q); the others are in the report.
 
     :param out: the run folder
     :param manifest: what :func:`harness_gym_baselines.report.writer.write_report` returned
@@ -538,7 +555,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     with open(out / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     envs = list(dict.fromkeys(r["env"] for r in rows))
-    listed = list(dict.fromkeys(r["controller"] for r in rows))
+    listed = list(dict.fromkeys(r["controller"] for r in rows if not r["controller"].endswith("-sampled")))
     searched = sorted((parsed[1], n) for n in listed if (parsed := parse_reference_name(n)) and parsed[0] == "best-script")
     lowest = searched[0][1] if searched else None
     shown = {n: "best script" if n == lowest else n for n in listed if n == lowest or parse_reference_name(n) is None}

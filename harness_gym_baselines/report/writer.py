@@ -52,10 +52,14 @@ MIN_EPOCHS = 30
 MIN_VALUE_STEPS = 5000
 VALUE_LEARNERS = ("iql", "cql")
 FIXED = ("static", "forced-check", "thorough")
-LEARNED = ("bc", "awr", "awr-q", "iql", "cql", "ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
+ONLINE = ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
+"""the online trainers; each has a greedy row (NAME: the mode of its policy, what ``harness-gym eval --policy``
+runs) and a sampled one (NAME-sampled: the same model sampling from its policy, as in training)"""
+SAMPLED = tuple(f"{name}-sampled" for name in ONLINE)
+LEARNED = ("bc", "awr", "awr-q", "iql", "cql", *ONLINE, *SAMPLED)
 ABLATION = ("awr", "awr-ablation", "awr-q", "awr-q-ablation")
 FRONTIER = ("static", "forced-check", "thorough", "random", "oracle", "bc", "awr", "awr-q", "iql", "cql",
-            "ppo-sparse", "ppo-dense", "ecpo")
+            "ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
 """Besides these, the best searched script and the closed-loop probe at each cost weight (``best-script-w<w>``,
 ``probe-w<w>``: :mod:`harness_gym_baselines.experiments.fixed_references`) are rows of every table and points
 of every frontier; :func:`controllers` puts them between the fixed scripts and the learned controllers."""
@@ -122,7 +126,7 @@ def verdict(name: str, row: dict[str, Any], cells: list[dict[str, Any]], sizes: 
     if row["forced_submit_rate"] >= FORCED_SUBMIT_LIMIT:
         reasons.append(f"ends in a forced submit in {100 * row['forced_submit_rate']:.0f}% of test episodes (the "
                        "budget, not the controller, ends them)")
-    if name in ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb"):
+    if name.removesuffix("-sampled") in ONLINE:
         steps = min(int(c.get("online_steps", sizes["online_steps"])) for c in cells)
         if steps < MIN_ONLINE_STEPS:
             reasons.append(f"trained {steps} steps (< {MIN_ONLINE_STEPS}, the budget of docs/ecpo.md)")
@@ -425,8 +429,9 @@ def fig_support_ceiling(path: Path, rows: list[dict[str, Any]], banner: str) -> 
 def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost_weights: list[float],
               banner: str) -> dict[str, Path]:
     """The quality-cost frontier of every env (:mod:`harness_gym_baselines.experiments.frontier`) from the cells' episodes: the fixed
-    scripts, random, oracle, the learned controllers (trained at cost weight 0), and the best searched script and
-    the probe chosen at each cost weight, as points.
+    scripts, random, oracle, the learned controllers (at the cost weight each cell was trained at, its
+    ``train_cost_weight``; 0 where a cell does not say), and the best searched script and the probe chosen at
+    each cost weight, as points.
 
     :param out: the run folder (writes ``frontier/<env>/frontier.{json,md,png}``)
     :param cells: :func:`load_cells`
@@ -438,7 +443,8 @@ def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost
     pngs = {}
     for label, by_name in cells.items():
         rows = [frontier_row([r for c in by_name[name] for r in c["records"]], name, cost_weights,
-                             trained_at=0.0 if name in LEARNED else None, env_id=label)
+                             trained_at=float(by_name[name][0].get("train_cost_weight", 0.0)) if name in LEARNED
+                             else None, env_id=label)
                 for name in [*(n for n in FRONTIER if n in by_name), *reference_names(by_name)]]
         paths = write_frontier(out / "frontier" / label.replace("+", "_"), label, rows, cost_weights,
                                title_suffix=banner)
@@ -546,11 +552,12 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
                    "not starved; without a binding cost PPO policies spend the whole budget; ECPO's knowledge and "
                    "consistency sources can be raised by repeating a step, which the policy farms."
                    + ("" if online_verdict == "meaningful" else f" In this run the online rows are {online_verdict}."))
-    if corruption:
-        finals = {arm: [r["test_success"] for r in corruption.values() if r["arm"] == arm] for arm in ("adaptive", "frozen")}
+    for method in dict.fromkeys(r.get("method", "ecpo") for r in corruption.values()):
+        finals = {arm: [r["test_success"] for r in corruption.values()
+                        if r.get("method", "ecpo") == method and r["arm"] == arm] for arm in ("adaptive", "frozen")}
         if all(finals.values()):
-            out.append(f"Knowledge corruption: final test success adaptive {np.mean(finals['adaptive']):.2f} vs frozen "
-                       f"{np.mean(finals['frozen']):.2f} ({len(finals['adaptive'])} seed(s)). The seed reports that "
+            out.append(f"Knowledge corruption, {method}: final test success adaptive {np.mean(finals['adaptive']):.2f} "
+                       f"vs frozen {np.mean(finals['frozen']):.2f} ({len(finals['adaptive'])} seed(s)). The seed reports that "
                        f"{ECPO_CLAIMS['corruption']}; docs/ecpo.md found the weight moving less than "
                        "its own sampling noise with 30 validation episodes per calibration."
                        + ("" if corruption_verdict == "meaningful" else f" These runs are {corruption_verdict}."))
@@ -713,18 +720,19 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
         (:class:`harness_gym_baselines.report.reproduce.LoadSampler`), for the manifest
     """
     from harness_gym.paths import data_path
-    from harness_gym_baselines.experiments.ecpo_comparison import plot_corruption
+    from harness_gym_baselines.experiments.ecpo_comparison import corruption_lines, plot_corruption
 
     quick, sizes = settings["quick"], settings["sizes"]
     run = "quick" if quick else "full"
     banner = (f"\nQUICK RUN ({sizes['seeds']} offline seed(s), {sizes['buffer_episodes']}-episode buffers, "
               f"{sizes['online_steps']} online steps): not the paper numbers") if quick else ""
+    trained_at = f" at cost weight {settings.get('online_cost_weight', 0.0):g}"
     text_banner = (f"QUICK RUN: {sizes['seeds']} offline seed(s) x {sizes['eval_episodes']} test episodes, "
                    f"{sizes['buffer_episodes']}-episode buffers, {sizes['online_seeds']} online seed(s) of "
-                   f"{sizes['online_steps']} steps; not the paper numbers." if quick else
+                   f"{sizes['online_steps']} steps{trained_at}; not the paper numbers." if quick else
                    f"{sizes['seeds']} offline seeds x {sizes['eval_episodes']} test episodes, "
                    f"{sizes['buffer_episodes']}-episode buffers, {sizes['online_seeds']} online seeds of "
-                   f"{sizes['online_steps']} steps.")
+                   f"{sizes['online_steps']} steps{trained_at}.")
     cells = load_cells(stages)
     rows = harness_rows(cells, sizes)
     base_labels = [label for label in cells if "+" not in label]
@@ -765,12 +773,16 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
         for row in reader:
             method = row[2]
             writer.writerow([run, *row, *SEED_REPORTED.get(method, ("", "", "")),
-                             online_verdict if method in ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb") else
+                             online_verdict if method in ONLINE else
                              verdict(method, {"forced_submit_rate": 0.0}, [], sizes) if method in FIXED
                              or parse_reference_name(method) else "meaningful"])
     corruption = stages["corruption"]["result"]["runs"]
     plot_corruption(corruption, settings["corruption_env"], sizes["corrupt_from"], out / "fig_ecpo_corruption.png",
                     title_suffix=banner)
+    (out / "table_corruption.md").write_text(
+        "\n".join(corruption_lines(corruption, settings["corruption_env"], sizes["corrupt_from"]))
+        + f"\n\n{text_banner} Corruption runs: {sizes['corruption_seeds']} seed(s) of {sizes['corruption_steps']} "
+        f"steps, {sizes['corruption_steps'] - sizes['corrupt_from']} of them after the switch.\n")
     sim = stages["sim_to_real"]["result"]
     (out / "table_sim_to_real.md").write_text(
         f"Sim-to-real: {sim['model']} replayed from the shipped recording ({sim['recording']}), no server; the "
@@ -815,6 +827,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
         sections += [_md_table_html(frontier_md[label]), _img(png, f"{label}: quality against cost")]
     sections += ["<h2>ECPO (second paper)</h2>", _md_table_html((out / "table_ecpo.md").read_text()),
                  _img(out / figures[3][0], figures[3][1]),
+                 _md_table_html((out / "table_corruption.md").read_text()),
                  "<h2>Sim-to-real</h2>", _md_table_html((out / "table_sim_to_real.md").read_text()),
                  "<h2>Example episodes</h2>", "".join(episode_html(ep) for ep in examples)]
     (out / "report.html").write_text(f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>harness_gym '
