@@ -18,7 +18,7 @@ WEIGHTS = "0,0.1"
 TINY = ["buffer_episodes=20", "offline_seeds=1", "online_seeds=1", "epochs=1", "value_steps=20", "online_steps=256",
         "ecpo_preference_episodes=10", "test_episodes=10", "search_rounds=[[4,2]]", "search_val_episodes=4",
         "probe_bc_episodes=4", "probe_cem_iterations=1", "probe_cem_population=3", "probe_cem_elite=2",
-        "probe_cem_episodes=2", "probe_val_episodes=4"]
+        "probe_cem_episodes=2"]
 
 
 def _argv(out: Path, *more: str) -> list[str]:

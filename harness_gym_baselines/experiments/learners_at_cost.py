@@ -8,13 +8,13 @@ searched script, the closed-loop probe and the named scripts (issue 24, "Must sh
 For each env (default price profile) and each cost weight ``w`` (return ``Q - w * cost units``):
 
 - **references**: ``forced-check`` and ``static`` (:mod:`harness_gym_baselines.policies.scripted`),
-  ``best-script``, the winner at ``w`` of the open-loop script search
-  (:func:`~harness_gym_baselines.experiments.script_search.search_to_file`, one search per env serving every
-  ``w``, chosen on train and val), and ``probe``, the closed-loop linear probe fitted at ``w``
-  (:func:`~harness_gym_baselines.experiments.headroom.fit_probe`);
+  ``best-script``, the winner at ``w`` of the open-loop script search (one search per env serving every
+  ``w``, chosen on train and val), and ``probe``, the closed-loop linear probe fitted at ``w``, both from
+  :func:`~harness_gym_baselines.experiments.fixed_references.fixed_references` (cached under ``OUT/references``);
 - **offline learners** ``bc``, ``awr`` (sample advantage), ``awr-q`` (fitted advantage), ``iql``, ``cql``, each
   with its config's defaults, trained on a behaviour buffer collected on the env built with ``cost_weight=w``
-  (the behaviour policy of :func:`~harness_gym_baselines.experiments.offline_comparison.run_env`); one buffer
+  (the coverage mixture of :func:`~harness_gym_baselines.experiments.offline_comparison.run_env`,
+  :mod:`harness_gym_baselines.policies.coverage`, over the top scripts of its small search for every ``w``); one buffer
   per (env, w, offline seed). The buffer's observations and actions do not depend on ``w``, only its rewards
   do, so one buffer relabelled per ``w`` would serve too; collecting per ``w`` keeps every dataset exactly what
   ``harness-gym collect --cost-weight W`` writes;
@@ -67,6 +67,7 @@ import numpy as np
 from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the env ids, also in worker processes)
+from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
 from harness_gym_baselines.experiments.frontier import parse_cost_weights
 from harness_gym_baselines.experiments.headroom import HeadroomConfig
 from harness_gym_baselines.experiments.offline_comparison import run_cell, two_level_bootstrap
@@ -113,15 +114,13 @@ class Sizes:
     search_rounds: tuple[tuple[int, int], ...] = SearchConfig.rounds
     """successive halving of the script search: (train episodes, kept per weight) per round"""
     search_val_episodes: int = SearchConfig.val_episodes
-    """val episodes that pick the best script among the finalists"""
+    """val episodes that pick the best script among the finalists, and the probe between imitation and CEM"""
     probe_bc_episodes: int = HeadroomConfig.bc_episodes
     """train episodes of the best script the probe is first fitted to"""
     probe_cem_iterations: int = HeadroomConfig.cem_iterations
     probe_cem_population: int = HeadroomConfig.cem_population
     probe_cem_elite: int = HeadroomConfig.cem_elite
     probe_cem_episodes: int = HeadroomConfig.cem_episodes
-    probe_val_episodes: int = HeadroomConfig.val_episodes
-    """val episodes that choose between the imitation and the CEM probe"""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -137,8 +136,7 @@ FULL = Sizes()
 """The sizes of the reported run."""
 QUICK = Sizes(buffer_episodes=200, offline_seeds=2, online_seeds=1, online_steps=8192, ecpo_preference_episodes=100,
               test_episodes=100, search_rounds=((8, 16), (24, 4)), search_val_episodes=100, probe_bc_episodes=50,
-              probe_cem_iterations=4, probe_cem_population=12, probe_cem_elite=4, probe_cem_episodes=12,
-              probe_val_episodes=100)
+              probe_cem_iterations=4, probe_cem_population=12, probe_cem_elite=4, probe_cem_episodes=12)
 """``--quick``: a smoke run of the whole pipeline in minutes per env (not for conclusions)."""
 
 
@@ -184,43 +182,47 @@ def cell_path(out: Path, env_id: str, w: float, controller: str, seed: int) -> P
 def dataset_id(env_id: str, w: float, seed: int) -> str:
     """The Minari id of the behaviour buffer of ``env_id`` collected at ``w`` with ``seed``."""
     slug = env_id.removeprefix("Harness").removesuffix("-v1").lower()
-    return f"harness/{slug}-behaviour-w{wkey(w).replace('.', 'p')}-seed{seed}-v0"
-
-
-def search_config(env_id: str, weights: Sequence[float], sizes: Sizes) -> SearchConfig:
-    """The script search of ``env_id`` serving every weight (default price profile)."""
-    return SearchConfig(env_id, cost_weights=tuple(weights), rounds=sizes.search_rounds,
-                        val_episodes=sizes.search_val_episodes, test_episodes=sizes.test_episodes)
+    return f"harness/{slug}-coverage-w{wkey(w).replace('.', 'p')}-seed{seed}-v0"
 
 
 # ----- the cell sets (each one a job of the process pool) -------------------------------------------------------
+def reference_sizes(sizes: Sizes) -> ReferenceSizes:
+    """The search and probe sizes of :func:`~harness_gym_baselines.experiments.fixed_references.fixed_references`
+    from ours."""
+    return ReferenceSizes(rounds=sizes.search_rounds, val_episodes=sizes.search_val_episodes,
+                          bc_episodes=sizes.probe_bc_episodes, cem_iterations=sizes.probe_cem_iterations,
+                          cem_population=sizes.probe_cem_population, cem_elite=sizes.probe_cem_elite,
+                          cem_episodes=sizes.probe_cem_episodes)
+
+
 def _references(env_id: str, w: float, weights: Sequence[float], sizes: Sizes, out: Path) -> dict[str, tuple[Any, dict]]:
     """The reference controllers at ``w``: {name: (policy, what to record with its cell)}."""
-    # TODO(lead): use fixed_references (the cached best script and probe as policies) once it is merged
-    from harness_gym_baselines.experiments.headroom import fit_probe
-    from harness_gym_baselines.experiments.script_search import search_to_file
-    from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
     from harness_gym_baselines.policies.registry import make_policy
 
-    search = search_to_file(search_config(env_id, weights, sizes), out / "scripts")
-    script = Script.parse(search["winners"][wkey(w)]["script"])
-    probe_cfg = HeadroomConfig(env_id, cost_weights=tuple(weights), bc_episodes=sizes.probe_bc_episodes,
-                               cem_iterations=sizes.probe_cem_iterations, cem_population=sizes.probe_cem_population,
-                               cem_elite=sizes.probe_cem_elite, cem_episodes=sizes.probe_cem_episodes,
-                               val_episodes=sizes.probe_val_episodes, test_episodes=sizes.test_episodes)
-    probe, fitted = fit_probe(probe_cfg, script, w)
+    found = fixed_references(env_id, weights, cache_dir=out / "references", sizes=reference_sizes(sizes))[w]
+    record = {key: found.record[key] for key in ("script", "script_val_return", "probe_val_return", "probe_chosen")}
     return {"forced-check": (make_policy("forced-check"), {}), "static": (make_policy("static"), {}),
-            "best-script": (ScriptPolicy(script), {"script": script.name}),
-            "probe": (probe, {"script": script.name, "probe_fit": fitted,
-                              "probe_weights": probe.weights.round(6).tolist()})}
+            "best-script": (found.script, {"script": found.record["script"]}),
+            "probe": (found.probe, {"reference": record, "probe_weights": found.record["probe_weights"]})}
+
+
+def _coverage_args(weights: Sequence[float], out: Path) -> argparse.Namespace:
+    """What :func:`~harness_gym_baselines.experiments.offline_comparison.coverage_scripts` reads: the small
+    search of :func:`run_search` (every weight, once per env, ``out/coverage_scripts``)."""
+    return argparse.Namespace(scripts=str(out / "coverage_scripts"), out=str(out / "coverage_search"),
+                              cost_weight=max(weights), quiet=True)
 
 
 def run_search(env_id: str, weights: Sequence[float], sizes: Sizes, out: Path) -> str:
-    """The script search of ``env_id`` (written to ``out/scripts``; read back when done)."""
+    """The script search and the probes of ``env_id`` (cached under ``out/references``), and the small search
+    whose top scripts the coverage buffers play (``out/coverage_scripts``)."""
+    from harness_gym_baselines.experiments.offline_comparison import SMALL_SEARCH
     from harness_gym_baselines.experiments.script_search import search_to_file
 
-    search_to_file(search_config(env_id, weights, sizes), out / "scripts")
-    return f"{env_id} script search"
+    fixed_references(env_id, weights, cache_dir=out / "references", sizes=reference_sizes(sizes))
+    search_to_file(SearchConfig(env_id, cost_weights=tuple(sorted({0.0, *map(float, weights)})), **SMALL_SEARCH),
+                   out / "coverage_scripts")
+    return f"{env_id} script search and probes"
 
 
 def run_references(env_id: str, w: float, weights: Sequence[float], sizes: Sizes, out: Path) -> str:
@@ -241,11 +243,13 @@ def run_offline(env_id: str, w: float, seed: int, sizes: Sizes, out: Path) -> st
         return f"{env_id} w={wkey(w)} offline seed {seed}"
     from harness_gym.datasets import collect, load_transitions
     from harness_gym_baselines.common.trainer_registry import load_trainer
-    from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+    from harness_gym_baselines.experiments.offline_comparison import coverage_scripts
+    from harness_gym_baselines.policies.coverage import CoveragePolicy
 
     dsid = dataset_id(env_id, w, seed)
     start = time.perf_counter()
-    collect(env_id, BehaviourPolicy(), dsid, episodes=sizes.buffer_episodes, seed=seed, progress=False,
+    behaviour = CoveragePolicy(coverage_scripts(env_id, _coverage_args((w,), out)))
+    collect(env_id, behaviour, dsid, episodes=sizes.buffer_episodes, seed=seed, progress=False,
             env_kwargs={"cost_weight": w})
     collect_seconds = time.perf_counter() - start
     data = None
