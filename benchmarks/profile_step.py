@@ -5,7 +5,8 @@
 Per env, the policy of ``benchmarks/throughput.py`` (uniform over ``info["action_mask"]``, fresh episodes with
 reset seeds 0, 1, 2, ...) runs ``--steps`` steps under :mod:`cProfile` (``gym.make`` is not profiled). With
 ``--warm`` an identical unprofiled run goes first, so the profile shows what is left when the in-memory
-execution cache holds every job. Envs run one after another in this process.
+execution cache holds every job. Envs run one after another in this process, on an on-disk execution cache
+of their own in a temporary folder (``HARNESS_GYM_CACHE_DIR``), empty at the start, so a cold profile is cold.
 
 Categories, by the module path (and, for parsing, the name) of each function in the profile; the first rule
 that matches wins:
@@ -49,8 +50,10 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -247,15 +250,21 @@ def main(argv: list[str] | None = None) -> None:
     if args.steps < 1 or args.top < 0:
         ap.error(f"--steps must be >= 1 and --top >= 0, got {args.steps} and {args.top}")
     rows = {}
-    for env_id in args.envs:
-        stats, run = profile_env(env_id, args.steps, args.warm)
-        print(report(env_id, stats, run, args.steps, args.top), flush=True)
-        print()
-        self_s, _, total = category_shares(stats)
-        rows[env_id] = (1e6 * run["seconds"] / args.steps, self_s, total)
+    with tempfile.TemporaryDirectory(prefix="hg-profile-cache-") as cache_dir:
+        os.environ["HARNESS_GYM_CACHE_DIR"] = cache_dir  # cold means cold: not the user's on-disk cache
+        for env_id in args.envs:
+            rows[env_id] = _profile_one(env_id, args)
     print(f"### Self share of each category ({'warm' if args.warm else 'cold'}, {args.steps} steps per env)")
     print()
     print(summary_table(rows))
+
+
+def _profile_one(env_id: str, args: argparse.Namespace) -> tuple[float, dict, float]:
+    stats, run = profile_env(env_id, args.steps, args.warm)
+    print(report(env_id, stats, run, args.steps, args.top), flush=True)
+    print()
+    self_s, _, total = category_shares(stats)
+    return 1e6 * run["seconds"] / args.steps, self_s, total
 
 
 if __name__ == "__main__":

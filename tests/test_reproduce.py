@@ -450,8 +450,9 @@ def test_public_data_variants_get_their_own_rows(tmp_path):
     envs = {r["env"] for r in rows}
     assert envs == {ENV, "HarnessTauRetail-v1+tau", "HarnessDBBench-v1+dbbench"}
     tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v1+tau"}
-    assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql",
-                        "cql"}  # no online rows on public data
+    references = {f"{kind}-w{w}" for kind in ("best-script", "probe") for w in ("0", "0.01", "0.1")}
+    assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql",
+                        *references}  # no online rows on public data; the searched references on it
     assert float(tau["awr"]["paper_awr_minus_static"]) == 18.2
     cells = json.loads(next((out / "offline" / "cells" / "HarnessTauRetail-v1+tau").glob("static-seed0.json"))
                        .read_text())
