@@ -758,7 +758,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         manifest = reproduce(Path(args.out), quick=args.quick, env_ids=[*args.env, *args.envs] or None,
                              tau_data=args.tau_data, dbbench_data=args.dbbench_data, seeds=args.seeds,
                              size_overrides=args.size, cost_weights=weights, ppo_dense=args.ppo_dense,
-                             argv=args.argv, progress=args.progress, quiet=args.json)
+                             argv=args.argv, progress=args.progress, quiet=args.json,
+                             num_workers=args.num_workers)
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
     if args.json:
@@ -1090,6 +1091,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tau-data", default=None,
                    help="also run the τ-bench retail rows on this data folder (default: none)")
     p.add_argument("--dbbench-data", default=None, help="also run the DB-Bench rows on this JSONL file (default: none)")
+    p.add_argument("--num-workers", type=positive_int, default=None, metavar="N",
+                   help="stages run at once, each in its own process, once the stages it reads have finished; the "
+                        "tables are the same for every N (default: min(2, CPU cores); 1: one after another in "
+                        "this process)")
     shared(p)
     return parser
 

@@ -35,8 +35,9 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
+    """The tiny run with its stages in two worker processes (:func:`second_run` runs them one after another)."""
     out = tmp_path_factory.mktemp("reproduce") / "run"
-    assert main(["reproduce", "--out", str(out), *TINY]) == 0
+    assert main(["reproduce", "--out", str(out), *TINY, "--num-workers", "2"]) == 0
     return out
 
 
@@ -171,18 +172,20 @@ def test_a_claims_file_without_a_field_the_report_reads_is_named(tmp_path):
 
 @pytest.fixture(scope="module")
 def second_run(tmp_path_factory):
-    """The same tiny pipeline run again from an empty folder, with what it printed on the terminal."""
+    """The same tiny pipeline run again from an empty folder, its stages one after another in this process, with
+    what it printed on the terminal."""
     import contextlib
     import io
 
     out = tmp_path_factory.mktemp("reproduce2") / "run"
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        assert main(["reproduce", "--out", str(out), *TINY]) == 0
+        assert main(["reproduce", "--out", str(out), *TINY, "--num-workers", "1"]) == 0
     return out, stdout.getvalue(), stderr.getvalue()
 
 
 def test_two_runs_from_empty_folders_write_the_same_tables_byte_for_byte(run_dir, second_run):
+    """Also parallel against sequential: ``run_dir`` ran its stages in two processes, ``second_run`` in one."""
     from harness_gym_baselines.report.readme import render_block, table_lines
 
     out, _, _ = second_run
@@ -220,6 +223,33 @@ def test_the_readme_block_is_rewritten_from_a_run_and_checked(second_run, tmp_pa
     assert "hand-written" not in text and text.startswith("# title") and text.endswith("after\n")
     assert "| env | Q static |" in text and f"`harness-gym reproduce --out {out}" in text
     assert subprocess.run([*script, "--check"], env=env, capture_output=True).returncode == 0
+
+
+def test_both_runs_record_their_workers_and_every_stage(run_dir, second_run):
+    for out, workers in ((run_dir, 2), (second_run[0], 1)):
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["num_workers"] == workers
+        assert all(s["seconds"] > 0 and not s.get("resumed") for s in manifest["stages"].values())
+
+
+def test_a_failing_stage_in_a_worker_names_the_stage_and_stops_what_needs_it(tmp_path):
+    from harness_gym_baselines.report.reproduce import Stage, run_stages
+
+    plan = [Stage("good", json.loads, {"s": "[1]"}, "good"), Stage("bad", json.loads, {"s": "not json"}, "bad"),
+            Stage("after-bad", json.loads, {"s": "[2]"}, "after", needs=("bad",))]
+    with pytest.raises(RuntimeError, match=r"reproduce stage bad failed: JSONDecodeError"):
+        run_stages(plan, tmp_path, 2)
+    written = {p.stem: json.loads(p.read_text())["result"] for p in (tmp_path / "stages").glob("*.json")}
+    assert written == {"good": [1]}  # the running stage finished; the one that needs the failed one never ran
+    with pytest.raises(ValueError, match=r"stage bad: needs \['late'\]"):
+        run_stages([Stage("bad", json.loads, {"s": "[]"}, "bad", needs=("late",)),
+                    Stage("late", json.loads, {"s": "[]"}, "late")], tmp_path, 2)
+    from harness_gym_baselines.report.reproduce import reproduce
+
+    with pytest.raises(ValueError, match="--num-workers 0: must be at least 1"):
+        reproduce(tmp_path / "run", num_workers=0)
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--out", str(tmp_path / "run"), "--num-workers", "0"])
 
 
 def test_a_resumed_run_states_no_time(run_dir):

@@ -235,6 +235,104 @@ class Stages:
         return record
 
 
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the plan: ``fn(**kwargs)`` (a module-level function, so that a worker process can run it),
+    its command line for the manifest, and the stages whose outputs it reads."""
+
+    name: str
+    fn: Callable[..., Any]
+    kwargs: dict[str, Any]
+    command: str
+    needs: tuple[str, ...] = ()
+
+
+def default_workers() -> int:
+    """``--num-workers``'s default: 2, or 1 on a one-core machine (the quick run's budget is 2 cores)."""
+    return min(2, os.cpu_count() or 1)
+
+
+def _run_stage(out: Path, stage: Stage) -> dict[str, Any]:
+    return Stages(out).run(stage.name, lambda: stage.fn(**stage.kwargs), stage.command)
+
+
+def run_stages(plan: list[Stage], out: Path, num_workers: int, *,
+               started: Callable[[list[str]], None] = lambda running: None,
+               finished: Callable[[str, dict[str, Any]], None] = lambda name, record: None) -> dict[str, dict[str, Any]]:
+    """Run (or resume, :class:`Stages`) every stage of ``plan``, each once the stages it needs have finished, at
+    most ``num_workers`` at a time in spawned processes (one: in this process, in plan order). Ready stages
+    start in plan order. Returns the records in plan order. A failed stage stops the run: the running stages
+    finish, none starts, and the error names the stage.
+
+    :param plan: the stages; a stage's ``needs`` name earlier stages
+    :param out: the run folder (``OUT/stages``)
+    :param num_workers: the most stages at once
+    :param started: called with the running stages' names whenever one starts
+    :param finished: called in the parent with each stage's name and record as it finishes
+    """
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from multiprocessing import get_context
+
+    names = [stage.name for stage in plan]
+    for k, stage in enumerate(plan):
+        unknown = [n for n in stage.needs if n not in names[:k]]
+        if unknown:
+            raise ValueError(f"stage {stage.name}: needs {unknown}, which are not earlier stages of the plan")
+    records: dict[str, dict[str, Any]] = {}
+
+    def done(name: str, record: dict[str, Any]) -> None:
+        records[name] = record
+        finished(name, record)
+
+    if num_workers == 1:
+        for stage in plan:
+            started([stage.name])
+            try:
+                done(stage.name, _run_stage(out, stage))
+            except Exception as exc:
+                raise RuntimeError(f"reproduce stage {stage.name} failed: {type(exc).__name__}: {exc}") from exc
+        return {name: records[name] for name in names}
+    stages = Stages(out)
+    waiting = list(plan)
+    running: dict[Future[dict[str, Any]], str] = {}
+    with ProcessPoolExecutor(max_workers=num_workers, mp_context=get_context("spawn")) as pool:
+        while waiting or running:
+            for stage in [s for s in waiting if all(n in records for n in s.needs)]:
+                record = stages.done(stage.name)
+                if record is not None:  # resumed: no process needed
+                    waiting.remove(stage)
+                    done(stage.name, {**record, "resumed": True})
+                elif len(running) < num_workers:
+                    waiting.remove(stage)
+                    running[pool.submit(_run_stage, out, stage)] = stage.name
+                    started(list(running.values()))
+            if not running:
+                continue  # a resumed stage may have readied others
+            finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished_now:
+                name = running.pop(future)
+                try:
+                    record = future.result()
+                except Exception as exc:
+                    for other in running:
+                        other.cancel()
+                    raise RuntimeError(f"reproduce stage {name} failed: {type(exc).__name__}: {exc}") from exc
+                done(name, record)
+    return {name: records[name] for name in names}
+
+
+def _ecpo_stage(args: argparse.Namespace) -> dict[str, Any]:
+    from harness_gym_baselines.experiments import ecpo_comparison
+
+    return {"rows": ecpo_comparison.table(args)}
+
+
+def _corruption_stage(args: argparse.Namespace) -> dict[str, Any]:
+    from harness_gym_baselines.experiments import ecpo_comparison
+
+    return {"runs": ecpo_comparison.corruption(args)}
+
+
 def _offline_args(out: Path, sizes: Sizes, quiet: bool) -> argparse.Namespace:
     from harness_gym_baselines.algos.awr import AWRConfig
 
@@ -351,8 +449,11 @@ def examples_stage(out: Path, env_id: str, sizes: Sizes) -> dict[str, Any]:
 def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = None, tau_data: str | None = None,
               dbbench_data: str | None = None, seeds: int | None = None, size_overrides: list[str] | None = None,
               cost_weights: list[float] | None = None, ppo_dense: bool = False, quiet: bool = False,
-              progress: bool = True, argv: list[str] | None = None) -> dict[str, Any]:
+              progress: bool = True, argv: list[str] | None = None, num_workers: int | None = None) -> dict[str, Any]:
     """Run (or resume) every stage under ``out`` and write the report; returns the manifest.
+
+    Stages whose inputs are ready run at the same time in ``num_workers`` processes (:func:`run_stages`); the
+    tables are the same as with one.
 
     :param out: output folder (reused to resume)
     :param quick: the sizes of :data:`QUICK` instead of :data:`FULL`
@@ -366,13 +467,16 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     :param quiet: no output on the terminal (no progress, no summary)
     :param progress: progress bars (without them, one line per finished stage and the summary)
     :param argv: the command line, for the manifest
+    :param num_workers: stages run at once (default: ``min(2, os.cpu_count())``; 1 runs them in this process)
     """
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness_gym_baselines.experiments import ecpo_comparison
-    from harness_gym_baselines.experiments.sim_to_real import sim_to_real
     from harness_gym_baselines.report import writer
+
+    num_workers = default_workers() if num_workers is None else num_workers
+    if num_workers < 1:
+        raise ValueError(f"--num-workers {num_workers}: must be at least 1")
 
     sizes = QUICK if quick else FULL
     if seeds is not None:
@@ -406,57 +510,70 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     console = Console(stderr=True, quiet=quiet)
     bars = progress and not quiet
     quiet = quiet or not progress  # the sub-experiments' own bars and lines
-    plan: list[tuple[str, Callable[[], Any], str]] = []
+    sub_quiet = quiet or num_workers > 1  # workers' bars would interleave with the parent's
+    plan: list[Stage] = []
     for var in groups:
-        plan.append((f"harness:{var.label}",
-                     lambda var=var: harness_stage(out, var, sizes, () if var.variant else online, quiet,
-                                                   cost_weights=tuple(cost_weights),
-                                                   references=sizes.references(quick)),
-                     f"python -m harness_gym_baselines.experiments.offline_comparison {var.env_id} --out {out / 'offline'} --seeds {sizes.seeds} "
-                     f"--episodes {sizes.buffer_episodes} --eval-episodes {sizes.eval_episodes} --epochs "
-                     f"{sizes.epochs}; harness-gym train {{{','.join(online)}}} --env {var.env_id} --steps "
-                     f"{sizes.online_steps}; fixed_references.fixed_references({var.env_id!r}, "
-                     f"{tuple(cost_weights)}, cache_dir={str(out / 'references')!r})"))
+        plan.append(Stage(
+            f"harness:{var.label}", harness_stage,
+            {"out": out, "var": var, "sizes": sizes, "online": () if var.variant else online, "quiet": sub_quiet,
+             "cost_weights": tuple(cost_weights), "references": sizes.references(quick)},
+            f"python -m harness_gym_baselines.experiments.offline_comparison {var.env_id} --out {out / 'offline'} --seeds {sizes.seeds} "
+            f"--episodes {sizes.buffer_episodes} --eval-episodes {sizes.eval_episodes} --epochs "
+            f"{sizes.epochs}; harness-gym train {{{','.join(online)}}} --env {var.env_id} --steps "
+            f"{sizes.online_steps}; fixed_references.fixed_references({var.env_id!r}, "
+            f"{tuple(cost_weights)}, cache_dir={str(out / 'references')!r})"))
     online_dir = out / "online"
     ecpo_args = _online_args(online_dir, sizes, ecpo_envs, cost_weights=tuple(cost_weights),
                              references=sizes.references(quick), references_dir=out / "references")
-    plan.append(("ecpo", lambda: {"rows": ecpo_comparison.table(ecpo_args)},
-                 f"python -m harness_gym_baselines.experiments.ecpo_comparison table --out {online_dir} "
-                 + " ".join(f"--env {e}" for e in ecpo_envs)
-                 + f" --seeds {sizes.online_seeds} --steps {sizes.online_steps} --episodes {sizes.ecpo_episodes}"
-                 f" --buffer-episodes {sizes.buffer_episodes}"))
+    trains_online = {var.env_id: f"harness:{var.label}" for var in groups if not var.variant}
+    # ecpo shares stage 1's models, reference cache and behaviour buffers: it starts after their harness stages
+    plan.append(Stage("ecpo", _ecpo_stage, {"args": ecpo_args},
+                      f"python -m harness_gym_baselines.experiments.ecpo_comparison table --out {online_dir} "
+                      + " ".join(f"--env {e}" for e in ecpo_envs)
+                      + f" --seeds {sizes.online_seeds} --steps {sizes.online_steps} --episodes {sizes.ecpo_episodes}"
+                      f" --buffer-episodes {sizes.buffer_episodes}",
+                      needs=tuple(trains_online[e] for e in ecpo_envs if e in trains_online)))
     corruption_args = dataclasses.replace(sizes, online_seeds=sizes.corruption_seeds, online_steps=sizes.corruption_steps)
-    plan.append(("corruption",
-                 lambda: {"runs": ecpo_comparison.corruption(_online_args(out / "corruption", corruption_args,
-                                                                           [corruption_env]))},
-                 f"python -m harness_gym_baselines.experiments.ecpo_comparison corruption --out {out / 'corruption'} --env {corruption_env} "
-                 f"--seeds {sizes.corruption_seeds} --steps {sizes.corruption_steps} --corrupt-from "
-                 f"{sizes.corrupt_from}"))
-    plan.append(("sim_to_real", lambda: _sim_to_real_stage(sim_to_real, sizes.sim_seeds, out / "fitted_profiles"),
-                 f"python benchmarks/sim_to_real.py --out {out / 'fitted_profiles'} --sim-seeds {sizes.sim_seeds}"))
-    if sizes.examples:
-        plan.append(("examples", lambda: examples_stage(out, env_ids[0], sizes),
-                     f"harness-gym eval {env_ids[0]} --policy ... --save-episodes {out / 'examples.json'}"))
+    # the corruption runs collect the same behaviour buffers (one Minari id per env and seed) as the harness
+    # stage of their env: two processes must not write one dataset at once
+    plan.append(Stage("corruption", _corruption_stage,
+                      {"args": _online_args(out / "corruption", corruption_args, [corruption_env])},
+                      f"python -m harness_gym_baselines.experiments.ecpo_comparison corruption --out {out / 'corruption'} --env {corruption_env} "
+                      f"--seeds {sizes.corruption_seeds} --steps {sizes.corruption_steps} --corrupt-from "
+                      f"{sizes.corrupt_from}",
+                      needs=tuple(trains_online[e] for e in [corruption_env] if e in trains_online)))
+    plan.append(Stage("sim_to_real", _sim_to_real_stage, {"sim_seeds": sizes.sim_seeds,
+                                                          "profiles_out": out / "fitted_profiles"},
+                      f"python benchmarks/sim_to_real.py --out {out / 'fitted_profiles'} --sim-seeds {sizes.sim_seeds}"))
+    if sizes.examples:  # the awr-q model of env 0's harness stage
+        plan.append(Stage("examples", examples_stage, {"out": out, "env_id": env_ids[0], "sizes": sizes},
+                          f"harness-gym eval {env_ids[0]} --policy ... --save-episodes {out / 'examples.json'}",
+                          needs=(f"harness:{groups[0].label}",)))
 
-    records: dict[str, dict[str, Any]] = {}
     total_start = time.perf_counter()
     load = LoadSampler()
     with load, Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                         TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(), console=console,
                         transient=False, disable=not bars) as progress:
-        task = progress.add_task("reproduce" + (" (quick)" if quick else ""), total=len(plan) + 1)
-        for name, fn, command in plan:
-            progress.update(task, description=f"reproduce{' (quick)' if quick else ''}: {name}")
-            records[name] = Stages(out).run(name, fn, command)
-            state = "resumed from its result file" if records[name].get("resumed") else "done"
-            progress.console.print(f"  {name}: {state} ({records[name]['seconds']:.0f} s)")
+        title = "reproduce" + (" (quick)" if quick else "")
+        task = progress.add_task(title, total=len(plan) + 1)
+
+        def started(running: list[str]) -> None:
+            progress.update(task, description=f"{title}: {', '.join(running)}")
+
+        def finished(name: str, record: dict[str, Any]) -> None:
+            state = "resumed from its result file" if record.get("resumed") else "done"
+            progress.console.print(f"  {name}: {state} ({record['seconds']:.0f} s)")
             progress.advance(task)
+
+        records = run_stages(plan, out, num_workers, started=started, finished=finished)
         progress.update(task, description="reproduce: report")
         start = time.perf_counter()
         manifest = writer.write_report(out, settings=settings, stages=records, argv=argv or sys.argv,
                                        total_seconds=time.perf_counter() - total_start, machine=load.summary())
         progress.console.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
         progress.advance(task)
+    manifest["num_workers"] = num_workers
     manifest["wall_seconds"] = load.wall  # stages and report, this invocation
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
     if not console.quiet:
@@ -608,12 +725,12 @@ def json_summary(out: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             "wall_seconds": manifest.get("wall_seconds"), "machine": manifest.get("machine"), "rows": rows}
 
 
-def _sim_to_real_stage(run: Callable[..., tuple[Any, Any, Any]], sim_seeds: int, profiles_out: Path) -> dict[str, Any]:
+def _sim_to_real_stage(sim_seeds: int, profiles_out: Path) -> dict[str, Any]:
     """The sim-to-real stage's result; a recording made on retired env ids yields no rows and says why."""
-    from harness_gym_baselines.experiments.sim_to_real import StaleRecording
+    from harness_gym_baselines.experiments.sim_to_real import StaleRecording, sim_to_real
 
     try:
-        return _sim_to_real_result(run(sim_seeds=sim_seeds, profiles_out=profiles_out))
+        return _sim_to_real_result(sim_to_real(sim_seeds=sim_seeds, profiles_out=profiles_out))
     except StaleRecording as exc:
         return {"rows": [], "markdown": f"Not run: {exc}.", "recording": "not replayable", "model": "the recorded model"}
 
