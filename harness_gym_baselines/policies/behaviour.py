@@ -23,6 +23,13 @@ _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 _EVIDENCE = frozenset({Action.OBSERVE, Action.RETRIEVE, Action.TOOL})
 
 
+def check_probabilities(mix: object) -> None:
+    """Raise ``ValueError`` naming the first field of the dataclass ``mix`` that is not in [0, 1]."""
+    for name, value in vars(mix).items():
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{type(mix).__name__}.{name} must be a probability, got {value}")
+
+
 @dataclass(frozen=True)
 class BehaviourMix:
     """Probabilities of the behaviour mixture (per episode or per decision, as each field says)."""
@@ -39,9 +46,7 @@ class BehaviourMix:
     """per step: a one-off deviation, a uniformly random applicable action"""
 
     def __post_init__(self) -> None:
-        for name, value in vars(self).items():
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"BehaviourMix.{name} must be a probability, got {value}")
+        check_probabilities(self)
 
 
 class BehaviourPolicy:

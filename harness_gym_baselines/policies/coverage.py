@@ -29,6 +29,7 @@ import gymnasium as gym
 import numpy as np
 
 from harness_gym.rollout import Policy, episode_seed, harness_env
+from harness_gym_baselines.policies.behaviour import check_probabilities
 from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
 from harness_gym_baselines.policies.scripted import RandomPolicy, StaticPolicy, ThoroughPolicy
 
@@ -52,9 +53,7 @@ class CoverageMix:
     """per step of a searched or named script: a uniformly random applicable action instead"""
 
     def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"CoverageMix.{name} must be a probability, got {value}")
+        check_probabilities(self)
         if not np.isclose(self.searched + self.named + self.random, 1.0):
             raise ValueError(f"CoverageMix: searched + named + random must be 1, got "
                              f"{self.searched + self.named + self.random}")
