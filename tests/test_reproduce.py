@@ -393,13 +393,23 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path):
 
 
 def test_verdict_marks_collapsed_and_undertrained_rows():
-    from harness_gym_baselines.report.writer import verdict
+    from harness_gym_baselines.report.writer import mark, verdict
 
     sizes = {"online_steps": 50_000, "epochs": 30}
     assert verdict("static", {"forced_submit_rate": 1.0}, [], sizes) == "fixed script"
     assert verdict("awr-q", {"forced_submit_rate": 0.1}, [{}], sizes) == "meaningful"
     collapsed = verdict("awr-q", {"forced_submit_rate": 1.0}, [{}], sizes)
-    assert collapsed.startswith("not meaningful") and "100%" in collapsed
+    assert collapsed.startswith("not meaningful") and "100%" in collapsed and "cost weight 0" in collapsed
+    assert mark(collapsed) == "*"
+    # trained at w > 0 the budget's units are charged: meaningful, marked budget-ended
+    offline_priced = verdict("iql", {"forced_submit_rate": 0.6}, [{"summary": {"cost_weight": 0.01}}], sizes)
+    online_priced = verdict("ecpo", {"forced_submit_rate": 1.0}, [{"train_cost_weight": 0.1}], sizes)
+    for text in (offline_priced, online_priced):
+        assert text.startswith("meaningful, budget-ended") and mark(text) == "†"
+    assert "60%" in offline_priced and "0.01" in offline_priced and "cost weight 0.1" in online_priced
+    assert mark("meaningful") == "" and mark(verdict("iql", {"forced_submit_rate": 0.4}, [{"summary": {"cost_weight": 0.01}}], sizes)) == ""
+    assert verdict("ecpo", {"forced_submit_rate": 1.0}, [{"train_cost_weight": 0.1, "online_steps": 4096}],
+                   sizes).startswith("not meaningful: trained 4096 steps")
     short = verdict("ecpo", {"forced_submit_rate": 0.0}, [{"online_steps": 4096}], sizes)
     assert "4096 steps" in short
     assert verdict("ecpo-pb-sampled", {"forced_submit_rate": 0.0}, [{"online_steps": 4096}], sizes) == short

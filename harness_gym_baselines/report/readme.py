@@ -89,7 +89,8 @@ def render_block(run_dir: Path, name: str, *, with_time: bool = True) -> str:
     command = " ".join(["harness-gym", *manifest["command"][1:]])
     lines = [f"{BLOCKS[name]} (`table_main.md` of `{command}`: Q on the test split, {sizes['seeds']} seed(s) x "
              f"{sizes['eval_episodes']} episodes, {sizes['buffer_episodes']}-episode buffers, "
-             f"{sizes['online_steps']} online steps; `*` = not meaningful, see the verdicts in `report.html`):", ""]
+             f"{sizes['online_steps']} online steps; `*` = not meaningful, `†` = budget-ended (the budget ends most episodes "
+             "of a controller trained at a cost weight > 0), see the verdicts in `report.html`):", ""]
     lines += table_lines(run_dir)
     if with_time:
         lines += ["", time_sentence(manifest, f"{name} run")]

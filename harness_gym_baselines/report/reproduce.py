@@ -6,7 +6,7 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
 1. ``harness:<env>`` per env (and per public-data variant when ``--tau-data`` / ``--dbbench-data`` is given):
    :func:`harness_gym_baselines.experiments.offline_comparison.run_env` (coverage buffers, static, forced-check, thorough, BC, AWR with
    both advantage estimators, the support-ceiling ablation, IQL, CQL), then the online controllers ppo-sparse, ECPO
-   and the potential-based ECPO (and ppo-dense with ``--ppo-dense``) trained at :data:`ONLINE_COST_WEIGHT` with
+   and the potential-based ECPO (and ppo-dense with ``--ppo-dense``) trained at :data:`TRAIN_COST_WEIGHT` with
    :func:`harness_gym_baselines.experiments.ecpo_comparison.train_cell` and evaluated on the same test episodes
    with :func:`harness_gym_baselines.experiments.offline_comparison.run_cell`, each greedy (``NAME``) and
    sampling (``NAME-sampled``), the random and oracle references for the frontier, and at every cost weight
@@ -60,11 +60,12 @@ its documented budget and the run stays within 15 minutes on 2 cores (docs/onlin
 ONLINE = ("ppo-sparse", "ecpo", "ecpo-pb")
 """the online controllers of the harness table; each is evaluated greedy (NAME, the mode of its policy) and
 sampling from its policy (NAME-sampled, as in training), from the same model"""
-ONLINE_COST_WEIGHT = 0.01
-"""the cost weight the online controllers train at (docs/online_rl.md): the middle of the report's weights
-:data:`DEFAULT_COST_WEIGHTS`, so that the cost term is in the reward they learn from (at 0 PPO is free to spend
-the whole budget and let the forced submit end the episode) without 0.1's weight, at which the cheapest
-submit is close to the best return in most envs"""
+TRAIN_COST_WEIGHT = 0.01
+"""the cost weight every learned controller of the harness stages trains at, online and offline (buffers,
+training returns, evaluation; docs/online_rl.md): the middle of the report's weights :data:`DEFAULT_COST_WEIGHTS`,
+so that the cost term is in the reward they learn from (at 0 a learner is free to spend the whole budget and let
+the forced submit end the episode) without 0.1's weight, at which the cheapest submit is close to the best return
+in most envs"""
 REFERENCES = ("random", "oracle")
 """evaluated for the quality-cost frontier only"""
 DEFAULT_COST_WEIGHTS = (0.0, 0.01, 0.1)
@@ -113,11 +114,11 @@ class Sizes:
 
 
 FULL = Sizes(seeds=5, buffer_episodes=2000, eval_episodes=200, epochs=30, ref_score_episodes=100, online_seeds=3,
-             online_steps=20_000, ecpo_episodes=100, corruption_seeds=3, corruption_steps=30_000,
+             online_steps=40_000, ecpo_episodes=100, corruption_seeds=3, corruption_steps=30_000,
              corrupt_from=10_000, sim_seeds=20, examples=3, ref_val_episodes=ReferenceSizes.FULL.val_episodes,
              ref_cem_iterations=ReferenceSizes.FULL.cem_iterations)
 QUICK = Sizes(seeds=2, buffer_episodes=300, eval_episodes=50, epochs=30, ref_score_episodes=20, online_seeds=1,
-              online_steps=20_000, ecpo_episodes=50, corruption_seeds=1, corruption_steps=20_000, corrupt_from=8_000,
+              online_steps=40_000, ecpo_episodes=50, corruption_seeds=1, corruption_steps=20_000, corrupt_from=8_000,
               sim_seeds=5, examples=3, ref_val_episodes=ReferenceSizes.QUICK.val_episodes,
               ref_cem_iterations=ReferenceSizes.QUICK.cem_iterations)
 
@@ -338,14 +339,14 @@ def _offline_args(out: Path, sizes: Sizes, quiet: bool) -> argparse.Namespace:
 
     return argparse.Namespace(out=str(out), seeds=sizes.seeds, episodes=sizes.buffer_episodes,
                               eval_episodes=sizes.eval_episodes, epochs=sizes.epochs, beta=AWRConfig.beta,
-                              ref_episodes=sizes.ref_score_episodes, cost_weight=0.0, quiet=quiet)
+                              ref_episodes=sizes.ref_score_episodes, cost_weight=TRAIN_COST_WEIGHT, quiet=quiet)
 
 
 def _online_args(out: Path, sizes: Sizes, envs: list[str], *, cost_weights: tuple[float, ...] = (),
                  references: ReferenceSizes | None = None, references_dir: Path | None = None) -> argparse.Namespace:
     return argparse.Namespace(out=out, env=envs, seeds=sizes.online_seeds, steps=sizes.online_steps,
                               episodes=sizes.ecpo_episodes, buffer_episodes=sizes.buffer_episodes,
-                              corrupt_from=sizes.corrupt_from, cost_weight=ONLINE_COST_WEIGHT,
+                              corrupt_from=sizes.corrupt_from, cost_weight=TRAIN_COST_WEIGHT,
                               quiet=True,  # its tables go to the report
                               reference_weights=cost_weights, reference_sizes=references,
                               references_dir=references_dir)
@@ -400,7 +401,7 @@ def harness_stage(out: Path, var: Variant, sizes: Sizes, online: tuple[str, ...]
                     policy = load_sb3_policy(model, deterministic=deterministic)
                     policy.name = label
                     extra = {"model": str(model), "train_seconds": policy.model.harness_gym.get("train_seconds"),
-                             "online_steps": sizes.online_steps, "train_cost_weight": ONLINE_COST_WEIGHT,
+                             "online_steps": sizes.online_steps, "train_cost_weight": TRAIN_COST_WEIGHT,
                              "deterministic": deterministic}
                 cells.setdefault(label, []).append(offline_comparison.run_cell(
                     path, var.env_id, policy, label, episodes=sizes.eval_episodes, seed=seed, extra=extra,
@@ -496,7 +497,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     settings = {"quick": quick, "sizes": dataclasses.asdict(sizes), "envs": env_ids,
                 "variants": [dataclasses.asdict(v) for v in groups], "online": list(online),
                 "ecpo_envs": ecpo_envs, "corruption_env": corruption_env, "cost_weights": cost_weights,
-                "online_cost_weight": ONLINE_COST_WEIGHT,
+                "train_cost_weight": TRAIN_COST_WEIGHT,
                 "tau_data": tau_data, "dbbench_data": dbbench_data}
     settings_path = out / "settings.json"
     if settings_path.exists():
@@ -657,7 +658,7 @@ def text_table(header: list[str], rows: list[list[str]], *, keep: int = 1, width
 
 def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMARY_WIDTH) -> list[str]:
     """The main job's last screen, at most ``width`` columns and (for 8 envs) 24 lines: Q per env and controller
-    (``table_harness.csv``; ``*``: not meaningful; the greedy rows, the sampled ones are in the tables) with
+    (``table_harness.csv``; ``*``: not meaningful, ``†``: budget-ended; the greedy rows, the sampled ones are in the tables) with
     AWR-q minus static beside the paper, then what ran and how long, and where the report is. Of the searched
     references only the best script at the run's lowest cost weight is shown (as ``best script``: at w = 0 the
     script with the best Q); the others are in the report.
@@ -668,6 +669,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     import csv
 
     from harness_gym_baselines.experiments.fixed_references import parse_reference_name
+    from harness_gym_baselines.report.writer import mark
 
     with open(out / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -683,7 +685,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
         cells = [env.removeprefix("Harness").replace("-v1", "")]
         for name in names:
             r = by.get((env, name))
-            cells.append("" if r is None else f"{float(r['Q']):.2f}" + ("*" if r["verdict"].startswith("not") else " "))
+            cells.append("" if r is None else f"{float(r['Q']):.2f}" + (mark(r["verdict"]) or " "))
         gain = by.get((env, "awr-q"), {}).get("awr_minus_static_points", "")
         paper = by.get((env, "awr-q"), {}).get("paper_awr_minus_static", "")
         cells.append((f"{float(gain):+.1f}" if gain else "") + (f" ({float(paper):+.1f})" if paper else ""))
@@ -691,7 +693,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     quick = manifest["quick"]
     minutes, seconds = divmod(round(manifest.get("wall_seconds", manifest["seconds_this_invocation"])), 60)
     resumed = sum(s["resumed"] for s in manifest["stages"].values())
-    lines = ["Q on the test split (* not meaningful: see the verdicts in report.html)"]
+    lines = ["Q on the test split (* not meaningful, † budget-ended: see the verdicts in report.html)"]
     lines += text_table(["env", *shown.values(), "awr-q - static (paper)"], table)
     lines += [f"reproduce{' --quick' if quick else ''}: {len(envs)} env(s), {minutes} min {seconds} s"
               + (f" ({resumed} stage(s) resumed)" if resumed else "")

@@ -4,14 +4,20 @@
 Verdicts. Every learned row says whether it means something (:func:`verdict`). A row is marked *not
 meaningful* when
 
-- it ends in a forced submit in at least :data:`FORCED_SUBMIT_LIMIT` of its test episodes: the controller does
-  not decide to submit, the budget does (e.g. RETRIEVE until the budget ends: Q is whatever draft exists then);
+- it was trained at cost weight 0 and ends in a forced submit in at least :data:`FORCED_SUBMIT_LIMIT` of its
+  test episodes: spending is free to it, so the budget, not the controller, decides when the episode ends (e.g.
+  RETRIEVE until the budget ends: Q is whatever draft exists then, and a larger budget would give another Q);
 - an online trainer ran fewer than :data:`MIN_ONLINE_STEPS` steps (the budget of docs/ecpo.md's table; fewer
   were never checked to leave the untrained policy);
 - an offline learner trained fewer than :data:`MIN_EPOCHS` epochs (at 10 epochs on a 300-episode buffer BC did
   not yet reproduce the script it clones: 25-step episodes instead of the static script's 6); for IQL (its
   policy fit) and CQL (which has none) also fewer than :data:`MIN_VALUE_STEPS` value-learning steps (their
   configs' default; fewer were never checked).
+
+A row trained at a cost weight w > 0 that ends in a forced submit as often is *meaningful* and marked
+*budget-ended* (``†`` in the tables, :func:`budget_ended`): every unit it spends on the way to the budget is
+charged in the return it was trained on, so running into the budget is its priced choice, not a free default;
+the table still says that the budget, not a SUBMIT, ends most of its episodes.
 """
 
 from __future__ import annotations
@@ -123,9 +129,11 @@ def verdict(name: str, row: dict[str, Any], cells: list[dict[str, Any]], sizes: 
     if name not in LEARNED:
         return "fixed script"
     reasons = []
-    if row["forced_submit_rate"] >= FORCED_SUBMIT_LIMIT:
-        reasons.append(f"ends in a forced submit in {100 * row['forced_submit_rate']:.0f}% of test episodes (the "
-                       "budget, not the controller, ends them)")
+    weight = train_cost_weight(cells[0]) if cells else 0.0
+    forced = row["forced_submit_rate"] >= FORCED_SUBMIT_LIMIT
+    if forced and weight == 0:
+        reasons.append(f"ends in a forced submit in {100 * row['forced_submit_rate']:.0f}% of test episodes and was "
+                       "trained at cost weight 0 (spending is free to it: the budget, not the controller, ends them)")
     if name.removesuffix("-sampled") in ONLINE:
         steps = min(int(c.get("online_steps", sizes["online_steps"])) for c in cells)
         if steps < MIN_ONLINE_STEPS:
@@ -137,7 +145,28 @@ def verdict(name: str, row: dict[str, Any], cells: list[dict[str, Any]], sizes: 
             steps = min(int(c.get("value_steps", MIN_VALUE_STEPS)) for c in cells)
             if steps < MIN_VALUE_STEPS:
                 reasons.append(f"value learning ran {steps} steps (< {MIN_VALUE_STEPS})")
-    return "not meaningful: " + "; ".join(reasons) if reasons else "meaningful"
+    if reasons:
+        return "not meaningful: " + "; ".join(reasons)
+    if forced:
+        return (f"meaningful, budget-ended: ends in a forced submit in {100 * row['forced_submit_rate']:.0f}% of "
+                f"test episodes; trained at cost weight {weight:g}, which charges every unit it spends on the way")
+    return "meaningful"
+
+
+def train_cost_weight(cell: dict[str, Any]) -> float:
+    """The cost weight a learned cell's controller was trained at: an online cell's ``train_cost_weight``, else
+    the weight of the envs the offline comparison collected, trained and evaluated on (its summary's)."""
+    return float(cell.get("train_cost_weight", cell.get("summary", {}).get("cost_weight", 0.0)))
+
+
+def budget_ended(verdict_text: str) -> bool:
+    """Whether a verdict marks a meaningful row whose episodes mostly end at the budget (``†`` in the tables)."""
+    return verdict_text.startswith("meaningful, budget-ended")
+
+
+def mark(verdict_text: str) -> str:
+    """The table mark of a verdict: ``*`` not meaningful, ``†`` budget-ended, else nothing."""
+    return "*" if verdict_text.startswith("not") else "†" if budget_ended(verdict_text) else ""
 
 
 def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -278,13 +307,14 @@ def main_table(out: Path, rows: list[dict[str, Any]], banner: str) -> None:
     by = {(r["env_id"], r["policy"]): r for r in rows}
     names = controllers({r["policy"] for r in rows})
     head = ["env", *(f"Q {n}" for n in names), "check<submit static / awr-q", "AWR-q - static (paper)"]
-    lines = [f"Q per env and controller, test split (`*`: not meaningful, see table_harness.md). {banner}", "",
+    lines = [f"Q per env and controller, test split (`*`: not meaningful; `†`: budget-ended, the budget ends most "
+             f"episodes of a controller trained at a cost weight > 0; see table_harness.md). {banner}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label in dict.fromkeys(r["env_id"] for r in rows):
         cells = []
         for n in names:
             r = by.get((label, n))
-            cells.append("" if r is None else f"{r['quality_mean']:.2f}" + ("*" if r["verdict"].startswith("not") else ""))
+            cells.append("" if r is None else f"{r['quality_mean']:.2f}" + mark(r["verdict"]))
         cbs = " / ".join(_f(by[(label, n)]["patterns"]["check_before_submit"], ".2f") if (label, n) in by else "n/a"
                          for n in ("static", "awr-q"))
         gain = by.get((label, "awr-q"), {}).get("gain_vs_static")
@@ -443,7 +473,7 @@ def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost
     pngs = {}
     for label, by_name in cells.items():
         rows = [frontier_row([r for c in by_name[name] for r in c["records"]], name, cost_weights,
-                             trained_at=float(by_name[name][0].get("train_cost_weight", 0.0)) if name in LEARNED
+                             trained_at=train_cost_weight(by_name[name][0]) if name in LEARNED
                              else None, env_id=label)
                 for name in [*(n for n in FRONTIER if n in by_name), *reference_names(by_name)]]
         paths = write_frontier(out / "frontier" / label.replace("+", "_"), label, rows, cost_weights,
@@ -726,7 +756,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     run = "quick" if quick else "full"
     banner = (f"\nQUICK RUN ({sizes['seeds']} offline seed(s), {sizes['buffer_episodes']}-episode buffers, "
               f"{sizes['online_steps']} online steps): not the paper numbers") if quick else ""
-    trained_at = f" at cost weight {settings.get('online_cost_weight', 0.0):g}"
+    trained_at = f"; every learned controller trained at cost weight {settings.get('train_cost_weight', 0.0):g}"
     text_banner = (f"QUICK RUN: {sizes['seeds']} offline seed(s) x {sizes['eval_episodes']} test episodes, "
                    f"{sizes['buffer_episodes']}-episode buffers, {sizes['online_seeds']} online seed(s) of "
                    f"{sizes['online_steps']} steps{trained_at}; not the paper numbers." if quick else
