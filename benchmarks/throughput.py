@@ -1,6 +1,7 @@
 """Training speed of every env against CartPole-v1, measured in one run, and the cold latency of a sandbox job.
 
-    python benchmarks/throughput.py [--env HarnessCode-v1 ...] [--steps 1500] [--ppo-steps 8192] [--json OUT]
+    python benchmarks/throughput.py [--env HarnessCode-v1 ...] [--steps 1500] [--baseline-steps 50000]
+        [--ppo-steps 8192] [--json OUT]
 
 What a user training a controller sees (issue 28), each figure as a ratio to CartPole-v1 in the same run:
 
@@ -10,7 +11,10 @@ What a user training a controller sees (issue 28), each figure as a ratio to Car
   (``HARNESS_GYM_CACHE_DIR`` pointed at a fresh temporary folder); *warm* is a second new process on the same
   folder, playing the same seeds and actions, whose sandbox jobs the on-disk cache left by the first answers
   (nothing else of the first process is warm there). The time counts ``reset`` and ``step`` and drawing the
-  action, not ``gym.make``.
+  action, not ``gym.make``. CartPole-v1 runs ``--baseline-steps`` steps (default 50,000, about a second), since
+  1,500 of its steps take ~35 ms, in which one scheduler pause moves every ratio by several x. Each run reports
+  its wall time and its CPU time (``time.process_time``: the process's own, so other jobs on the machine barely
+  move it); the step-time ratios are given for both.
 - **SB3 PPO** (``MlpPolicy``, ``n_steps`` 512, batch 64, 4 epochs, one env built by
   :func:`harness_gym.sb3.make_sb3_vec_env`, ``torch.set_num_threads(1)``, ``--ppo-steps`` steps): steps/s of
   ``learn``, cold in a new process on an empty cache folder, then warm in a second new process on the same
@@ -60,7 +64,8 @@ def random_masked_steps(env: gym.Env, steps: int, seed: int = 0) -> dict[str, An
     :param env: a made env with a ``Discrete`` action space; ``info["action_mask"]`` is used when present
     :param steps: number of ``step`` calls
     :param seed: first reset seed and seed of the action draws
-    :returns: ``seconds`` (reset + step + action draws), ``episodes`` ended, ``job_steps`` (steps that billed a
+    :returns: ``seconds`` (reset + step + action draws), ``cpu_seconds`` (this process's CPU time over the
+        same span; a sandbox job's child processes are not in it), ``episodes`` ended, ``job_steps`` (steps that billed a
         sandbox job), ``exec_cached_steps`` (steps whose job the execution cache answered) and ``sandbox_jobs``
         (billed jobs)
     """
@@ -68,7 +73,7 @@ def random_masked_steps(env: gym.Env, steps: int, seed: int = 0) -> dict[str, An
     every_action = np.ones(n_actions, dtype=np.int8)
     draws = np.random.default_rng(seed).random(steps)
     episodes = cached = jobs = job_steps = 0
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     _, info = env.reset(seed=seed)
     for u in draws:
         allowed = np.flatnonzero(info.get("action_mask", every_action))
@@ -80,9 +85,9 @@ def random_masked_steps(env: gym.Env, steps: int, seed: int = 0) -> dict[str, An
         if terminated or truncated:
             episodes += 1
             _, info = env.reset(seed=seed + episodes)
-    seconds = time.perf_counter() - start
-    return {"seconds": seconds, "episodes": episodes, "job_steps": job_steps, "exec_cached_steps": cached,
-            "sandbox_jobs": jobs}
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "episodes": episodes, "job_steps": job_steps,
+            "exec_cached_steps": cached, "sandbox_jobs": jobs}
 
 
 def _use_cache_dir(cache_dir: str) -> None:
@@ -99,6 +104,7 @@ def _random_in_this_process(env_id: str, steps: int, cache_dir: str) -> dict[str
     run = random_masked_steps(env, steps)
     env.close()
     run["steps_per_s"] = steps / run["seconds"]
+    run["cpu_us_per_step"] = 1e6 * run["cpu_seconds"] / steps
     run["make_s"] = make_s
     return run
 
@@ -180,7 +186,7 @@ def markdown_table(results: dict[str, Any]) -> str:
     has_ppo = "ppo" in base
     head = ["env", "random cold steps/s", f"cold step-time ratio (<= {RANDOM_COLD_MAX_RATIO:g}x)",
             "random warm steps/s", f"warm step-time ratio (<= {RANDOM_WARM_MAX_RATIO:g}x)",
-            "steps with a cached job, cold / warm"]
+            "warm CPU us/step (ratio)", "steps with a cached job, cold / warm"]
     if has_ppo:
         head += ["PPO cold steps/s", "PPO cold speed", "PPO warm steps/s", f"PPO warm speed (>= {PPO_WARM_MIN_SPEED:g}x)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" + "---:|" * (len(head) - 1)]
@@ -188,6 +194,7 @@ def markdown_table(results: dict[str, Any]) -> str:
         rnd = fig["random"]
         row = [env_id, f"{rnd['cold']['steps_per_s']:,.0f}", f"{rnd['cold_ratio']:.1f}x {_verdict(rnd['cold_ok'])}",
                f"{rnd['warm']['steps_per_s']:,.0f}", f"{rnd['warm_ratio']:.1f}x {_verdict(rnd['warm_ok'])}",
+               f"{rnd['warm']['cpu_us_per_step']:.0f} ({rnd['warm_cpu_ratio']:.1f}x)",
                f"{_hits(rnd['cold'])} / {_hits(rnd['warm'])}"]
         if has_ppo:
             ppo = fig["ppo"]
@@ -209,6 +216,7 @@ def _add_ratios(fig: dict[str, Any], base: dict[str, Any]) -> None:
     # step-time ratio = CartPole's steps/s over the env's
     rnd["cold_ratio"] = base_rnd["cold"]["steps_per_s"] / rnd["cold"]["steps_per_s"]
     rnd["warm_ratio"] = base_rnd["warm"]["steps_per_s"] / rnd["warm"]["steps_per_s"]
+    rnd["warm_cpu_ratio"] = rnd["warm"]["cpu_us_per_step"] / base_rnd["warm"]["cpu_us_per_step"]
     rnd["cold_ok"] = rnd["cold_ratio"] <= RANDOM_COLD_MAX_RATIO
     rnd["warm_ok"] = rnd["warm_ratio"] <= RANDOM_WARM_MAX_RATIO
     if "ppo" in fig:
@@ -227,7 +235,8 @@ def _print_env(env_id: str, fig: dict[str, Any]) -> None:
     if env_id != BASELINE:
         line += (f"; step time {rnd['cold_ratio']:.1f}x CartPole-v1's cold (target <= {RANDOM_COLD_MAX_RATIO:g}x: "
                  f"{_verdict(rnd['cold_ok'])}), {rnd['warm_ratio']:.1f}x warm (target <= "
-                 f"{RANDOM_WARM_MAX_RATIO:g}x: {_verdict(rnd['warm_ok'])})")
+                 f"{RANDOM_WARM_MAX_RATIO:g}x: {_verdict(rnd['warm_ok'])}); warm CPU time per step "
+                 f"{rnd['warm']['cpu_us_per_step']:.0f} us, {rnd['warm_cpu_ratio']:.1f}x CartPole-v1's")
     print(line, flush=True)
     if "ppo" in fig:
         ppo = fig["ppo"]
@@ -246,6 +255,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--env", action="append", default=None, metavar="ENV_ID",
                     help="env to measure (repeat for several; default: all registered harness envs)")
     ap.add_argument("--steps", type=int, default=1500, help="steps of each random masked run (default 1500)")
+    ap.add_argument("--baseline-steps", type=int, default=50_000,
+                    help="steps of CartPole-v1's random runs (default 50000, about a second)")
     ap.add_argument("--ppo-steps", type=int, default=8192, help="PPO steps per run; 0 skips PPO (default 8192)")
     ap.add_argument("--jobs", type=int, default=200, help="cold sandbox jobs timed (default 200)")
     ap.add_argument("--isolation", default="bwrap", help="isolation of the cold-job sandbox (default bwrap)")
@@ -256,13 +267,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     unknown = [e for e in env_ids if e not in gym.registry]
     if unknown:
         ap.error(f"--env: unknown env id(s) {unknown}; registered harness envs: {list(harness_gym.ENV_IDS)}")
-    if args.steps < 1 or args.ppo_steps < 0 or args.jobs < 1:
-        ap.error(f"--steps and --jobs must be >= 1 and --ppo-steps >= 0, got {args.steps}, {args.jobs}, "
-                 f"{args.ppo_steps}")
-    results: dict[str, Any] = {"steps": args.steps, "ppo_steps": args.ppo_steps, "ppo_settings": PPO_SETTINGS,
+    if args.steps < 1 or args.baseline_steps < 1 or args.ppo_steps < 0 or args.jobs < 1:
+        ap.error(f"--steps, --baseline-steps and --jobs must be >= 1 and --ppo-steps >= 0, got {args.steps}, "
+                 f"{args.baseline_steps}, {args.jobs}, {args.ppo_steps}")
+    results: dict[str, Any] = {"steps": args.steps, "baseline_steps": args.baseline_steps, "ppo_steps": args.ppo_steps, "ppo_settings": PPO_SETTINGS,
                                "loadavg_before": _loadavg(), "cpus": os.cpu_count(), "envs": {}}
     for env_id in [BASELINE] + [e for e in env_ids if e != BASELINE]:
-        fig: dict[str, Any] = {"random": random_cold_warm(env_id, args.steps)}
+        fig: dict[str, Any] = {"random": random_cold_warm(env_id, args.baseline_steps if env_id == BASELINE
+                                                          else args.steps)}
         if args.ppo_steps:
             fig["ppo"] = ppo_cold_warm(env_id, args.ppo_steps, args.seed)
         results["envs"][env_id] = fig
