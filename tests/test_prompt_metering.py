@@ -1,6 +1,7 @@
 """The hot path's shortcuts equal the definitions they replace: the context's length summed without rendering
 it, a tool call's memoised canonical JSON, the execution cache's key hashed from memoised parts, the retail
-store's copy of a record on first edit."""
+store's copy of a record on first edit, ``info["cost"]`` built in one pass, the knowledge index's memoised
+``states``."""
 
 from __future__ import annotations
 
@@ -121,3 +122,49 @@ def _shared_containers(a: object, b: object) -> bool:
                 containers(item, out)
         return out
     return bool(containers(a, set()) & containers(b, set()))
+
+
+def _reference_cost_info(usage: dict, sandbox_jobs: int, prices, bill: dict) -> dict:
+    from harness_gym.core.cost import COST_KEYS, COUNTED_ITEMS
+    from harness_gym.core.prices import API_PREFIX
+
+    out = {key: usage[key] for key in COST_KEYS[:5]}
+    out.update(sandbox_jobs=int(sandbox_jobs), tool_seconds=float(sandbox_jobs * prices.sandbox_seconds_per_job),
+               units=float(prices.units(bill)))
+    for key, item in COUNTED_ITEMS.items():
+        out[key] = float(bill.get(item, 0.0))
+    out["api_calls"] = float(sum(q for item, q in bill.items() if item.startswith(API_PREFIX)))
+    return {key: out[key] for key in COST_KEYS}
+
+
+def test_cost_info_is_the_reference_definition() -> None:
+    from harness_gym.core.cost import cost_info
+    from harness_gym.env import price_table
+
+    rng = np.random.default_rng(3)
+    for profile in ("cheap-hosted", "frontier-hosted", "cheap-hosted+web-search"):
+        prices = price_table(profile)
+        items = sorted(prices.usd)
+        for _ in range(300):
+            bill = {str(item): float(rng.choice([0.5, 1.0, 3.0, 1e-3])) for item in
+                    rng.choice(items, size=int(rng.integers(0, min(6, len(items)))), replace=False)}
+            usage = {"llm_calls": int(rng.integers(3)), "llm_errors": 0, "prompt_tokens": int(rng.integers(900)),
+                     "completion_tokens": int(rng.integers(90)), "latency_s": 0.0}
+            jobs = int(rng.integers(3))
+            got, want = cost_info(usage, jobs, prices, bill), _reference_cost_info(usage, jobs, prices, bill)
+            assert list(got.items()) == list(want.items()) and repr(got) == repr(want)
+
+
+def test_knowledge_states_memo_is_the_token_run_test() -> None:
+    from harness_gym.domains.fictional_world import normalize_answer
+
+    env = gym.make("HarnessKnowledge-v1")
+    index = env.unwrapped.domain.sources
+    for doc_id, source in list(index.sources.items())[:60]:
+        toks = source.tokens
+        for value in (" ".join(toks[2:5]), toks[0] if toks else "", "no such words here", 1999, "", " ".join(toks)):
+            want = normalize_answer(str(value)).split()
+            n = len(want)
+            expected = n > 0 and any(toks[i:i + n] == tuple(want) for i in range(len(toks) - n + 1))
+            assert index.states(doc_id, value) == expected and index.states(doc_id, value) == expected
+    env.close()
