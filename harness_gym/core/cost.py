@@ -52,6 +52,12 @@ COST_KEYS: tuple[str, ...] = ("llm_calls", "llm_errors", "prompt_tokens", "compl
                               "sandbox_jobs", "tool_seconds", "units", "search_queries", "index_queries",
                               "embedding_tokens", "api_calls", "db_queries")
 """The keys of ``info["cost"]``, in order."""
+_USAGE_KEYS: tuple[str, ...] = COST_KEYS[:5]
+"""The keys of ``info["cost"]`` copied from the worker's usage."""
+_COUNTS_BEFORE_API_CALLS: tuple[tuple[str, str], ...] = tuple(
+    (key, COUNTED_ITEMS[key]) for key in COST_KEYS[:COST_KEYS.index("api_calls")] if key in COUNTED_ITEMS)
+_COUNTS_AFTER_API_CALLS: tuple[tuple[str, str], ...] = tuple(
+    (key, COUNTED_ITEMS[key]) for key in COST_KEYS[COST_KEYS.index("api_calls"):] if key in COUNTED_ITEMS)
 
 
 def estimate_tokens(text: str) -> int:
@@ -121,13 +127,20 @@ def cost_info(usage: Mapping[str, int | float], sandbox_jobs: int, prices: Price
     :param prices: the price table
     :param bill: the step's whole bill (:func:`step_bill`)
     """
-    out: dict[str, int | float] = {key: usage[key] for key in COST_KEYS[:5]}
-    out.update(sandbox_jobs=int(sandbox_jobs), tool_seconds=float(sandbox_jobs * prices.sandbox_seconds_per_job),
-               units=float(prices.units(bill)))
-    for key, item in COUNTED_ITEMS.items():
+    api_calls = 0.0
+    for item, quantity in bill.items():
+        if item.startswith(API_PREFIX):
+            api_calls += quantity
+    out: dict[str, int | float] = {key: usage[key] for key in _USAGE_KEYS}
+    out["sandbox_jobs"] = int(sandbox_jobs)
+    out["tool_seconds"] = float(sandbox_jobs * prices.sandbox_seconds_per_job)
+    out["units"] = float(prices.units(bill))
+    for key, item in _COUNTS_BEFORE_API_CALLS:
         out[key] = float(bill.get(item, 0.0))
-    out["api_calls"] = float(sum(q for item, q in bill.items() if item.startswith(API_PREFIX)))
-    return {key: out[key] for key in COST_KEYS}
+    out["api_calls"] = api_calls
+    for key, item in _COUNTS_AFTER_API_CALLS:
+        out[key] = float(bill.get(item, 0.0))
+    return out
 
 
 def zero_cost() -> dict[str, int | float]:

@@ -5,6 +5,7 @@ Everything here is a plain frozen dataclass so that it can be hashed, compared i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,11 +29,18 @@ class ToolCall:
     name: str
     args: Mapping[str, Any] = field(default_factory=dict)
 
+    def args_json(self) -> str:
+        """The arguments as canonical JSON (sorted keys, non-JSON values as ``str``), computed once per call:
+        a call's arguments are never changed after it is made."""
+        known = self.__dict__.get("_args_json")
+        if known is None:
+            known = json.dumps(dict(self.args), sort_keys=True, default=str)
+            object.__setattr__(self, "_args_json", known)
+        return known
+
     def key(self) -> str:
         """A canonical string used to compare calls (identical-repeat detection, caching)."""
-        import json
-
-        return self.name + json.dumps(dict(self.args), sort_keys=True, default=str)
+        return self.name + self.args_json()
 
 
 @dataclass(frozen=True)

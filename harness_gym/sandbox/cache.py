@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from harness_gym.core.lru import ByteLRU
@@ -192,14 +193,24 @@ def cache_key(
 ) -> str:
     """The sha256 of everything that determines a job's result, with the package version and the cache format.
 
+    The payload hashed is ``json.dumps([FORMAT, version, salt, code, sorted(files.items()), stdin,
+    float(timeout_s), int(memory_mb)], ensure_ascii=False)``, fed to the hash in two parts: the hash state after
+    the part up to ``code`` is kept per (version, salt, code), since a domain's jobs mostly share one script.
+
     :param salt: what else the result depends on (the sandbox kind and settings, the isolation in force)
     """
-    payload = json.dumps(
-        [FORMAT, package_version(), salt, code, sorted((files or {}).items()), stdin, float(timeout_s),
-         int(memory_mb)],
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    digest = _hashed_job_head(package_version(), salt, code).copy()
+    tail = ", ".join(json.dumps(part, ensure_ascii=False)
+                     for part in (sorted((files or {}).items()), stdin, float(timeout_s), int(memory_mb)))
+    digest.update(f"{tail}]".encode())
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=64)
+def _hashed_job_head(version: str, salt: str, code: str) -> Any:
+    """The sha256 state after the key payload's head ``[FORMAT, version, salt, code, `` (copy it to go on)."""
+    head = ", ".join(json.dumps(part, ensure_ascii=False) for part in (FORMAT, version, salt, code))
+    return hashlib.sha256(f"[{head}, ".encode())
 
 
 def cached_run(

@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def context_sections(ctx: Context, *, max_item_chars: int = MAX_ITEM_CHARS) -> l
     if ctx.tool_history:
         lines = []
         for n, (call, result) in enumerate(ctx.tool_history, start=1):
-            args = json.dumps(dict(call.args), sort_keys=True, default=str)
+            args = call.args_json()
             got = f"-> {_cut(result.output, max_item_chars)}" if result.ok else f"-> ERROR: {_cut(result.error, max_item_chars)}"
             lines.append(f"{n}. {call.name or '(malformed call)'} {args} {got}")
         sections.append(("Tool calls", "\n".join(lines)))
@@ -86,6 +87,46 @@ def render_context(ctx: Context, *, max_item_chars: int = MAX_ITEM_CHARS) -> str
     :param max_item_chars: longest text of one item before it is cut
     """
     return "\n\n".join(f"## {head}\n{body}" for head, body in context_sections(ctx, max_item_chars=max_item_chars))
+
+
+@lru_cache(maxsize=65536)
+def _cut_chars(text: str, limit: int) -> int:
+    return len(_cut(text, limit))
+
+
+def context_chars(ctx: Context, *, max_item_chars: int = MAX_ITEM_CHARS) -> int:
+    """``len(render_context(ctx, max_item_chars=...))``, summed over the sections' parts without building the
+    text (the simulated worker meters every call's prompt with it; ``tests/test_prompt_metering.py`` holds the
+    two equal).
+
+    :param ctx: the worker's context
+    :param max_item_chars: longest text of one item before it is cut
+    """
+    task = ctx.task
+    heads_and_bodies = [4 + _cut_chars(task.prompt, len(task.prompt))]  # "Task", prompt.strip()
+    if ctx.observed:
+        observations = task.observations
+        heads_and_bodies.append(12 + sum(3 + _cut_chars(observations[i], max_item_chars) for i in ctx.observed) - 1)
+    if ctx.documents:
+        heads_and_bodies.append(19 + sum(6 + len(doc.doc_id) + len(doc.title) + _cut_chars(doc.text, max_item_chars)
+                                         for doc in ctx.documents) - 2)
+    if ctx.tool_history:
+        lines = 0
+        for n, (call, result) in enumerate(ctx.tool_history, start=1):
+            got = (3 + _cut_chars(result.output, max_item_chars) if result.ok
+                   else 10 + _cut_chars(result.error, max_item_chars))
+            lines += len(str(n)) + 5 + len(call.name or "(malformed call)") + len(call.args_json()) + got
+        heads_and_bodies.append(10 + lines - 1)
+    if ctx.draft is not None:
+        draft_chars = _cut_chars(ctx.draft.content, 4 * max_item_chars)
+        heads_and_bodies.append(len(f"Current draft (version {ctx.draft.version})") + (draft_chars or 7))
+    if ctx.last_check is not None:
+        verdict = "passed" if ctx.last_check.passed else "failed"
+        on = f" on version {ctx.checked_version}" if ctx.checked_version >= 0 else ""
+        feedback_chars = _cut_chars(ctx.last_check.feedback, max_item_chars)
+        heads_and_bodies.append(len(f"Last check{on}: {verdict}") + (feedback_chars or 13))
+    # each section is "## " + head + "\n" + body, and the sections are joined by "\n\n"
+    return sum(heads_and_bodies) + 4 * len(heads_and_bodies) + 2 * (len(heads_and_bodies) - 1)
 
 
 def render_tools(tools: Mapping[str, ToolSpec]) -> str:

@@ -23,7 +23,8 @@ What its signals depend on (docs/cost.md, "A worker without label leaks"):
 
 Usage: every call is metered like a model call (``pop_usage``): the prompt is the domain's prompt template
 filled with :func:`~harness_gym.workers.prompting.render_context` of the context at the call (as the live
-worker sends it), the completion is what the worker writes (the draft, the tool call's JSON, the verdict, the
+worker sends it; its length is summed without building the text, :func:`~harness_gym.workers.prompting.context_chars`),
+the completion is what the worker writes (the draft, the tool call's JSON, the verdict, the
 confidence); both are counted with :func:`~harness_gym.core.cost.estimate_tokens`.
 """
 
@@ -42,7 +43,7 @@ from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall
 from harness_gym.workers.base import Usage
 from harness_gym.workers.profile import WorkerProfile
-from harness_gym.workers.prompting import ACTIONS, PromptSet, render_context, render_tools
+from harness_gym.workers.prompting import ACTIONS, PromptSet, context_chars, render_tools
 
 
 def _sigmoid(x: float) -> float:
@@ -99,8 +100,8 @@ class SimulatedWorker:
         """Count one call: the prompt of ``action`` (its template filled with the rendered context, ``draft``
         and ``feedback`` where the template uses them) and the reply ``written``."""
         uses = self._slot_uses[action]
-        chars = (self._overhead_chars[action] + uses["context"] * len(render_context(ctx))
-                 + uses["draft"] * len(draft) + uses["feedback"] * len(feedback))
+        context = uses["context"] * context_chars(ctx) if uses["context"] else 0
+        chars = self._overhead_chars[action] + context + uses["draft"] * len(draft) + uses["feedback"] * len(feedback)
         self._usage.llm_calls += 1
         self._usage.prompt_tokens += math.ceil(chars / CHARS_PER_TOKEN)
         self._usage.completion_tokens += estimate_tokens(written)

@@ -198,6 +198,10 @@ def parse_record(content: str) -> dict[str, Any] | None:
     return rec if isinstance(rec, dict) else None
 
 
+STATES_MEMO_SIZE = 65536
+"""(source, value) verdicts a :class:`SourceIndex` keeps (all are forgotten when it is full)."""
+
+
 class SourceIndex:
     """The domain's sources by id, the field history of every entity, and which source states which value.
 
@@ -207,6 +211,7 @@ class SourceIndex:
     def __init__(self, sources: Sequence[Source]) -> None:
         self.sources = {s.doc_id: s for s in sources}
         self._tokens = {s.doc_id: s.tokens for s in sources}
+        self._states: dict[tuple[str, str], bool] = {}
         self._history: dict[tuple[str, str], list[Source]] = {}
         for src in sorted(sources, key=lambda s: (s.date, s.doc_id)):
             for field in src.statements:
@@ -220,8 +225,15 @@ class SourceIndex:
         return self._history.get((entity, field), [])
 
     def states(self, doc_id: str, value: Any) -> bool:
-        """True when the source's text contains the value (as a contiguous run of normalised tokens)."""
-        want = normalize_answer(str(value)).split()
-        toks = self._tokens.get(doc_id, ())
-        n = len(want)
-        return n > 0 and any(toks[i:i + n] == tuple(want) for i in range(len(toks) - n + 1))
+        """True when the source's text contains the value (as a contiguous run of normalised tokens); kept per
+        (source, value text), as the sources never change."""
+        key = (doc_id, str(value))
+        known = self._states.get(key)
+        if known is None:
+            if len(self._states) >= STATES_MEMO_SIZE:
+                self._states.clear()
+            want = normalize_answer(key[1]).split()
+            toks = self._tokens.get(doc_id, ())
+            n = len(want)
+            known = self._states[key] = n > 0 and any(toks[i:i + n] == tuple(want) for i in range(len(toks) - n + 1))
+        return known

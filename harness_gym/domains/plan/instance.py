@@ -64,6 +64,8 @@ RULE_OF_KIND: dict[str, str] = {
     "equipment": "equipment", "max_per_day": "max_per_day",
 }
 """The rule each violation kind breaks (precedence and deadline violations name their own rule instance)."""
+VIOLATION_MEMO_SIZE = 512
+"""Plans whose violations an instance keeps (all of them are forgotten when it is full)."""
 
 
 class InstanceError(ValueError):
@@ -96,6 +98,7 @@ class Instance:
         self.prefer: list[dict[str, Any]] = list(soft.get("prefer", []))
         self.room_prefs: list[dict[str, Any]] = list(soft.get("room_prefs", []))
         self.gap_weight: float = float(soft.get("gap_weight", 0.0))
+        self._violations_of: dict[tuple[tuple[str, tuple[str, str]], ...], tuple[Violation, ...]] = {}
         self._validate()
 
     def _validate(self) -> None:
@@ -165,8 +168,22 @@ class Instance:
                 and all(s in self.free[p] for p in meet["attendees"]) for r in rooms]
 
     def violations(self, plan: Assignment) -> list[Violation]:
-        """Every violated hard constraint of a plan whose entries are (slot, room) strings, each with its rule."""
-        return [replace(v, rule=RULE_OF_KIND.get(v.kind, v.rule)) for v in self._violations(plan)]
+        """Every violated hard constraint of a plan whose entries are (slot, room) strings, each with its rule.
+
+        Kept per plan (its entries in order, which orders the messages): CHECK, ``dry_run``, the knowledge
+        signal and the grader judge the few drafts of a task again and again, and the instance never changes.
+        """
+        entries = tuple(plan.items())
+        try:
+            known = self._violations_of.get(entries)
+        except TypeError:  # an entry that is not (str, str): judged afresh every time
+            return [replace(v, rule=RULE_OF_KIND.get(v.kind, v.rule)) for v in self._violations(plan)]
+        if known is None:
+            if len(self._violations_of) >= VIOLATION_MEMO_SIZE:
+                self._violations_of.clear()
+            known = self._violations_of[entries] = tuple(
+                replace(v, rule=RULE_OF_KIND.get(v.kind, v.rule)) for v in self._violations(plan))
+        return list(known)
 
     def _violations(self, plan: Assignment) -> list[Violation]:
         out: list[Violation] = []

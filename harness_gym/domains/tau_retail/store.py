@@ -24,6 +24,36 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def copy_json(value: Any) -> Any:
+    """A deep copy of a plain JSON tree (:func:`is_plain_json_tree`), equal to what ``copy.deepcopy`` makes of it."""
+    if type(value) is dict:
+        return {key: copy_json(item) for key, item in value.items()}
+    if type(value) is list:
+        return [copy_json(item) for item in value]
+    return value
+
+
+_JSON_SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+
+
+def is_plain_json_tree(value: Any) -> bool:
+    """Whether ``value`` is made of dicts, lists and JSON scalars only, with no dict or list in it twice (a tree
+    that :func:`copy_json` copies as ``copy.deepcopy`` does, which keeps such sharing)."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict or kind is list:
+            if id(item) in seen:
+                return False
+            seen.add(id(item))
+            stack.extend(item.values() if kind is dict else item)
+        elif kind not in _JSON_SCALARS:
+            return False
+    return True
+
+
 class RetailSnapshot:
     """The read-only initial state of a store.
 
@@ -45,6 +75,10 @@ class RetailSnapshot:
         self.item_product: dict[str, str] = {
             item_id: pid for pid, prod in self.tables["products"].items() for item_id in prod["variants"]}
         """Item (variant) id -> product id, for ``get_item_details``."""
+        self.plain_json_records: frozenset[tuple[str, str]] = frozenset(
+            (table, key) for table, records in self.tables.items() for key, rec in records.items()
+            if is_plain_json_tree(rec))
+        """(table, key) of the records that :func:`copy_json` copies on edit (the others: ``copy.deepcopy``)."""
 
 
 class RetailDB:
@@ -67,7 +101,9 @@ class RetailDB:
         """A private, mutable copy of an existing record (copied on the first edit of this view)."""
         rec = self._changed.get((table, key))
         if rec is None:
-            rec = self._changed[(table, key)] = copy.deepcopy(self.snapshot.tables[table][key])
+            original = self.snapshot.tables[table][key]
+            plain = (table, key) in self.snapshot.plain_json_records
+            rec = self._changed[(table, key)] = copy_json(original) if plain else copy.deepcopy(original)
         return rec
 
     def records(self, table: str) -> Iterator[tuple[str, Record]]:
