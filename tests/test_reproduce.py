@@ -252,6 +252,19 @@ def test_a_failing_stage_in_a_worker_names_the_stage_and_stops_what_needs_it(tmp
         main(["reproduce", "--out", str(tmp_path / "run"), "--num-workers", "0"])
 
 
+def test_ready_stages_start_by_priority_then_plan_order(tmp_path):
+    from harness_gym_baselines.report.reproduce import Stage, run_stages
+
+    plan = [Stage(name, json.loads, {"s": "[]"}, name, priority=priority)
+            for name, priority in (("low-a", 0), ("low-b", 0), ("high", 1), ("after", 2))]
+    plan[3] = Stage("after", json.loads, {"s": "[]"}, "after", needs=("low-b",), priority=2)
+    starts: list[list[str]] = []
+    records = run_stages(plan, tmp_path, 2, started=lambda running: starts.append(list(running)))
+    assert starts[:2] == [["high"], ["high", "low-a"]]  # the two workers: priority first, then plan order
+    assert list(records) == ["low-a", "low-b", "high", "after"]  # records in plan order whatever ran first
+    assert starts.index(next(s for s in starts if "after" in s)) > starts.index(next(s for s in starts if "low-b" in s))
+
+
 def test_a_resumed_run_states_no_time(run_dir):
     from harness_gym_baselines.report.readme import time_sentence
 

@@ -239,13 +239,16 @@ class Stages:
 @dataclass(frozen=True)
 class Stage:
     """One stage of the plan: ``fn(**kwargs)`` (a module-level function, so that a worker process can run it),
-    its command line for the manifest, and the stages whose outputs it reads."""
+    its command line for the manifest, the stages whose outputs it reads, and its start priority among the
+    stages ready at the same time (higher first; the harness stages that the ECPO and corruption stages wait
+    for get 1, so that those long stages can start while the other envs' harness stages run)."""
 
     name: str
     fn: Callable[..., Any]
     kwargs: dict[str, Any]
     command: str
     needs: tuple[str, ...] = ()
+    priority: int = 0
 
 
 def default_workers() -> int:
@@ -262,7 +265,7 @@ def run_stages(plan: list[Stage], out: Path, num_workers: int, *,
                finished: Callable[[str, dict[str, Any]], None] = lambda name, record: None) -> dict[str, dict[str, Any]]:
     """Run (or resume, :class:`Stages`) every stage of ``plan``, each once the stages it needs have finished, at
     most ``num_workers`` at a time in spawned processes (one: in this process, in plan order). Ready stages
-    start in plan order. Returns the records in plan order. A failed stage stops the run: the running stages
+    start by :attr:`Stage.priority`, highest first, ties in plan order. Returns the records in plan order. A failed stage stops the run: the running stages
     finish, none starts, and the error names the stage.
 
     :param plan: the stages; a stage's ``needs`` name earlier stages
@@ -298,7 +301,8 @@ def run_stages(plan: list[Stage], out: Path, num_workers: int, *,
     running: dict[Future[dict[str, Any]], str] = {}
     with ProcessPoolExecutor(max_workers=num_workers, mp_context=get_context("spawn")) as pool:
         while waiting or running:
-            for stage in [s for s in waiting if all(n in records for n in s.needs)]:
+            ready = [s for s in waiting if all(n in records for n in s.needs)]
+            for stage in sorted(ready, key=lambda s: -s.priority):  # stable: ties stay in plan order
                 record = stages.done(stage.name)
                 if record is not None:  # resumed: no process needed
                     waiting.remove(stage)
@@ -513,6 +517,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     quiet = quiet or not progress  # the sub-experiments' own bars and lines
     sub_quiet = quiet or num_workers > 1  # workers' bars would interleave with the parent's
     plan: list[Stage] = []
+    awaited = {*ecpo_envs, corruption_env}
     for var in groups:
         plan.append(Stage(
             f"harness:{var.label}", harness_stage,
@@ -522,7 +527,8 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
             f"--episodes {sizes.buffer_episodes} --eval-episodes {sizes.eval_episodes} --epochs "
             f"{sizes.epochs}; harness-gym train {{{','.join(online)}}} --env {var.env_id} --steps "
             f"{sizes.online_steps}; fixed_references.fixed_references({var.env_id!r}, "
-            f"{tuple(cost_weights)}, cache_dir={str(out / 'references')!r})"))
+            f"{tuple(cost_weights)}, cache_dir={str(out / 'references')!r})",
+            priority=int(not var.variant and var.env_id in awaited)))
     online_dir = out / "online"
     ecpo_args = _online_args(online_dir, sizes, ecpo_envs, cost_weights=tuple(cost_weights),
                              references=sizes.references(quick), references_dir=out / "references")
