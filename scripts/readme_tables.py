@@ -1,7 +1,7 @@
 """Rewrite the README's result block from a ``harness-gym reproduce`` run: ``python scripts/readme_tables.py RUN_DIR``.
 
 The block (``quick`` for a ``--quick`` run, ``full`` otherwise) is the run's ``table_main.md`` with its command,
-time and load, and its figure, copied beside the README (:mod:`harness_gym_baselines.report.readme`). ``--check`` changes nothing and exits 1 when the
+time and load, and its figures, copied beside the README (:mod:`harness_gym_baselines.report.readme`). ``--check`` changes nothing and exits 1 when the
 README's block differs from what the run would write. Run it with the virtualenv's interpreter
 (``.venv/bin/python scripts/readme_tables.py results/quick``).
 """
@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from harness_gym_baselines.report.readme import FIGURE, markers, render_block, replace_block
+from harness_gym_baselines.report.readme import figures, markers, render_block, replace_block
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,9 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if same else 1
     if new != text:
         args.readme.write_text(new)
-    figure = args.readme.parent / FIGURE.format(name=name)
-    figure.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(args.run_dir / "fig_quality_hms.png", figure)
+    for source, readme_path, _ in figures(args.run_dir, name):
+        figure = args.readme.parent / readme_path
+        figure.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, figure)
     print(f"{args.readme}: block {name!r} ({markers(name)[0][:30]}...) {'rewritten' if new != text else 'unchanged'} "
           f"from {args.run_dir}")
     return 0

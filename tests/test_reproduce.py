@@ -27,7 +27,7 @@ TINY = ["--quick", "--envs", ENV, "--seeds", "1", "--size", "buffer_episodes=60"
         "--size", "corrupt_from=512", "--size", "sim_seeds=1", "--size", "ref_score_episodes=5",
         "--size", "ref_val_episodes=10", "--size", "ref_cem_iterations=1", "--size", "examples=2"]
 TABLES = ("table_harness", "table_aggregate", "table_ablation", "table_ecpo")
-FIGURES = ("fig_quality_hms.png", "fig_patterns_awr.png", "fig_support_ceiling.png", "fig_ecpo_corruption.png",
+FIGURES = ("fig_frontier.png", "fig_quality_hms.png", "fig_patterns_awr.png", "fig_support_ceiling.png", "fig_ecpo_corruption.png",
            f"fig_frontier_{ENV}.png")
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run")
@@ -222,6 +222,11 @@ def test_the_readme_block_is_rewritten_from_a_run_and_checked(second_run, tmp_pa
     text = readme.read_text()
     assert "hand-written" not in text and text.startswith("# title") and text.endswith("after\n")
     assert "| env | Q static |" in text and f"`harness-gym reproduce --out {out}" in text
+    block = text[text.index(begin):text.index(end)].splitlines()
+    assert block[1].startswith("![Quality against cost") and block[1].endswith("(docs/figures/quick_frontier.png)")
+    assert block[-1] == "![Q and HMS per env and controller, quick run](docs/figures/quick_quality_hms.png)"
+    for figure in ("quick_frontier.png", "quick_quality_hms.png"):
+        assert (tmp_path / "docs" / "figures" / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert subprocess.run([*script, "--check"], env=env, capture_output=True).returncode == 0
 
 

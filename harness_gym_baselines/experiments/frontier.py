@@ -201,6 +201,71 @@ def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float],
     return path
 
 
+def plot_frontier_panels(panels: dict[str, Sequence[dict[str, Any]]], learned: Sequence[str], path: Path,
+                         title: str) -> Path:
+    """Quality against episode cost, one panel per env, the learned controllers in colour on the scripts' field:
+    each learned controller (a name of ``learned``) is a filled marker of its own colour with CI bars, at the cost
+    weight it was trained at; the fixed scripts, the searched scripts and probes and the random and oracle
+    references are small grey outlines, the best searched script at each cost weight a black diamond. The same
+    rows as :func:`plot_frontier`'s per-env figures.
+
+    :param panels: env label -> :func:`frontier_row` rows
+    :param learned: the learned controllers' names, in legend order
+    :param path: the PNG to write
+    :param title: the figure title
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(panels)
+    cols = min(n, 4)
+    rows_n = -(-n // cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols, 3.6 * rows_n + 1.2), squeeze=False, sharey=True)
+    present = [name for name in learned if any(r["policy"] == name for rows in panels.values() for r in rows)]
+    hues = [c for c in COLOURS if c not in ("C7", "black")]  # grey and black are the scripts'
+    colour = {name: hues[i % len(hues)] for i, name in enumerate(present)}
+    shapes = [m for m in MARKERS if m not in "oD"]  # those two mark the scripts and the best searched one
+    marker = {name: shapes[i % len(shapes)] for i, name in enumerate(present)}
+    for ax, (label, rows) in zip(axes.flat, panels.items()):
+        for r in rows:
+            xerr = [[r["cost_mean"] - r["cost_ci95"][0]], [r["cost_ci95"][1] - r["cost_mean"]]]
+            yerr = [[r["quality_mean"] - r["quality_ci95"][0]], [r["quality_ci95"][1] - r["quality_mean"]]]
+            if r["policy"] in colour:
+                ax.errorbar([r["cost_mean"]], [r["quality_mean"]], xerr=xerr, yerr=yerr, fmt=marker[r["policy"]],
+                            color=colour[r["policy"]], markersize=7, elinewidth=0.7, capsize=1.5, zorder=4)
+            elif r["policy"].startswith("best-script"):
+                ax.plot([r["cost_mean"]], [r["quality_mean"]], "D", color="black", markersize=6, zorder=5)
+            else:
+                ax.plot([r["cost_mean"]], [r["quality_mean"]], "o", markerfacecolor="none", color="grey",
+                        markersize=5, zorder=2)
+                if r["policy"] in ("static", "forced-check", "thorough", "oracle"):
+                    ax.annotate(r["policy"], (r["cost_mean"], r["quality_mean"]), fontsize=6, color="dimgrey",
+                                xytext=(3, -8), textcoords="offset points")
+        ax.set_title(label.removeprefix("Harness"), fontsize=10)
+        ax.set_xlim(0, max(r["cost_ci95"][1] for r in rows) * 1.1 or 1.0)
+        ax.set_ylim(-0.02, 1.05)
+        ax.grid(alpha=0.3)
+        ax.set_xlabel("mean episode cost (units)", fontsize=8)
+    for ax in axes.flat[n:]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("mean quality Q (test split)")
+    handles = [plt.Line2D([], [], linestyle="none", marker=marker[name], color=colour[name], label=name)
+               for name in present]
+    handles += [plt.Line2D([], [], linestyle="none", marker="D", color="black", label="best searched script (each w)"),
+                plt.Line2D([], [], linestyle="none", marker="o", markerfacecolor="none", color="grey",
+                           label="named scripts, probes, random, oracle")]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6), fontsize=8, frameon=False)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.1 if rows_n == 1 else 0.06, 1, 0.95))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def returns_table(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float]) -> str:
     """A Markdown table: controller, quality, cost and the return at every cost weight (the best in bold).
 

@@ -8,8 +8,9 @@ A block sits between two marker lines of ``README.md``::
 
 and holds what the run wrote: where it came from (its command), ``table_main.md``'s table as it is, how long
 the run took with the load it ran under (``manifest.json``: ``wall_seconds`` and ``machine``, sampled by
-:class:`harness_gym_baselines.report.reproduce.LoadSampler`) and its ``fig_quality_hms.png`` (copied to
-:data:`FIGURE`). Only a run
+:class:`harness_gym_baselines.report.reproduce.LoadSampler`) and its figures (:data:`FIGURES`, copied beside the
+README): first the headline, the quality-cost frontier with the learned controllers on it, then Q and HMS per
+env. Only a run
 from an empty ``--out`` has a time to state: a run that resumed a stage is refused. Two runs with the same
 settings write the same tables byte for byte (``tests/test_reproduce.py`` runs the pipeline twice).
 """
@@ -23,8 +24,17 @@ from typing import Any
 
 BLOCKS = {"quick": "The quick run's main table", "full": "The full run's main table"}
 """block name -> the sentence that opens it"""
-FIGURE = "docs/figures/{name}_quality_hms.png"
-"""where the block's figure (the run's ``fig_quality_hms.png``) is copied, relative to the README"""
+FIGURES = (("fig_frontier.png", "docs/figures/{name}_frontier.png",
+            "Quality against cost, learned controllers among the fixed scripts, {name} run"),
+           ("fig_quality_hms.png", "docs/figures/{name}_quality_hms.png", "Q and HMS per env and controller, {name} run"))
+"""(the run's figure, where the block's copy goes relative to the README, its alt text), in block order: the
+frontier heads the block, above the table; a run without a figure (one older than it) shows the others"""
+
+
+def figures(run_dir: Path, name: str) -> list[tuple[Path, str, str]]:
+    """(the run's figure, its README path, its alt text) of each of :data:`FIGURES` that ``run_dir`` holds."""
+    return [(run_dir / file, readme_path.format(name=name), alt.format(name=name))
+            for file, readme_path, alt in FIGURES if (run_dir / file).is_file()]
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -87,14 +97,16 @@ def render_block(run_dir: Path, name: str, *, with_time: bool = True) -> str:
                          "block")
     sizes = manifest["settings"]["sizes"]
     command = " ".join(["harness-gym", *manifest["command"][1:]])
-    lines = [f"{BLOCKS[name]} (`table_main.md` of `{command}`: Q on the test split, {sizes['seeds']} seed(s) x "
+    shown = figures(run_dir, name)
+    head = [f"![{alt}]({path})" for file, path, alt in shown if file.name == FIGURES[0][0]]
+    lines = [*head, *([""] if head else []), f"{BLOCKS[name]} (`table_main.md` of `{command}`: Q on the test split, {sizes['seeds']} seed(s) x "
              f"{sizes['eval_episodes']} episodes, {sizes['buffer_episodes']}-episode buffers, "
              f"{sizes['online_steps']} online steps; `*` = not meaningful, `†` = budget-ended (the budget ends most episodes "
              "of a controller trained at a cost weight > 0), see the verdicts in `report.html`):", ""]
     lines += table_lines(run_dir)
     if with_time:
         lines += ["", time_sentence(manifest, f"{name} run")]
-    lines += ["", f"![Q and HMS per env and controller, {name} run]({FIGURE.format(name=name)})"]
+    lines += [line for file, path, alt in shown if file.name != FIGURES[0][0] for line in ("", f"![{alt}]({path})")]
     return "\n".join(lines)
 
 

@@ -463,14 +463,17 @@ def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost
     ``train_cost_weight``; 0 where a cell does not say), and the best searched script and the probe chosen at
     each cost weight, as points.
 
-    :param out: the run folder (writes ``frontier/<env>/frontier.{json,md,png}``)
+    Also the report's headline, ``fig_frontier.png``: every env in one figure, the learned controllers (greedy
+    rows) in colour on the scripts' field (:func:`~harness_gym_baselines.experiments.frontier.plot_frontier_panels`).
+
+    :param out: the run folder (writes ``frontier/<env>/frontier.{json,md,png}`` and ``fig_frontier.png``)
     :param cells: :func:`load_cells`
     :param cost_weights: the cost weights of the returns and the iso-return lines
     :param banner: appended to the titles
     """
-    from harness_gym_baselines.experiments.frontier import frontier_row, write_frontier
+    from harness_gym_baselines.experiments.frontier import frontier_row, plot_frontier_panels, write_frontier
 
-    pngs = {}
+    pngs, panels = {}, {}
     for label, by_name in cells.items():
         rows = [frontier_row([r for c in by_name[name] for r in c["records"]], name, cost_weights,
                              trained_at=train_cost_weight(by_name[name][0]) if name in LEARNED
@@ -479,6 +482,12 @@ def frontiers(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], cost
         paths = write_frontier(out / "frontier" / label.replace("+", "_"), label, rows, cost_weights,
                                title_suffix=banner)
         pngs[label] = paths["png"]
+        panels[label] = rows
+    trained_at = sorted({train_cost_weight(c[0]) for by_name in cells.values() for n, c in by_name.items()
+                         if n in LEARNED})
+    plot_frontier_panels(panels, [n for n in LEARNED if n not in SAMPLED], out / "fig_frontier.png",
+                         "Quality against cost on the test split: learned controllers (trained at cost weight "
+                         f"{', '.join(f'{w:g}' for w in trained_at)}) among the fixed scripts{banner}")
     return pngs
 
 
@@ -844,6 +853,11 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     sections = [f"<h1>harness_gym: reproduction report{' (quick run)' if quick else ''}</h1>",
                 f'<p class="banner">{html.escape(text_banner)} Generated {time.strftime("%Y-%m-%d %H:%M")} by '
                 f'<code>{html.escape(" ".join(argv))}</code>.</p>',
+                "<h2>Quality against cost: the learned controllers on the frontier</h2>",
+                _img(out / "fig_frontier.png", "Every env: the learned controllers (colour) among the named and "
+                     "searched scripts, the probes and the random and oracle references (grey; black diamonds: the "
+                     "best searched script at each cost weight); 95% CIs. Per env, with the iso-return lines, in "
+                     "'Quality-cost frontier per env' below"),
                 "<h2>Reading: what agrees with the papers and what does not</h2><ul>"
                 + "".join(f"<li>{html.escape(s)}</li>" for s in lines) + "</ul>",
                 "<h2>Harness controllers (offline-RL paper)</h2>", _md_table_html((out / "table_main.md").read_text()),
