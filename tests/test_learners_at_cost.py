@@ -82,10 +82,11 @@ def test_a_rerun_with_other_sizes_is_refused(tiny_run, capsys):
 
 
 def _row(env: str, w: float, controller: str, *, q: float = 0.5, cost: float = 10.0,
-         diff: tuple[float, float] | None = None) -> dict:
+         diff: tuple[float, float] | None = None, spread: float | None = None) -> dict:
     kind = "reference" if controller in lac.REFERENCES else "learned"
     ci = {"mean": 0.0, "ci95": [0.0, 0.0]}
-    return {"env_id": env, "cost_weight": w, "controller": controller, "kind": kind, "seeds": 1,
+    return {"env_id": env, "cost_weight": w, "controller": controller, "kind": kind,
+            "seeds": 1 if spread is None else 2, "seed_spread": spread,
             "quality": {**ci, "mean": q}, "cost": {**ci, "mean": cost}, "return": ci,
             "minus_best_script": None if diff is None else {"mean": sum(diff) / 2, "ci95": list(diff)}}
 
@@ -93,9 +94,9 @@ def _row(env: str, w: float, controller: str, *, q: float = 0.5, cost: float = 1
 def test_the_summary_counts_come_from_the_rows():
     rows = [
         _row("A", 0.0, "forced-check", q=0.8, cost=10.0),
-        _row("A", 0.0, "bc", diff=(0.01, 0.2)),                   # beats: CI above 0
+        _row("A", 0.0, "bc", diff=(0.01, 0.2), spread=0.2),      # beats: CI above 0; mean 0.105 < spread 0.2
         _row("A", 0.1, "forced-check", q=0.8, cost=10.0),
-        _row("A", 0.1, "iql", diff=(0.02, 0.3)),                  # beats again: A counts once
+        _row("A", 0.1, "iql", diff=(0.02, 0.3), spread=0.1),     # beats again: A counts once; 0.16 > 0.1
         _row("B", 0.0, "forced-check", q=0.6, cost=8.0),
         _row("B", 0.0, "ppo-sparse", q=0.6, cost=4.0, diff=(-0.1, 0.3)),  # straddles 0: no; Q equal, half cost: yes
         _row("B", 0.0, "ecpo", q=0.59, cost=1.0, diff=(0.0, 0.3)),        # CI touching 0: no; Q below: no
@@ -105,7 +106,11 @@ def test_the_summary_counts_come_from_the_rows():
     ]
     assert lac.beats_best_script(rows) == [("A", 0.0, "bc"), ("A", 0.1, "iql")]
     assert lac.half_cost_of_forced_check(rows) == [("B", 0.0, "ppo-sparse")]
-    beats, half = lac.summary_lines(rows)
+    assert lac.beyond_seed_spread(rows) == [("A", 0.1, "iql")]
+    assert lac.beyond_seed_spread([r for r in rows if r["controller"] != "iql"]) == []  # bc's spread is larger
+    assert lac.beyond_seed_spread([{**r, "seed_spread": None} for r in rows]) == []  # one seed: no spread
+    beats, half, beyond = lac.summary_lines(rows)
+    assert beyond.endswith("exceeds the row's own seed spread in 1 of 3 envs: A w=0.1 iql")
     assert beats.startswith("learned beats best script with CI above 0 in 1 of 3 envs (at some w): ")
     assert "A w=0 bc; A w=0.1 iql" in beats
     assert half == "reaches forced-check's Q at no more than half its cost in 1 of 3 envs: B w=0 ppo-sparse"

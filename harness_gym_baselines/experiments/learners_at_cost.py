@@ -30,14 +30,20 @@ The table (``table.md``, ``table.csv``, ``table.json`` under ``--out``), per env
 return, Q and cost with 95% CIs (two-level bootstrap over training seeds, then episodes:
 :func:`~harness_gym_baselines.experiments.offline_comparison.two_level_bootstrap`), the forced-submit rate, the
 number of seeds and, for the learned rows and the probe, the paired per-episode return difference to the best
-script at ``w`` with its CI. Two summary lines are computed from the rows (:func:`summary_lines`):
+script at ``w`` with its CI, and the seed spread of a row trained on several seeds (the largest minus the
+smallest of its seeds' mean returns). Three summary lines are computed from the rows (:func:`summary_lines`):
 
 - **beats the best script**: a learned row whose paired difference to the best script has a CI above 0; the
   line counts the envs with at least one such (env, w, controller) and lists them;
 - **forced-check's Q at half its cost**: a learned row (any ``w``) with mean Q >= forced-check's mean Q and
   mean cost <= 0.5 x forced-check's mean cost on the same env. Q and cost do not depend on ``w`` for a fixed
   script, so forced-check's row at the same ``w`` is the bar (the bar cascades and routers such as FrugalGPT,
-  AutoMix and RouteLLM report against their always-strong model).
+  AutoMix and RouteLLM report against their always-strong model);
+- **beyond the seed spread**: of the rows of the first line, those whose mean difference to the best script is
+  larger than their own seed spread (a row of one seed has none and is not counted).
+
+``table.md`` opens with a condensed table: per env and ``w``, the learned row with the best mean return beside
+forced-check, the best script and the probe.
 
 Resumable: every (env, w, controller, seed) cell is a JSON file ``cells/<env>/w<w>/<controller>-seed<s>.json``
 with its per-episode records, every model and buffer is kept, and a rerun with the same ``--out`` skips what is
@@ -376,7 +382,7 @@ def table_row(env_id: str, w: float, controller: str, cells: list[dict[str, Any]
                            "return": _mean_ci(_per_seed(cells, "return")), "quality": _mean_ci(_per_seed(cells, "quality")),
                            "cost": _mean_ci(_per_seed(cells, "cost")),
                            "forced_submit_rate": float(np.concatenate(_per_seed(cells, "forced_submit")).mean()),
-                           "minus_best_script": None}
+                           "seed_spread": seed_spread(cells), "minus_best_script": None}
     if "script" in cells[0]:
         row["script"] = cells[0]["script"]
     if best_script is not None and controller not in ("forced-check", "static", "best-script"):
@@ -387,6 +393,12 @@ def table_row(env_id: str, w: float, controller: str, cells: list[dict[str, Any]
                              "best script's; delete the cells of one of them and rerun")
         row["minus_best_script"] = _mean_ci([o - theirs for o in ours])
     return row
+
+
+def seed_spread(cells: list[dict[str, Any]]) -> float | None:
+    """The largest minus the smallest of the cells' mean returns (one cell per training seed); ``None`` for one."""
+    means = [float(np.mean(r)) for r in _per_seed(cells, "return")]
+    return max(means) - min(means) if len(means) > 1 else None
 
 
 def collect_rows(out: Path, env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes) -> list[dict[str, Any]]:
@@ -423,18 +435,27 @@ def half_cost_of_forced_check(rows: Sequence[dict[str, Any]]) -> list[tuple[str,
     return hits
 
 
+def beyond_seed_spread(rows: Iterable[dict[str, Any]]) -> list[tuple[str, float, str]]:
+    """The rows of :func:`beats_best_script` whose mean difference to the best script exceeds their seed spread."""
+    by = {(r["env_id"], r["cost_weight"], r["controller"]): r for r in rows}
+    return [h for h in beats_best_script(by.values())
+            if by[h]["seed_spread"] is not None and by[h]["minus_best_script"]["mean"] > by[h]["seed_spread"]]
+
+
 def summary_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """The two summary lines of the module docstring, counted from ``rows``."""
+    """The three summary lines of the module docstring, counted from ``rows``."""
     n = len({r["env_id"] for r in rows})
 
     def listed(hits: list[tuple[str, float, str]]) -> str:
         return "; ".join(f"{e} w={wkey(w)} {c}" for e, w, c in hits) or "none"
 
-    beats, half = beats_best_script(rows), half_cost_of_forced_check(rows)
+    beats, half, beyond = beats_best_script(rows), half_cost_of_forced_check(rows), beyond_seed_spread(rows)
     return [f"learned beats best script with CI above 0 in {len({h[0] for h in beats})} of {n} envs (at some w): "
             f"{listed(beats)}",
             f"reaches forced-check's Q at no more than half its cost in {len({h[0] for h in half})} of {n} envs: "
-            f"{listed(half)}"]
+            f"{listed(half)}",
+            f"of those wins over the best script, the gain exceeds the row's own seed spread in "
+            f"{len({h[0] for h in beyond})} of {n} envs: {listed(beyond)}"]
 
 
 def _fmt(stat: dict[str, Any] | None, signed: bool = False) -> str:
@@ -445,18 +466,44 @@ def _fmt(stat: dict[str, Any] | None, signed: bool = False) -> str:
     return f"{stat['mean']:{f}} [{lo:{f}}, {hi:{f}}]"
 
 
+def condensed_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Per env and ``w``: forced-check's Q and cost, the best script and its return, the probe's paired
+    difference, and the learned row with the best mean return (its difference, Q, cost, forced-submit rate,
+    seeds and seed spread)."""
+    lines = ["| env | w | forced-check Q / cost | best script, return | probe - best script | best learned (by "
+             "return) | its return | - best script [95% CI] | its Q / cost / forced % | seeds (spread) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    keys = list(dict.fromkeys((r["env_id"], r["cost_weight"]) for r in rows))
+    for env_id, w in keys:
+        here = {r["controller"]: r for r in rows if (r["env_id"], r["cost_weight"]) == (env_id, w)}
+        learned = [r for r in here.values() if r["kind"] == "learned"]
+        if not learned or not {"forced-check", "best-script", "probe"} <= here.keys():
+            continue
+        fc, best, probe = here["forced-check"], here["best-script"], here["probe"]
+        top = max(learned, key=lambda r: r["return"]["mean"])
+        spread = "" if top["seed_spread"] is None else f" ({top['seed_spread']:.3f})"
+        lines.append(f"| {env_id.removeprefix('Harness').removesuffix('-v1')} | {wkey(w)} | "
+                     f"{fc['quality']['mean']:.3f} / {fc['cost']['mean']:.2f} | `{best.get('script', '')}` "
+                     f"{best['return']['mean']:+.3f} | {_fmt(probe['minus_best_script'], True)} | {top['controller']} | "
+                     f"{top['return']['mean']:+.3f} | {_fmt(top['minus_best_script'], True)} | "
+                     f"{top['quality']['mean']:.3f} / {top['cost']['mean']:.2f} / {100 * top['forced_submit_rate']:.0f}"
+                     f" | {top['seeds']}{spread} |")
+    return lines
+
+
 def markdown_table(rows: Sequence[dict[str, Any]], sizes: Sizes) -> str:
-    """The table and its summary lines as Markdown."""
-    lines = ["Default price profile; return = Q - w * cost units; test split, the same "
+    """The condensed table, the summary lines and the full table as Markdown."""
+    lines = [*condensed_lines(rows), "", "Default price profile; return = Q - w * cost units; test split, the same "
              f"{sizes.test_episodes} seeded episodes for every row; 95% CIs by a two-level bootstrap over training "
              "seeds and episodes; `- best script` is the paired per-episode return difference.", "",
              *(f"- {line}" for line in summary_lines(rows)), "",
              "| env | w | controller | return [95% CI] | Q [95% CI] | cost [95% CI] | forced % | seeds | "
-             "- best script [95% CI] |", "|---|---|---|---|---|---|---|---|---|"]
+             "seed spread | - best script [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         name = f"{r['controller']} `{r['script']}`" if r["controller"] == "best-script" else r["controller"]
         lines.append(f"| {r['env_id']} | {wkey(r['cost_weight'])} | {name} | {_fmt(r['return'], True)} | "
                      f"{_fmt(r['quality'])} | {_fmt(r['cost'])} | {100 * r['forced_submit_rate']:.0f} | {r['seeds']} | "
+                     f"{'' if r['seed_spread'] is None else format(r['seed_spread'], '.3f')} | "
                      f"{_fmt(r['minus_best_script'], True)} |")
     return "\n".join(lines) + "\n"
 
@@ -471,11 +518,11 @@ def write_table(out: Path, rows: Sequence[dict[str, Any]], sizes: Sizes) -> None
     with open(out / "table.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["env_id", "cost_weight", "controller", "kind", "seeds", "episodes", "forced_submit_rate",
-                         *(f"{s}_{part}" for s in stats for part in ("mean", "ci_lo", "ci_hi"))])
+                         "seed_spread", *(f"{s}_{part}" for s in stats for part in ("mean", "ci_lo", "ci_hi"))])
         for r in rows:
             cols = [v for s in stats for v in ((r[s]["mean"], *r[s]["ci95"]) if r[s] else ("", "", ""))]
             writer.writerow([r["env_id"], r["cost_weight"], r["controller"], r["kind"], r["seeds"], r["episodes"],
-                             r["forced_submit_rate"], *cols])
+                             r["forced_submit_rate"], "" if r["seed_spread"] is None else r["seed_spread"], *cols])
 
 
 # ----- command line ----------------------------------------------------------------------------------------------
