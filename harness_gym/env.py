@@ -104,12 +104,17 @@ def env_keywords(cls: type) -> tuple[str, ...]:
     return tuple(names)
 
 
+_ACTIONS: tuple[Action, ...] = tuple(sorted(Action))
+"""Every action, indexed by its id."""
+
 RESET_OPTIONS: tuple[str, ...] = ("task_id", "split")
 """The keys ``reset(options=...)`` understands; any other raises."""
 
 
 def _is_int(value: Any) -> bool:
     """Whether ``value`` is an integer (Python or NumPy, a 0-d integer array included), never a bool."""
+    if type(value) is int:
+        return True
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value[()]
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -619,13 +624,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             raise TypeError(f"action must be an int in [0, {N_ACTIONS}), got {type(action).__name__} {action!r}")
         if not 0 <= int(action) < N_ACTIONS:
             raise ValueError(f"action must be in [0, {N_ACTIONS}), got {action!r}")
-        act = Action(int(action))
+        act = _ACTIONS[int(action)]
         ctx, st = self._ctx, self._state
 
         valid = self._applicable_list(ctx, st)[act]
         checked_before = ctx.draft is not None and ctx.checked_version == ctx.draft.version
         last_check_before = st.last_check
-        any_evidence = st.n_observations + st.n_retrieved + (st.n_tool_calls - st.n_tool_errors) > 0
+        any_evidence = bool(ctx.observed or ctx.retrieved or any(res.ok for _, res in ctx.tool_history))
         conf_before = st.confidence
         if self._sandbox is not None:
             self._sandbox.start()
