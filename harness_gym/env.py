@@ -144,8 +144,8 @@ class StepInfo(dict):  # type: ignore[type-arg]
                 copied[key] = value
             elif id(value) in memo:
                 copied[key] = memo[id(value)]
-            elif kind is dict and all(type(k) in _ATOMIC_TYPES and type(v) in _ATOMIC_TYPES
-                                      for k, v in value.items()):
+            elif kind is dict and _ATOMIC_TYPES.issuperset(map(type, value.values())) \
+                    and _ATOMIC_TYPES.issuperset(map(type, value)):
                 copied[key] = memo[id(value)] = dict(value)
             elif kind is np.ndarray:
                 copied[key] = memo[id(value)] = value.__deepcopy__(memo)
