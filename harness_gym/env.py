@@ -6,6 +6,7 @@ the Domain contract), :mod:`harness_gym.workers` and :mod:`harness_gym.sandbox`,
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 import weakref
@@ -103,12 +104,17 @@ def env_keywords(cls: type) -> tuple[str, ...]:
     return tuple(names)
 
 
+_ACTIONS: tuple[Action, ...] = tuple(sorted(Action))
+"""Every action, indexed by its id."""
+
 RESET_OPTIONS: tuple[str, ...] = ("task_id", "split")
 """The keys ``reset(options=...)`` understands; any other raises."""
 
 
 def _is_int(value: Any) -> bool:
     """Whether ``value`` is an integer (Python or NumPy, a 0-d integer array included), never a bool."""
+    if type(value) is int:
+        return True
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value[()]
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -116,6 +122,36 @@ def _is_int(value: Any) -> bool:
 
 def _pending_patterns() -> dict[str, float]:
     return dict.fromkeys(PATTERNS, PENDING)
+
+
+_ATOMIC_TYPES: frozenset[type] = frozenset({int, float, bool, str, type(None)})
+"""Types :func:`copy.deepcopy` returns as they are."""
+
+
+class StepInfo(dict):  # type: ignore[type-arg]
+    """The ``info`` dict of a reset or step. A plain ``dict`` in all but its deep copy, which Stable-Baselines3's
+    ``DummyVecEnv`` makes of every step's infos: a nested dict of atomic keys and values is copied with
+    ``dict(...)`` and an array with its own ``__deepcopy__``, not element by element; anything else goes through
+    :func:`copy.deepcopy`. The copy is as deep and as shared as :func:`copy.deepcopy` makes it
+    (``tests/test_env_api.py`` holds the two equal)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> StepInfo:
+        copied = StepInfo()
+        memo[id(self)] = copied
+        for key, value in self.items():
+            kind = type(value)
+            if kind in _ATOMIC_TYPES:
+                copied[key] = value
+            elif id(value) in memo:
+                copied[key] = memo[id(value)]
+            elif kind is dict and _ATOMIC_TYPES.issuperset(map(type, value.values())) \
+                    and _ATOMIC_TYPES.issuperset(map(type, value)):
+                copied[key] = memo[id(value)] = dict(value)
+            elif kind is np.ndarray:
+                copied[key] = memo[id(value)] = value.__deepcopy__(memo)
+            else:
+                copied[key] = copy.deepcopy(value, memo)
+        return copied
 
 
 _BUDGETS: dict[tuple[str, str], float] = {}
@@ -413,25 +449,26 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     def _info(self, action: Action | None, *, invalid: bool = False, forced: bool = False,
               evidence: dict[str, float] | None = None, cached: bool = False,
-              cost: dict[str, int | float] | None = None) -> dict[str, Any]:
-        assert self._ctx is not None and self._state is not None
-        return {
-            "action_name": action.name if action is not None else "",
-            "action_mask": np.array(self._applicable_list(self._ctx, self._state), dtype=np.int8),
-            "invalid_action": invalid,
-            "forced_submit": forced,
-            "quality": PENDING,
-            "success": False,
-            "hms": PENDING,
-            "patterns": _pending_patterns(),
-            "evidence": evidence if evidence is not None else dict.fromkeys(EVIDENCE_SOURCES, 0.0),
-            "task_id": self.task.task_id,
-            "split": self.task.split,
-            "budget_left": int(max(self._state.budget_left, 0)) if self._state else self.budget,
-            "draft_version": int(self._state.draft_version) if self._state else 0,
-            "exec_cached": cached,
-            "cost": cost if cost is not None else zero_cost(),
-        }
+              cost: dict[str, int | float] | None = None) -> StepInfo:
+        ctx, st, task = self._ctx, self._state, self._task
+        assert ctx is not None and st is not None and task is not None
+        return StepInfo(
+            action_name=action.name if action is not None else "",
+            action_mask=np.array(self._applicable_list(ctx, st), dtype=np.int8),
+            invalid_action=invalid,
+            forced_submit=forced,
+            quality=PENDING,
+            success=False,
+            hms=PENDING,
+            patterns=_pending_patterns(),
+            evidence=evidence if evidence is not None else dict.fromkeys(EVIDENCE_SOURCES, 0.0),
+            task_id=task.task_id,
+            split=task.split,
+            budget_left=int(max(st.budget_left, 0)),
+            draft_version=int(ctx.draft.version) if ctx.draft is not None else 0,
+            exec_cached=cached,
+            cost=cost if cost is not None else zero_cost(),
+        )
 
     def _bill(self, bill: Mapping[str, Any] | None, where: str) -> None:
         """Add what the step's action billed (checked against the price table) to the step's bill."""
@@ -587,13 +624,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             raise TypeError(f"action must be an int in [0, {N_ACTIONS}), got {type(action).__name__} {action!r}")
         if not 0 <= int(action) < N_ACTIONS:
             raise ValueError(f"action must be in [0, {N_ACTIONS}), got {action!r}")
-        act = Action(int(action))
+        act = _ACTIONS[int(action)]
         ctx, st = self._ctx, self._state
 
         valid = self._applicable_list(ctx, st)[act]
         checked_before = ctx.draft is not None and ctx.checked_version == ctx.draft.version
         last_check_before = st.last_check
-        any_evidence = st.n_observations + st.n_retrieved + (st.n_tool_calls - st.n_tool_errors) > 0
+        any_evidence = bool(ctx.observed or ctx.retrieved or any(res.ok for _, res in ctx.tool_history))
         conf_before = st.confidence
         if self._sandbox is not None:
             self._sandbox.start()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -629,3 +630,38 @@ def test_hooks_read_no_hidden_field(which, request):
                                                                         sql=None))
     assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[::6], scrub)
     assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[1::6], lambda payload: None)  # nor the visible part
+
+
+def _like_regex(pattern: str, escape: str) -> re.Pattern[str]:
+    """SQL LIKE as a regular expression: ``%`` any run, ``_`` one character, ``escape`` quoting the next one."""
+    parts, i = [], 0
+    while i < len(pattern):
+        if pattern[i] == escape and i + 1 < len(pattern):
+            parts.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        parts.append({"%": ".*", "_": "."}.get(pattern[i], re.escape(pattern[i])))
+        i += 1
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def test_cached_collation_keys_and_like_tokens_give_the_definitions():
+    import random
+
+    from harness_gym.domains.dbbench.engines import _mysql_ci, fold_text, like_match
+
+    rng = random.Random(0)
+    alphabet = "aAbBéÉ %_\\x1 ç"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 3, 8, 255, 256, 257, 600])))
+             for _ in range(1500)]
+    texts += ["%", "a%", "%é_", "a\\%b", "x%"]
+    matched = 0
+    for a, b in zip(texts, reversed(texts)):
+        ka, kb = fold_text(a.rstrip(" ")), fold_text(b.rstrip(" "))
+        assert _mysql_ci(a, b) == (ka > kb) - (ka < kb)
+        for escape in ("\\", "x"):
+            for pattern in (a[:40], a[:12], a[:2], a.replace("%", "")):
+                want = _like_regex(pattern, escape).fullmatch(b) is not None
+                assert like_match(pattern, b, escape) == like_match(pattern, b, escape) == want
+                matched += want
+    assert matched > 20

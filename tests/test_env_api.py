@@ -185,3 +185,55 @@ def test_torchrl_gym_env_makes_and_steps_every_id(env_id):
     assert 1 <= rollout.batch_size[0] <= 3
     assert rollout["next", "observation"].shape[1:] == td["observation"].shape
     env.close()
+
+
+def _same_structure(a: object, b: object) -> bool:
+    """Equal values, types and (for arrays) dtype, shape and bytes, container by container."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray) and a.dtype == object:
+        return a.shape == b.shape and _same_structure(a.tolist(), b.tolist())
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same_structure(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same_structure(x, y) for x, y in zip(a, b))
+    return a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
+
+
+@pytest.mark.parametrize("env_id", ["HarnessResearchQA-v1", "HarnessPlan-v1"])
+def test_an_info_deep_copies_as_copy_deepcopy_copies_a_plain_dict(env_id):
+    import copy
+
+    from harness_gym.env import StepInfo
+
+    env = gym.make(env_id)
+    rng = np.random.default_rng(0)
+    infos = []
+    for seed in range(5):
+        _, info = env.reset(seed=seed)
+        infos.append(info)
+        done = False
+        while not done:
+            allowed = np.flatnonzero(info["action_mask"])
+            _, _, terminated, truncated, info = env.step(int(allowed[int(rng.random() * len(allowed))]))
+            infos.append(info)
+            done = terminated or truncated
+    env.close()
+    shared = {"a": 1}
+    extra = StepInfo(nested={"deep": [1, {"x": 2.0}]}, shared=shared, again=shared, mixed={"k": np.float64(1.5)},
+                     view=np.arange(12, dtype=np.float32).reshape(3, 4)[:, 1], obj=np.array([{"o": 1}], dtype=object))
+    for info in [*infos, extra]:
+        assert type(info) is StepInfo
+        batch = [info, info]
+        copied = copy.deepcopy(batch)
+        reference = copy.deepcopy([dict(info), dict(info)])
+        assert copied[0] is copied[1] and type(copied[0]) is StepInfo
+        assert _same_structure(dict(copied[0]), reference[0])
+        for key, value in info.items():
+            if not isinstance(value, (int, float, bool, str, type(None))):
+                assert copied[0][key] is not value
+    copied = copy.deepcopy(extra)
+    assert copied["shared"] is copied["again"] and copied["obj"][0] is not extra["obj"][0]
+    assert copied["view"].flags.c_contiguous == copy.deepcopy(extra["view"]).flags.c_contiguous

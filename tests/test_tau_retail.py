@@ -572,3 +572,36 @@ def test_hooks_read_no_hidden_field(which, synthetic):
     scrub = lambda data: dataclasses.replace(data, actions=(), outputs=(), gold_hash="")  # noqa: E731
     assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[::7], scrub)
     assert_hooks_read_no_hidden_field(domain, domain.all_tasks()[3::7], lambda data: None)  # the ticket only
+
+
+def _uncached_state_hash(db: RetailDB) -> str:
+    """:meth:`RetailDB.state_hash` as first defined: every changed record's canonical JSON taken anew."""
+    import hashlib
+
+    from harness_gym.domains.tau_retail.store import canonical
+
+    h = hashlib.sha256(db.snapshot.fingerprint.encode())
+    for table, key, rec in db.changed_records():
+        h.update(f"\n{table}/{key}=".encode())
+        h.update(canonical(rec).encode())
+    return h.hexdigest()
+
+
+def test_the_state_hash_and_record_texts_kept_between_edits_are_those_taken_anew(synthetic):
+    checked = 0
+    for task in synthetic.all_tasks():
+        data = task.payload
+        plans = [data.gold_plan, *(plan for _, plan in Perturber(data.snapshot, data.user_id, data.gold_plan,
+                                                                    seed=1).all())]
+        for plan in plans:
+            db = RetailDB(data.snapshot)
+            assert db.state_hash() == _uncached_state_hash(db)
+            for call in [*plan, *plan]:
+                call_once(db, call)
+                assert db.state_hash() == _uncached_state_hash(db) == db.state_hash()
+                checked += 1
+            for table in ("users", "orders", "products"):
+                for key, rec in db.records(table):
+                    assert db.record_json(table, key) == json.dumps(rec) == db.record_json(table, key)
+            assert db.record_json("orders", "#nope") is None
+    assert checked > 100

@@ -310,11 +310,19 @@ calls each feature's value function)."""
 _LOG_INPUT_SCALE = math.log1p(INPUT_SIZE_SCALE)
 
 
+@lru_cache(maxsize=4096)
+def _signal_values(signals: TaskSignals) -> tuple[float, float, float]:
+    """The ``n_task_keys``, ``n_visible_checks`` and ``input_size`` features: fixed for an episode's task."""
+    return (min(len(signals.keys), 10) / 10, min(signals.n_visible_checks, 10) / 10,
+            min(math.log1p(signals.input_chars) / _LOG_INPUT_SCALE, 1.0))
+
+
 def _inline_values(s: HarnessState) -> list[float]:
     """The values of :data:`FEATURES`, in order, as their value functions compute them, in one pass over the
     state (the encoder runs at every step; ``tests/test_state_encoding.py`` holds the two equal)."""
     ctx = s.ctx
-    draft_version = ctx.draft.version if ctx.draft is not None else 0
+    draft = ctx.draft
+    draft_version = draft.version if draft is not None else 0
     history = ctx.tool_history
     n_errors = consecutive = 0
     for _, res in history:
@@ -325,18 +333,31 @@ def _inline_values(s: HarnessState) -> list[float]:
             break
         consecutive += 1
     last = ctx.last_check
-    signals = s.signals
+    if last is None:
+        check_pass_share = 0.0
+    elif last.n_total:
+        check_pass_share = min(max((last.n_passed or 0) / last.n_total, 0.0), 1.0)
+    else:
+        check_pass_share = 1.0 if last.passed else 0.0
+    budget, spent, scale, budget_units = s.budget, s.spent_units, s.cost_scale, s.budget_units
+    if budget_units is None:
+        budget_units_left = 1.0
+    else:
+        budget_units_left = max(1.0 - spent / budget_units, 0.0) if budget_units > 0 else 0.0
+    coverage = s.coverage
+    n_observed = len(ctx.observed)
+    n_keys_value, n_visible_checks_value, input_size_value = _signal_values(s.signals)
     values = [
-        min(s.steps / s.budget, 1.0),
-        max(s.budget_left, 0) / s.budget,
+        min(s.steps / budget, 1.0),
+        max(s.budget_left, 0) / budget,
         1.0 if draft_version > 0 else 0.0,
         min(draft_version, 10) / 10,
         1.0 if draft_version > 0 and ctx.checked_version == draft_version else 0.0,
         0 if last is None else (1 if last.passed else -1),
         min(s.n_checks, 10) / 10,
         min(s.n_revisions, 10) / 10,
-        min(len(ctx.observed), 10) / 10,
-        1.0 if len(ctx.observed) >= len(ctx.task.observations) else 0.0,
+        min(n_observed, 10) / 10,
+        1.0 if n_observed >= len(ctx.task.observations) else 0.0,
         min(len(ctx.retrieved), 10) / 10,
         min(s.n_relevant_looking, 10) / 10,
         min(len(history), 10) / 10,
@@ -345,23 +366,25 @@ def _inline_values(s: HarnessState) -> list[float]:
         0 if not history else (1 if history[-1][1].ok else -1),
         s.confidence,
         min(s.n_invalid, 10) / 10,
-        s.cost_spent,
-        s.budget_units_left,
+        min(spent / scale, 1.0) if scale > 0 else 0.0,
+        budget_units_left,
         s.last_retrieval[0],
         s.last_retrieval[1],
-        s.coverage.share,
-        min(len(signals.keys), 10) / 10,
+        1.0 - len(coverage.missing) / len(coverage.keys) if coverage.keys else 1.0,
+        n_keys_value,
         s.last_tool_answers,
-        s.check_pass_share,
-        min(signals.n_visible_checks, 10) / 10,
-        min(math.log1p(signals.input_chars) / _LOG_INPUT_SCALE, 1.0),
+        check_pass_share,
+        n_visible_checks_value,
+        input_size_value,
         0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
     ]
-    if 0 <= s.last_action < len(Action):
-        values[_FIRST_LAST_ACTION + s.last_action] = 1.0
-    elif s.last_action < 0:
-        values[_FIRST_LAST_ACTION + len(Action)] = 1.0
+    last_action = s.last_action
+    if 0 <= last_action < _N_ACTIONS:
+        values[_FIRST_LAST_ACTION + last_action] = 1.0
+    elif last_action < 0:
+        values[_FIRST_LAST_ACTION + _N_ACTIONS] = 1.0
     return values
 
 
+_N_ACTIONS = len(Action)
 _FIRST_LAST_ACTION = _INLINE_NAMES.index("last_action_observe")

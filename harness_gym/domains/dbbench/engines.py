@@ -236,8 +236,21 @@ _fold_cached = lru_cache(maxsize=65536)(_fold)
 """Keys of short strings (table cells, names) are cached: at most 65536 of at most 256 characters."""
 
 
+def _collation_key(text: str) -> str:
+    """What ``utf8mb4_general_ci`` compares of a string: its :func:`fold_text` without trailing spaces."""
+    return _collation_key_cached(text) if len(text) <= 256 else _fold_padded(text)
+
+
+def _fold_padded(text: str) -> str:
+    return fold_text(text.rstrip(" "))
+
+
+_collation_key_cached = lru_cache(maxsize=65536)(_fold_padded)
+"""Collation keys of short strings are cached: at most 65536 of at most 256 characters."""
+
+
 def _mysql_ci(a: str, b: str) -> int:
-    ka, kb = fold_text(a.rstrip(" ")), fold_text(b.rstrip(" "))
+    ka, kb = _collation_key(a), _collation_key(b)
     return (ka > kb) - (ka < kb)
 
 
@@ -245,16 +258,9 @@ class _Interrupted(Exception):
     """Raised inside a registered SQLite function once the statement's deadline has passed."""
 
 
-def like_match(pattern: str, value: str, escape: str = "\\") -> bool:
-    """Whether ``value`` matches the SQL LIKE ``pattern`` (``%`` any run, ``_`` one character, ``escape``
-    quoting the next character), without regular expressions: one pass that backtracks only to the last
-    ``%``, so the time is at most ``len(pattern) * len(value)`` steps, never exponential.
-
-    :param pattern: the LIKE pattern (already case-folded by the caller)
-    :param value: the text tested
-    :param escape: the escape character
-    """
-    tokens: list[tuple[str, str]] = []  # ("lit", ch), ("one", ""), ("any", "")
+def _like_tokens(pattern: str, escape: str) -> tuple[tuple[str, str], ...]:
+    """A LIKE pattern as ``("lit", ch)``, ``("one", "")`` and ``("any", "")`` tokens (a run of ``%`` as one)."""
+    tokens: list[tuple[str, str]] = []
     i = 0
     while i < len(pattern):
         ch = pattern[i]
@@ -268,6 +274,23 @@ def like_match(pattern: str, value: str, escape: str = "\\") -> bool:
         else:
             tokens.append(("one", "") if ch == "_" else ("lit", ch))
         i += 1
+    return tuple(tokens)
+
+
+_like_tokens_cached = lru_cache(maxsize=4096)(_like_tokens)
+"""Tokens of short patterns are cached: at most 4096 of at most 256 characters."""
+
+
+def like_match(pattern: str, value: str, escape: str = "\\") -> bool:
+    """Whether ``value`` matches the SQL LIKE ``pattern`` (``%`` any run, ``_`` one character, ``escape``
+    quoting the next character), without regular expressions: one pass that backtracks only to the last
+    ``%``, so the time is at most ``len(pattern) * len(value)`` steps, never exponential.
+
+    :param pattern: the LIKE pattern (already case-folded by the caller)
+    :param value: the text tested
+    :param escape: the escape character
+    """
+    tokens = _like_tokens_cached(pattern, escape) if len(pattern) <= 256 else _like_tokens(pattern, escape)
     t = v = 0
     star_t, star_v = -1, 0
     while v < len(value):
@@ -382,8 +405,10 @@ def _fetch_capped(cursor: Any, deadline: float) -> list[tuple[Any, ...]]:
         chunk = cursor.fetchmany(100)
         if not chunk:
             return rows
-        rows.extend(tuple(r) for r in chunk)
-        held += sum(len(v) if isinstance(v, (str, bytes)) else 8 for r in chunk for v in r)
+        for row in map(tuple, chunk):
+            rows.append(row)
+            for value in row:
+                held += len(value) if isinstance(value, (str, bytes)) else 8
         if len(rows) > MAX_RESULT_ROWS:
             raise SQLError(f"the result has more than {MAX_RESULT_ROWS} rows")
         if held > MAX_RESULT_BYTES:

@@ -79,6 +79,17 @@ class RetailSnapshot:
             (table, key) for table, records in self.tables.items() for key, rec in records.items()
             if is_plain_json_tree(rec))
         """(table, key) of the records that :func:`copy_json` copies on edit (the others: ``copy.deepcopy``)."""
+        self._record_texts: dict[tuple[str, str], str] = {}
+
+    def record_json(self, table: str, key: str) -> str | None:
+        """``json.dumps`` of a record (``None``: there is none), taken once per record of the snapshot."""
+        text = self._record_texts.get((table, key))
+        if text is None:
+            rec = self.tables[table].get(key)
+            if rec is None:
+                return None
+            text = self._record_texts[(table, key)] = json.dumps(rec)
+        return text
 
 
 class RetailDB:
@@ -91,14 +102,26 @@ class RetailDB:
     def __init__(self, snapshot: RetailSnapshot) -> None:
         self.snapshot = snapshot
         self._changed: dict[tuple[str, str], Record] = {}
+        self._changed_texts: dict[tuple[str, str], str | None] = {}
+        """(table, key) -> the canonical JSON of the copied record (``None``: equal to the snapshot's), taken
+        since its last :meth:`edit` (a record changes only after an edit hands it out)"""
+        self._hash: str | None = None
+        """:meth:`state_hash` since the last :meth:`edit`"""
 
     def get(self, table: str, key: str) -> Record | None:
         """The current record, or ``None`` when there is none."""
         rec = self._changed.get((table, key))
         return rec if rec is not None else self.snapshot.tables[table].get(key)
 
+    def record_json(self, table: str, key: str) -> str | None:
+        """``json.dumps`` of the current record (``None``: there is none), what the read tools return."""
+        rec = self._changed.get((table, key))
+        return json.dumps(rec) if rec is not None else self.snapshot.record_json(table, key)
+
     def edit(self, table: str, key: str) -> Record:
         """A private, mutable copy of an existing record (copied on the first edit of this view)."""
+        self._hash = None
+        self._changed_texts.pop((table, key), None)
         rec = self._changed.get((table, key))
         if rec is None:
             original = self.snapshot.tables[table][key]
@@ -123,10 +146,23 @@ class RetailDB:
 
         It is taken over the snapshot's fingerprint and the canonical JSON of every record that differs from
         the snapshot, so two views of one snapshot have equal hashes exactly when their full contents are
-        equal, which is what hashing the whole database decides, at the cost of the touched records only.
+        equal, which is what hashing the whole database decides, at the cost of the touched records only. Each
+        record's text is taken once per :meth:`edit`, and the hash once per edit of any record.
         """
-        h = hashlib.sha256(self.snapshot.fingerprint.encode())
-        for table, key, rec in self.changed_records():
-            h.update(f"\n{table}/{key}=".encode())
-            h.update(canonical(rec).encode())
-        return h.hexdigest()
+        if self._hash is None:
+            h = hashlib.sha256(self.snapshot.fingerprint.encode())
+            for table, key in sorted(self._changed):
+                text = self._changed_text(table, key)
+                if text is not None:
+                    h.update(f"\n{table}/{key}=".encode())
+                    h.update(text.encode())
+            self._hash = h.hexdigest()
+        return self._hash
+
+    def _changed_text(self, table: str, key: str) -> str | None:
+        """The canonical JSON of a copied record, ``None`` when it equals the snapshot's."""
+        if (table, key) not in self._changed_texts:
+            rec = self._changed[(table, key)]
+            self._changed_texts[(table, key)] = (canonical(rec) if rec != self.snapshot.tables[table][key]
+                                                 else None)
+        return self._changed_texts[(table, key)]

@@ -225,24 +225,30 @@ def find_user_id_by_name_zip(db: RetailDB, first_name: str, last_name: str, zip:
             _schema(user_id=_STR), bills=ORDER_SERVICE)
 def get_user_details(db: RetailDB, user_id: str) -> str:
     """A profile read from the operator's order service (``api_call:internal``)."""
-    return _dump(_user(db, user_id))
+    text = db.record_json("users", user_id)
+    if text is None:
+        raise RetailToolError("user not found")
+    return text
 
 
 @TOOLS.tool("An order's status, items, address, fulfilments and payments.",
             _schema(**_ORDER), bills=ORDER_SERVICE)
 def get_order_details(db: RetailDB, order_id: str) -> str:
     """An order read from the operator's order service (``api_call:internal``)."""
-    return _dump(_order(db, order_id))
+    text = db.record_json("orders", order_id)
+    if text is None:
+        raise RetailToolError("order not found")
+    return text
 
 
 @TOOLS.tool("A product's variants (item ids, options, availability, price).",
             _schema(product_id=_STR), bills=ORDER_SERVICE)
 def get_product_details(db: RetailDB, product_id: str) -> str:
     """A catalogue read from the operator's order service (``api_call:internal``)."""
-    rec = db.get("products", product_id)
-    if rec is None:
+    text = db.record_json("products", product_id)
+    if text is None:
         raise RetailToolError("product not found")
-    return _dump(rec)
+    return text
 
 
 @TOOLS.tool("One item (variant) of a product by item id.", _schema(item_id=_STR), bills=ORDER_SERVICE)
