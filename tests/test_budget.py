@@ -6,6 +6,7 @@ import json
 import statistics
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import harness_gym
@@ -38,6 +39,24 @@ def test_budgets_json_holds_every_shipped_profile_for_the_current_data(stored, e
         assert profile["budget_units"] == pytest.approx(rule.FACTOR * profile["median_units"])
     env.reset(seed=0)  # the env reads its budget from the file
     assert henv.budget_units == entry["profiles"]["cheap-hosted"]["budget_units"]
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", harness_gym.ENV_IDS)
+def test_the_fingerprint_does_not_move_as_episodes_fill_the_domains_caches(env_id, monkeypatch):
+    env = gym.make(env_id)
+    henv = env.unwrapped
+    before = henv.reference_fingerprint()
+    rng = np.random.default_rng(0)
+    for seed in range(6):  # every action, so that every kept result of the domain is filled
+        _, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            action = int(rng.choice(np.flatnonzero(info["action_mask"])))
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+    monkeypatch.setattr(env_module, "_DOMAIN_FINGERPRINTS", {})  # computed again from the domain's objects
+    assert henv.reference_fingerprint() == before
     env.close()
 
 

@@ -102,7 +102,9 @@ def _digest(obj: Any, memo: dict[int, tuple[Any, str]]) -> str:
     elif isinstance(obj, (list, tuple)):
         text = f'["seq",{_json_strs([_digest(v, memo) for v in obj])}]'
     elif hasattr(obj, "__dict__"):
-        text = f"[{_json_str(kind.__name__)},{_json_str(_digest(vars(obj), memo))}]"
+        caches = getattr(kind, "CACHE_ATTRIBUTES", ())
+        state = {k: v for k, v in vars(obj).items() if k not in caches} if caches else vars(obj)
+        text = f"[{_json_str(kind.__name__)},{_json_str(_digest(state, memo))}]"
     else:
         raise TypeError(f"cannot fingerprint a {kind.__name__}")
     digest = hashlib.sha256(text.encode()).hexdigest()
@@ -111,7 +113,8 @@ def _digest(obj: Any, memo: dict[int, tuple[Any, str]]) -> str:
 
 
 def fingerprint(*parts: Any) -> str:
-    """A stable hash of ``parts`` (the same on every machine and Python hash seed).
+    """A stable hash of ``parts`` (the same on every machine and Python hash seed). An object's attributes that
+    its class names in ``CACHE_ATTRIBUTES`` (results kept from its data, filled as it is used) are not part of it.
 
     :param parts: data (dataclasses, mappings, sequences, sets, scalars)
     """

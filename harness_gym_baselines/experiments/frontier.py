@@ -222,7 +222,8 @@ def plot_frontier_panels(panels: dict[str, Sequence[dict[str, Any]]], learned: S
     n = len(panels)
     cols = min(n, 4)
     rows_n = -(-n // cols)
-    fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols, 3.6 * rows_n + 1.2), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(max(4.2 * cols, 7.5), 3.6 * rows_n + 1.2), squeeze=False,
+                             sharey=True)
     present = [name for name in learned if any(r["policy"] == name for rows in panels.values() for r in rows)]
     hues = [c for c in COLOURS if c not in ("C7", "black")]  # grey and black are the scripts'
     colour = {name: hues[i % len(hues)] for i, name in enumerate(present)}

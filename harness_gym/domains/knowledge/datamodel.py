@@ -208,6 +208,9 @@ class SourceIndex:
     :param sources: every source document of the domain
     """
 
+    CACHE_ATTRIBUTES = ("_states",)
+    """kept results, not data: :func:`harness_gym.core.budgets.fingerprint` leaves them out"""
+
     def __init__(self, sources: Sequence[Source]) -> None:
         self.sources = {s.doc_id: s for s in sources}
         self._tokens = {s.doc_id: s.tokens for s in sources}

@@ -81,6 +81,9 @@ class Instance:
         "room_prefs": [{"meeting", "room", "weight"}], "gap_weight"}}``
     """
 
+    CACHE_ATTRIBUTES = ("_violations_of",)
+    """kept results, not data: :func:`harness_gym.core.budgets.fingerprint` leaves them out"""
+
     def __init__(self, spec: Mapping[str, Any]) -> None:
         self.days: list[str] = list(spec["days"])
         self.hours: list[int] = [int(h) for h in spec["hours"]]

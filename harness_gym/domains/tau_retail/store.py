@@ -64,6 +64,10 @@ class RetailSnapshot:
         (τ²-bench) or ``"v1"`` (τ-bench v1; see :mod:`~harness_gym.domains.tau_retail.tools`)
     """
 
+    CACHE_ATTRIBUTES = ("plain_json_records", "_record_texts")
+    """derived from the tables or kept as they are read, not data: :func:`harness_gym.core.budgets.fingerprint`
+    leaves them out"""
+
     def __init__(self, users: Mapping[str, Record], orders: Mapping[str, Record],
                  products: Mapping[str, Record], semantics: str = "tau2") -> None:
         if semantics not in SEMANTICS:
