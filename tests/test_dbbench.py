@@ -648,7 +648,7 @@ def _like_regex(pattern: str, escape: str) -> re.Pattern[str]:
 def test_cached_collation_keys_and_like_tokens_give_the_definitions():
     import random
 
-    from harness_gym.domains.dbbench.engines import _mysql_ci, fold_text, like_match
+    from harness_gym.domains.dbbench.collation import fold_text, like_match, mysql_ci
 
     rng = random.Random(0)
     alphabet = "aAbBéÉ %_\\x1 ç"
@@ -658,7 +658,7 @@ def test_cached_collation_keys_and_like_tokens_give_the_definitions():
     matched = 0
     for a, b in zip(texts, reversed(texts)):
         ka, kb = fold_text(a.rstrip(" ")), fold_text(b.rstrip(" "))
-        assert _mysql_ci(a, b) == (ka > kb) - (ka < kb)
+        assert mysql_ci(a, b) == (ka > kb) - (ka < kb)
         for escape in ("\\", "x"):
             for pattern in (a[:40], a[:12], a[:2], a.replace("%", "")):
                 want = _like_regex(pattern, escape).fullmatch(b) is not None

@@ -14,10 +14,10 @@ from sqlglot import exp
 
 from harness_gym.core.lru import ByteLRU
 from harness_gym.core.types import CheckResult
+from harness_gym.domains.dbbench.collation import fold_text
 from harness_gym.domains.dbbench.engines import (
     DatabaseSession,
     SQLError,
-    fold_text,
     parse_mysql,
     rows_changed,
     run_statement,

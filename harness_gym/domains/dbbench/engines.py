@@ -28,7 +28,7 @@ Limits on both engines: :data:`MAX_STATEMENT_CHARS` (before parsing), :data:`STA
 :data:`MAX_RESULT_ROWS`; MariaDB's are server-side. SQLite runs in the host process: one deadline covers
 parsing, execution and fetching; :data:`MAX_RESULT_BYTES` per result (counted as rows arrive),
 :data:`SQLITE_MAX_VALUE_BYTES`, :data:`SQLITE_MAX_DB_BYTES`, :data:`SQLITE_HARD_HEAP_BYTES`; LIKE is
-:func:`like_match` (interruptible).
+:func:`~harness_gym.domains.dbbench.collation.like_match` (interruptible).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-import unicodedata
 import uuid
 import weakref
 from abc import ABC, abstractmethod
@@ -53,6 +52,8 @@ from sqlglot import exp
 from sqlglot.dialects.sqlite import SQLite
 from sqlglot.errors import ErrorLevel
 from sqlglot.tokens import Token, TokenType
+
+from harness_gym.domains.dbbench.collation import fold_text, like_match, mysql_ci
 
 _MYSQL = sqlglot.Dialect.get_or_raise("mysql")
 READ_KINDS = frozenset({"select", "show", "describe"})
@@ -222,94 +223,8 @@ class Engine(ABC):
 # ----- SQLite ---------------------------------------------------------------------------------------------
 
 
-def fold_text(text: str) -> str:
-    """Case- and accent-insensitive key of a string (what ``utf8mb4_general_ci`` compares)."""
-    return _fold_cached(text) if len(text) <= 256 else _fold(text)
-
-
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
-
-
-_fold_cached = lru_cache(maxsize=65536)(_fold)
-"""Keys of short strings (table cells, names) are cached: at most 65536 of at most 256 characters."""
-
-
-def _collation_key(text: str) -> str:
-    """What ``utf8mb4_general_ci`` compares of a string: its :func:`fold_text` without trailing spaces."""
-    return _collation_key_cached(text) if len(text) <= 256 else _fold_padded(text)
-
-
-def _fold_padded(text: str) -> str:
-    return fold_text(text.rstrip(" "))
-
-
-_collation_key_cached = lru_cache(maxsize=65536)(_fold_padded)
-"""Collation keys of short strings are cached: at most 65536 of at most 256 characters."""
-
-
-def _mysql_ci(a: str, b: str) -> int:
-    ka, kb = _collation_key(a), _collation_key(b)
-    return (ka > kb) - (ka < kb)
-
-
 class _Interrupted(Exception):
     """Raised inside a registered SQLite function once the statement's deadline has passed."""
-
-
-def _like_tokens(pattern: str, escape: str) -> tuple[tuple[str, str], ...]:
-    """A LIKE pattern as ``("lit", ch)``, ``("one", "")`` and ``("any", "")`` tokens (a run of ``%`` as one)."""
-    tokens: list[tuple[str, str]] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == escape and i + 1 < len(pattern):
-            tokens.append(("lit", pattern[i + 1]))
-            i += 2
-            continue
-        if ch == "%":
-            if not tokens or tokens[-1][0] != "any":
-                tokens.append(("any", ""))
-        else:
-            tokens.append(("one", "") if ch == "_" else ("lit", ch))
-        i += 1
-    return tuple(tokens)
-
-
-_like_tokens_cached = lru_cache(maxsize=4096)(_like_tokens)
-"""Tokens of short patterns are cached: at most 4096 of at most 256 characters."""
-
-
-def like_match(pattern: str, value: str, escape: str = "\\") -> bool:
-    """Whether ``value`` matches the SQL LIKE ``pattern`` (``%`` any run, ``_`` one character, ``escape``
-    quoting the next character), without regular expressions: one pass that backtracks only to the last
-    ``%``, so the time is at most ``len(pattern) * len(value)`` steps, never exponential.
-
-    :param pattern: the LIKE pattern (already case-folded by the caller)
-    :param value: the text tested
-    :param escape: the escape character
-    """
-    tokens = _like_tokens_cached(pattern, escape) if len(pattern) <= 256 else _like_tokens(pattern, escape)
-    t = v = 0
-    star_t, star_v = -1, 0
-    while v < len(value):
-        kind, char = tokens[t] if t < len(tokens) else ("", "")
-        if kind == "one" or (kind == "lit" and char == value[v]):
-            t += 1
-            v += 1
-        elif kind == "any":
-            star_t, star_v = t, v
-            t += 1
-        elif star_t >= 0:
-            star_v += 1
-            v = star_v
-            t = star_t + 1
-        else:
-            return False
-    while t < len(tokens) and tokens[t][0] == "any":
-        t += 1
-    return t == len(tokens)
 
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ)
@@ -432,7 +347,7 @@ class SQLiteSession(DatabaseSession):
         super().__init__(table)
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._conn.execute(f"PRAGMA hard_heap_limit = {SQLITE_HARD_HEAP_BYTES}")  # only ever lowers it
-        self._conn.create_collation("MYSQL_CI", _mysql_ci)
+        self._conn.create_collation("MYSQL_CI", mysql_ci)
         self._conn.create_function("like", 2, self._like, deterministic=True)
         self._conn.create_function("like", 3, self._like, deterministic=True)
         self._deadline = 0.0
