@@ -149,7 +149,7 @@ def train_cell(method: str, env_id: str, seed: int, args: argparse.Namespace, ds
     trainer = load_trainer(method)
     common: dict[str, Any] = {"out": str(path), "seed": seed, "log_dir": str(args.out / "runs")}
     if method == "bc":
-        cfg = trainer.config(dataset_id=dsid, eval_episodes=0, **common)
+        cfg = trainer.config(dataset_id=dsid, eval_episodes=0, progress=False, **common)
     else:
         cfg = trainer.config(env_id=env_id, steps=args.steps, cost_weight=getattr(args, "cost_weight", 0.0),
                              final_eval_episodes=0, progress=False, **common)

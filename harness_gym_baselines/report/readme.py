@@ -74,8 +74,8 @@ def time_sentence(manifest: dict[str, Any], run: str) -> str:
                        for name, stage in manifest["stages"].items())
     return (f"From an empty `--out` the {run} took {minutes} min {seconds} s wall on {machine.get('cpus')} CPU "
             f"cores under a 1-minute load average of {load['median']:.1f} (median of {load['samples']} samples "
-            f"every {load['every_s']:g} s; {load['min']:.1f} to {load['max']:.1f}), from other jobs on the "
-            f"machine. Stages: {stages}; report {_report_seconds(manifest):.0f} s.")
+            f"every {load['every_s']:g} s; {load['min']:.1f} to {load['max']:.1f}; the run's own processes "
+            f"count in it). Stages: {stages}; report {_report_seconds(manifest):.0f} s.")
 
 
 def _report_seconds(manifest: dict[str, Any]) -> float:
