@@ -277,3 +277,31 @@ def test_corruption_runs_adaptive_and_frozen_for_both_ecpos_and_tabulates_them(t
     before = json.loads((tmp_path / "corruption.json").read_text())
     ecpo_comparison.corruption(args)  # resumed: nothing trained again
     assert len(trained) == 4 and json.loads((tmp_path / "corruption.json").read_text()) == before
+
+
+def test_the_corruption_table_says_whether_adaptive_and_frozen_are_separated() -> None:
+    from harness_gym_baselines.experiments.ecpo_comparison import corruption_lines, separation
+
+    def runs(pairs: list[tuple[float, float]], episodes: int = 50) -> dict:
+        out = {}
+        for seed, (adaptive, frozen) in enumerate(pairs):
+            for arm, success in (("adaptive", adaptive), ("frozen", frozen)):
+                out[f"E|ecpo|{arm}|{seed}"] = {"method": "ecpo", "arm": arm, "seed": seed, "steps": 100,
+                                               "steps_after_switch": 50, "episodes": episodes, "history": [],
+                                               "test_success": success}
+        return out
+
+    close = separation(runs([(0.74, 0.66)]), "ecpo")  # one seed x 50 episodes: 8 points is inside the noise
+    assert close["seeds"] == 1 and close["episodes"] == 50 and not close["separated"]
+    assert close["low"] < 0 < close["high"] and abs(close["difference"] - 0.08) < 1e-9
+    far = separation(runs([(0.80, 0.40), (0.82, 0.41), (0.78, 0.42)]), "ecpo")
+    assert far["separated"] and far["low"] > 0 and far["seeds"] == 3
+    # seeds that disagree widen the interval beyond the episodes' binomial one
+    spread = separation(runs([(0.90, 0.40), (0.40, 0.90), (0.95, 0.40)], episodes=2000), "ecpo")
+    assert not spread["separated"]
+    table = "\n".join(corruption_lines(runs([(0.74, 0.66)]), "E", 50))
+    assert "- ecpo: adaptive - frozen test success +8.0 points [95% CI " in table and "**not separated**" in table
+    legacy = runs([(0.74, 0.66)])
+    for r in legacy.values():
+        del r["episodes"]
+    assert separation(legacy, "ecpo") is None and "no verdict" in "\n".join(corruption_lines(legacy, "E", 50))

@@ -379,7 +379,7 @@ def corruption(args: argparse.Namespace) -> dict[str, Any]:
                 policy = trainer.train(cfg)
                 test = evaluate_split(env_id, policy, split="test", episodes=args.episodes, seed=seed)
                 runs[key] = {"method": method, "arm": arm, "seed": seed, "steps": args.steps,
-                             "steps_after_switch": args.steps - args.corrupt_from,
+                             "steps_after_switch": args.steps - args.corrupt_from, "episodes": args.episodes,
                              "history": policy.model.harness_gym["eval_history"],
                              "test_success": float(np.mean([r["success"] for r in test]))}
                 path.write_text(json.dumps(runs, default=float))
@@ -412,7 +412,49 @@ def corruption_lines(runs: dict[str, Any], env_id: str, corrupt_from: int) -> li
             weight = [r["history"][-1]["weight_knowledge"] for r in arm_runs if r["history"]]
             lines.append(f"| {method} | {arm} | {len(arm_runs)} | {steps} ({after}) | {_pct(float(np.mean(success)))} "
                          f"({_pct(float(np.std(success)))}) | {_f3(weight)} |")
+    lines.append("")
+    lines.extend(f"- {method}: {separation_sentence(runs, method)}" for method in ECPO_METHODS
+                 if any(r.get("method", "ecpo") == method for r in runs.values()))
     return lines
+
+
+def separation(runs: dict[str, Any], method: str) -> dict[str, Any] | None:
+    """Adaptive minus frozen test success of ``method``, paired by seed (both arms of a seed play the same test
+    episodes), with a 95% normal interval whose standard error is the larger of the episodes' binomial one
+    (all seeds' episodes pooled) and, with two or more seeds, the spread of the per-seed differences.
+
+    :returns: ``difference``, ``low``, ``high``, ``seeds``, ``episodes`` (per seed) and ``separated`` (the
+        interval excludes 0); ``None`` when no seed has both arms or a run does not record its episode count
+    """
+    by_seed: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in runs.values():
+        if r.get("method", "ecpo") == method:
+            by_seed.setdefault(int(r["seed"]), {})[r["arm"]] = r
+    pairs = [arms for arms in by_seed.values() if {"adaptive", "frozen"} <= set(arms)]
+    if not pairs or any("episodes" not in r for arms in pairs for r in arms.values()):
+        return None
+    episodes = min(int(r["episodes"]) for arms in pairs for r in arms.values())
+    diffs = np.array([arms["adaptive"]["test_success"] - arms["frozen"]["test_success"] for arms in pairs])
+    p_adaptive = float(np.mean([arms["adaptive"]["test_success"] for arms in pairs]))
+    p_frozen = float(np.mean([arms["frozen"]["test_success"] for arms in pairs]))
+    n = episodes * len(pairs)
+    se = float(np.sqrt((p_adaptive * (1 - p_adaptive) + p_frozen * (1 - p_frozen)) / n))
+    if len(pairs) > 1:
+        se = max(se, float(np.std(diffs, ddof=1) / np.sqrt(len(pairs))))
+    difference = float(np.mean(diffs))
+    low, high = difference - 1.96 * se, difference + 1.96 * se
+    return {"difference": difference, "low": low, "high": high, "seeds": len(pairs), "episodes": episodes,
+            "separated": bool(low > 0 or high < 0)}
+
+
+def separation_sentence(runs: dict[str, Any], method: str) -> str:
+    """One line saying whether the corruption runs of ``method`` separate adaptive from frozen weights."""
+    s = separation(runs, method)
+    if s is None:
+        return "adaptive vs frozen: no seed with both arms and a recorded episode count, so no verdict"
+    verdict = "separated" if s["separated"] else "**not separated** (the interval holds 0: more seeds or episodes are needed)"
+    return (f"adaptive - frozen test success {100 * s['difference']:+.1f} points [95% CI {100 * s['low']:+.1f}, "
+            f"{100 * s['high']:+.1f}] over {s['seeds']} seed(s) x {s['episodes']} episodes: {verdict}")
 
 
 def _f3(values: list[float]) -> str:
