@@ -1,7 +1,7 @@
 """Training speed of every env against CartPole-v1, measured in one run, and the cold latency of a sandbox job.
 
     python benchmarks/throughput.py [--env HarnessCode-v1 ...] [--steps 1500] [--baseline-steps 50000]
-        [--ppo-steps 8192] [--json OUT]
+        [--ppo-steps 8192] [--repeats 3] [--json OUT]
 
 What a user training a controller sees (issue 28), each figure as a ratio to CartPole-v1 in the same run:
 
@@ -22,6 +22,13 @@ What a user training a controller sees (issue 28), each figure as a ratio to Car
   skips it.
 - **Cold sandbox job**: ``--jobs`` distinct jobs in a ``ProcessSandbox`` without cache in the
   ``--isolation`` mode (bubblewrap by default), median and p95 of ``ExecResult.duration_s``.
+
+**Repeats**: every figure above is measured ``--repeats`` times (default 3), each repeat running every env,
+CartPole-v1 first, so that a drift of the machine falls on all of them alike; the tables give the median of the
+repeats (each field separately) and the ratios of those medians, with the range of the per-repeat ratios (a
+repeat's env against the same repeat's CartPole-v1). On a shared VM one new process's 50,000 CartPole steps
+took 22.5 us of CPU per step and the next one's 12.5, and the PPO speed of one env read 0.61x in one run and
+1.02x in the next: a single run does not decide a target.
 
 Targets (issue 28): SB3 PPO warm at no less than 0.8x CartPole-v1's steps/s; random masked policy cold at no
 more than 50x CartPole-v1's step time, warm at no more than 5x; a cold job at most 5 ms median. Each figure
@@ -192,23 +199,67 @@ def markdown_table(results: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" + "---:|" * (len(head) - 1)]
     for env_id, fig in results["envs"].items():
         rnd = fig["random"]
-        row = [env_id, f"{rnd['cold']['steps_per_s']:,.0f}", f"{rnd['cold_ratio']:.1f}x {_verdict(rnd['cold_ok'])}",
-               f"{rnd['warm']['steps_per_s']:,.0f}", f"{rnd['warm_ratio']:.1f}x {_verdict(rnd['warm_ok'])}",
+        row = [env_id, f"{rnd['cold']['steps_per_s']:,.0f}",
+               f"{rnd['cold_ratio']:.1f}x{_range(rnd, 'cold_ratio_range', 1)} {_verdict(rnd['cold_ok'])}",
+               f"{rnd['warm']['steps_per_s']:,.0f}",
+               f"{rnd['warm_ratio']:.1f}x{_range(rnd, 'warm_ratio_range', 1)} {_verdict(rnd['warm_ok'])}",
                f"{rnd['warm']['cpu_us_per_step']:.0f} ({rnd['warm_cpu_ratio']:.1f}x)",
                f"{_hits(rnd['cold'])} / {_hits(rnd['warm'])}"]
         if has_ppo:
             ppo = fig["ppo"]
-            row += [f"{ppo['cold']['steps_per_s']:,.0f}", f"{ppo['cold_speed']:.3f}x",
-                    f"{ppo['warm']['steps_per_s']:,.0f}", f"{ppo['warm_speed']:.3f}x {_verdict(ppo['warm_ok'])}"]
+            row += [f"{ppo['cold']['steps_per_s']:,.0f}", f"{ppo['cold_speed']:.3f}x{_range(ppo, 'cold_speed_range', 2)}",
+                    f"{ppo['warm']['steps_per_s']:,.0f}",
+                    f"{ppo['warm_speed']:.3f}x{_range(ppo, 'warm_speed_range', 2)} {_verdict(ppo['warm_ok'])}"]
         if env_id == BASELINE:
             row = [c.replace(" ok", "").replace(" MISS", "") for c in row]
         lines.append("| " + " | ".join(row) + " |")
     job = results["cold_job"]
     lines.append("")
+    lines.append(f"Medians of {results.get('repeats', 1)} repeat(s); in brackets the range of the per-repeat ratios.")
+    spread = job.get("repeats_median_ms") or [job["median_ms"]]
     lines.append(f"Cold sandbox job ({job['jobs']} jobs, isolation {job['isolation']}): median "
-                 f"{job['median_ms']:.2f} ms, p95 {job['p95_ms']:.2f} ms (target median <= "
+                 f"{job['median_ms']:.2f} ms [{min(spread):.2f}-{max(spread):.2f} over the repeats], p95 "
+                 f"{job['p95_ms']:.2f} ms (target median <= "
                  f"{COLD_JOB_MAX_MEDIAN_MS:g} ms: {_verdict(job['ok'])})")
     return "\n".join(lines)
+
+
+MEDIAN_FIELDS = ("seconds", "cpu_seconds", "steps_per_s", "cpu_us_per_step", "make_s")
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs of one figure over the repeats as one run: the median of each timing field (``MEDIAN_FIELDS``),
+    the counts (steps, episodes, jobs: the same in every repeat, since the seeds are) from the first, and
+    ``repeats_steps_per_s``, each repeat's steps/s."""
+    out = dict(runs[0])
+    for field in MEDIAN_FIELDS:
+        if field in out:
+            out[field] = statistics.median(r[field] for r in runs)
+    out["repeats_steps_per_s"] = [r["steps_per_s"] for r in runs]
+    return out
+
+
+def combine_repeats(per_repeat: list[dict[str, Any]]) -> dict[str, Any]:
+    """One env's figures (``{"random": {"cold", "warm"}, "ppo": ...}``) of every repeat as one, by
+    :func:`median_run` per run kind and phase."""
+    fig: dict[str, Any] = {}
+    for kind in per_repeat[0]:
+        fig[kind] = {phase: median_run([rep[kind][phase] for rep in per_repeat]) for phase in ("cold", "warm")}
+    return fig
+
+
+def _ratio_range(fig: dict[str, Any], base: dict[str, Any], kind: str, phase: str, env_over_base: bool) -> list[float]:
+    """Per-repeat ratios of one figure (the env against the same repeat's CartPole-v1): min and max."""
+    env_rates, base_rates = fig[kind][phase]["repeats_steps_per_s"], base[kind][phase]["repeats_steps_per_s"]
+    ratios = [(e / b if env_over_base else b / e) for e, b in zip(env_rates, base_rates)]
+    return [min(ratios), max(ratios)]
+
+
+def _range(figure: dict[str, Any], key: str, digits: int) -> str:
+    low, high = figure.get(key) or (None, None)
+    if low is None or low == high:
+        return ""
+    return f" [{low:.{digits}f}-{high:.{digits}f}]"
 
 
 def _add_ratios(fig: dict[str, Any], base: dict[str, Any]) -> None:
@@ -217,12 +268,16 @@ def _add_ratios(fig: dict[str, Any], base: dict[str, Any]) -> None:
     rnd["cold_ratio"] = base_rnd["cold"]["steps_per_s"] / rnd["cold"]["steps_per_s"]
     rnd["warm_ratio"] = base_rnd["warm"]["steps_per_s"] / rnd["warm"]["steps_per_s"]
     rnd["warm_cpu_ratio"] = rnd["warm"]["cpu_us_per_step"] / base_rnd["warm"]["cpu_us_per_step"]
+    rnd["cold_ratio_range"] = _ratio_range(fig, base, "random", "cold", env_over_base=False)
+    rnd["warm_ratio_range"] = _ratio_range(fig, base, "random", "warm", env_over_base=False)
     rnd["cold_ok"] = rnd["cold_ratio"] <= RANDOM_COLD_MAX_RATIO
     rnd["warm_ok"] = rnd["warm_ratio"] <= RANDOM_WARM_MAX_RATIO
     if "ppo" in fig:
         ppo, base_ppo = fig["ppo"], base["ppo"]
         ppo["cold_speed"] = ppo["cold"]["steps_per_s"] / base_ppo["cold"]["steps_per_s"]
         ppo["warm_speed"] = ppo["warm"]["steps_per_s"] / base_ppo["warm"]["steps_per_s"]
+        ppo["cold_speed_range"] = _ratio_range(fig, base, "ppo", "cold", env_over_base=True)
+        ppo["warm_speed_range"] = _ratio_range(fig, base, "ppo", "warm", env_over_base=True)
         ppo["warm_ok"] = ppo["warm_speed"] >= PPO_WARM_MIN_SPEED
 
 
@@ -261,30 +316,44 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--jobs", type=int, default=200, help="cold sandbox jobs timed (default 200)")
     ap.add_argument("--isolation", default="bwrap", help="isolation of the cold-job sandbox (default bwrap)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the PPO runs (default 0)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="times every figure is measured; the tables give medians (default 3; 1 for a quick look)")
     ap.add_argument("--json", default=None, metavar="OUT", help="write every figure to this JSON file")
     args = ap.parse_args(argv)
     env_ids = list(args.env or harness_gym.ENV_IDS)
     unknown = [e for e in env_ids if e not in gym.registry]
     if unknown:
         ap.error(f"--env: unknown env id(s) {unknown}; registered harness envs: {list(harness_gym.ENV_IDS)}")
-    if args.steps < 1 or args.baseline_steps < 1 or args.ppo_steps < 0 or args.jobs < 1:
-        ap.error(f"--steps, --baseline-steps and --jobs must be >= 1 and --ppo-steps >= 0, got {args.steps}, "
-                 f"{args.baseline_steps}, {args.jobs}, {args.ppo_steps}")
+    if args.steps < 1 or args.baseline_steps < 1 or args.ppo_steps < 0 or args.jobs < 1 or args.repeats < 1:
+        ap.error(f"--steps, --baseline-steps, --jobs and --repeats must be >= 1 and --ppo-steps >= 0, got "
+                 f"{args.steps}, {args.baseline_steps}, {args.jobs}, {args.repeats}, {args.ppo_steps}")
     results: dict[str, Any] = {"steps": args.steps, "baseline_steps": args.baseline_steps, "ppo_steps": args.ppo_steps, "ppo_settings": PPO_SETTINGS,
-                               "loadavg_before": _loadavg(), "cpus": os.cpu_count(), "envs": {}}
-    for env_id in [BASELINE] + [e for e in env_ids if e != BASELINE]:
-        fig: dict[str, Any] = {"random": random_cold_warm(env_id, args.baseline_steps if env_id == BASELINE
-                                                          else args.steps)}
-        if args.ppo_steps:
-            fig["ppo"] = ppo_cold_warm(env_id, args.ppo_steps, args.seed)
+                               "repeats": args.repeats, "loadavg_before": _loadavg(), "cpus": os.cpu_count(),
+                               "envs": {}}
+    order = [BASELINE] + [e for e in env_ids if e != BASELINE]
+    measured: dict[str, list[dict[str, Any]]] = {env_id: [] for env_id in order}
+    for repeat in range(args.repeats):
+        for env_id in order:
+            print(f"repeat {repeat + 1}/{args.repeats}: {env_id}", file=sys.stderr, flush=True)
+            one: dict[str, Any] = {"random": random_cold_warm(env_id, args.baseline_steps if env_id == BASELINE
+                                                              else args.steps)}
+            if args.ppo_steps:
+                one["ppo"] = ppo_cold_warm(env_id, args.ppo_steps, args.seed)
+            measured[env_id].append(one)
+    for env_id in order:
+        fig = combine_repeats(measured[env_id])
         results["envs"][env_id] = fig
         _add_ratios(fig, results["envs"][BASELINE])
         _print_env(env_id, fig)
-    lat, in_force = cold_job_latency(args.jobs, args.isolation)
-    lat_ms = sorted(1e3 * s for s in lat)
-    median_ms = statistics.median(lat_ms)
+    medians, p95s = [], []
+    for _ in range(args.repeats):
+        lat, in_force = cold_job_latency(args.jobs, args.isolation)
+        lat_ms = sorted(1e3 * s for s in lat)
+        medians.append(statistics.median(lat_ms))
+        p95s.append(lat_ms[max(int(0.95 * len(lat_ms)) - 1, 0)])
+    median_ms = statistics.median(medians)
     results["cold_job"] = {"jobs": args.jobs, "isolation": in_force, "median_ms": median_ms,
-                           "p95_ms": lat_ms[max(int(0.95 * len(lat_ms)) - 1, 0)],
+                           "p95_ms": statistics.median(p95s), "repeats_median_ms": medians,
                            "ok": median_ms <= COLD_JOB_MAX_MEDIAN_MS}
     results["loadavg_after"] = _loadavg()
     print(f"cold sandbox job: median {median_ms:.2f} ms (target <= {COLD_JOB_MAX_MEDIAN_MS:g} ms: "
