@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "online_defaults.py"
+from tests.benchmark_scripts import load_benchmark
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("online_defaults", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("online_defaults")
 
 
 def test_the_rule_picks_the_best_cell_at_the_largest_budget_then_its_smallest_budget_within_tolerance():

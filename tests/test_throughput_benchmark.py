@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
+from tests.benchmark_scripts import BENCHMARKS, load_benchmark
+
+SCRIPT = BENCHMARKS / "throughput.py"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("throughput_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("throughput")
 
 
 def _run(rate: float, cpu: float) -> dict:
