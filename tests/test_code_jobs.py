@@ -1,0 +1,57 @@
+"""The code domain's job as it is sent (:data:`~harness_gym.domains.code.sandbox_jobs.HARNESS_JOB`: the harness's
+code object marshalled on the host, the source as fallback; ``ast`` preloaded in the server) reports what the
+harness source itself reports, for every kind of outcome."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from harness_gym.domains.code.sandbox_jobs import (
+    CALLS_FILE,
+    HARNESS_JOB,
+    HARNESS_PRELOAD,
+    HARNESS_SCRIPT,
+    JOB_TIMEOUT_S,
+    SOLUTION_FILE,
+    job_code,
+)
+from harness_gym.sandbox import make_sandbox
+
+DRAFTS = [
+    ("def f(x):\n    return x * 2\n", ["f(2)", "f('a')", "f(None)", "f([1, (2,)])"]),
+    ("def f(x):\n    raise ValueError('no')\n", ["f(1)", "g(1)"]),
+    ("import re\ndef f(x):\n    print('hi')\n    return re.sub('a', 'b', x)\n", ["f('aa')", "f(1)"]),
+    ("def f(:\n", ["f(1)"]),
+    ("def f(x):\n    while x:\n        pass\n    return 0\n", ["f(0)", "f(1)", "f(2)", "f(0)"]),
+    ("class A:\n    pass\ndef f():\n    return A()\n", ["f()", "sorted({3, 1})"]),
+    ("import os\ndef f():\n    os._exit(3)\n", ["f()", "1 + 1"]),
+]
+
+
+@pytest.fixture(scope="module", params=[(), HARNESS_PRELOAD], ids=["bare", "preloaded"])
+def sandbox(request):
+    box = make_sandbox("process", preload=request.param, cache=False)
+    yield box
+    box.close()
+
+
+def _report(sandbox, code: str, source: str, calls: list[str]) -> str:
+    result = sandbox.run(code, files={SOLUTION_FILE: source, CALLS_FILE: json.dumps(calls)}, timeout_s=JOB_TIMEOUT_S)
+    assert result.ok and result.stderr == "", result
+    return result.stdout
+
+
+def test_the_sent_job_reports_what_the_harness_source_reports(sandbox) -> None:
+    for source, calls in DRAFTS:
+        assert _report(sandbox, HARNESS_JOB, source, calls) == _report(sandbox, HARNESS_SCRIPT, source, calls)
+
+
+def test_a_job_interpreter_of_another_bytecode_compiles_the_source(sandbox, monkeypatch) -> None:
+    monkeypatch.setattr(importlib.util, "MAGIC_NUMBER", b"\x00\x00\r\n")
+    other = job_code(HARNESS_SCRIPT)
+    assert other != HARNESS_JOB
+    for source, calls in DRAFTS[:3]:
+        assert _report(sandbox, other, source, calls) == _report(sandbox, HARNESS_SCRIPT, source, calls)
