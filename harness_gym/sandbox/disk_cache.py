@@ -71,6 +71,17 @@ def _digest(key: str, stdout: str, stderr: str, exit_code: int, duration_s: floa
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+def _execute_many(conn: sqlite3.Connection, sql: str, rows: list[tuple[object, ...]]) -> None:
+    """Run ``sql`` on every row of ``rows`` in one transaction (rolled back if any fails)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(sql, rows)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
 class DiskStore:
     """Completed jobs' results by key in one SQLite file, shared by every process that opens the same folder.
 
@@ -227,13 +238,7 @@ class DiskStore:
             return
         marks = [(used, key) for key, used in self._touched.items()]
         self._touched.clear()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.executemany("UPDATE results SET used = ? WHERE key = ?", marks)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        _execute_many(conn, "UPDATE results SET used = ? WHERE key = ?", marks)
 
     def _prune(self, conn: sqlite3.Connection) -> None:
         """Drop the least recently used results while the total is over 90% of the bound, once it is over it."""
@@ -247,13 +252,7 @@ class DiskStore:
                 break
             doomed.append((key,))
             total -= nbytes
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.executemany("DELETE FROM results WHERE key = ?", doomed)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        _execute_many(conn, "DELETE FROM results WHERE key = ?", doomed)
 
     def _count(self, sql: str) -> int:
         """The one number ``sql`` selects (0 when the store is off or the read fails)."""
