@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 
 import pytest
 
@@ -16,6 +17,8 @@ from harness_gym.domains.code.sandbox_jobs import (
     HARNESS_SCRIPT,
     JOB_TIMEOUT_S,
     SOLUTION_FILE,
+    _reported_value,
+    decode_literal,
     job_code,
 )
 from harness_gym.sandbox import make_sandbox
@@ -55,3 +58,33 @@ def test_a_job_interpreter_of_another_bytecode_compiles_the_source(sandbox, monk
     assert other != HARNESS_JOB
     for source, calls in DRAFTS[:3]:
         assert _report(sandbox, other, source, calls) == _report(sandbox, HARNESS_SCRIPT, source, calls)
+
+
+def _same_value(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if type(a) is list:
+        return len(a) == len(b) and all(map(_same_value, a, b))
+    return repr(a) == repr(b)
+
+
+def _decoded(fn, text: str):
+    try:
+        return True, fn(text)
+    except ValueError:
+        return False, None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reported_values_read_directly_are_what_decode_literal_reads(seed: int) -> None:
+    pieces = ["0", "1", "-3", "007", "-0", "12345678901234567890", "123456789012345678", "'a'", "'a b'", "'it''s'",
+              '"x"', "'\\\\n'", "'é'", "'\t'", "True", "None", "False", "1.5", "[", "]", ", ", ",", " ", "'", "(", ")",
+              "1_0", "{}", "'a, 2'", "--1", "+1", "0x1", "'[1]'"]
+    rng = random.Random(seed)
+    for _ in range(20_000):
+        if rng.random() < 0.4:
+            text = "[" + ", ".join(rng.choice(pieces[:17]) for _ in range(rng.randint(0, 4))) + "]"
+        else:
+            text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
+        (ok, got), (want_ok, want) = _decoded(_reported_value, text), _decoded(decode_literal, text)
+        assert ok == want_ok and _same_value(got, want), text
