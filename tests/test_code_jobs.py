@@ -17,9 +17,9 @@ from harness_gym.domains.code.sandbox_jobs import (
     HARNESS_SCRIPT,
     JOB_TIMEOUT_S,
     SOLUTION_FILE,
-    _reported_value,
     decode_literal,
     job_code,
+    read_literal,
 )
 from harness_gym.sandbox import make_sandbox
 
@@ -76,15 +76,17 @@ def _decoded(fn, text: str):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_reported_values_read_directly_are_what_decode_literal_reads(seed: int) -> None:
+def test_values_read_directly_are_what_decode_literal_reads(seed: int) -> None:
     pieces = ["0", "1", "-3", "007", "-0", "12345678901234567890", "123456789012345678", "'a'", "'a b'", "'it''s'",
               '"x"', "'\\\\n'", "'é'", "'\t'", "True", "None", "False", "1.5", "[", "]", ", ", ",", " ", "'", "(", ")",
-              "1_0", "{}", "'a, 2'", "--1", "+1", "0x1", "'[1]'"]
+              "1_0", "{}", "'a, 2'", "--1", "+1", "0x1", "'[1]'", "2.5", "-0.0", "1e-05", "1.5e+300", "012e+5", "1e999", "nan", "1.", ".5", "(", "(1,)", "()"]
     rng = random.Random(seed)
     for _ in range(20_000):
+        items = pieces[:17] + pieces[-11:-3]
         if rng.random() < 0.4:
-            text = "[" + ", ".join(rng.choice(pieces[:17]) for _ in range(rng.randint(0, 4))) + "]"
+            opening, closing = rng.choice(["[]", "()"])
+            text = opening + ", ".join(rng.choice(items) for _ in range(rng.randint(0, 4))) + rng.choice(["", ","]) + closing
         else:
             text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
-        (ok, got), (want_ok, want) = _decoded(_reported_value, text), _decoded(decode_literal, text)
+        (ok, got), (want_ok, want) = _decoded(read_literal, text), _decoded(decode_literal, text)
         assert ok == want_ok and _same_value(got, want), text

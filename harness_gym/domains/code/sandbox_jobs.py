@@ -429,28 +429,41 @@ _decode_short = lru_cache(maxsize=16384)(decode_literal)
 
 
 _PLAIN_WORDS = {"True": True, "False": False, "None": None}
-_PLAIN_ITEM = r"-?(?:0|[1-9][0-9]{0,17})|'[ -&(-\[\]-~]*'"
-"""An ``int`` of at most 18 digits, or a ``str`` of printable ASCII without quotes or backslashes, as ``repr``
-writes them."""
+_PLAIN_ITEM = (r"-?[0-9]+(?:\.[0-9]+(?:e[+-][0-9]+)?|e[+-][0-9]+)"  # a float as repr writes it
+               r"|-?(?:0|[1-9][0-9]{0,17})"  # an int of at most 18 digits
+               r"|'[ -&(-\[\]-~]*'")  # a str of printable ASCII without quotes or backslashes
 _PLAIN_SCALAR = re.compile(_PLAIN_ITEM)
 _PLAIN_LIST = re.compile(rf"\[(?:(?:{_PLAIN_ITEM})(?:, (?:{_PLAIN_ITEM}))*)?\]")
+_PLAIN_TUPLE = re.compile(rf"\((?:(?:{_PLAIN_ITEM}),|(?:{_PLAIN_ITEM})(?:, (?:{_PLAIN_ITEM}))+)?\)")
 
 
-def _plain_item(token: str) -> int | str:
-    return token[1:-1] if token[0] == "'" else int(token)
+def _plain_item(token: str) -> int | float | str:
+    if token[0] == "'":
+        return token[1:-1]
+    return float(token) if "." in token or "e" in token else int(token)
 
 
-def _reported_value(text: str) -> Any:
-    """A value a job reported, decoded: what :func:`decode_literal` gives. Most reports are plain (``True``,
-    ``False``, ``None``, a short ``int``, a ``str`` of printable ASCII without quotes or backslashes, or a flat
-    list of such ints and strs): those are read directly, since parsing and checking their syntax tree cost
-    ~50 us each; other values of at most 256 characters go through a bounded cache."""
+def _plain_items(text: str) -> list[Any]:
+    return [_plain_item(m.group()) for m in _PLAIN_SCALAR.finditer(text, 1, len(text) - 1)]
+
+
+def read_literal(text: str) -> Any:
+    """What :func:`decode_literal` gives for ``text``. Most values are plain (``True``, ``False``, ``None``, a
+    float, an int of at most 18 digits, a str of printable ASCII without quotes or backslashes, or a flat list or
+    tuple of those, as ``repr`` writes them): those are read directly, since parsing and checking their syntax
+    tree costs ~10-40 us each; other values of at most 256 characters go through a bounded cache.
+
+    :param text: a reported value or an expected value
+    :raises ValueError: as :func:`decode_literal`
+    """
     if text in _PLAIN_WORDS:
         return _PLAIN_WORDS[text]
     if _PLAIN_SCALAR.fullmatch(text):
         return _plain_item(text)
     if _PLAIN_LIST.fullmatch(text):
-        return [_plain_item(m.group()) for m in _PLAIN_SCALAR.finditer(text, 1, len(text) - 1)]
+        return _plain_items(text)
+    if _PLAIN_TUPLE.fullmatch(text):
+        return tuple(_plain_items(text))
     return _decode_short(text) if len(text) <= 256 else decode_literal(text)
 
 
@@ -460,7 +473,7 @@ def expected_value(expect: str) -> Any:
 
     :param expect: the test's ``expect`` text
     """
-    return decode_literal(expect)
+    return read_literal(expect)
 
 
 def same(got: Any, want: Any) -> bool:
@@ -565,7 +578,7 @@ def judge(test: TestCase, msg: dict[str, Any], raised_where_values: frozenset[st
     if "value" not in msg or not isinstance(msg["value"], str):
         return TestOutcome(False, "crash", "malformed report")
     try:
-        got = _reported_value(msg["value"])
+        got = read_literal(msg["value"])
     except ValueError:
         return TestOutcome(False, "crash", "malformed value")
     if test.raises is not None or not same(got, expected_value(test.expect or "")):
