@@ -3,6 +3,7 @@ bounded, robust to a corrupt file, and off or memory-only when asked (docs/harne
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -325,3 +326,13 @@ def test_a_pickled_sandbox_uses_the_same_folder(folder: Path) -> None:
     assert clone.cache is sb.cache and clone.cache.disk.folder == folder
     memory = pickle.loads(pickle.dumps(make_sandbox("process", cache="memory")))
     assert memory.cache.disk is None
+
+
+def test_a_cached_mark_keeps_every_other_field() -> None:
+    from harness_gym.sandbox.cache import _marked
+
+    assert [f.name for f in dataclasses.fields(ExecResult)] == ["stdout", "stderr", "exit_code", "timed_out",
+                                                               "duration_s", "reason", "cached"]
+    result = ExecResult(stdout="out", stderr="err", exit_code=3, timed_out=True, duration_s=0.5, reason="timeout")
+    for cached in (True, False):
+        assert _marked(result, cached) == dataclasses.replace(result, cached=cached)

@@ -23,7 +23,6 @@ by another release is never read.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -45,6 +44,14 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 def _result_bytes(key: str, result: ExecResult) -> int:
     return len(key) + len(result.stdout) + len(result.stderr) + 200
+
+
+def _marked(result: ExecResult, cached: bool) -> ExecResult:
+    """``dataclasses.replace(result, cached=cached)``, built directly (``replace`` took ~8 us a lookup)."""
+    if result.cached is cached:
+        return result
+    return ExecResult(result.stdout, result.stderr, result.exit_code, result.timed_out, result.duration_s,
+                      result.reason, cached)
 
 
 class ResultCache:
@@ -96,13 +103,13 @@ class ResultCache:
                 return None
             self.hits += 1
             self.disk_hits += from_disk
-        return dataclasses.replace(res, cached=True)
+        return _marked(res, cached=True)
 
     def put(self, key: str, result: ExecResult) -> None:
         """Store ``result`` if it is cacheable (a completed job)."""
         if not cacheable(result):
             return
-        result = dataclasses.replace(result, cached=False)
+        result = _marked(result, cached=False)
         self._data.put(key, result)
         if self.disk is not None:
             self.disk.put(key, result)
