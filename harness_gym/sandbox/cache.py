@@ -246,7 +246,7 @@ def _json_number(value: float | int) -> str:
 @lru_cache(maxsize=64)
 def _hashed_job_head(version: str, salt: str, code: str) -> Any:
     """The sha256 state after the key payload's head ``[FORMAT, version, salt, code, `` (copy it to go on)."""
-    head = ", ".join(json.dumps(part, ensure_ascii=False) for part in (FORMAT, version, salt, code))
+    head = ", ".join(map(_json_part, (FORMAT, version, salt, code)))
     return hashlib.sha256(f"[{head}, ".encode())
 
 
