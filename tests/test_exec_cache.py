@@ -3,6 +3,8 @@ bounded, robust to a corrupt file, and off or memory-only when asked (docs/harne
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import multiprocessing
 import os
@@ -18,7 +20,7 @@ import pytest
 
 import harness_gym  # noqa: F401  (registers the envs)
 from harness_gym.sandbox import ExecResult, ResultCache, cache_dir, make_sandbox
-from harness_gym.sandbox.cache import cached_run, disk_cache
+from harness_gym.sandbox.cache import cache_key, cached_run, disk_cache, package_version
 from harness_gym.sandbox.disk_cache import FORMAT, DiskStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -164,6 +166,41 @@ def test_the_byte_bound_prunes_the_least_recently_used(folder: Path) -> None:
     assert 10 <= len(store) < 20
 
 
+def test_reads_mark_their_results_used_before_the_next_write_or_at_close(folder: Path) -> None:
+    store = DiskStore(folder)
+    for i in range(3):
+        store.put(f"key-{i}", _done("x"))
+    db = sqlite3.connect(folder / DB_NAME)
+    used = dict(db.execute("SELECT key, used FROM results").fetchall())
+    store.get("key-0")
+    store.put("key-3", _done("y"))  # a write writes the marks first
+    after_put = dict(db.execute("SELECT key, used FROM results").fetchall())
+    assert after_put["key-0"] > used["key-0"] and after_put["key-1"] == used["key-1"]
+    assert after_put["key-0"] <= after_put["key-3"]
+    store.get("key-1")
+    store.close()
+    after_close = dict(db.execute("SELECT key, used FROM results").fetchall())
+    assert after_close["key-1"] > used["key-1"] and after_close["key-2"] == used["key-2"]
+    db.close()
+
+
+def _reference_key(code, files, stdin, timeout_s, memory_mb, salt) -> str:
+    payload = json.dumps([FORMAT, package_version(), salt, code, sorted((files or {}).items()), stdin,
+                          float(timeout_s), int(memory_mb)], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def test_the_key_is_the_hash_of_the_json_payload_for_every_kind_of_text() -> None:
+    texts = ["", "plain", 'quote " and \\ backslash', "line\nbreak\ttab\x00\x1f\x7f", "é 中 😀 \u2028",
+             "a,b\n1,2\n" * 400, "é\"\n" * 1500]
+    for i, text in enumerate(texts):
+        for files in (None, {}, {"data.csv": text}, {"b.py": text, "a.json": texts[i - 1], "é/c.txt": "x"}):
+            for timeout_s, memory_mb in ((4.0, 512), (10, 768.0), (0.1, 0), (float("inf"), 1)):
+                for _ in range(2):  # the second time through the long texts' cache
+                    args = (text, files, text[:50], timeout_s, memory_mb, "ProcessSandbox/bwrap")
+                    assert cache_key(*args) == _reference_key(*args)
+
+
 def _check_twice(env: gym.Env) -> tuple[list[dict], int]:
     """DRAFT, then the same CHECK twice: the infos and how many jobs the sandbox really ran."""
     env.reset(seed=3)
@@ -289,3 +326,13 @@ def test_a_pickled_sandbox_uses_the_same_folder(folder: Path) -> None:
     assert clone.cache is sb.cache and clone.cache.disk.folder == folder
     memory = pickle.loads(pickle.dumps(make_sandbox("process", cache="memory")))
     assert memory.cache.disk is None
+
+
+def test_a_cached_mark_keeps_every_other_field() -> None:
+    from harness_gym.sandbox.cache import _marked
+
+    assert [f.name for f in dataclasses.fields(ExecResult)] == ["stdout", "stderr", "exit_code", "timed_out",
+                                                               "duration_s", "reason", "cached"]
+    result = ExecResult(stdout="out", stderr="err", exit_code=3, timed_out=True, duration_s=0.5, reason="timeout")
+    for cached in (True, False):
+        assert _marked(result, cached) == dataclasses.replace(result, cached=cached)

@@ -38,7 +38,14 @@ from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents,
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.code.checker import check_draft
 from harness_gym.domains.code.grader import grade_draft
-from harness_gym.domains.code.sandbox_jobs import CodePayload, TestCase, decode_literal, expected_value, same
+from harness_gym.domains.code.sandbox_jobs import (
+    HARNESS_PRELOAD,
+    CodePayload,
+    TestCase,
+    decode_literal,
+    expected_value,
+    same,
+)
 from harness_gym.domains.code.tools import TOOLS
 from harness_gym.paths import data_path
 
@@ -151,6 +158,8 @@ class CodeDomain(Domain):
     tool_needs_draft = True
     hidden_payload_keys = frozenset({"hidden"})
     """``CodePayload.hidden``: the grader's tests (the visible tests are the prompt's examples)."""
+    sandbox_options = {"preload": HARNESS_PRELOAD}
+    """The job server imports the modules the job harness needs (``ast``) once, not every job."""
     wrong_calls_per_call = 0
     """run_example runs the draft on the example the task states: another problem's example call names
     another function, so the worker has no well-formed wrong call to make here (only malformed ones)."""
