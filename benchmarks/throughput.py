@@ -21,7 +21,9 @@ What a user training a controller sees (issue 28), each figure as a ratio to Car
   folder (same seed, so largely the same episodes, whose jobs the on-disk cache answers). ``--ppo-steps 0``
   skips it.
 - **Cold sandbox job**: ``--jobs`` distinct jobs in a ``ProcessSandbox`` without cache in the
-  ``--isolation`` mode (bubblewrap by default), median and p95 of ``ExecResult.duration_s``.
+  ``--isolation`` mode (bubblewrap by default), median and p95 of the time ``run`` takes as its caller sees it
+  (request to decoded result, which a step waits for; the server's own ``ExecResult.duration_s`` leaves out the
+  transfer and anything the server did before it read the request).
 
 **Repeats**: every figure above is measured ``--repeats`` times (default 3), each repeat running every env,
 CartPole-v1 first, so that a drift of the machine falls on all of them alike; the tables give the median of the
@@ -163,16 +165,22 @@ def ppo_cold_warm(env_id: str, steps: int, seed: int = 0) -> dict[str, Any]:
 
 
 def cold_job_latency(jobs: int, isolation: str = "bwrap") -> tuple[list[float], str]:
-    """Durations (seconds) of ``jobs`` distinct jobs in an uncached ``ProcessSandbox``, after one warm-up job.
+    """Round-trip times (seconds) of ``jobs`` distinct jobs in an uncached ``ProcessSandbox``, after one warm-up
+    job: from the call of ``run`` to its decoded result, as a step waits for it.
 
     :returns: the durations and the isolation in force
+    :raises RuntimeError: when a job does not print what it computes (it did not run)
     """
     sandbox = make_sandbox("process", cache=False, isolation=isolation)
     sandbox.run("pass")
     out = []
     for i in range(jobs):
+        start = time.perf_counter()
         res = sandbox.run(f"x = {i}\nprint(x * 2)")
-        out.append(res.duration_s)
+        out.append(time.perf_counter() - start)
+        if res.exit_code != 0 or res.stdout.strip() != str(2 * i):
+            raise RuntimeError(f"cold job {i} did not run: exit {res.exit_code}, stdout {res.stdout[:80]!r}, "
+                               f"stderr {res.stderr[:200]!r}")
     in_force = sandbox.isolation_in_force
     sandbox.close()
     return out, in_force
