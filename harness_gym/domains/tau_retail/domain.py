@@ -107,6 +107,9 @@ class TauRetailDomain(Domain):
         self._verdicts: DraftMemo[CheckResult] = DraftMemo(VERDICT_MEMO_BYTES)
         self._plans_known: ByteLRU[str, float] = ByteLRU(VERDICT_MEMO_BYTES, lambda content, _: len(content) + 64)
         self.add_tasks([self._task(raw) for raw in dataset.tasks])
+        for task in self.all_tasks():  # what the hooks read of each ticket, once at load
+            self.task_keys(task)
+            self.n_visible_checks(task)
 
     # ----- task construction -------------------------------------------------------------------------
     def _task(self, raw: RawTask) -> Task:

@@ -47,7 +47,7 @@ def ticket_ids(ticket: str) -> list[str]:
 def ticket_products(ticket: str, product_names: Iterable[str]) -> list[str]:
     """The catalogue's product names the ticket mentions (case-insensitive), lower-cased, in catalogue order."""
     text = ticket.lower()
-    return [name for name, pattern in _product_patterns(tuple(product_names)) if pattern.search(text)]
+    return [name for name, pattern in _product_patterns(tuple(product_names)) if name in text and pattern.search(text)]
 
 
 @lru_cache(maxsize=16)
