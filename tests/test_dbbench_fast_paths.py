@@ -165,6 +165,15 @@ def test_one_episode_writes_never_reach_another():
     assert third.table_rows() == [("1", "x"), ("2", None)]
 
 
+def test_a_large_table_reads_back_right_after_the_copy():
+    rows = tuple((str(i), f"name {i}") for i in range(5000))
+    session = SQLiteSession(TableSpec("big", ("id", "name"), rows))
+    try:
+        assert session.table_rows() == list(rows)  # outside execute: under the deadline the copy set
+    finally:
+        session.close()
+
+
 def test_a_table_that_cannot_load_fails_every_time():
     table = TableSpec("t", ("a", "a"), (("1", "2"),))  # two columns of one name
     for _ in range(2):

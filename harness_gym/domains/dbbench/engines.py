@@ -245,6 +245,7 @@ class SQLiteSession(DatabaseSession):
         except sqlite3.Error as exc:
             self._conn.close()
             raise SQLError(f"cannot load table {table.name!r}: {exc}") from None
+        self._deadline = time.monotonic() + 60.0  # what runs outside execute (table_rows) has the load's deadline
         self._select_all = pristine.select_all
 
     def execute(self, sql: str) -> QueryResult:
