@@ -393,7 +393,8 @@ class DBBenchDomain(Domain):
         self.load_report: tuple[LeftOutRecord, ...] = bank.left_out
         """The records of the data file left out, each with file, line, record id and reason."""
         self.engine = engine
-        self._keys: dict[str, tuple[str, ...]] = {t.task_id: question_values(*prompt_table(t.prompt)) for t in bank.tasks}
+        self._keys: dict[str, tuple[str, ...]] = {
+            task.task_id: question_values(*prompt_table(task.prompt)) for task in bank.tasks}
         """:meth:`task_keys` of every task, taken at load (each question's names cost a few regular expressions)."""
 
     # ----- the episode's database ----------------------------------------------------------------------

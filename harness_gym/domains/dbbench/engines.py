@@ -198,7 +198,8 @@ class _PristineTable:
 PRISTINE_CACHE_BYTES = 128 * 1024 * 1024
 """Bound on the loaded tables kept for copying (their pages plus 64 KiB per database)."""
 _pristine_tables: ByteLRU[TableSpec, _PristineTable] = ByteLRU(
-    PRISTINE_CACHE_BYTES, lambda table, pristine: 65536 + 4096 * pristine.conn.execute("PRAGMA page_count").fetchone()[0])
+    PRISTINE_CACHE_BYTES,
+    lambda table, pristine: 65536 + 4096 * pristine.conn.execute("PRAGMA page_count").fetchone()[0])
 
 
 def _pristine_table(table: TableSpec) -> _PristineTable:
