@@ -1,18 +1,20 @@
 """DB-Bench's fast paths against the definitions they replace: one parse per statement text (kind, names and
 SQLite translation from one analysis) against a fresh parse per question, on every shipped statement and on
 hostile texts; each episode's database, a copy of the table loaded once, against the table loaded anew, and
-never reached by another episode's writes."""
+never reached by another episode's writes; the table hash and the collation against their per-value forms."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from harness_gym.domains.dbbench import statements
-from harness_gym.domains.dbbench.collation import mysql_ci
+from harness_gym.domains.dbbench.collation import fold_text, mysql_ci
 from harness_gym.domains.dbbench.domain import load_dbbench_domain
 from harness_gym.domains.dbbench.engines import (
     SQLITE_HARD_HEAP_BYTES,
@@ -23,6 +25,7 @@ from harness_gym.domains.dbbench.engines import (
     TableSpec,
     run_statement,
 )
+from harness_gym.domains.dbbench.grader import _sql_text, table_hash
 from harness_gym.domains.dbbench.statements import (
     MAX_STATEMENT_CHARS,
     mysql_to_sqlite,
@@ -179,3 +182,15 @@ def test_a_table_that_cannot_load_fails_every_time():
     for _ in range(2):
         with pytest.raises(SQLError, match="cannot load table"):
             SQLiteSession(table)
+
+
+def test_table_hash_and_collation_equal_their_definitions():
+    rows = [("a", None, "Zürich"), (b"\xc3\xa9", Decimal("2.50"), 3, 1.5), (None, None), ("x" * 300,), ()]
+    row_hashes = sorted(hashlib.md5(",".join(_sql_text(v) for v in row if v is not None).encode()).hexdigest()[:5]
+                        for row in rows)
+    assert table_hash(rows) == hashlib.md5(",".join(row_hashes).encode()[:1024]).hexdigest()
+    texts = ["a", "A ", "é", "E", "zürich", "Zurich  ", "b" * 300 + " ", "B" * 300, "", " "]
+    for a in texts:
+        for b in texts:
+            ka, kb = fold_text(a.rstrip(" ")), fold_text(b.rstrip(" "))
+            assert mysql_ci(a, b) == (ka > kb) - (ka < kb), (a, b)
