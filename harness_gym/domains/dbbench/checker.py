@@ -10,20 +10,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from sqlglot import exp
-
-from harness_gym.core.lru import ByteLRU
 from harness_gym.core.types import CheckResult
 from harness_gym.domains.dbbench.collation import fold_text
-from harness_gym.domains.dbbench.engines import (
-    DatabaseSession,
-    SQLError,
-    parse_mysql,
-    rows_changed,
-    run_statement,
-    statement_kind,
-)
+from harness_gym.domains.dbbench.engines import DatabaseSession, SQLError, rows_changed, run_statement
 from harness_gym.domains.dbbench.grader import answer_problem, format_result, normalize_answer
+from harness_gym.domains.dbbench.statements import statement_kind, tables_and_columns
 from harness_gym.domains.dbbench.upstream import DBRecord
 
 _SINGLE_VALUE_TYPES = frozenset({"counting", "aggregation-SUM", "aggregation-AVG", "aggregation-MIN", "aggregation-MAX"})
@@ -46,43 +37,6 @@ def _is_number(text: Any) -> bool:
     except ValueError:
         return False
     return True
-
-
-TABLES_CACHE_MAX_BYTES = 8 * 2**20
-"""Bound on the texts :func:`tables_and_columns` keeps (statements and the names found in them)."""
-_TablesOrError = tuple[frozenset[str], frozenset[str]] | str
-_tables_cache: ByteLRU[str, _TablesOrError] = ByteLRU(
-    TABLES_CACHE_MAX_BYTES, lambda sql, found: len(sql) + 100 + (
-        len(found) if isinstance(found, str) else sum(map(len, found[0])) + sum(map(len, found[1]))))
-
-
-def tables_and_columns(sql: str) -> tuple[set[str], set[str]]:
-    """The tables and columns (lower-cased, column aliases left out) ``sql`` names, from its parse; the
-    answer (or the parse error) is kept per statement text, since drafts and checks repeat statements.
-
-    :raises SQLError: when ``sql`` does not parse as one statement
-    """
-    found = _tables_cache.get(sql)
-    if found is None:
-        try:
-            found = _parse_tables_and_columns(sql)
-        except SQLError as exc:
-            found = str(exc)
-        _tables_cache.put(sql, found)
-    if isinstance(found, str):
-        raise SQLError(found)
-    return set(found[0]), set(found[1])
-
-
-def _parse_tables_and_columns(sql: str) -> tuple[frozenset[str], frozenset[str]]:
-    tree = parse_mysql(sql)
-    tables = {t.name.lower() for t in tree.find_all(exp.Table)}
-    aliases = {a.alias.lower() for a in tree.find_all(exp.Alias)}
-    columns = {c.name.lower() for c in tree.find_all(exp.Column) if c.name} - aliases
-    if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Schema):
-        columns |= {i.name.lower() for i in tree.this.expressions if isinstance(i, exp.Identifier)}
-    return frozenset(tables), frozenset(columns)
-
 
 
 def shape_checks(qtype: str) -> int:

@@ -22,12 +22,8 @@ _fold_cached = lru_cache(maxsize=65536)(_fold)
 """Keys of short strings (table cells, names) are cached: at most 65536 of at most 256 characters."""
 
 
-def _collation_key(text: str) -> str:
-    """What ``utf8mb4_general_ci`` compares of a string: its :func:`fold_text` without trailing spaces."""
-    return _collation_key_cached(text) if len(text) <= 256 else _fold_padded(text)
-
-
 def _fold_padded(text: str) -> str:
+    """What ``utf8mb4_general_ci`` compares of a string: its :func:`fold_text` without trailing spaces."""
     return fold_text(text.rstrip(" "))
 
 
@@ -36,7 +32,10 @@ _collation_key_cached = lru_cache(maxsize=65536)(_fold_padded)
 
 
 def mysql_ci(a: str, b: str) -> int:
-    ka, kb = _collation_key(a), _collation_key(b)
+    """SQLite's ``MYSQL_CI`` collation: -1, 0 or 1 as ``a`` sorts before, with or after ``b`` (SQLite calls it
+    for every comparison, so the cached key is looked up here directly)."""
+    ka = _collation_key_cached(a) if len(a) <= 256 else _fold_padded(a)
+    kb = _collation_key_cached(b) if len(b) <= 256 else _fold_padded(b)
     return (ka > kb) - (ka < kb)
 
 

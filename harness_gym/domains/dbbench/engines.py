@@ -3,7 +3,7 @@
 Both load a record's table the way AgentBench does (every column ``TEXT``, every value inserted as
 ``str(value)``) and run one statement at a time. :class:`SQLiteEngine` is in-memory and needs nothing
 installed; it parses each statement as MySQL with sqlglot, rewrites what SQLite would answer differently
-and generates SQLite SQL:
+and generates SQLite SQL (:mod:`~harness_gym.domains.dbbench.statements`, once per statement text):
 
 * identifiers are always quoted, with backticks (table and column names hold spaces, commas, slashes, ...);
 * text comparisons are case- and accent-insensitive and ignore trailing spaces (a ``MYSQL_CI`` collation on
@@ -43,19 +43,15 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.dialects.sqlite import SQLite
-from sqlglot.errors import ErrorLevel
-from sqlglot.tokens import Token, TokenType
-
+from harness_gym.core.lru import ByteLRU
 from harness_gym.domains.dbbench.collation import fold_text, like_match, mysql_ci
+from harness_gym.domains.dbbench.statements import MAX_STATEMENT_CHARS as MAX_STATEMENT_CHARS
+from harness_gym.domains.dbbench.statements import SQLError, mysql_to_sqlite, statement_kind
+from harness_gym.domains.dbbench.statements import parse_mysql as parse_mysql
 
-_MYSQL = sqlglot.Dialect.get_or_raise("mysql")
 READ_KINDS = frozenset({"select", "show", "describe"})
 STATEMENT_TIMEOUT_S = 5.0
 """Wall-clock limit of one statement on both engines (SQLite: a progress handler and the registered
@@ -75,13 +71,6 @@ of growing the host. Process-wide: it bounds every SQLite use of the process tog
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 """The most bytes a fetched result may hold (text and blob lengths, 8 per number), an error while fetching; the
 largest table of the shipped and public DB-Bench records holds under 5 KB."""
-MAX_STATEMENT_CHARS = 4096
-"""The longest statement parsed (parsing is not interruptible); the longest reference statement of the shipped
-and public records has 320 characters. Every statement accepted fits the parse caches."""
-
-
-class SQLError(Exception):
-    """A statement failed; the message is what the agent is shown."""
 
 
 @dataclass(frozen=True)
@@ -99,81 +88,6 @@ class QueryResult:
 
     rows: list[tuple[Any, ...]]
     kind: str
-
-
-_EXECUTABLE_COMMENT = re.compile(r"/\*M?!")
-_KIND_OF_TREE: tuple[tuple[type[exp.Expression], str], ...] = (
-    (exp.Select, "select"), (exp.Union, "select"), (exp.Intersect, "select"), (exp.Except, "select"),
-    (exp.Subquery, "select"), (exp.Insert, "insert"), (exp.Update, "update"), (exp.Delete, "delete"),
-    (exp.Show, "show"), (exp.Describe, "describe"),
-)  # fmt: skip
-def _check_length(sql: str) -> None:  # before anything parses it
-    if len(sql) > MAX_STATEMENT_CHARS:
-        raise SQLError(f"the statement has {len(sql)} characters; at most {MAX_STATEMENT_CHARS} are accepted")
-
-
-def statement_kind(sql: str) -> str:
-    """``select``, ``insert``, ``update``, ``delete``, ``show`` or ``describe``, from sqlglot's parse of the whole
-    text the server would execute.
-
-    MariaDB executes the body of ``/*! ... */`` and ``/*M! ... */`` comments, which a parser reads as
-    comments; such statements are refused, as is anything that is not one statement of the kinds above
-    (DDL, ``SET`` and ``SET STATEMENT ... FOR``, transaction control, ``SELECT ... INTO``, several statements).
-
-    :raises SQLError: for an empty, unparsable, refused or over-long statement
-    """
-    if not isinstance(sql, str):
-        raise SQLError(f"the statement must be text, got {type(sql).__name__}")
-    _check_length(sql)
-    if "\x00" in sql:
-        raise SQLError("the statement contains a NUL character")
-    if _EXECUTABLE_COMMENT.search(sql):
-        raise SQLError("executable comments (/*! ... */, /*M! ... */) are not allowed here")
-    if not sql.strip():
-        raise SQLError("empty statement")
-    return _classify(sql)
-
-
-@lru_cache(maxsize=8192)
-def _classify(sql: str) -> str:
-    tree = parse_mysql(sql)
-    if isinstance(tree, exp.Command) and str(tree.this).upper() == "REPLACE":
-        return "insert"  # REPLACE INTO, which sqlglot leaves unparsed
-    for cls, kind in _KIND_OF_TREE:
-        if isinstance(tree, cls):
-            if kind == "select" and tree.find(exp.Into) is not None:
-                raise SQLError("SELECT ... INTO is not allowed here")
-            return kind
-    word = str(tree.this).split()[0].upper() if isinstance(tree, exp.Command) and str(tree.this).strip() else \
-        tree.key.upper()
-    raise SQLError(f"statement {word} is not allowed here; use one SELECT, INSERT, UPDATE, DELETE, SHOW or "
-                   "DESCRIBE statement")
-
-
-def _syntax_error(exc: Exception) -> SQLError:
-    errors = getattr(exc, "errors", None) or [{}]
-    first = errors[0]
-    where = f" near {first.get('highlight')!r}" if first.get("highlight") else ""
-    return SQLError(f"You have an error in your SQL syntax{where}: {first.get('description', exc)}")
-
-
-def parse_mysql(sql: str, tokens: list[Token] | None = None) -> exp.Expression:
-    """Parse one MySQL statement with sqlglot (from ``tokens`` when the caller has tokenized it already).
-
-    :raises SQLError: on a syntax error, when ``sql`` holds more than one statement or is over-long
-    """
-    _check_length(sql)
-    try:
-        if tokens is None:
-            tokens = _MYSQL.tokenize(sql)
-        trees = [t for t in _MYSQL.parser(error_level=ErrorLevel.RAISE).parse(tokens, sql) if t is not None]
-    except sqlglot.errors.SqlglotError as exc:
-        raise _syntax_error(exc) from None
-    except (RecursionError, ValueError, KeyError, TypeError) as exc:  # the parser's limits on hostile input
-        raise SQLError(f"cannot parse the statement: {type(exc).__name__}: {exc}") from None
-    if len(trees) != 1:
-        raise SQLError(f"expected one statement, got {len(trees)}")
-    return trees[0]
 
 
 class DatabaseSession(ABC):
@@ -227,86 +141,6 @@ class _Interrupted(Exception):
     """Raised inside a registered SQLite function once the statement's deadline has passed."""
 
 
-_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ)
-
-
-def _is_number(node: exp.Expression | None) -> bool:
-    if isinstance(node, exp.Neg):
-        node = node.this
-    if isinstance(node, exp.Paren):
-        return _is_number(node.this)
-    return isinstance(node, exp.Literal) and not node.is_string
-
-
-def _as_number(node: exp.Expression) -> None:
-    if not _is_number(node) and not isinstance(node, exp.Cast):
-        node.replace(exp.cast(node.copy(), "REAL"))
-
-
-def _numeric_comparisons(tree: exp.Expression) -> exp.Expression:
-    """Compare text with numbers as numbers, as MySQL does."""
-    for node in list(tree.find_all(*_COMPARISONS)):
-        if isinstance(node.parent, exp.Update) and node.arg_key == "expressions":
-            continue  # SET col = value is an assignment, not a comparison
-        left, right = node.left, node.right
-        if _is_number(right):
-            _as_number(left)
-        elif _is_number(left):
-            _as_number(right)
-    for node in list(tree.find_all(exp.Between)):
-        if _is_number(node.args.get("low")) or _is_number(node.args.get("high")):
-            _as_number(node.this)
-    for node in list(tree.find_all(exp.In)):
-        items = node.expressions
-        if items and all(_is_number(i) for i in items):
-            _as_number(node.this)
-    return tree
-
-
-_RESERVED = frozenset(_MYSQL.generator_class.RESERVED_KEYWORDS) - {
-    # reserved by MySQL 8 but not by MariaDB: both servers must accept what the SQLite engine accepts
-    "cume_dist", "dense_rank", "empty", "first_value", "grouping", "groups", "json_table", "lag", "last_value",
-    "lateral", "lead", "nth_value", "ntile", "of", "percent_rank", "rank", "row_number", "system", "window",
-    "cube", "function", "optimizer_costs", "master_bind", "io_after_gtids", "io_before_gtids", "generated",
-    "stored", "virtual", "get", "row", "rows"}
-_TABLE_POSITION = frozenset({TokenType.FROM, TokenType.JOIN, TokenType.UPDATE, TokenType.INTO})
-
-
-def _reject_non_mysql(sql: str, tokens: list[Token]) -> None:
-    """Refuse what MySQL refuses but SQLite would run: a double-quoted table name, a reserved word as a name.
-
-    :raises SQLError: in MySQL's words
-    """
-    for prev, tok, nxt in zip([None, *tokens], tokens, [*tokens[1:], None]):
-        bad_table = (tok.token_type == TokenType.STRING and prev is not None and prev.token_type in _TABLE_POSITION)
-        bad_name = (tok.token_type == TokenType.VAR and tok.text.lower() in _RESERVED
-                    and (nxt is None or nxt.token_type != TokenType.L_PAREN))
-        if bad_table or bad_name:
-            raise SQLError(f"(1064, \"You have an error in your SQL syntax; check the manual that corresponds to "
-                           f"your MySQL server version for the right syntax to use near '{sql[tok.start:tok.start + 40]}'\")")
-
-
-class _SQLiteBacktick(SQLite):
-    """SQLite written with backtick-quoted names: an unknown double-quoted name would silently become a
-    string literal in SQLite (its "DQS" misfeature), an unknown backticked one is an error, as in MySQL."""
-
-    class Tokenizer(SQLite.Tokenizer):
-        IDENTIFIERS = ["`"]
-
-
-@lru_cache(maxsize=8192)
-def mysql_to_sqlite(sql: str) -> str:
-    """Translate one MySQL statement to SQLite with MySQL's comparison semantics (see the module doc)."""
-    _check_length(sql)
-    try:
-        tokens = _MYSQL.tokenize(sql)
-    except sqlglot.errors.SqlglotError as exc:
-        raise _syntax_error(exc) from None
-    _reject_non_mysql(sql, tokens)
-    tree = _numeric_comparisons(parse_mysql(sql, tokens))
-    return tree.sql(dialect=_SQLiteBacktick, identify=True, copy=False)
-
-
 _SHOW_TABLES = re.compile(r"^\s*show\s+(?:full\s+)?tables\b", re.IGNORECASE)
 _DESCRIBE = re.compile(r"^\s*(?:describe|desc|explain|show\s+(?:full\s+)?(?:columns|fields)\s+(?:from|in))\s+"
                        r"(`[^`]+`|\"[^\"]+\"|[^\s;]+)\s*;?\s*$", re.IGNORECASE)
@@ -340,34 +174,80 @@ def _quote_sqlite(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _sqlite_connection() -> sqlite3.Connection:
+    """A new in-memory SQLite connection with the engine's collation, limits and pragmas."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA hard_heap_limit = {SQLITE_HARD_HEAP_BYTES}")  # only ever lowers it
+    conn.create_collation("MYSQL_CI", mysql_ci)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, SQLITE_MAX_VALUE_BYTES)
+    conn.execute("PRAGMA page_size = 4096")
+    conn.execute(f"PRAGMA max_page_count = {SQLITE_MAX_DB_BYTES // 4096}")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    return conn
+
+
+@dataclass(frozen=True)
+class _PristineTable:
+    """A table loaded once into a database of its own that nothing ever writes: sessions copy it."""
+
+    conn: sqlite3.Connection
+    select_all: str
+
+
+PRISTINE_CACHE_BYTES = 128 * 1024 * 1024
+"""Bound on the loaded tables kept for copying (their pages plus 64 KiB per database)."""
+_pristine_tables: ByteLRU[TableSpec, _PristineTable] = ByteLRU(
+    PRISTINE_CACHE_BYTES,
+    lambda table, pristine: 65536 + 4096 * pristine.conn.execute("PRAGMA page_count").fetchone()[0])
+
+
+def _pristine_table(table: TableSpec) -> _PristineTable:
+    """The loaded table (kept per table content, a pure function of it).
+
+    :raises SQLError: when the table cannot be created or loaded
+    """
+    found = _pristine_tables.get(table)
+    if found is not None:
+        return found
+    conn = _sqlite_connection()
+    deadline = time.monotonic() + 60.0
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+    cols = ", ".join(f"{_quote_sqlite(c)} TEXT COLLATE MYSQL_CI" for c in table.columns)
+    try:
+        conn.execute(f"CREATE TABLE {_quote_sqlite(table.name)} ({cols})")
+        marks = ", ".join("?" * len(table.columns))
+        conn.executemany(f"INSERT INTO {_quote_sqlite(table.name)} VALUES ({marks})", table.rows)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise SQLError(f"cannot load table {table.name!r}: {exc}") from None
+    conn.set_progress_handler(None, 0)
+    found = _PristineTable(conn, f"SELECT {', '.join(map(_quote_sqlite, table.columns))} FROM "
+                                 f"{_quote_sqlite(table.name)}")
+    _pristine_tables.put(table, found)
+    return found
+
+
 class SQLiteSession(DatabaseSession):
-    """An in-memory SQLite database holding one table, queried in MySQL's dialect."""
+    """An in-memory SQLite database holding one table, queried in MySQL's dialect: a page-by-page copy (SQLite's
+    backup) of the table loaded once per table content, which the session never shares."""
 
     def __init__(self, table: TableSpec) -> None:
         super().__init__(table)
-        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self._conn.execute(f"PRAGMA hard_heap_limit = {SQLITE_HARD_HEAP_BYTES}")  # only ever lowers it
-        self._conn.create_collation("MYSQL_CI", mysql_ci)
+        pristine = _pristine_table(table)
+        self._conn = _sqlite_connection()
         self._conn.create_function("like", 2, self._like, deterministic=True)
         self._conn.create_function("like", 3, self._like, deterministic=True)
         self._deadline = 0.0
         self._interrupted = False
         self._conn.set_progress_handler(lambda: int(time.monotonic() > self._deadline), 1000)
-        self._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
-        self._conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, SQLITE_MAX_VALUE_BYTES)
-        self._conn.execute("PRAGMA page_size = 4096")
-        self._conn.execute(f"PRAGMA max_page_count = {SQLITE_MAX_DB_BYTES // 4096}")
-        self._conn.execute("PRAGMA temp_store = MEMORY")
-        cols = ", ".join(f"{_quote_sqlite(c)} TEXT COLLATE MYSQL_CI" for c in table.columns)
-        self._deadline = time.monotonic() + 60.0
         try:
-            self._conn.execute(f"CREATE TABLE {_quote_sqlite(table.name)} ({cols})")
-            marks = ", ".join("?" * len(table.columns))
-            self._conn.executemany(f"INSERT INTO {_quote_sqlite(table.name)} VALUES ({marks})", table.rows)
+            pristine.conn.backup(self._conn)
         except sqlite3.Error as exc:
             self._conn.close()
             raise SQLError(f"cannot load table {table.name!r}: {exc}") from None
-        self._select_all = f"SELECT {', '.join(map(_quote_sqlite, table.columns))} FROM {_quote_sqlite(table.name)}"
+        self._deadline = time.monotonic() + 60.0  # what runs outside execute (table_rows) has the load's deadline
+        self._select_all = pristine.select_all
 
     def execute(self, sql: str) -> QueryResult:
         deadline = time.monotonic() + STATEMENT_TIMEOUT_S  # one deadline: parsing, execution and fetching

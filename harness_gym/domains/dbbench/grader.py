@@ -43,10 +43,8 @@ _NULL_WORDS = frozenset({"none", "null", "undefined", "nan", "inf", "infinity", 
 
 def table_hash(rows: Iterable[Sequence[Any]]) -> str | None:
     """The upstream table hash of ``rows`` (each a sequence of column values, ``None`` for NULL)."""
-    row_hashes = []
-    for row in rows:
-        joined = ",".join(_sql_text(v) for v in row if v is not None)
-        row_hashes.append(hashlib.md5(joined.encode("utf-8")).hexdigest()[:5])
+    row_hashes = [hashlib.md5(",".join([v if type(v) is str else _sql_text(v) for v in row if v is not None])
+                              .encode("utf-8")).hexdigest()[:5] for row in rows]
     if not row_hashes:
         return None
     concat = ",".join(sorted(row_hashes)).encode("ascii")[:GROUP_CONCAT_MAX_LEN]

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from harness_gym.core.domain import Domain
+from harness_gym.core.lru import ByteLRU
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.tools import validate_call
@@ -28,6 +29,7 @@ from harness_gym.domains.sources import read_markdown_documents, source_path
 from harness_gym.domains.tau_retail.checker import verify
 from harness_gym.domains.tau_retail.drafts import (
     DraftFormatError,
+    DraftMemo,
     RetailTaskData,
     compose_reply,
     encode_draft,
@@ -64,6 +66,8 @@ _ANSWER_IS_THE_OUTPUT = frozenset({"find_user_id_by_email", "find_user_id_by_nam
 MAX_TOOL_EVIDENCE = 4
 """At most this many gold read calls are a task's evidence tool calls (8 budget units)."""
 MAX_RELEVANT_DOCS = 2
+VERDICT_MEMO_BYTES = 16 * 2**20
+"""Bound on the drafts (characters) whose check verdicts and plan signals a domain keeps."""
 
 
 def _product_doc(pid: str, product: dict) -> Document:
@@ -100,7 +104,12 @@ class TauRetailDomain(Domain):
         self._product_names = sorted(p["name"] for p in self.snapshot.tables["products"].values())
         self._keys: dict[str, tuple[str, ...]] = {}
         self._checks: dict[str, int] = {}
+        self._verdicts: DraftMemo[CheckResult] = DraftMemo(VERDICT_MEMO_BYTES)
+        self._plans_known: ByteLRU[str, float] = ByteLRU(VERDICT_MEMO_BYTES, lambda content, _: len(content) + 64)
         self.add_tasks([self._task(raw) for raw in dataset.tasks])
+        for task in self.all_tasks():  # what the hooks read of each ticket, once at load
+            self.task_keys(task)
+            self.n_visible_checks(task)
 
     # ----- task construction -------------------------------------------------------------------------
     def _task(self, raw: RawTask) -> Task:
@@ -186,6 +195,14 @@ class TauRetailDomain(Domain):
         return ToolResult(ok=True, output=out) if ok else ToolResult(ok=False, output="", error=out)
 
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
+        """The checker's verdict (:func:`~.checker.verify`), kept per task and draft (a pure function of both)."""
+        found = self._verdicts.get(task.payload, draft.content)
+        if found is None:
+            found = self._check(task, draft)
+            self._verdicts.put(task.payload, draft.content, found)
+        return found
+
+    def _check(self, task: Task, draft: Draft) -> CheckResult:
         try:
             reply = parse_draft(draft.content).reply
         except DraftFormatError:
@@ -234,8 +251,17 @@ class TauRetailDomain(Domain):
             return super().knowledge_signal(task, ctx, call) if call.name in EVIDENCE_TOOLS else -1.0
         if ctx.draft is None:
             return 0.0
+        content = ctx.draft.content
+        found = self._plans_known.get(content)
+        if found is None:
+            found = self._plan_signal(content)
+            self._plans_known.put(content, found)
+        return found
+
+    def _plan_signal(self, content: str) -> float:
+        """+1 when every call of the draft's plan is known with valid arguments and existing ids, else -1."""
         try:
-            calls = parse_draft(ctx.draft.content).calls
+            calls = parse_draft(content).calls
         except DraftFormatError:
             return -1.0
         return 1.0 if all(self._known_ids(c) for c in calls) else -1.0

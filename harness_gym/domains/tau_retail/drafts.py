@@ -14,9 +14,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from harness_gym.core.bounds import InputLimitError, loads_json
+from harness_gym.core.lru import ByteLRU
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import PLAN_TOOLS, call_once
@@ -57,6 +58,31 @@ class RetailTaskData:
         the gold actions are replayed (they change nothing, so the plan without them reaches the gold state)."""
         db = RetailDB(self.snapshot)
         return tuple(a for a in self.actions if call_once(db, a)[0] and a.name in PLAN_TOOLS)
+
+
+V = TypeVar("V")
+
+
+class DraftMemo(Generic[V]):
+    """Results that are pure functions of a task's data and a draft's content (a verdict, a reward), kept per
+    (data, content) while their drafts' total length stays within ``max_bytes``. The data is matched by identity
+    and held by its entries, so an entry never answers for another task's data.
+
+    :param max_bytes: bound on the kept drafts' characters (plus 256 per entry)
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self._entries: ByteLRU[tuple[int, str], tuple[RetailTaskData, V]] = ByteLRU(
+            max_bytes, lambda key, entry: len(key[1]) + 256)
+
+    def get(self, data: RetailTaskData, content: str) -> V | None:
+        """The result kept for ``data`` and ``content``, or ``None``."""
+        entry = self._entries.get((id(data), content))
+        return entry[1] if entry is not None and entry[0] is data else None
+
+    def put(self, data: RetailTaskData, content: str, result: V) -> None:
+        """Keep ``result`` for ``data`` and ``content``."""
+        self._entries.put((id(data), content), (data, result))
 
 
 def encode_draft(calls: Sequence[ToolCall], reply: str) -> str:

@@ -40,7 +40,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness_gym.core.types import ToolCall
-from harness_gym.domains.tau_retail.drafts import DraftFormatError, RetailTaskData, parse_draft, replay_effects
+from harness_gym.domains.tau_retail.drafts import (
+    DraftFormatError,
+    DraftMemo,
+    RetailTaskData,
+    parse_draft,
+    replay_effects,
+)
 from harness_gym.domains.tau_retail.store import RetailDB
 from harness_gym.domains.tau_retail.tools import FREE_TEXT_ARGS, STORED_TEXT_ARGS
 
@@ -133,15 +139,31 @@ def strict_output_problem(reply: str, outputs: Sequence[str], written: set[str])
     return ""
 
 
+REWARD_MEMO_BYTES = 16 * 2**20
+"""Bound on the drafts whose rewards :func:`rewards` keeps (their characters)."""
+_kept_rewards: DraftMemo[dict[str, float]] = DraftMemo(REWARD_MEMO_BYTES)
+
+
 def rewards(data: RetailTaskData, content: str, max_reply_chars: int = MAX_REPLY_CHARS) -> dict[str, float]:
     """The reward of a draft under each output match (``{"strict": ..., "substring": ...}``): 1.0 when the
     database after its plan hashes like the database after the gold actions, the reply is at most
-    ``max_reply_chars`` long and it contains every required output (as that match compares), else 0.0.
+    ``max_reply_chars`` long and it contains every required output (as that match compares), else 0.0. Kept
+    per task data and draft (at the default bound): loading a domain grades every candidate, steps reuse that.
 
     :param data: the task's data
     :param content: the draft
     :param max_reply_chars: the reply bound
     """
+    if max_reply_chars != MAX_REPLY_CHARS or not isinstance(content, str):
+        return _rewards(data, content, max_reply_chars)
+    found = _kept_rewards.get(data, content)
+    if found is None:
+        found = _rewards(data, content, max_reply_chars)
+        _kept_rewards.put(data, content, found)
+    return dict(found)
+
+
+def _rewards(data: RetailTaskData, content: str, max_reply_chars: int) -> dict[str, float]:
     try:
         draft = parse_draft(content)
     except DraftFormatError:

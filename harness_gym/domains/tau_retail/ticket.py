@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 _IDS = re.compile(r"#W\d+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b|\b(?:credit_card|gift_card|paypal)_\d+\b"
                   r"|\b[a-z]+_[a-z]+_\d{4}\b|\b\d{10}\b|\b\d{5}\b")
@@ -46,8 +47,14 @@ def ticket_ids(ticket: str) -> list[str]:
 def ticket_products(ticket: str, product_names: Iterable[str]) -> list[str]:
     """The catalogue's product names the ticket mentions (case-insensitive), lower-cased, in catalogue order."""
     text = ticket.lower()
-    return [n for n in dict.fromkeys(p.lower() for p in product_names)
-            if re.search(rf"\b{re.escape(n)}\b", text)]
+    return [name for name, pattern in _product_patterns(tuple(product_names)) if name in text and pattern.search(text)]
+
+
+@lru_cache(maxsize=16)
+def _product_patterns(product_names: tuple[str, ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Each distinct lower-cased product name and its whole-word pattern, compiled once per catalogue."""
+    names = dict.fromkeys(p.lower() for p in product_names)
+    return tuple((name, re.compile(rf"\b{re.escape(name)}\b")) for name in names)
 
 
 def ticket_changes(ticket: str) -> Changes:
