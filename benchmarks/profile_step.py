@@ -18,7 +18,7 @@ execution cache        ``harness_gym/sandbox/cache.py``, ``harness_gym/core/lru.
 parsing                ``harness_gym`` functions whose name contains ``parse``, ``harness_gym/core/bounds.py``,
                        ``harness_gym/workers/prompting.py``, stdlib ``ast.py`` and ``tokenize.py``
 BM25 / retrieval       ``harness_gym/core/retrieval.py``
-SQL                    ``sqlite3``, ``sqlglot``, ``harness_gym/domains/dbbench/engines.py``
+SQL                    ``sqlite3``, ``sqlglot``, ``harness_gym/domains/dbbench/engines.py`` and ``statements.py``
 feature encoding       ``harness_gym/core/state.py``
 cost ledger            ``harness_gym/core/cost.py``, ``prices.py``, ``budgets.py``, ``harness_gym/budgets.py``
 simulated worker       ``harness_gym/workers/``
@@ -82,6 +82,7 @@ _PATH_RULES: tuple[tuple[str, str], ...] = (
     ("/sqlite3/", "SQL"),
     ("/sqlglot/", "SQL"),
     ("harness_gym/domains/dbbench/engines.py", "SQL"),
+    ("harness_gym/domains/dbbench/statements.py", "SQL"),
     ("harness_gym/core/state.py", "feature encoding"),
     ("harness_gym/core/cost.py", "cost ledger"),
     ("harness_gym/core/prices.py", "cost ledger"),
