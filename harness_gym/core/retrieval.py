@@ -62,12 +62,18 @@ class BM25Index:
         self.ranking = lru_cache(maxsize=4096)(self._ranking)
 
     def _score_array(self, query: str) -> np.ndarray:
-        out = np.zeros(self._n_docs, dtype=np.float64)
-        for t in tokenize(query):
-            posting = self._postings.get(t)
-            if posting is not None:
-                out[posting[0]] += posting[1]
-        return out
+        """Every document's score: the shares of the query's terms, in the query's order, added to 0.0 one by one
+        (``np.bincount`` adds its weights in input order, so each document gets the additions of the term by term
+        loop ``out[ids] += shares``, in the same order: ``tests/test_retrieval_equivalence.py``)."""
+        postings = [p for p in map(self._postings.get, tokenize(query)) if p is not None]
+        if not postings:
+            return np.zeros(self._n_docs, dtype=np.float64)
+        if len(postings) == 1:
+            ids, shares = postings[0]
+        else:
+            ids = np.concatenate([p[0] for p in postings])
+            shares = np.concatenate([p[1] for p in postings])
+        return np.bincount(ids, weights=shares, minlength=self._n_docs)
 
     def scores(self, query: str) -> list[float]:
         """The BM25 score of every document for ``query``, in corpus order (0 where no query term occurs)."""
