@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,54 +63,92 @@ no float for an integer: those are left to jsonschema)."""
 
 def _limit(schema: Mapping[str, Any], keyword: str) -> float | None:
     value = schema.get(keyword)
-    if value is None:
-        return None
-    if type(value) not in (int, float):
+    if value is not None and type(value) not in (int, float):
         raise ValueError(keyword)
     return value
+
+
+def _compile(schema: Any) -> Callable[[Any], bool] | None:
+    """:func:`surely_valid` of ``schema`` as a function of the value, or ``None`` (never sure) for a schema beyond
+    :data:`_SURE_KEYWORDS`."""
+    if type(schema) is not dict or not _SURE_KEYWORDS.issuperset(schema):
+        return None
+    expected = schema.get("type")
+    if expected is not None and (type(expected) is not str or expected not in _SURE_TYPES):
+        return None
+    types = _SURE_TYPES[expected] if expected is not None else None
+    try:
+        min_length, max_length = _limit(schema, "minLength"), _limit(schema, "maxLength")
+        minimum, maximum, min_items = _limit(schema, "minimum"), _limit(schema, "maximum"), _limit(schema, "minItems")
+        pattern = schema.get("pattern")
+        search = re.compile(pattern).search if type(pattern) is str else None
+    except (ValueError, re.error):
+        return None
+    if pattern is not None and search is None:
+        return None
+    properties, required = schema.get("properties", {}), schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if type(properties) is not dict or type(required) is not list or type(extra) is not bool:
+        return None
+    checks = {key: _compile(sub) for key, sub in properties.items()}
+    items = schema.get("items")
+    item_check = _compile(items) if items is not None else None
+    if None in checks.values() or (items is not None and item_check is None):
+        return None
+    required_keys = tuple(required)
+
+    def check(value: Any) -> bool:
+        kind = type(value)
+        if types is not None and kind not in types:
+            return False
+        if kind is str:
+            return ((min_length is None or len(value) >= min_length)
+                    and (max_length is None or len(value) <= max_length)
+                    and (search is None or search(value) is not None))
+        if kind is int or kind is float:
+            return (minimum is None or not value < minimum) and (maximum is None or not value > maximum)
+        if kind is dict:
+            for key in required_keys:
+                if key not in value:
+                    return False
+            for key, item in value.items():
+                sub = checks.get(key)
+                if sub is None:
+                    if not extra or type(key) is not str:
+                        return False
+                elif not sub(item):
+                    return False
+            return True
+        if kind is list:
+            return (min_items is None or len(value) >= min_items) and (
+                item_check is None or all(item_check(v) for v in value))
+        return kind is bool or value is None
+
+    return check
+
+
+_checkers: dict[int, tuple[Any, Callable[[Any], bool] | None]] = {}
+"""id of a schema -> (the schema, kept so that its id stays its own; its compiled :func:`surely_valid`)"""
 
 
 def surely_valid(schema: Any, value: Any) -> bool:
     """True only when ``value`` passes ``schema`` as jsonschema validates it (``tests/test_tool_verdicts.py``
     holds the two equal on generated cases); False when it fails or when the schema or the value uses anything
     beyond :data:`_SURE_KEYWORDS` with exact JSON types, which jsonschema then judges. A fast path for the calls
-    that pass: those that fail go to jsonschema for their message.
+    that pass: those that fail go to jsonschema for their message. Each schema is compiled once.
 
     :param schema: a JSON schema (a dict)
     :param value: the instance
     """
-    if type(schema) is not dict or not _SURE_KEYWORDS.issuperset(schema):
-        return False
-    kind = type(value)
-    expected = schema.get("type")
-    if expected is not None and (type(expected) is not str or kind not in _SURE_TYPES.get(expected, ())):
-        return False
+    held = _checkers.get(id(schema))
+    if held is None or held[0] is not schema:
+        if len(_checkers) >= 4096:
+            _checkers.clear()
+        held = _checkers[id(schema)] = (schema, _compile(schema))
     try:
-        if kind is str:
-            low, high, pattern = _limit(schema, "minLength"), _limit(schema, "maxLength"), schema.get("pattern")
-            return ((low is None or len(value) >= low) and (high is None or len(value) <= high)
-                    and (pattern is None or (type(pattern) is str and re.search(pattern, value) is not None)))
-        if kind is int or kind is float:
-            low, high = _limit(schema, "minimum"), _limit(schema, "maximum")
-            return (low is None or not value < low) and (high is None or not value > high)
-        if kind is dict:
-            properties, required = schema.get("properties", {}), schema.get("required", [])
-            extra = schema.get("additionalProperties", True)
-            if type(properties) is not dict or type(required) is not list or type(extra) is not bool:
-                return False
-            if not all(type(key) is str for key in value) or not all(key in value for key in required):
-                return False
-            if not extra and not all(key in properties for key in value):
-                return False
-            return all(key not in properties or surely_valid(properties[key], item) for key, item in value.items())
-        if kind is list:
-            low, items = _limit(schema, "minItems"), schema.get("items")
-            if items is not None and type(items) is not dict:
-                return False
-            return (low is None or len(value) >= low) and (items is None or all(surely_valid(items, v) for v in value))
-    except (ValueError, re.error, RecursionError):  # a bad limit or pattern, arguments nested too deep
+        return held[1] is not None and held[1](value)
+    except RecursionError:  # arguments nested too deep: jsonschema judges them
         return False
-    return kind is bool or value is None
 
 
 def validate_call(tools: Mapping[str, ToolSpec], call: ToolCall) -> str:
