@@ -58,7 +58,9 @@ def _generated_cases(seed: int = 0, n: int = 4000):
               {"type": "number", "minimum": 0.5}, {"type": "boolean"}, {"type": "null"}, {"minLength": 2},
               {"minimum": 3}, {"type": ["string", "null"]}, {"type": "array", "items": {"type": "string"}},
               {"type": "array", "minItems": 1, "items": {"type": "integer", "maximum": 5}}, {"type": "array"},
-              {"enum": [1, 2]}, {"type": "string", "format": "date"}, {"maximum": True}, {}, {"type": "object"}]
+              {"enum": [1, 2]}, {"type": "string", "format": "date"}, {"maximum": True}, {}, {"type": "object"},
+              {"type": "string", "enum": ["a", "kn-s0042", 1]}, {"enum": ["ab", None, True]},
+              {"type": "number", "enum": [1, 2.5]}, {"enum": [["a"], {"a": 1}]}]
     values = ["", "a", "abcd", "kn-s0042", "kn-s42", "ABC", 0, 1, 3, 10, 11, -2, 0.5, 3.0, 2.5, float("nan"), True,
               False, None, [], ["a"], [1, 7], [1, 2], (1, 2), {"a": 1}, {1: "x"}, ["a", 3]]
     names = ["query", "k", "doc_id", "entity", "field", "x"]

@@ -53,7 +53,7 @@ def _plain_json(value: Any) -> bool:
 
 
 _SURE_KEYWORDS = frozenset({"type", "description", "properties", "required", "additionalProperties", "items",
-                            "minItems", "minLength", "maxLength", "pattern", "minimum", "maximum"})
+                            "minItems", "minLength", "maxLength", "pattern", "minimum", "maximum", "enum"})
 """The JSON Schema keywords :func:`surely_valid` reads (the tools' schemas use these)."""
 _SURE_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
                                             "object": (dict,), "array": (list,), "boolean": (bool,)}
@@ -68,9 +68,12 @@ def _limit(schema: Mapping[str, Any], keyword: str) -> float | None:
     return value
 
 
-def _compile(schema: Any) -> Callable[[Any], bool] | None:
+def compile_surely_valid(schema: Any) -> Callable[[Any], bool] | None:
     """:func:`surely_valid` of ``schema`` as a function of the value, or ``None`` (never sure) for a schema beyond
-    :data:`_SURE_KEYWORDS`."""
+    :data:`_SURE_KEYWORDS` (an ``enum`` only of JSON scalars, sure of str values only).
+
+    :param schema: a JSON schema
+    """
     if type(schema) is not dict or not _SURE_KEYWORDS.issuperset(schema):
         return None
     expected = schema.get("type")
@@ -90,17 +93,23 @@ def _compile(schema: Any) -> Callable[[Any], bool] | None:
     extra = schema.get("additionalProperties", True)
     if type(properties) is not dict or type(required) is not list or type(extra) is not bool:
         return None
-    checks = {key: _compile(sub) for key, sub in properties.items()}
+    checks = {key: compile_surely_valid(sub) for key, sub in properties.items()}
     items = schema.get("items")
-    item_check = _compile(items) if items is not None else None
+    item_check = compile_surely_valid(items) if items is not None else None
     if None in checks.values() or (items is not None and item_check is None):
         return None
     required_keys = tuple(required)
+    enum = schema.get("enum")
+    if enum is not None and (type(enum) is not list or not all(type(e) in _JSON_SCALARS for e in enum)):
+        return None
+    enum_strs = frozenset(e for e in enum if type(e) is str) if enum is not None else None
 
     def check(value: Any) -> bool:
         kind = type(value)
         if types is not None and kind not in types:
             return False
+        if enum_strs is not None and (kind is not str or value not in enum_strs):
+            return False  # jsonschema's enum compares a str by ==; other values are left to it
         if kind is str:
             return ((min_length is None or len(value) >= min_length)
                     and (max_length is None or len(value) <= max_length)
@@ -144,7 +153,7 @@ def surely_valid(schema: Any, value: Any) -> bool:
     if held is None or held[0] is not schema:
         if len(_checkers) >= 4096:
             _checkers.clear()
-        held = _checkers[id(schema)] = (schema, _compile(schema))
+        held = _checkers[id(schema)] = (schema, compile_surely_valid(schema))
     try:
         return held[1] is not None and held[1](value)
     except RecursionError:  # arguments nested too deep: jsonschema judges them
