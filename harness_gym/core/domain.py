@@ -211,15 +211,17 @@ class Domain(ABC):
         """The best-ranked document for ``query`` not yet retrieved in ``ctx`` and its scores against the
         ranking (for domains whose query depends on what was retrieved, e.g. multi-hop expansion); ``None`` when
         every ranked document has been retrieved."""
-        ranking = self.index.ranking(query)
-        if not ranking:
+        order, scores = self.index.ranked(query)  # the ranking's entries, read up to the second unseen one
+        if not len(order):
             return None
-        best = ranking[0][1]
+        best = float(scores[0])
         seen = set(ctx.retrieved)
         unseen: list[tuple[int, float]] = []  # the best two
-        for doc_idx, score in ranking:
-            if self.corpus[doc_idx].doc_id not in seen:
-                unseen.append((doc_idx, score))
+        corpus = self.corpus
+        for pos in range(len(order)):
+            doc_idx = int(order[pos])
+            if corpus[doc_idx].doc_id not in seen:
+                unseen.append((doc_idx, float(scores[pos])))
                 if len(unseen) == 2:
                     break
         if not unseen:

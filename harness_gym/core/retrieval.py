@@ -59,6 +59,7 @@ class BM25Index:
             t: (np.array(ids, dtype=np.intp), np.array(shares, dtype=np.float64))
             for t, (ids, shares) in postings.items()}
         """term -> (indices of the documents holding it, ascending; its share of each one's score)"""
+        self.ranked = lru_cache(maxsize=4096)(self._ranked)
         self.ranking = lru_cache(maxsize=4096)(self._ranking)
 
     def _score_array(self, query: str) -> np.ndarray:
@@ -79,8 +80,17 @@ class BM25Index:
         """The BM25 score of every document for ``query``, in corpus order (0 where no query term occurs)."""
         return self._score_array(query).tolist()
 
-    def _ranking(self, query: str) -> tuple[tuple[int, float], ...]:
-        """Document indices sorted by descending score (ties by index), as (index, score)."""
+    def _ranked(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`ranking` as two read-only arrays, the document indices and their scores (for a reader of its
+        first entries, without making a pair per document)."""
         scores = self._score_array(query)
         order = np.argsort(-scores, kind="stable")
-        return tuple(zip(order.tolist(), scores[order].tolist()))
+        ranked_scores = scores[order]
+        order.flags.writeable = False
+        ranked_scores.flags.writeable = False
+        return order, ranked_scores
+
+    def _ranking(self, query: str) -> tuple[tuple[int, float], ...]:
+        """Document indices sorted by descending score (ties by index), as (index, score)."""
+        order, scores = self.ranked(query)
+        return tuple(zip(order.tolist(), scores.tolist()))
