@@ -12,6 +12,7 @@ import json
 import math
 import re
 from abc import ABC, abstractmethod
+from itertools import chain
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -74,6 +75,24 @@ def visible_task(task: Task, hidden_payload_keys: frozenset[str]) -> Task:
 
 
 _KEY_PATTERN = re.compile(r"\"([^\"]{2,60})\"|'([^']{2,60})'|\b((?:[A-Z][\w-]*)(?:\s+[A-Z][\w-]*)+)\b|\b(\w*\d[\w.:/-]*)\b")
+
+
+def _next_values(values: list[Any], value: Any, count: int) -> list[Any]:
+    """``[v for v in values[at + 1:] + values[:max(at, 0)] if v != value][:count]``, where ``at`` is the position of
+    ``value`` in ``values`` (-1 when it is not there), without copying ``values``."""
+    try:
+        at = values.index(value)
+    except ValueError:
+        at = -1
+    out: list[Any] = []
+    if count <= 0:
+        return out
+    for i in chain(range(at + 1, len(values)), range(max(at, 0))):
+        if values[i] != value:
+            out.append(values[i])
+            if len(out) == count:
+                break
+    return out
 
 
 class Domain(ABC):
@@ -294,10 +313,8 @@ class Domain(ABC):
             for call in task.tool_calls:
                 for name, value in sorted(call.args.items()):
                     full = self.argument_values(task, call.name, name)
-                    at = full.index(value) if value in full else -1
                     # the values next after the gold one in the fixed order (a near-miss id, the next unit)
-                    values = [v for v in full[at + 1:] + full[:max(at, 0)] if v != value]
-                    for v in values[:self.wrong_calls_per_call]:
+                    for v in _next_values(full, value, self.wrong_calls_per_call):
                         alt = ToolCall(name=call.name, args={**call.args, name: v})
                         if alt.key() not in gold and not validate_call(self.tools, alt):
                             out.setdefault(alt.key(), alt)
