@@ -49,15 +49,26 @@ class BM25Index:
         self._avg = (sum(lens) / n) if n else 0.0
         self._idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
         norms = [self.k1 * (1 - self.b + self.b * dl / self._avg) if self._avg else self.k1 for dl in lens]
-        postings: dict[str, tuple[list[int], list[float]]] = {}
-        for i, (tf, norm) in enumerate(zip(tfs, norms)):
-            for t, f in tf.items():
-                docs_of_term, shares = postings.setdefault(t, ([], []))
-                docs_of_term.append(i)
-                shares.append(self._idf[t] * f * (self.k1 + 1) / (f + norm))
+        # every (term, document) pair's share, idf * f * (k1 + 1) / (f + norm), in one pass of float64 operations
+        # (the same IEEE operations, in the same order, as the scalar expression), then grouped by term
+        terms = list(self._idf)
+        term_ids = {t: j for j, t in enumerate(terms)}
+        pair_terms: list[int] = []
+        pair_freqs: list[int] = []
+        for tf in tfs:
+            pair_terms.extend(map(term_ids.__getitem__, tf))
+            pair_freqs.extend(tf.values())
+        term_of = np.array(pair_terms, dtype=np.intp)
+        doc_of = np.repeat(np.arange(n, dtype=np.intp), [len(tf) for tf in tfs])
+        freq = np.array(pair_freqs, dtype=np.float64)
+        idf = np.array([self._idf[t] for t in terms], dtype=np.float64)
+        norm = np.array(norms, dtype=np.float64)
+        shares = idf[term_of] * freq * (self.k1 + 1) / (freq + norm[doc_of])
+        by_term = np.argsort(term_of, kind="stable")  # within a term, the documents stay in ascending order
+        doc_of, shares = doc_of[by_term], shares[by_term]
+        ends = np.cumsum(np.bincount(term_of, minlength=len(terms))).tolist()
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {
-            t: (np.array(ids, dtype=np.intp), np.array(shares, dtype=np.float64))
-            for t, (ids, shares) in postings.items()}
+            t: (doc_of[start:end], shares[start:end]) for t, start, end in zip(terms, [0, *ends[:-1]], ends)}
         """term -> (indices of the documents holding it, ascending; its share of each one's score)"""
         self.ranked = lru_cache(maxsize=4096)(self._ranked)
         self.ranking = lru_cache(maxsize=4096)(self._ranking)
