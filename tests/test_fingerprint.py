@@ -79,3 +79,10 @@ def test_kept_results_and_fields_left_out_of_comparison_do_not_count():
 def test_types_that_cannot_be_fingerprinted_raise():
     with pytest.raises(TypeError, match="cannot fingerprint"):
         fingerprint([object()])
+
+
+def test_data_that_holds_itself_is_refused():
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(RecursionError):
+        fingerprint(loop)

@@ -78,7 +78,9 @@ class _Canonical:
     Each rule is a function of the value alone, so equal data gives equal text whichever objects it shares."""
 
     def __init__(self) -> None:
-        self.encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=self.default)
+        # no check for cycles (data that holds itself is refused by the encoder's recursion limit instead)
+        self.encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=self.default,
+                                        check_circular=False)
         self.objects: dict[int, tuple[Any, str]] = {}  # id -> (the object, kept so its id stays unique; its hash)
 
     def text(self, obj: Any) -> str:
