@@ -430,11 +430,23 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     def _applicable_list(self, ctx: Context, st: HarnessState) -> list[bool]:
         """:meth:`_applicable` as a list, in action order (DRAFT is always applicable)."""
-        has_draft = ctx.draft is not None
+        domain = self.domain
+        can_observe = len(ctx.observed) < len(ctx.task.observations)  # not st.observations_exhausted
+        can_retrieve = len(ctx.retrieved) < len(domain.corpus)
+        draft = ctx.draft
         # TOOL: what the controller knows is that the domain has tools (never whether this task needs them)
-        return [not st.observations_exhausted, len(ctx.retrieved) < len(self.domain.corpus),
-                bool(self.domain.tools) and (has_draft or not self.domain.tool_needs_draft), True, has_draft,
-                has_draft and self._revise_feedback(ctx, st) is not None, has_draft]
+        if draft is None:
+            return [can_observe, can_retrieve, bool(domain.tools) and not domain.tool_needs_draft, True, False, False,
+                    False]
+        return [can_observe, can_retrieve, bool(domain.tools), True, True, self._can_revise(ctx, st, draft), True]
+
+    def _can_revise(self, ctx: Context, st: HarnessState, draft: Draft) -> bool:
+        """Whether :meth:`_revise_feedback` has feedback for ``draft`` (without making it)."""
+        if ctx.last_check is not None and ctx.checked_version == draft.version:
+            return True
+        if ctx.tool_history and self.domain.tool_needs_draft:
+            return not ctx.tool_history[-1][1].ok and st.tool_version == draft.version
+        return False
 
     def _revise_feedback(self, ctx: Context, st: HarnessState) -> CheckResult | None:
         """Feedback a revision can act on: the current draft's check result, or its last tool error."""
@@ -620,17 +632,22 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("episode is over; call reset()")
-        if not _is_int(action):
+        if type(action) is not int and not _is_int(action):
             raise TypeError(f"action must be an int in [0, {N_ACTIONS}), got {type(action).__name__} {action!r}")
-        if not 0 <= int(action) < N_ACTIONS:
+        index = int(action)
+        if not 0 <= index < N_ACTIONS:
             raise ValueError(f"action must be in [0, {N_ACTIONS}), got {action!r}")
-        act = _ACTIONS[int(action)]
+        act = _ACTIONS[index]
         ctx, st = self._ctx, self._state
 
-        valid = self._applicable_list(ctx, st)[act]
-        checked_before = ctx.draft is not None and ctx.checked_version == ctx.draft.version
-        last_check_before = st.last_check
-        any_evidence = bool(ctx.observed or ctx.retrieved or any(res.ok for _, res in ctx.tool_history))
+        valid = self._applicable_list(ctx, st)[index]
+        draft = ctx.draft
+        checked_before = draft is not None and ctx.checked_version == draft.version
+        last_check = ctx.last_check
+        last_check_before = 0 if last_check is None else (1 if last_check.passed else -1)  # st.last_check
+        # consistency reads whether there was evidence for a valid DRAFT only
+        any_evidence = valid and index == Action.DRAFT and bool(
+            ctx.observed or ctx.retrieved or any(res.ok for _, res in ctx.tool_history))
         conf_before = st.confidence
         if self._sandbox is not None:
             self._sandbox.start()
@@ -645,7 +662,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         st.budget_left -= self.action_costs[act]
         st.steps += 1
         cost = self._cost()
-        submitted = valid and act == Action.SUBMIT
+        submitted = valid and index == Action.SUBMIT
         forced = not submitted and (st.budget_left <= 0 or st.cost_exhausted)
         evidence = {
             "env": outcome.env_signal,

@@ -144,3 +144,17 @@ def test_patterns_detect_bad_process():
 def test_bm25_ranks_the_matching_document_first():
     idx = BM25Index([Document("a", "Cats", "cats purr"), Document("b", "Sorting lists", "sorted returns a new list")])
     assert idx.ranking("how to sort a list with sorted")[0][0] == 1
+
+
+def test_next_values_equals_its_definition():
+    import random
+
+    from harness_gym.core.domain import _next_values
+
+    rng = random.Random(0)
+    for _ in range(3000):
+        values = [rng.choice(["a", "b", "c", 1, 2, 2.0, True, None, "d"]) for _ in range(rng.randint(0, 8))]
+        value = rng.choice(["a", "b", 1, 2, True, "z", None])
+        count = rng.randint(0, 4)
+        at = values.index(value) if value in values else -1
+        assert _next_values(values, value, count) == [v for v in values[at + 1:] + values[:max(at, 0)] if v != value][:count]

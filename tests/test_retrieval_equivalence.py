@@ -7,11 +7,12 @@ import math
 from collections import Counter
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import harness_gym
 from harness_gym.core.retrieval import BM25Index, tokenize
-from harness_gym.core.types import SPLITS, Document
+from harness_gym.core.types import SPLITS, Context, Document
 
 
 class ReferenceBM25:
@@ -100,3 +101,41 @@ def test_repeated_query_terms_count_each_time_and_unknown_terms_score_nothing():
     assert BM25Index([]).scores("cats") == [] and BM25Index([]).ranking("cats") == ()
     empty = [Document("x", "", ""), Document("y", "", "")]
     assert BM25Index(empty).scores("x") == reference_scores(empty, "x") == [0.0, 0.0]
+
+
+def best_unseen_by_the_ranking(domain, query: str, retrieved: list[str]):
+    """Domain.best_unseen as it was defined: a walk over the (index, score) pairs of the whole ranking."""
+    ranking = domain.index.ranking(query)
+    if not ranking:
+        return None
+    best = ranking[0][1]
+    unseen = [(i, s) for i, s in ranking if domain.corpus[i].doc_id not in retrieved][:2]
+    if not unseen:
+        return None
+    (doc_idx, score), after = unseen[0], (unseen[1][1] if len(unseen) > 1 else 0.0)
+    share = score / best if best > 0 else 0.0
+    return (domain.corpus[doc_idx], best > 0 and share >= domain.relevant_looking_ratio, share,
+            (score - after) / best if best > 0 else 0.0, query)
+
+
+@pytest.mark.parametrize("env_id", ["HarnessKnowledge-v1", "HarnessResearchQA-v1", "HarnessPlan-v1"])
+def test_best_unseen_equals_the_walk_over_the_whole_ranking(env_id):
+    env = gym.make(env_id)
+    domain = env.unwrapped.domain
+    rng = np.random.default_rng(0)
+    for task in domain.tasks("train")[:40]:
+        ctx = Context(task=task)
+        for _ in range(len(domain.corpus) + 1):
+            query = domain.query(task)
+            expected = best_unseen_by_the_ranking(domain, query, ctx.retrieved)
+            got = domain.best_unseen(query, ctx)
+            assert (got if got is None else tuple(got)) == expected
+            if got is not None:
+                assert all(type(v) is float for v in (got.score_share, got.gap_share))
+            if got is None or len(ctx.retrieved) > 12:
+                break
+            # retrieve the best unseen document, or now and then another one, so that gaps open in the ranking
+            pick = got.document.doc_id if rng.random() < 0.7 else domain.corpus[int(rng.integers(len(domain.corpus)))].doc_id
+            if pick not in ctx.retrieved:
+                ctx.retrieved.append(pick)
+    env.close()

@@ -52,3 +52,18 @@ def test_last_action_one_hot_for_every_value():
         st.last_action = last
         assert np.array_equal(st.encode(), table_values(st)), last
     env.close()
+
+
+def test_mentions_equals_its_regex_on_generated_texts():
+    import random
+    import re
+
+    from harness_gym.core.state import mentions
+
+    rng = random.Random(0)
+    alphabet = ["a", "b", "1", "5", "_", " ", ".", "-", "é", "ß", "٣", "²", "中", "\n", "/", ":", "ab", "a1", "15"]
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3)))
+        expected = re.search(r"(?<!\w)" + re.escape(key) + r"(?!\w)", text) is not None
+        assert mentions(text, key) == expected, (text, key)

@@ -15,10 +15,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
-from json.encoder import encode_basestring_ascii as _json_str  # what json.dumps writes for a str
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -48,77 +47,101 @@ def budget_from_costs(costs: list[float]) -> float:
     return FACTOR * median
 
 
-def _json_pairs(pairs: Any) -> str:
-    """``json.dumps(pairs, separators=(",", ":"))`` of a sequence of (str, str) pairs, without the encoder."""
-    return "[" + ",".join(f"[{_json_str(a)},{_json_str(b)}]" for a, b in pairs) + "]"
+_DATACLASS_LAYOUTS: dict[type, tuple[str, Callable[[Any], tuple[Any, ...]]]] = {}
+"""dataclass -> (its tag: its name and compared fields, ``"Task(task_id,split,...)"``; a getter of their values)"""
 
 
-def _json_strs(items: Any) -> str:
-    """``json.dumps(items, separators=(",", ":"))`` of a sequence of str."""
-    return "[" + ",".join(map(_json_str, items)) + "]"
+def _dataclass_layout(cls: type) -> tuple[str, Callable[[Any], tuple[Any, ...]]]:
+    layout = _DATACLASS_LAYOUTS.get(cls)
+    if layout is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.compare)
+        getter = attrgetter(*names) if len(names) > 1 else lambda obj: tuple(getattr(obj, n) for n in names)
+        layout = _DATACLASS_LAYOUTS[cls] = (f"{cls.__name__}({','.join(names)})", getter)
+    return layout
 
 
-@lru_cache(maxsize=256)
-def _compared_fields(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls) if f.compare)
+class _Canonical:
+    """The canonical JSON text of data (:func:`fingerprint`), written by the C JSON encoder in one pass: JSON
+    scalars, lists and tuples (one kind: a JSON array) and dicts with str keys as they are, keys sorted; the
+    encoder's ``default`` hook writes everything else as JSON it then encodes:
 
+    - a dataclass: ``[tag, [field values]]``, its compared fields only (not, e.g., a task's source file), the tag
+      naming the class and those fields;
+    - any other mapping: a dict; a set: ``["set", sorted strs]`` of str elements, else ``["set*", sorted JSON texts
+      of the elements]``;
+    - an object with a ``__dict__``: ``[class name, "#" + SHA-256 of the canonical JSON of its attributes]``
+      without those its class names in ``CACHE_ATTRIBUTES``, hashed once per call (by identity: data such
+      an object holds, e.g. a store shared by many tasks, costs one pass);
+    - a dict whose keys are not all str (or cannot be sorted) makes the encoder fail: that part (the whole, or
+      the attributes of one object) is written again from :meth:`plain`, where such keys are ``str(key)``.
 
-def _digest(obj: Any, memo: dict[int, tuple[Any, str]]) -> str:
-    """A canonical hash of ``obj`` (sets sorted, mappings by key; dataclass fields that take no part in
-    comparison, such as a task's source file, left out), hashing each container once per call (``memo``, by
-    identity; the memo holds the object too, so that no id is reused within the call), so that data shared by
-    many tasks (a store snapshot) costs one pass.
+    Each rule is a function of the value alone, so equal data gives equal text whichever objects it shares."""
 
-    A container's hash is the SHA-256 of ``json.dumps([tag, children], separators=(",", ":"))``, a scalar's
-    ``json.dumps`` of it; the JSON text is written here directly (the same text), as the encoder's calls were
-    most of the time of a first reset."""
-    if obj is None:
-        return "null"
-    if obj is True:
-        return "true"
-    if obj is False:
-        return "false"
-    if isinstance(obj, int):
-        return int.__repr__(obj)
-    if isinstance(obj, str):
-        return _json_str(obj)
-    if isinstance(obj, float):
-        return float.__repr__(obj) if math.isfinite(obj) else _json_str(repr(obj))
-    key = id(obj)
-    if key in memo:
-        return memo[key][1]
-    kind = type(obj)
-    if kind is dict or isinstance(obj, Mapping):
-        text = f'["map",{_json_pairs(sorted((str(k), _digest(v, memo)) for k, v in obj.items()))}]'
-    elif kind is list or kind is tuple:  # no dataclass, no ``_asdict``
-        text = f'["seq",{_json_strs([_digest(v, memo) for v in obj])}]'
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        text = (f"[{_json_str(kind.__name__)},"
-                f"{_json_pairs([(f, _digest(getattr(obj, f), memo)) for f in _compared_fields(kind)])}]")
-    elif hasattr(obj, "_asdict"):
-        text = f"[{_json_str(kind.__name__)},{_json_str(_digest(obj._asdict(), memo))}]"
-    elif isinstance(obj, (set, frozenset)):
-        text = f'["set",{_json_strs(sorted(_digest(v, memo) for v in obj))}]'
-    elif isinstance(obj, (list, tuple)):
-        text = f'["seq",{_json_strs([_digest(v, memo) for v in obj])}]'
-    elif hasattr(obj, "__dict__"):
-        caches = getattr(kind, "CACHE_ATTRIBUTES", ())
-        state = {k: v for k, v in vars(obj).items() if k not in caches} if caches else vars(obj)
-        text = f"[{_json_str(kind.__name__)},{_json_str(_digest(state, memo))}]"
-    else:
+    def __init__(self) -> None:
+        # no check for cycles (data that holds itself is refused by the encoder's recursion limit instead)
+        self.encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=self.default,
+                                        check_circular=False)
+        self.objects: dict[int, tuple[Any, str]] = {}  # id -> (the object, kept so its id stays unique; its hash)
+
+    def text(self, obj: Any) -> str:
+        """The canonical JSON of ``obj``."""
+        try:
+            return self.encoder.encode(obj)
+        except TypeError:  # keys that are not str; a type that cannot be fingerprinted raises from plain() too
+            return self.encoder.encode(self.plain(obj))
+
+    def default(self, obj: Any) -> Any:
+        kind = type(obj)
+        layout = _DATACLASS_LAYOUTS.get(kind)
+        if layout is not None or (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
+            tag, values = layout or _dataclass_layout(kind)
+            return [tag, values(obj)]
+        if isinstance(obj, Mapping):
+            return dict(obj)
+        if isinstance(obj, (set, frozenset)):
+            if all(type(item) is str for item in obj):
+                return ["set", sorted(obj)]
+            return ["set*", sorted(self.text(item) for item in obj)]
+        if hasattr(obj, "_asdict"):
+            return [kind.__name__, obj._asdict()]
+        if hasattr(obj, "__dict__"):
+            held = self.objects.get(id(obj))
+            if held is None:
+                caches = getattr(kind, "CACHE_ATTRIBUTES", ())
+                state = {k: v for k, v in vars(obj).items() if k not in caches}
+                held = self.objects[id(obj)] = (obj, "#" + hashlib.sha256(self.text(state).encode()).hexdigest())
+            return [kind.__name__, held[1]]
         raise TypeError(f"cannot fingerprint a {kind.__name__}")
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    memo[key] = (obj, digest)
-    return digest
+
+    def plain(self, obj: Any) -> Any:
+        """``obj`` as JSON data the encoder takes whole: what :meth:`default` makes of each part, applied all the
+        way down, with every dict's keys made str when they are not all str."""
+        kind = type(obj)
+        if kind in (str, int, float, bool) or obj is None:
+            return obj
+        if isinstance(obj, (list, tuple)):
+            return [self.plain(item) for item in obj]
+        if isinstance(obj, (str, int, float)):
+            return obj
+        if kind is not dict:
+            obj = self.default(obj)
+            if type(obj) is not dict:
+                return self.plain(obj)
+        if all(type(k) is str for k in obj):
+            return {k: self.plain(v) for k, v in obj.items()}
+        return {str(k): self.plain(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
 
 
 def fingerprint(*parts: Any) -> str:
-    """A stable hash of ``parts`` (the same on every machine and Python hash seed). An object's attributes that
-    its class names in ``CACHE_ATTRIBUTES`` (results kept from its data, filled as it is used) are not part of it.
+    """A stable hash of ``parts`` (the same on every machine and Python hash seed): the SHA-256 of their canonical
+    JSON (see :class:`_Canonical`: mappings by key, sets sorted, dataclass fields that take no part in comparison
+    left out). An object's attributes that its class names in ``CACHE_ATTRIBUTES`` (results kept from its data,
+    filled as it is used) are not part of it.
 
-    :param parts: data (dataclasses, mappings, sequences, sets, scalars)
+    :param parts: data (dataclasses, mappings, sequences, sets, scalars, objects)
     """
-    return _digest([RULE_VERSION, *parts], {})[:20]
+    text = _Canonical().text([RULE_VERSION, *parts])
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 @lru_cache(maxsize=4)

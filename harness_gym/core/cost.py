@@ -52,12 +52,6 @@ COST_KEYS: tuple[str, ...] = ("llm_calls", "llm_errors", "prompt_tokens", "compl
                               "sandbox_jobs", "tool_seconds", "units", "search_queries", "index_queries",
                               "embedding_tokens", "api_calls", "db_queries")
 """The keys of ``info["cost"]``, in order."""
-_USAGE_KEYS: tuple[str, ...] = COST_KEYS[:5]
-"""The keys of ``info["cost"]`` copied from the worker's usage."""
-_COUNTS_BEFORE_API_CALLS: tuple[tuple[str, str], ...] = tuple(
-    (key, COUNTED_ITEMS[key]) for key in COST_KEYS[:COST_KEYS.index("api_calls")] if key in COUNTED_ITEMS)
-_COUNTS_AFTER_API_CALLS: tuple[tuple[str, str], ...] = tuple(
-    (key, COUNTED_ITEMS[key]) for key in COST_KEYS[COST_KEYS.index("api_calls"):] if key in COUNTED_ITEMS)
 
 
 def estimate_tokens(text: str) -> int:
@@ -113,7 +107,8 @@ def step_bill(prices: PriceTable, *, prompt_tokens: int, completion_tokens: int,
     bill = {"prompt_token": float(prompt_tokens), "completion_token": float(completion_tokens)}
     if sandbox_jobs:
         add_bill(bill, prices.sandbox_bill(sandbox_jobs))
-    add_bill(bill, actions)
+    if actions:
+        add_bill(bill, actions)
     return {item: q for item, q in bill.items() if q}
 
 
@@ -131,16 +126,15 @@ def cost_info(usage: Mapping[str, int | float], sandbox_jobs: int, prices: Price
     for item, quantity in bill.items():
         if item.startswith(API_PREFIX):
             api_calls += quantity
-    out: dict[str, int | float] = {key: usage[key] for key in _USAGE_KEYS}
-    out["sandbox_jobs"] = int(sandbox_jobs)
-    out["tool_seconds"] = float(sandbox_jobs * prices.sandbox_seconds_per_job)
-    out["units"] = float(prices.units(bill))
-    for key, item in _COUNTS_BEFORE_API_CALLS:
-        out[key] = float(bill.get(item, 0.0))
-    out["api_calls"] = api_calls
-    for key, item in _COUNTS_AFTER_API_CALLS:
-        out[key] = float(bill.get(item, 0.0))
-    return out
+    get = bill.get
+    # the keys of COST_KEYS in order (tests/test_cost.py), the counts of COUNTED_ITEMS
+    return {"llm_calls": usage["llm_calls"], "llm_errors": usage["llm_errors"],
+            "prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
+            "latency_s": usage["latency_s"], "sandbox_jobs": int(sandbox_jobs),
+            "tool_seconds": float(sandbox_jobs * prices.sandbox_seconds_per_job), "units": float(prices.units(bill)),
+            "search_queries": float(get("search_query", 0.0)), "index_queries": float(get("index_query", 0.0)),
+            "embedding_tokens": float(get("embedding_token", 0.0)), "api_calls": api_calls,
+            "db_queries": float(get("db_query", 0.0))}
 
 
 def zero_cost() -> dict[str, int | float]:

@@ -12,6 +12,7 @@ import json
 import math
 import re
 from abc import ABC, abstractmethod
+from itertools import chain
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -74,6 +75,24 @@ def visible_task(task: Task, hidden_payload_keys: frozenset[str]) -> Task:
 
 
 _KEY_PATTERN = re.compile(r"\"([^\"]{2,60})\"|'([^']{2,60})'|\b((?:[A-Z][\w-]*)(?:\s+[A-Z][\w-]*)+)\b|\b(\w*\d[\w.:/-]*)\b")
+
+
+def _next_values(values: list[Any], value: Any, count: int) -> list[Any]:
+    """``[v for v in values[at + 1:] + values[:max(at, 0)] if v != value][:count]``, where ``at`` is the position of
+    ``value`` in ``values`` (-1 when it is not there), without copying ``values``."""
+    try:
+        at = values.index(value)
+    except ValueError:
+        at = -1
+    out: list[Any] = []
+    if count <= 0:
+        return out
+    for i in chain(range(at + 1, len(values)), range(max(at, 0))):
+        if values[i] != value:
+            out.append(values[i])
+            if len(out) == count:
+                break
+    return out
 
 
 class Domain(ABC):
@@ -211,15 +230,17 @@ class Domain(ABC):
         """The best-ranked document for ``query`` not yet retrieved in ``ctx`` and its scores against the
         ranking (for domains whose query depends on what was retrieved, e.g. multi-hop expansion); ``None`` when
         every ranked document has been retrieved."""
-        ranking = self.index.ranking(query)
-        if not ranking:
+        order, scores = self.index.ranked(query)  # the ranking's entries, read up to the second unseen one
+        if not len(order):
             return None
-        best = ranking[0][1]
+        best = float(scores[0])
         seen = set(ctx.retrieved)
         unseen: list[tuple[int, float]] = []  # the best two
-        for doc_idx, score in ranking:
-            if self.corpus[doc_idx].doc_id not in seen:
-                unseen.append((doc_idx, score))
+        corpus = self.corpus
+        for pos in range(len(order)):
+            doc_idx = int(order[pos])
+            if corpus[doc_idx].doc_id not in seen:
+                unseen.append((doc_idx, float(scores[pos])))
                 if len(unseen) == 2:
                     break
         if not unseen:
@@ -292,10 +313,8 @@ class Domain(ABC):
             for call in task.tool_calls:
                 for name, value in sorted(call.args.items()):
                     full = self.argument_values(task, call.name, name)
-                    at = full.index(value) if value in full else -1
                     # the values next after the gold one in the fixed order (a near-miss id, the next unit)
-                    values = [v for v in full[at + 1:] + full[:max(at, 0)] if v != value]
-                    for v in values[:self.wrong_calls_per_call]:
+                    for v in _next_values(full, value, self.wrong_calls_per_call):
                         alt = ToolCall(name=call.name, args={**call.args, name: v})
                         if alt.key() not in gold and not validate_call(self.tools, alt):
                             out.setdefault(alt.key(), alt)

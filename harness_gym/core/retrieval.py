@@ -49,32 +49,59 @@ class BM25Index:
         self._avg = (sum(lens) / n) if n else 0.0
         self._idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
         norms = [self.k1 * (1 - self.b + self.b * dl / self._avg) if self._avg else self.k1 for dl in lens]
-        postings: dict[str, tuple[list[int], list[float]]] = {}
-        for i, (tf, norm) in enumerate(zip(tfs, norms)):
-            for t, f in tf.items():
-                docs_of_term, shares = postings.setdefault(t, ([], []))
-                docs_of_term.append(i)
-                shares.append(self._idf[t] * f * (self.k1 + 1) / (f + norm))
+        # every (term, document) pair's share, idf * f * (k1 + 1) / (f + norm), in one pass of float64 operations
+        # (the same IEEE operations, in the same order, as the scalar expression), then grouped by term
+        terms = list(self._idf)
+        term_ids = {t: j for j, t in enumerate(terms)}
+        pair_terms: list[int] = []
+        pair_freqs: list[int] = []
+        for tf in tfs:
+            pair_terms.extend(map(term_ids.__getitem__, tf))
+            pair_freqs.extend(tf.values())
+        term_of = np.array(pair_terms, dtype=np.intp)
+        doc_of = np.repeat(np.arange(n, dtype=np.intp), [len(tf) for tf in tfs])
+        freq = np.array(pair_freqs, dtype=np.float64)
+        idf = np.array([self._idf[t] for t in terms], dtype=np.float64)
+        norm = np.array(norms, dtype=np.float64)
+        shares = idf[term_of] * freq * (self.k1 + 1) / (freq + norm[doc_of])
+        by_term = np.argsort(term_of, kind="stable")  # within a term, the documents stay in ascending order
+        doc_of, shares = doc_of[by_term], shares[by_term]
+        ends = np.cumsum(np.bincount(term_of, minlength=len(terms))).tolist()
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {
-            t: (np.array(ids, dtype=np.intp), np.array(shares, dtype=np.float64))
-            for t, (ids, shares) in postings.items()}
+            t: (doc_of[start:end], shares[start:end]) for t, start, end in zip(terms, [0, *ends[:-1]], ends)}
         """term -> (indices of the documents holding it, ascending; its share of each one's score)"""
+        self.ranked = lru_cache(maxsize=4096)(self._ranked)
         self.ranking = lru_cache(maxsize=4096)(self._ranking)
 
     def _score_array(self, query: str) -> np.ndarray:
-        out = np.zeros(self._n_docs, dtype=np.float64)
-        for t in tokenize(query):
-            posting = self._postings.get(t)
-            if posting is not None:
-                out[posting[0]] += posting[1]
-        return out
+        """Every document's score: the shares of the query's terms, in the query's order, added to 0.0 one by one
+        (``np.bincount`` adds its weights in input order, so each document gets the additions of the term by term
+        loop ``out[ids] += shares``, in the same order: ``tests/test_retrieval_equivalence.py``)."""
+        postings = [p for p in map(self._postings.get, tokenize(query)) if p is not None]
+        if not postings:
+            return np.zeros(self._n_docs, dtype=np.float64)
+        if len(postings) == 1:
+            ids, shares = postings[0]
+        else:
+            ids = np.concatenate([p[0] for p in postings])
+            shares = np.concatenate([p[1] for p in postings])
+        return np.bincount(ids, weights=shares, minlength=self._n_docs)
 
     def scores(self, query: str) -> list[float]:
         """The BM25 score of every document for ``query``, in corpus order (0 where no query term occurs)."""
         return self._score_array(query).tolist()
 
-    def _ranking(self, query: str) -> tuple[tuple[int, float], ...]:
-        """Document indices sorted by descending score (ties by index), as (index, score)."""
+    def _ranked(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`ranking` as two read-only arrays, the document indices and their scores (for a reader of its
+        first entries, without making a pair per document)."""
         scores = self._score_array(query)
         order = np.argsort(-scores, kind="stable")
-        return tuple(zip(order.tolist(), scores[order].tolist()))
+        ranked_scores = scores[order]
+        order.flags.writeable = False
+        ranked_scores.flags.writeable = False
+        return order, ranked_scores
+
+    def _ranking(self, query: str) -> tuple[tuple[int, float], ...]:
+        """Document indices sorted by descending score (ties by index), as (index, score)."""
+        order, scores = self.ranked(query)
+        return tuple(zip(order.tolist(), scores.tolist()))

@@ -136,7 +136,21 @@ def mentions(text: str, key: str) -> bool:
     :param text: lower-cased text
     :param key: a lower-cased key
     """
-    return key in text and _key_pattern(key).search(text) is not None
+    at = text.find(key)
+    if at < 0:
+        return False
+    if not key:
+        return _key_pattern(key).search(text) is not None
+    # the regex (?<!\w)KEY(?!\w) without compiling one per key: a start whose neighbours are not word characters
+    # (\w of a str pattern is str.isalnum() or "_"; tests/test_state_encoding.py holds the two equal)
+    size, end = len(key), len(text)
+    while at >= 0:
+        before = text[at - 1] if at else ""
+        after = text[at + size] if at + size < end else ""
+        if not (before and (before.isalnum() or before == "_")) and not (after and (after.isalnum() or after == "_")):
+            return True
+        at = text.find(key, at + 1)
+    return False
 
 
 class KeyCoverage:

@@ -34,13 +34,22 @@ class ToolCall:
         a call's arguments are never changed after it is made."""
         known = self.__dict__.get("_args_json")
         if known is None:
-            known = json.dumps(dict(self.args), sort_keys=True, default=str)
+            known = _ARGS_ENCODER.encode(dict(self.args))
             object.__setattr__(self, "_args_json", known)
         return known
 
     def key(self) -> str:
-        """A canonical string used to compare calls (identical-repeat detection, caching)."""
-        return self.name + self.args_json()
+        """A canonical string used to compare calls (identical-repeat detection, caching), computed once per
+        call."""
+        known = self.__dict__.get("_key")
+        if known is None:
+            known = self.name + self.args_json()
+            object.__setattr__(self, "_key", known)
+        return known
+
+
+_ARGS_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
+"""What ``json.dumps(args, sort_keys=True, default=str)`` writes, without making an encoder per call."""
 
 
 @dataclass(frozen=True)

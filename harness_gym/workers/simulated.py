@@ -46,6 +46,10 @@ from harness_gym.workers.profile import WorkerProfile
 from harness_gym.workers.prompting import ACTIONS, PromptSet, context_chars, render_tools
 
 
+_REPLY_ENCODER = json.JSONEncoder(default=str)
+"""What ``json.dumps(reply, default=str)`` writes for a tool call's reply, without making an encoder per call."""
+
+
 def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
@@ -184,7 +188,7 @@ class SimulatedWorker:
 
     def propose_tool_call(self, ctx: Context) -> ToolCall:
         call = self._proposed(ctx)
-        self._meter("tool", ctx, json.dumps({"name": call.name, "arguments": dict(call.args)}, default=str))
+        self._meter("tool", ctx, _REPLY_ENCODER.encode({"name": call.name, "arguments": dict(call.args)}))
         return call
 
     def _proposed(self, ctx: Context) -> ToolCall:

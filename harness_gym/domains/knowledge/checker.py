@@ -9,10 +9,12 @@ the document store (an internal service), reported in ``CheckResult.billed`` as 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jsonschema
 
+from harness_gym.core.tools import compile_surely_valid
 from harness_gym.core.types import CheckResult
 from harness_gym.domains.knowledge.datamodel import RecordSpec, SourceIndex, parse_record
 
@@ -27,14 +29,18 @@ class RecordChecker:
 
     def __init__(self, index: SourceIndex) -> None:
         self.index = index
-        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._validators: dict[str, tuple[jsonschema.protocols.Validator, Callable[[Any], bool] | None]] = {}
 
     def _field_problem(self, spec: RecordSpec, name: str, value: Any) -> str:
         schema = spec.field_schema(name)
         key = repr(sorted(schema.items()))
-        validator = self._validators.get(key)
-        if validator is None:
-            validator = self._validators[key] = jsonschema.validators.validator_for(schema)(schema)
+        held = self._validators.get(key)
+        if held is None:
+            held = self._validators[key] = (jsonschema.validators.validator_for(schema)(schema),
+                                            compile_surely_valid(schema))
+        validator, surely_valid = held
+        if surely_valid is not None and surely_valid(value):  # a value jsonschema passes (the fast path)
+            return ""
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
         return "" if error is None else error.message
 

@@ -16,7 +16,6 @@ dates and currencies it names).
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -151,7 +150,7 @@ class MultiToolDomain(Domain):
         date or currency it names): a lookup of the asked order does, one of the next order does not."""
         if not result.ok:
             return False
-        text = (result.output + " " + json.dumps(dict(call.args), sort_keys=True, default=str)).lower()
+        text = (result.output + " " + call.args_json()).lower()
         return any(key in text for key in self.task_keys(task))
 
     def observe_bill(self, task: Task, index: int) -> Mapping[str, float]:
