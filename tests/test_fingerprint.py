@@ -86,3 +86,38 @@ def test_data_that_holds_itself_is_refused():
     loop.append(loop)
     with pytest.raises(RecursionError):
         fingerprint(loop)
+
+
+class Hashed:
+    """An object whose data carries its own content hash, taken when it is made."""
+
+    FINGERPRINT_ATTRIBUTES = ("kind", "digest")
+
+    def __init__(self, rows: dict, kind: str = "a") -> None:
+        self.kind = kind
+        self.rows = rows
+        self.digest = str(sorted(rows.items()))
+        self.index = {v: k for k, v in rows.items()}  # derived from rows
+
+
+def test_an_object_naming_its_fingerprint_attributes_is_read_through_those_alone():
+    base = fingerprint(Hashed({"r1": 1}))
+    assert fingerprint(Hashed({"r1": 1})) == base
+    assert fingerprint(Hashed({"r1": 2})) != base  # through the digest
+    assert fingerprint(Hashed({"r1": 1}, kind="b")) != base
+    derived_changed = Hashed({"r1": 1})
+    derived_changed.index["x"] = "y"
+    assert fingerprint(derived_changed) == base
+
+
+def test_the_retail_snapshot_is_fingerprinted_by_its_semantics_and_its_tables_hash():
+    from harness_gym.domains.tau_retail.store import RetailSnapshot
+
+    users = {"u1": {"name": "Ada", "orders": ["#1"]}}
+    orders = {"#1": {"user_id": "u1", "items": [{"item_id": "i1", "price": 3.5}]}}
+    products = {"p1": {"name": "Lamp", "variants": {"i1": {"price": 3.5}}}}
+    base = fingerprint(RetailSnapshot(users, orders, products))
+    assert fingerprint(RetailSnapshot(users, orders, products)) == base
+    assert fingerprint(RetailSnapshot(users, orders, products, semantics="v1")) != base
+    cheaper = {"#1": {"user_id": "u1", "items": [{"item_id": "i1", "price": 3.0}]}}
+    assert fingerprint(RetailSnapshot(users, cheaper, products)) != base

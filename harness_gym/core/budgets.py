@@ -70,8 +70,9 @@ class _Canonical:
     - any other mapping: a dict; a set: ``["set", sorted strs]`` of str elements, else ``["set*", sorted JSON texts
       of the elements]``;
     - an object with a ``__dict__``: ``[class name, "#" + SHA-256 of the canonical JSON of its attributes]``
-      without those its class names in ``CACHE_ATTRIBUTES``, hashed once per call (by identity: data such
-      an object holds, e.g. a store shared by many tasks, costs one pass);
+      without those its class names in ``CACHE_ATTRIBUTES`` (or only those it names in
+      ``FINGERPRINT_ATTRIBUTES``, when it names them), hashed once per call (by identity: data such an object
+      holds, e.g. a store shared by many tasks, costs one pass);
     - a dict whose keys are not all str (or cannot be sorted) makes the encoder fail: that part (the whole, or
       the attributes of one object) is written again from :meth:`plain`, where such keys are ``str(key)``.
 
@@ -107,8 +108,13 @@ class _Canonical:
         if hasattr(obj, "__dict__"):
             held = self.objects.get(id(obj))
             if held is None:
-                caches = getattr(kind, "CACHE_ATTRIBUTES", ())
-                state = {k: v for k, v in vars(obj).items() if k not in caches}
+                attrs = vars(obj)
+                named = getattr(kind, "FINGERPRINT_ATTRIBUTES", None)
+                if named is not None:
+                    state = {k: attrs[k] for k in named}
+                else:
+                    caches = getattr(kind, "CACHE_ATTRIBUTES", ())
+                    state = {k: v for k, v in attrs.items() if k not in caches}
                 held = self.objects[id(obj)] = (obj, "#" + hashlib.sha256(self.text(state).encode()).hexdigest())
             return [kind.__name__, held[1]]
         raise TypeError(f"cannot fingerprint a {kind.__name__}")
@@ -136,7 +142,9 @@ def fingerprint(*parts: Any) -> str:
     """A stable hash of ``parts`` (the same on every machine and Python hash seed): the SHA-256 of their canonical
     JSON (see :class:`_Canonical`: mappings by key, sets sorted, dataclass fields that take no part in comparison
     left out). An object's attributes that its class names in ``CACHE_ATTRIBUTES`` (results kept from its data,
-    filled as it is used) are not part of it.
+    filled as it is used) are not part of it; a class whose data carries its own content hash, taken when the
+    object is made and never changed, names in ``FINGERPRINT_ATTRIBUTES`` the attributes that determine all
+    the others (the hash among them), and only those are part of it.
 
     :param parts: data (dataclasses, mappings, sequences, sets, scalars, objects)
     """

@@ -65,8 +65,11 @@ class RetailSnapshot:
     """
 
     CACHE_ATTRIBUTES = ("plain_json_records", "_record_texts")
-    """derived from the tables or kept as they are read, not data: :func:`harness_gym.core.budgets.fingerprint`
-    leaves them out"""
+    """derived from the tables or kept as they are read, not data"""
+    FINGERPRINT_ATTRIBUTES = ("semantics", "fingerprint")
+    """what :func:`harness_gym.core.budgets.fingerprint` reads: the tool semantics and the SHA-256 of the
+    canonical tables, taken when the snapshot is made (the tables are never changed: edits copy records into
+    the episode's store), which determine everything else the snapshot holds"""
 
     def __init__(self, users: Mapping[str, Record], orders: Mapping[str, Record],
                  products: Mapping[str, Record], semantics: str = "tau2") -> None:
