@@ -9,12 +9,16 @@ what a job sees is what the per-job definition it replaced gave.
 - ``threading`` is no longer imported by the server; a job that imports it still has its non-daemon threads
   joined before it exits.
 - What a job leaves in its work dir never reaches the next job, even when the job made it hard to remove.
+- The job's child is forked and set up before its request (``_Standby``): the job still holds only its
+  standard descriptors, gets requests of any size, has its timeout counted from its request, and no process
+  of the jobs' uid outlives the sandbox.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -154,3 +158,64 @@ def test_leftovers_hard_to_remove_never_reach_the_next_job(sandbox: ProcessSandb
     res = sandbox.run(FIND_LEFTOVERS)
     assert res.exit_code == 0, res
     assert res.stdout == "[]\n", res
+
+
+# The job's child is forked and set up before its request comes (server.py, _Standby).
+
+
+def test_job_holds_only_its_standard_descriptors(sandbox: ProcessSandbox) -> None:
+    for _ in range(2):
+        res = sandbox.run("import os\nprint(sorted(int(fd) for fd in os.listdir('/proc/self/fd')))")
+        assert res.stdout == "[0, 1, 2, 3, 4]\n", res  # 4: the listing's own descriptor
+
+
+def test_large_request_reaches_the_job(sandbox: ProcessSandbox) -> None:
+    text = "x" * (1 << 20) + "\n"
+    code = "import sys\nprint(len(open('big.txt').read()), len(sys.stdin.read()))"
+    res = sandbox.run(code, files={"big.txt": text}, stdin=text * 2)
+    assert res.stdout == f"{len(text)} {2 * len(text)}\n", res
+
+
+def test_timeout_counts_from_the_request(sandbox: ProcessSandbox) -> None:
+    res = sandbox.run("import time\ntime.sleep(30)", timeout_s=1.0)
+    assert res.timed_out and res.reason == "timeout", res
+    assert 1.0 <= res.duration_s < 2.5, res
+
+
+def test_bad_request_answered_and_standby_kept(sandbox: ProcessSandbox) -> None:
+    sandbox.start()
+    server = sandbox._server
+    assert server is not None
+    assert "error" in server.request([1, 2], 5.0)  # type: ignore[arg-type]
+    res = sandbox.run("print(6 * 7)")
+    assert res.stdout == "42\n", res
+
+
+def _processes_of(uid: int) -> list[int]:
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as fh:
+                line = next(row for row in fh if row.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(line.split()[1]) == uid:
+            pids.append(int(name))
+    return pids
+
+
+def test_no_process_of_the_jobs_uid_outlives_the_sandbox() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("jobs run as the caller's uid")
+    sb = ProcessSandbox(cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert sb.run("print(1)").stdout == "1\n"
+    assert len(_processes_of(sb.job_uid)) <= 1  # at most the next job's child, waiting for its request
+    sb.close()
+    deadline = time.monotonic() + 5
+    while _processes_of(sb.job_uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_of(sb.job_uid) == []
