@@ -213,9 +213,30 @@ def test_no_process_of_the_jobs_uid_outlives_the_sandbox() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         assert sb.run("print(1)").stdout == "1\n"
-    assert len(_processes_of(sb.job_uid)) <= 1  # at most the next job's child, waiting for its request
+    assert _processes_of(sb.job_uid) == []  # the next job's child waits for its request as the server's uid
     sb.close()
     deadline = time.monotonic() + 5
     while _processes_of(sb.job_uid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _processes_of(sb.job_uid) == []
+
+
+def test_standby_killed_while_waiting_is_replaced() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to find the jobs' processes")
+    sb = ProcessSandbox(cache=False, isolation="none")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert sb.run("print(1)").stdout == "1\n"
+    server = sb.server_pid  # without isolation, the server itself
+    assert server is not None
+    deadline = time.monotonic() + 5
+    standby: list[int] = []
+    while not standby and time.monotonic() < deadline:  # forked after the response
+        with open(f"/proc/{server}/task/{server}/children") as fh:
+            standby = [int(pid) for pid in fh.read().split()]
+    assert len(standby) == 1
+    os.kill(standby[0], 9)
+    res = sb.run("print(2)")
+    assert res.stdout == "2\n" and res.exit_code == 0, res
+    sb.close()

@@ -334,12 +334,9 @@ def safe_join(root: str, name: str) -> str:
 
 
 def _job_child(cfg: _Config, workdir: str, fds: dict[str, int], as_root: bool) -> None:
-    """Runs in the forked child: limit and isolate itself, wait for its request, then execute the code. Never returns.
-
-    Everything that does not depend on the request is done before it comes (see :class:`_Standby`): the child
-    is already unprivileged and filtered while it waits, holding only its standard descriptors, the status pipe
-    and the two it reads its request from (both closed before any of the job's code runs).
-    """
+    """Runs in the forked child: limit and isolate itself, wait for its request (:class:`_Standby`; it waits
+    filtered and limited, the two descriptors of the request closed before the job's code runs), then take the
+    jobs' uid, limit what depends on the request and execute the code. Never returns."""
     code = 1
     try:
         os.setsid()
@@ -362,10 +359,6 @@ def _job_child(cfg: _Config, workdir: str, fds: dict[str, int], as_root: bool) -
         _libc_call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         if cfg.block_userns:
             block_user_namespaces()
-        if as_root:
-            os.setgroups([])
-            os.setgid(cfg.job_gid)
-            os.setuid(cfg.job_uid)
         os.chdir(workdir)
         tempfile.tempdir = None
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
@@ -384,6 +377,10 @@ def _job_child(cfg: _Config, workdir: str, fds: dict[str, int], as_root: bool) -
         req = json.loads(os.pread(request_fd, os.fstat(request_fd).st_size, 0))
         os.close(request_fd)
         os.close(go_fd)
+        if as_root:  # only now: no process of the jobs' uid exists between jobs
+            os.setgroups([])
+            os.setgid(cfg.job_gid)
+            os.setuid(cfg.job_uid)
         cpu = int(float(req.get("timeout_s", 5.0))) + 2
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
@@ -457,14 +454,9 @@ def _exit_code(exc: SystemExit) -> int:
 
 
 class _Standby:
-    """The child of the next job, forked and set up (:func:`_job_child`) before its request comes, in a fresh
-    work dir, so that a request waits only for the part of a job that depends on it.
-
-    The request reaches the child through a memfd and a pipe: the server writes the request line into the
-    memfd, then one byte into the pipe, which the child waits on. Made after the previous job's processes are
-    all killed and its files removed, so the child sees nothing of that job; closing the pipe unused (or the
-    server's exit) ends it.
-    """
+    """The next job's child, forked and set up (:func:`_job_child`) in a fresh work dir before its request comes,
+    which reaches it as a line in a memfd and one byte on a pipe it waits on (closed unused: it exits). Made only
+    once the previous job's processes are killed and its files removed: it sees nothing of that job."""
 
     def __init__(self, cfg: _Config, as_root: bool) -> None:
         self.workdir = tempfile.mkdtemp(prefix="job-", dir=cfg.work_root)
@@ -506,6 +498,10 @@ class _Standby:
         finally:
             self.close(cfg, as_root)
 
+    def gone(self) -> bool:
+        """Whether the child has exited before its request (killed, or its setup failed)."""
+        return bool(select.select([self.pidfd], [], [], 0)[0])
+
     def close(self, cfg: _Config, as_root: bool) -> None:
         """Kill the child unless its job was supervised to the end, close the server's descriptors and remove
         what the job left in its work dir and the scrubbed directories."""
@@ -522,7 +518,11 @@ class _Standby:
 
 
 def _new_standby(cfg: _Config, as_root: bool) -> _Standby | None:
-    """The next job's child, or None when it cannot be made now (the next request tries again and answers why)."""
+    """The next job's child, or None when it cannot be made now (the next request tries again and answers why)
+    or the server is not root: its jobs share its uid, so a child waiting between jobs would be a process of the
+    jobs' uid outliving the job (a non-root server forks when the request comes)."""
+    if not as_root:
+        return None
     try:
         return _Standby(cfg, as_root)
     except Exception:
@@ -751,6 +751,9 @@ def main() -> None:
                     raise TypeError(f"a request is a JSON object, not {type(req).__name__}")
                 timeout = float(req.get("timeout_s", 5.0))
                 stdin = str(req.get("stdin", "")).encode("utf-8")
+                if standby is not None and standby.gone():
+                    standby.close(cfg, as_root)  # killed while it waited: a fresh one runs the job
+                    standby = None
                 job, standby = standby or _Standby(cfg, as_root), None
                 resp = job.run(cfg, line, stdin, timeout, as_root)
             except Exception as exc:
