@@ -6,7 +6,8 @@ so it imports only the standard library and nothing of ``harness_gym``. It prelo
 once, then serves one JSON request per line on stdin and answers one JSON line on stdout. Per job it forks
 a child that drops privileges and limits itself, then ``exec``s the job's code: no new interpreter starts.
 The child is forked and set up before its request comes (:class:`_Standby`), so a job waits only for what
-depends on the request (its CPU and memory limits, files, code); ``duration_s`` counts from the request.
+depends on the request (its CPU and memory limits, files, code); its wall-clock time (its timeout and
+``duration_s``) counts from the request.
 What a forked child writes is copied page by page, which is most of a job's cost: the server does once what
 every child would otherwise do (AST types, the seccomp program, the jobs' environment) and freezes its
 objects (``gc.freeze``), so that no job's garbage collection walks them.
@@ -480,14 +481,14 @@ class _Standby:
         self.pidfd = os.pidfd_open(self.pid)
         self.reaped = False
 
-    def run(self, cfg: _Config, line: bytes, stdin: bytes, timeout: float, as_root: bool) -> dict:
-        """Hand the child its request (``line``, whose ``stdin`` and ``timeout`` the caller read), supervise it,
-        kill what it leaves running and remove what it leaves behind; returns the response dict."""
+    def run(self, cfg: _Config, line: bytes, stdin: bytes, timeout: float, start: float, as_root: bool) -> dict:
+        """Hand the child its request (``line``, whose ``stdin`` and ``timeout`` the caller read and which came at
+        ``start``, the start of its wall-clock time), supervise it, kill what it leaves running and remove what
+        it leaves behind; returns the response dict."""
         try:
             _write_all(self.stdin_fd, stdin)
             os.lseek(self.stdin_fd, 0, os.SEEK_SET)
             _write_all(self.request_fd, line)
-            start = time.monotonic()
             try:
                 os.write(self.go_w, _GO)
             except OSError:
@@ -751,11 +752,12 @@ def main() -> None:
                     raise TypeError(f"a request is a JSON object, not {type(req).__name__}")
                 timeout = float(req.get("timeout_s", 5.0))
                 stdin = str(req.get("stdin", "")).encode("utf-8")
+                start = time.monotonic()
                 if standby is not None and standby.gone():
                     standby.close(cfg, as_root)  # killed while it waited: a fresh one runs the job
                     standby = None
                 job, standby = standby or _Standby(cfg, as_root), None
-                resp = job.run(cfg, line, stdin, timeout, as_root)
+                resp = job.run(cfg, line, stdin, timeout, start, as_root)
             except Exception as exc:
                 resp = {"error": f"{type(exc).__name__}: {exc}"}
             try:
