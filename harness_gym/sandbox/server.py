@@ -501,7 +501,9 @@ class _Standby:
 
     def gone(self) -> bool:
         """Whether the child has exited before its request (killed, or its setup failed)."""
-        return bool(select.select([self.pidfd], [], [], 0)[0])
+        poller = select.poll()
+        poller.register(self.pidfd, select.POLLIN)
+        return bool(poller.poll(0))
 
     def close(self, cfg: _Config, as_root: bool) -> None:
         """Kill the child unless its job was supervised to the end, close the server's descriptors and remove
