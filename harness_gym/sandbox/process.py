@@ -374,6 +374,9 @@ class ProcessSandbox(ServerSandbox):
             work_root = tempfile.mkdtemp(prefix="hg-sandbox-")
             os.chmod(work_root, 0o711)
             config.update(work_root=work_root, scrub_owned=list(_SHARED_WRITABLE))
+            # Its jobs may be unable to read the Python installation (under /root): they get the modules the
+            # server holds, which left to itself no longer imports threading (its fork handler costs every job).
+            config["preload"] = list(dict.fromkeys([*self.preload, "threading"]))
         argv = [sys.executable, "-I", "-c", server_source(), json.dumps(config)]
         if mode == "bwrap":
             return ServerProcess(_bwrap_command(argv, as_root, self.hide), _server_env())

@@ -4,9 +4,13 @@
 This file is run as a program (``python -I -c <this source> <config json>``), usually inside bubblewrap,
 so it imports only the standard library and nothing of ``harness_gym``. It preloads the configured modules
 once, then serves one JSON request per line on stdin and answers one JSON line on stdout. Per job it forks
-a child that drops privileges and limits itself, then ``exec``s the job's code: no new interpreter starts,
-which is what makes a job cost a few milliseconds. Before serving it freezes its objects (``gc.freeze``), so that
-no job's garbage collection walks them and copies their pages.
+a child that drops privileges and limits itself, then ``exec``s the job's code: no new interpreter starts.
+The child is forked and set up before its request comes (:class:`_Standby`), so a job waits only for what
+depends on the request (its CPU and memory limits, files, code); its wall-clock time (its timeout and
+``duration_s``) counts from the request.
+What a forked child writes is copied page by page, which is most of a job's cost: the server does once what
+every child would otherwise do (AST types, the seccomp program, the jobs' environment) and freezes its
+objects (``gc.freeze``), so that no job's garbage collection walks them.
 
 Request: ``{"code", "files", "stdin", "timeout_s", "memory_mb"}``.
 Response: ``{"stdout", "stderr", "exit_code", "timed_out", "duration_s", "reason"}`` or ``{"error"}``.
@@ -21,7 +25,8 @@ Containment done here (namespaces and mounts are the launcher's job):
   jobs of the same uid can neither ptrace it nor open its ``/proc`` files;
 - rlimits: CPU (timeout + 1 s), address space (the server's own size + ``memory_mb``), open files,
   processes, file size, no core dumps;
-- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job, the ``scrub``
+- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job (or, where the job
+  made that impossible, locked away from its uid), the ``scrub``
   directories (a private ``/dev/shm``; the container's ``/tmp``) emptied after it, and in the ``scrub_owned``
   directories (the host's ``/tmp``, ``/var/tmp`` and ``/dev/shm`` without isolation) every entry the job's uid
   owns removed after it (a root server only: its jobs' uid is theirs alone);
@@ -51,7 +56,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
 import traceback
 
@@ -59,12 +63,15 @@ _CHUNK = 65536
 _DRAIN_S = 0.2
 _REAP_S = 2.0
 _STATUS_MEMORY = b"M"
+_GO = b"G"
 _JOB_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ")
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _LIBC = ctypes.CDLL(None, use_errno=True)
+_PAGE_SIZE = resource.getpagesize()
+_LIBC.prctl  # resolved here once (CDLL caches it), not in every job's child
 
 
 class _Config:
@@ -223,19 +230,23 @@ def _job_filter() -> bytes | None:
 _FILTER = _job_filter()
 
 
+class _SockFprog(ctypes.Structure):
+    """struct sock_fprog: the argument of ``prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ...)``."""
+
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+# Built once in the server, so that a job's child only makes the system call (a class made per job cost ~0.4 ms).
+_FILTER_BUF = None if _FILTER is None else ctypes.create_string_buffer(_FILTER, len(_FILTER))
+_FILTER_PROG = None if _FILTER_BUF is None else _SockFprog(len(_FILTER) // 8, ctypes.cast(_FILTER_BUF, ctypes.c_void_p))
+
+
 def block_user_namespaces() -> bool:
     """Install the job's seccomp filter in this process (needs ``no_new_privs``): no new user namespace, no
     System V or POSIX message-queue IPC; False where no filter is known for this machine."""
-    if _FILTER is None:
+    if _FILTER_PROG is None:
         return False
-    n = len(_FILTER) // 8
-    buf = ctypes.create_string_buffer(_FILTER, len(_FILTER))
-
-    class _Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    prog = _Prog(n, ctypes.cast(buf, ctypes.c_void_p))
-    _libc_call("prctl", _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0)
+    _libc_call("prctl", _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(_FILTER_PROG), 0, 0)
     return True
 
 
@@ -323,8 +334,10 @@ def safe_join(root: str, name: str) -> str:
     return os.path.join(root, norm)
 
 
-def _job_child(cfg: _Config, req: dict, workdir: str, fds: dict[str, int], as_root: bool) -> None:
-    """Runs in the forked child: limit, isolate, then execute the code. Never returns."""
+def _job_child(cfg: _Config, workdir: str, fds: dict[str, int], as_root: bool) -> None:
+    """Runs in the forked child: limit and isolate itself, wait for its request (:class:`_Standby`; it waits
+    filtered and limited, the two descriptors of the request closed before the job's code runs), then take the
+    jobs' uid, limit what depends on the request and execute the code. Never returns."""
     code = 1
     try:
         os.setsid()
@@ -334,14 +347,11 @@ def _job_child(cfg: _Config, req: dict, workdir: str, fds: dict[str, int], as_ro
         os.dup2(fds["out"], 1)
         os.dup2(fds["err"], 2)
         os.dup2(fds["status"], 3, inheritable=False)
-        os.closerange(4, 1 << 20)
-        timeout = float(req.get("timeout_s", 5.0))
-        cpu = int(timeout) + 2
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        with open("/proc/self/statm") as fh:
-            vm_now = int(fh.read().split()[0]) * resource.getpagesize()
-        mem = vm_now + int(req.get("memory_mb", 512)) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        request_fd, go_fd = fds["request"], fds["go"]
+        low, high = sorted((request_fd, go_fd))
+        os.closerange(4, low)
+        os.closerange(low + 1, high)
+        os.closerange(high + 1, 1 << 20)
         resource.setrlimit(resource.RLIMIT_NOFILE, (cfg.nofile, cfg.nofile))
         resource.setrlimit(resource.RLIMIT_NPROC, (cfg.nproc, cfg.nproc))
         fsize = cfg.fsize_mb * 1024 * 1024
@@ -350,21 +360,7 @@ def _job_child(cfg: _Config, req: dict, workdir: str, fds: dict[str, int], as_ro
         _libc_call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         if cfg.block_userns:
             block_user_namespaces()
-        if as_root:
-            os.setgroups([])
-            os.setgid(cfg.job_gid)
-            os.setuid(cfg.job_uid)
         os.chdir(workdir)
-        for name, text in (req.get("files") or {}).items():
-            path = safe_join(workdir, name)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        env = {k: v for k, v in os.environ.items() if k in _JOB_ENV_KEEP}
-        env.update(cfg.env)
-        env.update(HOME=workdir, TMPDIR=workdir, PWD=workdir)
-        os.environ.clear()
-        os.environ.update(env)
         tempfile.tempdir = None
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
         sys.stdout = io.TextIOWrapper(
@@ -377,6 +373,29 @@ def _job_child(cfg: _Config, req: dict, workdir: str, fds: dict[str, int], as_ro
         sys.argv = ["main.py"]
         sys.dont_write_bytecode = True
         sys.path.insert(0, workdir)
+        if os.read(go_fd, 1) != _GO:
+            os._exit(0)  # the server went away, or dropped this child unused
+        req = json.loads(os.pread(request_fd, os.fstat(request_fd).st_size, 0))
+        os.close(request_fd)
+        os.close(go_fd)
+        if as_root:  # only now: no process of the jobs' uid exists between jobs
+            os.setgroups([])
+            os.setgid(cfg.job_gid)
+            os.setuid(cfg.job_uid)
+        cpu = int(float(req.get("timeout_s", 5.0))) + 2
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            vm_now = int(os.read(statm, 256).split()[0]) * _PAGE_SIZE
+        finally:
+            os.close(statm)
+        mem = vm_now + int(req.get("memory_mb", 512)) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        for name, text in (req.get("files") or {}).items():
+            path = safe_join(workdir, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
         source = req.get("code", "")
         linecache.cache["main.py"] = (len(source), None, source.splitlines(True), "main.py")
         glb = {"__name__": "__main__", "__file__": os.path.join(workdir, "main.py"), "__builtins__": builtins}
@@ -390,8 +409,10 @@ def _job_child(cfg: _Config, req: dict, workdir: str, fds: dict[str, int], as_ro
             exec(compile(source, "main.py", "exec"), glb)
             code = 0
         finally:
+            threading = sys.modules.get("threading")  # as at interpreter exit: only if the job imported it
             try:
-                threading._shutdown()  # type: ignore[attr-defined]
+                if threading is not None:
+                    threading._shutdown()
             except BaseException:
                 pass
             atexit._run_exitfuncs()
@@ -433,39 +454,124 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def _run_job(cfg: _Config, req: dict, as_root: bool) -> dict:
-    """Fork, supervise and clean up one job; returns the response dict."""
-    workdir = tempfile.mkdtemp(prefix="job-", dir=cfg.work_root)
-    if as_root:
-        os.chown(workdir, cfg.job_uid, cfg.job_gid)
-    stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
-    data = str(req.get("stdin", "")).encode("utf-8")
-    view = memoryview(data)
-    while view:
-        view = view[os.write(stdin_fd, view):]
-    os.lseek(stdin_fd, 0, os.SEEK_SET)
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    st_r, st_w = os.pipe()
-    fds = {"stdin": stdin_fd, "out": out_w, "err": err_w, "status": st_w}
-    timeout = float(req.get("timeout_s", 5.0))
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        _job_child(cfg, req, workdir, fds, as_root)
-    for fd in (stdin_fd, out_w, err_w, st_w):
-        os.close(fd)
-    try:
-        return _supervise(cfg, pid, start, timeout, out_r, err_r, st_r)
-    finally:
-        for fd in (out_r, err_r, st_r):
+class _Standby:
+    """The next job's child, forked and set up (:func:`_job_child`) in a fresh work dir before its request comes,
+    which reaches it as a line in a memfd and one byte on a pipe it waits on (closed unused: it exits). Made only
+    once the previous job's processes are killed and its files removed: it sees nothing of that job."""
+
+    def __init__(self, cfg: _Config, as_root: bool) -> None:
+        self.workdir = tempfile.mkdtemp(prefix="job-", dir=cfg.work_root)
+        if as_root:
+            os.chown(self.workdir, cfg.job_uid, cfg.job_gid)
+        self.stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+        self.request_fd = os.memfd_create("request", os.MFD_CLOEXEC)
+        go_r, self.go_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.err_r, err_w = os.pipe()
+        self.st_r, st_w = os.pipe()
+        fds = {"stdin": self.stdin_fd, "out": out_w, "err": err_w, "status": st_w, "request": self.request_fd,
+               "go": go_r}  # fmt: skip
+        # Set here, where the server's pages are its own, rather than in the child, where each page written is copied.
+        os.environ.update(HOME=self.workdir, TMPDIR=self.workdir, PWD=self.workdir)
+        self.pid = os.fork()
+        if self.pid == 0:
+            _job_child(cfg, self.workdir, fds, as_root)
+        for fd in (out_w, err_w, st_w, go_r):
             os.close(fd)
-        shutil.rmtree(workdir, ignore_errors=True)
+        self.pidfd = os.pidfd_open(self.pid)
+        self.reaped = False
+
+    def run(self, cfg: _Config, line: bytes, stdin: bytes, timeout: float, start: float, as_root: bool) -> dict:
+        """Hand the child its request (``line``, whose ``stdin`` and ``timeout`` the caller read and which came at
+        ``start``, the start of its wall-clock time), supervise it, kill what it leaves running and remove what
+        it leaves behind; returns the response dict."""
+        try:
+            _write_all(self.stdin_fd, stdin)
+            os.lseek(self.stdin_fd, 0, os.SEEK_SET)
+            _write_all(self.request_fd, line)
+            try:
+                os.write(self.go_w, _GO)
+            except OSError:
+                pass  # the child is gone already (its setup failed): the supervision reports it
+            resp = _supervise(cfg, self.pid, self.pidfd, start, timeout, self.out_r, self.err_r, self.st_r)
+            self.reaped = True
+            return resp
+        finally:
+            self.close(cfg, as_root)
+
+    def gone(self) -> bool:
+        """Whether the child has exited before its request (killed, or its setup failed)."""
+        poller = select.poll()
+        poller.register(self.pidfd, select.POLLIN)
+        return bool(poller.poll(0))
+
+    def close(self, cfg: _Config, as_root: bool) -> None:
+        """Kill the child unless its job was supervised to the end, close the server's descriptors and remove
+        what the job left in its work dir and the scrubbed directories."""
+        if not self.reaped:
+            _kill_everything(self.pid)
+        for fd in (self.pidfd, self.go_w, self.request_fd, self.stdin_fd, self.out_r, self.err_r, self.st_r):
+            os.close(fd)
+        _remove_tree(self.workdir)
         for shared in cfg.scrub:
             _empty_dir(shared)
         if as_root:
             for shared in cfg.scrub_owned:
                 _empty_dir(shared, owner=cfg.job_uid)
+
+
+def _new_standby(cfg: _Config, as_root: bool) -> _Standby | None:
+    """The next job's child, or None when it cannot be made now (the next request tries again and answers why)
+    or the server is not root: its jobs share its uid, so a child waiting between jobs would be a process of the
+    jobs' uid outliving the job (a non-root server forks when the request comes)."""
+    if not as_root:
+        return None
+    try:
+        return _Standby(cfg, as_root)
+    except Exception:
+        return None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _remove_tree(path: str) -> None:
+    """Remove a directory a job wrote in (no process of the job is left), or else make it unreachable.
+
+    A job can make entries its server may not remove as they stand: in a sticky directory of the job's an entry
+    goes only to its owner or the directory's (a bubblewrap server lacks CAP_FOWNER), and a directory without
+    permissions cannot be listed by its owner. So, when the first pass leaves something, every directory of
+    the tree is made the server's (a root server has CAP_CHOWN) and mode 700 before a second pass; what still
+    stays (a tree too deep to walk) is locked away from the jobs' uid.
+    """
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        _own_dir(path)
+        for root, dirs, _ in os.walk(path):
+            for name in dirs:
+                _own_dir(os.path.join(root, name))
+        shutil.rmtree(path, ignore_errors=True)
+    except (OSError, RecursionError):
+        pass
+    if os.path.lexists(path):
+        _own_dir(path, mode=0)
+
+
+def _own_dir(path: str, mode: int = 0o700) -> None:
+    """Make a directory (never what a symbolic link points to) the server's, with ``mode``."""
+    try:
+        if not os.path.isdir(path) or os.path.islink(path):
+            return
+        if os.geteuid() == 0:
+            os.lchown(path, 0, 0)
+        os.chmod(path, mode)
+    except OSError:
+        pass
 
 
 def _empty_dir(path: str, owner: int | None = None) -> None:
@@ -483,7 +589,7 @@ def _empty_dir(path: str, owner: int | None = None) -> None:
         except OSError:
             continue
         if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full, ignore_errors=True)
+            _remove_tree(full)
         else:
             try:
                 os.unlink(full)
@@ -491,18 +597,18 @@ def _empty_dir(path: str, owner: int | None = None) -> None:
                 pass
 
 
-def _supervise(cfg: _Config, pid: int, start: float, timeout: float, out_r: int, err_r: int, st_r: int) -> dict:
-    """Collect output until the job exits, times out or floods; kill its leftovers; build the response."""
+def _supervise(
+    cfg: _Config, pid: int, pidfd: int, start: float, timeout: float, out_r: int, err_r: int, st_r: int
+) -> dict:
+    """Collect output until the job exits (``pidfd`` readable), times out or floods; kill its leftovers; build the
+    response."""
     bufs = {out_r: bytearray(), err_r: bytearray(), st_r: bytearray()}
     open_fds = {out_r, err_r, st_r}
-    pidfd = os.pidfd_open(pid)
     poller = select.poll()
     for fd in open_fds:
         poller.register(fd, select.POLLIN)
     poller.register(pidfd, select.POLLIN)
     reason = ""
-    status = None
-    usage = None
     deadline = start + timeout
 
     def read_ready(wait_ms: int) -> bool:
@@ -525,31 +631,26 @@ def _supervise(cfg: _Config, pid: int, start: float, timeout: float, out_r: int,
                 reason = "output_limit"
         return exited
 
-    try:
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                reason = reason or "timeout"
-                break
-            exited = read_ready(max(1, int((deadline - now) * 1000) + 1))
-            if reason:
-                break
-            if exited:
-                break
-        if reason:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        _, status, usage = os.wait4(pid, 0)
-        duration = time.monotonic() - start
-        _kill_everything(pid)
-        drain_end = time.monotonic() + _DRAIN_S
-        while open_fds and time.monotonic() < drain_end:
-            read_ready(int(_DRAIN_S * 1000))
-    finally:
-        os.close(pidfd)
-    exit_code = os.waitstatus_to_exitcode(status) if status is not None else -1
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            reason = reason or "timeout"
+            break
+        exited = read_ready(max(1, int((deadline - now) * 1000) + 1))
+        if reason or exited:
+            break
+    if reason:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    _, status, usage = os.wait4(pid, 0)
+    duration = time.monotonic() - start
+    _kill_everything(pid)
+    drain_end = time.monotonic() + _DRAIN_S
+    while open_fds and time.monotonic() < drain_end:
+        read_ready(int(_DRAIN_S * 1000))
+    exit_code = os.waitstatus_to_exitcode(status)
     if not reason:
         if bytes(bufs[st_r][:1]) == _STATUS_MEMORY:
             reason = "memory"
@@ -589,6 +690,22 @@ def _preload(names: list[str]) -> dict[str, str]:
     return errors
 
 
+def _set_job_env(cfg: _Config) -> None:
+    """Give the server the environment its jobs get, less what differs per job (``HOME``, ``TMPDIR``, ``PWD``, set
+    before each fork): the server's own ``_JOB_ENV_KEEP`` variables, then ``cfg.env``. Done once, after the
+    preloads, so that a child does not rebuild it."""
+    env = {k: v for k, v in os.environ.items() if k in _JOB_ENV_KEEP}
+    env.update(cfg.env)
+    os.environ.clear()
+    os.environ.update(env)
+
+
+def _warm_up() -> None:
+    """Do once in the server what every job's first ``compile`` would do in its own child: the first call of
+    ``compile`` builds the interpreter's AST types (~2 ms, the pages it writes copied per job)."""
+    compile("def f(a, *b, **c):\n    return [x for x in a if x] or f'{b!r}'\n", "<warm-up>", "exec")
+
+
 def main() -> None:
     """Serve jobs until stdin closes."""
     cfg = _Config(json.loads(sys.argv[1]) if len(sys.argv) > 1 else {})
@@ -614,12 +731,11 @@ def main() -> None:
     errors = _preload(cfg.preload)
     userns_blocked = cfg.block_userns and _refused_probe("userns")
     ipc_blocked = cfg.block_userns and _refused_probe("ipc")
+    _set_job_env(cfg)
+    _warm_up()
 
     def send(obj: dict) -> None:
-        data = (json.dumps(obj) + "\n").encode("utf-8")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(proto_out, view):]
+        _write_all(proto_out, (json.dumps(obj) + "\n").encode("utf-8"))
 
     # A job's garbage collections would otherwise walk the objects it inherits and copy every page they touch;
     # whether a short job collects then depends on where the server's counters stood when it forked (cold jobs
@@ -627,20 +743,35 @@ def main() -> None:
     gc.freeze()
     send({"ready": True, "pid": os.getpid(), "uid": os.geteuid(), "preload_errors": errors,
           "userns_blocked": userns_blocked, "ipc_blocked": ipc_blocked})
-    for line in proto_in:
-        if not line.strip():
-            continue
-        try:
-            req = json.loads(line)
-            resp = _run_job(cfg, req, as_root)
-        except Exception as exc:
-            resp = {"error": f"{type(exc).__name__}: {exc}"}
-        try:
-            send(resp)
-        except OSError as exc:
-            if exc.errno == errno.EPIPE:
-                return
-            raise
+    standby = _new_standby(cfg, as_root)
+    try:
+        for line in proto_in:
+            if not line.strip():
+                continue
+            try:
+                req = json.loads(line)
+                if not isinstance(req, dict):
+                    raise TypeError(f"a request is a JSON object, not {type(req).__name__}")
+                timeout = float(req.get("timeout_s", 5.0))
+                stdin = str(req.get("stdin", "")).encode("utf-8")
+                start = time.monotonic()
+                if standby is not None and standby.gone():
+                    standby.close(cfg, as_root)  # killed while it waited: a fresh one runs the job
+                    standby = None
+                job, standby = standby or _Standby(cfg, as_root), None
+                resp = job.run(cfg, line, stdin, timeout, start, as_root)
+            except Exception as exc:
+                resp = {"error": f"{type(exc).__name__}: {exc}"}
+            try:
+                send(resp)
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:
+                    return
+                raise
+            standby = _new_standby(cfg, as_root)  # after the response: its fork and setup overlap the caller's turn
+    finally:
+        if standby is not None:
+            standby.close(cfg, as_root)
 
 
 if __name__ == "__main__":
