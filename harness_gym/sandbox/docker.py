@@ -32,7 +32,6 @@ import json
 import os
 import shutil
 import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -199,7 +198,7 @@ class DockerSandbox(ServerSandbox):
     @property
     def cache_salt(self) -> str:
         """What, besides the job, a result depends on (see :func:`harness_gym.sandbox.cache.cache_key`)."""
-        return f"DockerSandbox/{self.image}/{self.max_output_bytes}/{self.max_processes}"
+        return f"DockerSandbox/{self.image}/{self.max_output_bytes}/{self.max_processes}/{self.preload_salt}"
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -257,9 +256,6 @@ class DockerSandbox(ServerSandbox):
         err = server.handshake()
         if err:
             return f"container {container.short_id} ({self.image}): {err}"
-        if server.info.get("preload_errors"):
-            failed = server.info["preload_errors"]
-            warnings.warn(f"DockerSandbox could not preload {failed}", RuntimeWarning, stacklevel=4)
         self.container_id = container.id
         self.userns_blocked = bool(server.info.get("userns_blocked"))
         self.ipc_blocked = bool(server.info.get("ipc_blocked"))

@@ -2,9 +2,11 @@
 (docs/harness_mdp.md, "Sandboxes").
 
 This file is run as a program (``python -I -c <this source> <config json>``), usually inside bubblewrap,
-so it imports only the standard library and nothing of ``harness_gym``. It preloads the configured modules
-once, then serves one JSON request per line on stdin and answers one JSON line on stdout. Per job it forks
-a child that drops privileges and limits itself, then ``exec``s the job's code: no new interpreter starts.
+so it imports only the standard library and nothing of ``harness_gym``. Once its mounts are set up it says so
+(``{"started", "pid", "uid", "userns_blocked", "ipc_blocked"}``), preloads the configured modules once, says
+``{"ready", "preload_errors"}``, then serves one JSON request per line on stdin and answers one JSON line on
+stdout. Per job it forks a child that drops privileges and limits itself, then ``exec``s the job's code: no new
+interpreter starts.
 The child is forked and set up before its request comes (:class:`_Standby`), so a job waits only for what
 depends on the request (its CPU and memory limits, files, code); its wall-clock time (its timeout and
 ``duration_s``) counts from the request.
@@ -728,21 +730,23 @@ def main() -> None:
         os.makedirs(cfg.work_root, mode=0o755, exist_ok=True)
     if cfg.lock_tmp:
         os.chmod(cfg.work_root, 0o755)
-    errors = _preload(cfg.preload)
     userns_blocked = cfg.block_userns and _refused_probe("userns")
     ipc_blocked = cfg.block_userns and _refused_probe("ipc")
-    _set_job_env(cfg)
-    _warm_up()
 
     def send(obj: dict) -> None:
         _write_all(proto_out, (json.dumps(obj) + "\n").encode("utf-8"))
 
+    # What the client keys cached results by is settled now: it need not wait for the preloads.
+    send({"started": True, "pid": os.getpid(), "uid": os.geteuid(), "userns_blocked": userns_blocked,
+          "ipc_blocked": ipc_blocked})
+    errors = _preload(cfg.preload)
+    _set_job_env(cfg)
+    _warm_up()
     # A job's garbage collections would otherwise walk the objects it inherits and copy every page they touch;
     # whether a short job collects then depends on where the server's counters stood when it forked (cold jobs
     # differed by a few ms with the server's code layout). Frozen objects are never collected or walked.
     gc.freeze()
-    send({"ready": True, "pid": os.getpid(), "uid": os.geteuid(), "preload_errors": errors,
-          "userns_blocked": userns_blocked, "ipc_blocked": ipc_blocked})
+    send({"ready": True, "preload_errors": errors})
     standby = _new_standby(cfg, as_root)
     try:
         for line in proto_in:
