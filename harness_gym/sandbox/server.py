@@ -50,16 +50,13 @@ import errno
 import gc
 import io
 import json
-import linecache
 import os
 import resource
 import select
-import shutil
 import signal
 import sys
-import tempfile
 import time
-import traceback
+import types
 
 _CHUNK = 65536
 _DRAIN_S = 0.2
@@ -81,7 +78,7 @@ class _Config:
 
     def __init__(self, raw: dict) -> None:
         self.preload: list[str] = list(raw.get("preload", []))
-        self.work_root: str = raw.get("work_root") or tempfile.gettempdir()
+        self.work_root: str = raw.get("work_root") or _job_module("tempfile").gettempdir()
         self.job_uid: int = int(raw.get("job_uid", 65534))
         self.job_gid: int = int(raw.get("job_gid", 65534))
         self.max_output: int = int(raw.get("max_output", 65536))
@@ -341,6 +338,7 @@ def _job_child(cfg: _Config, workdir: str, fds: dict[str, int], as_root: bool) -
     filtered and limited, the two descriptors of the request closed before the job's code runs), then take the
     jobs' uid, limit what depends on the request and execute the code. Never returns."""
     code = 1
+    linecache, tempfile, traceback = map(_job_module, ("linecache", "tempfile", "traceback"))
     try:
         os.setsid()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -462,7 +460,7 @@ class _Standby:
     once the previous job's processes are killed and its files removed: it sees nothing of that job."""
 
     def __init__(self, cfg: _Config, as_root: bool) -> None:
-        self.workdir = tempfile.mkdtemp(prefix="job-", dir=cfg.work_root)
+        self.workdir = _job_module("tempfile").mkdtemp(prefix="job-", dir=cfg.work_root)
         if as_root:
             os.chown(self.workdir, cfg.job_uid, cfg.job_gid)
         self.stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
@@ -549,6 +547,7 @@ def _remove_tree(path: str) -> None:
     the tree is made the server's (a root server has CAP_CHOWN) and mode 700 before a second pass; what still
     stays (a tree too deep to walk) is locked away from the jobs' uid.
     """
+    shutil = _job_module("shutil")
     try:
         shutil.rmtree(path, ignore_errors=True)
         if not os.path.lexists(path):
@@ -681,6 +680,15 @@ def _cpu_exhausted(usage: resource.struct_rusage | None, timeout: float) -> bool
     return usage.ru_utime + usage.ru_stime >= int(timeout) + 1
 
 
+_JOB_MODULES = ("linecache", "shutil", "tempfile", "traceback")
+"""Modules only the jobs and their clean-up need: imported after the server's first line, before its preloads."""
+
+
+def _job_module(name: str) -> types.ModuleType:
+    """One of ``_JOB_MODULES``, imported (once the server is ready, a look-up in ``sys.modules``)."""
+    return sys.modules.get(name) or __import__(name)
+
+
 def _preload(names: list[str]) -> dict[str, str]:
     """Import the configured modules once; returns the errors by module name."""
     errors: dict[str, str] = {}
@@ -739,6 +747,7 @@ def main() -> None:
     # What the client keys cached results by is settled now: it need not wait for the preloads.
     send({"started": True, "pid": os.getpid(), "uid": os.geteuid(), "userns_blocked": userns_blocked,
           "ipc_blocked": ipc_blocked})
+    _preload(list(_JOB_MODULES))
     errors = _preload(cfg.preload)
     _set_job_env(cfg)
     _warm_up()
