@@ -6,7 +6,7 @@ the start waited for the preloads:
 - a job sees the preloaded modules; a preload that fails warns, at the first job;
 - a server that dies before its ready line fails the job (``sandbox_error``) and the next job restarts it;
 - the cache salt holds the preloads: a result under one preload list never answers a job under another;
-- a warm run (every job a cache hit) never waits for the preloads.
+- a warm run (every job a cache hit) never waits for the preloads, nor does closing its server.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import time
 import warnings
 
 import pytest
@@ -105,3 +106,14 @@ def test_the_protocol_of_the_two_lines() -> None:
     dying = ServerProcess([sys.executable, "-I", "-c", "print('{\"started\": true}', flush=True)"], None)
     assert dying.handshake() == ""
     assert "exited" in dying.wait_ready() and not dying.ready
+
+
+def test_a_server_not_yet_ready_is_killed_at_once_on_close() -> None:
+    """A warm run closes a server still importing its preloads: it is killed, not waited for (a ready server, which
+    may be cleaning up after a job, gets its second to exit)."""
+    sleeper = "import sys, time\nprint('{\"started\": true}', flush=True)\nsys.stdin.close()\ntime.sleep(30)"
+    server = ServerProcess([sys.executable, "-I", "-c", sleeper], None)
+    assert server.handshake() == ""
+    began = time.monotonic()
+    server.stop()
+    assert time.monotonic() - began < 0.9 and server.proc.returncode is not None

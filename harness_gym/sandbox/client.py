@@ -175,11 +175,16 @@ class ServerProcess:
         return json.loads(line)
 
     def stop(self) -> None:
-        stop_server(self.proc, self.owner_pid, self.cleanup)
+        """Stop the server (see :func:`stop_server`); one not yet ready is killed at once: it ran no job, and would
+        otherwise finish its preloads first."""
+        stop_server(self.proc, self.owner_pid, self.cleanup, linger_s=1.0 if self.ready else 0.0)
 
 
-def stop_server(proc: subprocess.Popen, owner_pid: int, cleanup: Callable[[], None] | None) -> None:
-    """Stop a server (only from the process that started it): close its stdin, kill it if it lingers, clean up."""
+def stop_server(
+    proc: subprocess.Popen, owner_pid: int, cleanup: Callable[[], None] | None, linger_s: float = 1.0
+) -> None:
+    """Stop a server (only from the process that started it): close its stdin, kill it if it lingers (more than
+    ``linger_s`` seconds), clean up."""
     if os.getpid() != owner_pid:
         return
     for stream in (proc.stdin, proc.stdout):
@@ -189,7 +194,7 @@ def stop_server(proc: subprocess.Popen, owner_pid: int, cleanup: Callable[[], No
         except OSError:
             pass
     try:
-        proc.wait(timeout=1.0)
+        proc.wait(timeout=linger_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         try:
@@ -401,7 +406,7 @@ class ServerSandbox:
             return server
         self._server = server
         self._jobs_on_server = 0
-        self._finalizer = weakref.finalize(self, stop_server, server.proc, server.owner_pid, server.cleanup)
+        self._finalizer = weakref.finalize(self, server.stop)
         return server
 
     def _drop_server(self) -> None:
