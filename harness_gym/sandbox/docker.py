@@ -213,7 +213,8 @@ class DockerSandbox(ServerSandbox):
         return int(docker_client().api.inspect_container(self.container_id)["State"]["Pid"]) or None
 
     def _start_server(self) -> ServerProcess | str:
-        """Create a container running the server, attach to it and wait for its handshake."""
+        """Create a container running the server, attach to it and wait for its first line (not for its preloads:
+        the first job waits for those)."""
         import docker
 
         config = {
