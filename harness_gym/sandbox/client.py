@@ -14,6 +14,7 @@ import select
 import subprocess
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -74,6 +75,7 @@ class ServerProcess:
     ) -> None:
         self.owner_pid = os.getpid()
         self.cleanup = cleanup
+        self.launched_at = time.monotonic()
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -88,24 +90,49 @@ class ServerProcess:
         self.stderr_tail = b""
         """The end of what the server wrote to its stderr (its own errors, never a job's output)."""
         self.info: dict[str, Any] = {}
+        """What the server's first line (and, once :attr:`ready`, its ready line) said."""
+        self.ready = False
+        """Whether the ready line came: the server has imported its preloads and serves jobs."""
 
     def handshake(self) -> str:
-        """Wait for the ready line; returns an error text ("" when ready)."""
+        """Wait for the server's first line, sent once its namespaces and mounts are set up and before it imports
+        its preloads (what it runs as, in which isolation: :attr:`info`); returns an error text ("" when
+        started). The ready line follows: :meth:`wait_ready`."""
+        msg = self._start_line("started")
+        if isinstance(msg, str):
+            return msg
+        self.info = msg
+        return ""
+
+    def wait_ready(self) -> str:
+        """Wait (once) for the ready line, sent after the preloads; adds it to :attr:`info` (``preload_errors``)
+        and returns an error text ("" when ready). Its deadline is the start's, counted from the launch."""
+        if self.ready:
+            return ""
+        msg = self._start_line("ready")
+        if isinstance(msg, str):
+            return msg
+        self.info.update(msg)
+        self.ready = True
+        # The server's own stderr is only needed for start-up errors; keep it from filling up.
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        return ""
+
+    def _start_line(self, flag: str) -> dict[str, Any] | str:
+        """The next start-up line, which must hold ``flag``; else the server is stopped and an error text returned."""
         try:
-            msg = self.read_line(START_TIMEOUT_S)
+            msg = self.read_line(max(0.0, self.launched_at + START_TIMEOUT_S - time.monotonic()))
         except (EOFError, TimeoutError, ValueError) as exc:
             err = b""
             if self.proc.poll() is not None and self.proc.stderr is not None:
                 err = self.proc.stderr.read()
             self.stop()
             return f"{exc or type(exc).__name__}: {err.decode('utf-8', 'replace').strip()}"
-        if not msg.get("ready"):
+        if not msg.get(flag):
             self.stop()
-            return f"unexpected server greeting {msg!r}"
-        self.info = msg
-        # The server's own stderr is only needed for start-up errors; keep it from filling up.
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
-        return ""
+            what = "greeting" if flag == "started" else f"line (expected the {flag} line)"
+            return f"unexpected server {what} {msg!r}"
+        return msg
 
     def _drain_stderr(self) -> None:
         stream = self.proc.stderr
@@ -148,11 +175,16 @@ class ServerProcess:
         return json.loads(line)
 
     def stop(self) -> None:
-        stop_server(self.proc, self.owner_pid, self.cleanup)
+        """Stop the server (see :func:`stop_server`); one not yet ready is killed at once: it ran no job, and would
+        otherwise finish its preloads first."""
+        stop_server(self.proc, self.owner_pid, self.cleanup, linger_s=1.0 if self.ready else 0.0)
 
 
-def stop_server(proc: subprocess.Popen, owner_pid: int, cleanup: Callable[[], None] | None) -> None:
-    """Stop a server (only from the process that started it): close its stdin, kill it if it lingers, clean up."""
+def stop_server(
+    proc: subprocess.Popen, owner_pid: int, cleanup: Callable[[], None] | None, linger_s: float = 1.0
+) -> None:
+    """Stop a server (only from the process that started it): close its stdin, kill it if it lingers (more than
+    ``linger_s`` seconds), clean up."""
     if os.getpid() != owner_pid:
         return
     for stream in (proc.stdin, proc.stdout):
@@ -162,7 +194,7 @@ def stop_server(proc: subprocess.Popen, owner_pid: int, cleanup: Callable[[], No
         except OSError:
             pass
     try:
-        proc.wait(timeout=1.0)
+        proc.wait(timeout=linger_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         try:
@@ -225,12 +257,18 @@ class ServerSandbox:
     @property
     def cache_salt(self) -> str:
         """What, besides the job, a result depends on (see :func:`harness_gym.sandbox.cache.cache_key`): the
-        backend, the isolation in force and the output and process limits; read it through
+        backend, the isolation in force, the output and process limits and the preloads; read it through
         :meth:`salt_in_force`, which starts the server first."""
         raise NotImplementedError
 
+    @property
+    def preload_salt(self) -> str:
+        """The preloaded modules as a part of :attr:`cache_salt` (a job can see which modules are loaded)."""
+        return "preload=" + json.dumps(list(self.preload), separators=(",", ":"))
+
     def _start_server(self) -> ServerProcess | str:
-        """Launch a server and wait for its handshake; an error text when it cannot start."""
+        """Launch a server and wait for its first line (:meth:`ServerProcess.handshake`), not for its preloads;
+        an error text when it cannot start."""
         raise NotImplementedError
 
     def __getstate__(self) -> dict[str, Any]:
@@ -305,6 +343,11 @@ class ServerSandbox:
             server = self._ensure_server()
             if isinstance(server, str):
                 return failure("sandbox_error", f"sandbox server could not start: {server}")
+            err = self._await_ready(server)
+            if err:
+                self._drop_server()
+                return failure("sandbox_error", f"sandbox server failed while preloading: {err}",
+                               time.monotonic() - start)
             try:
                 resp = server.request(req, float(timeout_s) + REPLY_GRACE_S)
             except (EOFError, OSError, TimeoutError, ValueError) as exc:
@@ -327,7 +370,8 @@ class ServerSandbox:
         )
 
     def start(self) -> None:
-        """Start the server now (it otherwise starts on the first job).
+        """Start the server now (it otherwise starts on the first job); returns once it runs in its isolation,
+        without waiting for its preloads (the first job does).
 
         :raises RuntimeError: when it cannot start
         """
@@ -335,6 +379,17 @@ class ServerSandbox:
             server = self._ensure_server()
         if isinstance(server, str):
             raise RuntimeError(f"sandbox server could not start: {server}")
+
+    def _await_ready(self, server: ServerProcess) -> str:
+        """Wait for ``server``'s ready line (it was started without waiting for its preloads); warn once about
+        modules it could not preload. An error text when it died or timed out meanwhile."""
+        if server.ready:
+            return ""
+        err = server.wait_ready()
+        if not err and server.info.get("preload_errors"):
+            failed = server.info["preload_errors"]
+            warnings.warn(f"{type(self).__name__} could not preload {failed}", RuntimeWarning, stacklevel=4)
+        return err
 
     @property
     def server_pid(self) -> int | None:
@@ -351,7 +406,7 @@ class ServerSandbox:
             return server
         self._server = server
         self._jobs_on_server = 0
-        self._finalizer = weakref.finalize(self, stop_server, server.proc, server.owner_pid, server.cleanup)
+        self._finalizer = weakref.finalize(self, server.stop)
         return server
 
     def _drop_server(self) -> None:

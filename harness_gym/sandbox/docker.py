@@ -32,7 +32,6 @@ import json
 import os
 import shutil
 import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -199,7 +198,7 @@ class DockerSandbox(ServerSandbox):
     @property
     def cache_salt(self) -> str:
         """What, besides the job, a result depends on (see :func:`harness_gym.sandbox.cache.cache_key`)."""
-        return f"DockerSandbox/{self.image}/{self.max_output_bytes}/{self.max_processes}"
+        return f"DockerSandbox/{self.image}/{self.max_output_bytes}/{self.max_processes}/{self.preload_salt}"
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -214,7 +213,8 @@ class DockerSandbox(ServerSandbox):
         return int(docker_client().api.inspect_container(self.container_id)["State"]["Pid"]) or None
 
     def _start_server(self) -> ServerProcess | str:
-        """Create a container running the server, attach to it and wait for its handshake."""
+        """Create a container running the server, attach to it and wait for its first line (not for its preloads:
+        the first job waits for those)."""
         import docker
 
         config = {
@@ -257,9 +257,6 @@ class DockerSandbox(ServerSandbox):
         err = server.handshake()
         if err:
             return f"container {container.short_id} ({self.image}): {err}"
-        if server.info.get("preload_errors"):
-            failed = server.info["preload_errors"]
-            warnings.warn(f"DockerSandbox could not preload {failed}", RuntimeWarning, stacklevel=4)
         self.container_id = container.id
         self.userns_blocked = bool(server.info.get("userns_blocked"))
         self.ipc_blocked = bool(server.info.get("ipc_blocked"))

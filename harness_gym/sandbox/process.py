@@ -283,8 +283,10 @@ class ProcessSandbox(ServerSandbox):
     @property
     def cache_salt(self) -> str:
         """What, besides the job, a result depends on (see :func:`harness_gym.sandbox.cache.cache_key`): the
-        isolation in force (not the one requested), the output and process limits."""
-        return f"ProcessSandbox/{self.active_isolation}/{self.max_output_bytes}/{self.max_processes}"
+        isolation in force (not the one requested), the output and process limits and the preloaded modules (a
+        job sees which are loaded)."""
+        limits = f"{self.max_output_bytes}/{self.max_processes}"
+        return f"ProcessSandbox/{self.active_isolation}/{limits}/{self.preload_salt}"
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -330,9 +332,6 @@ class ProcessSandbox(ServerSandbox):
                     why += "modules the server preloaded"
                 self.degraded_reason = why
                 _warn_degraded(mode, why)
-            if server.info.get("preload_errors"):
-                failed = server.info["preload_errors"]
-                warnings.warn(f"ProcessSandbox could not preload {failed}", RuntimeWarning, stacklevel=4)
             self.active_isolation = mode
             self.userns_blocked = bool(server.info.get("userns_blocked"))
             self.ipc_blocked = bool(server.info.get("ipc_blocked"))

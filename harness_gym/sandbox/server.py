@@ -2,9 +2,11 @@
 (docs/harness_mdp.md, "Sandboxes").
 
 This file is run as a program (``python -I -c <this source> <config json>``), usually inside bubblewrap,
-so it imports only the standard library and nothing of ``harness_gym``. It preloads the configured modules
-once, then serves one JSON request per line on stdin and answers one JSON line on stdout. Per job it forks
-a child that drops privileges and limits itself, then ``exec``s the job's code: no new interpreter starts.
+so it imports only the standard library and nothing of ``harness_gym``. Once its mounts are set up it says so
+(``{"started", "pid", "uid", "userns_blocked", "ipc_blocked"}``), preloads the configured modules once, says
+``{"ready", "preload_errors"}``, then serves one JSON request per line on stdin and answers one JSON line on
+stdout. Per job it forks a child that drops privileges and limits itself, then ``exec``s the job's code: no new
+interpreter starts.
 The child is forked and set up before its request comes (:class:`_Standby`), so a job waits only for what
 depends on the request (its CPU and memory limits, files, code); its wall-clock time (its timeout and
 ``duration_s``) counts from the request.
@@ -48,16 +50,13 @@ import errno
 import gc
 import io
 import json
-import linecache
 import os
 import resource
 import select
-import shutil
 import signal
 import sys
-import tempfile
 import time
-import traceback
+import types
 
 _CHUNK = 65536
 _DRAIN_S = 0.2
@@ -79,7 +78,7 @@ class _Config:
 
     def __init__(self, raw: dict) -> None:
         self.preload: list[str] = list(raw.get("preload", []))
-        self.work_root: str = raw.get("work_root") or tempfile.gettempdir()
+        self.work_root: str = raw.get("work_root") or _job_module("tempfile").gettempdir()
         self.job_uid: int = int(raw.get("job_uid", 65534))
         self.job_gid: int = int(raw.get("job_gid", 65534))
         self.max_output: int = int(raw.get("max_output", 65536))
@@ -339,6 +338,7 @@ def _job_child(cfg: _Config, workdir: str, fds: dict[str, int], as_root: bool) -
     filtered and limited, the two descriptors of the request closed before the job's code runs), then take the
     jobs' uid, limit what depends on the request and execute the code. Never returns."""
     code = 1
+    linecache, tempfile, traceback = map(_job_module, ("linecache", "tempfile", "traceback"))
     try:
         os.setsid()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -460,7 +460,7 @@ class _Standby:
     once the previous job's processes are killed and its files removed: it sees nothing of that job."""
 
     def __init__(self, cfg: _Config, as_root: bool) -> None:
-        self.workdir = tempfile.mkdtemp(prefix="job-", dir=cfg.work_root)
+        self.workdir = _job_module("tempfile").mkdtemp(prefix="job-", dir=cfg.work_root)
         if as_root:
             os.chown(self.workdir, cfg.job_uid, cfg.job_gid)
         self.stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
@@ -547,6 +547,7 @@ def _remove_tree(path: str) -> None:
     the tree is made the server's (a root server has CAP_CHOWN) and mode 700 before a second pass; what still
     stays (a tree too deep to walk) is locked away from the jobs' uid.
     """
+    shutil = _job_module("shutil")
     try:
         shutil.rmtree(path, ignore_errors=True)
         if not os.path.lexists(path):
@@ -679,6 +680,15 @@ def _cpu_exhausted(usage: resource.struct_rusage | None, timeout: float) -> bool
     return usage.ru_utime + usage.ru_stime >= int(timeout) + 1
 
 
+_JOB_MODULES = ("linecache", "shutil", "tempfile", "traceback")
+"""Modules only the jobs and their clean-up need: imported after the server's first line, before its preloads."""
+
+
+def _job_module(name: str) -> types.ModuleType:
+    """One of ``_JOB_MODULES``, imported (once the server is ready, a look-up in ``sys.modules``)."""
+    return sys.modules.get(name) or __import__(name)
+
+
 def _preload(names: list[str]) -> dict[str, str]:
     """Import the configured modules once; returns the errors by module name."""
     errors: dict[str, str] = {}
@@ -728,21 +738,24 @@ def main() -> None:
         os.makedirs(cfg.work_root, mode=0o755, exist_ok=True)
     if cfg.lock_tmp:
         os.chmod(cfg.work_root, 0o755)
-    errors = _preload(cfg.preload)
     userns_blocked = cfg.block_userns and _refused_probe("userns")
     ipc_blocked = cfg.block_userns and _refused_probe("ipc")
-    _set_job_env(cfg)
-    _warm_up()
 
     def send(obj: dict) -> None:
         _write_all(proto_out, (json.dumps(obj) + "\n").encode("utf-8"))
 
+    # What the client keys cached results by is settled now: it need not wait for the preloads.
+    send({"started": True, "pid": os.getpid(), "uid": os.geteuid(), "userns_blocked": userns_blocked,
+          "ipc_blocked": ipc_blocked})
+    _preload(list(_JOB_MODULES))
+    errors = _preload(cfg.preload)
+    _set_job_env(cfg)
+    _warm_up()
     # A job's garbage collections would otherwise walk the objects it inherits and copy every page they touch;
     # whether a short job collects then depends on where the server's counters stood when it forked (cold jobs
     # differed by a few ms with the server's code layout). Frozen objects are never collected or walked.
     gc.freeze()
-    send({"ready": True, "pid": os.getpid(), "uid": os.geteuid(), "preload_errors": errors,
-          "userns_blocked": userns_blocked, "ipc_blocked": ipc_blocked})
+    send({"ready": True, "preload_errors": errors})
     standby = _new_standby(cfg, as_root)
     try:
         for line in proto_in:
