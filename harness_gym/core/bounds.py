@@ -27,6 +27,7 @@ import math
 import numbers
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -122,13 +123,22 @@ def loads_json(text: str, *, max_chars: int = MAX_JSON_CHARS, max_depth: int = M
         raise InputLimitError(f"the JSON text has {len(text)} characters; at most {max_chars} are read")
     if json_too_deep(text, max_depth):
         raise InputLimitError(f"the JSON text nests arrays or objects deeper than {max_depth} levels")
+    if text.startswith("\ufeff"):  # what json.loads refuses before decoding
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _bounded_decoder(max_int_digits).decode(text)
+
+
+@lru_cache(maxsize=16)
+def _bounded_decoder(max_int_digits: int) -> json.JSONDecoder:
+    """The decoder ``json.loads(text, parse_int=...)`` makes per call, made once per bound (it keeps no state
+    between calls)."""
 
     def bounded_int(digits: str) -> int:
         if len(digits) - digits.startswith("-") > max_int_digits:
             raise InputLimitError(f"an integer in the JSON text has {len(digits)} digits; at most {max_int_digits}")
         return int(digits)
 
-    return json.loads(text, parse_int=bounded_int)
+    return json.JSONDecoder(parse_int=bounded_int)
 
 
 # ----- Python literals ------------------------------------------------------------------------------------------
