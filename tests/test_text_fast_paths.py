@@ -74,3 +74,43 @@ def test_loads_json_after_a_refused_integer_reads_the_next_text_whole() -> None:
     texts = _texts(2000, 30, 3)
     for text in texts:
         assert _outcome(loads_json, text) == _outcome(_loads_by_definition, text)
+
+
+def _knowledge_signal_by_definition(domain, ctx) -> float:
+    from harness_gym.domains.knowledge.datamodel import parse_record
+
+    rec = parse_record(ctx.draft.content)
+    values, cites = (rec or {}).get("values"), (rec or {}).get("citations")
+    if not isinstance(values, dict) or not isinstance(cites, dict):
+        return -1.0
+    seen = set(ctx.retrieved)
+    for _, result in ctx.tool_history:
+        if result.ok:
+            seen.update(re.findall(r"kn-s[0-9]{4}", result.output))
+    for field, value in values.items():
+        if cites.get(field) not in seen or not domain.sources.states(cites.get(field), value):
+            return -1.0
+    return 1.0
+
+
+def test_knowledge_draft_signal_equals_its_definition_on_random_episodes() -> None:
+    import gymnasium as gym
+
+    env = gym.make("HarnessKnowledge-v1")
+    henv = env.unwrapped
+    rng = np.random.default_rng(11)
+    signals = []
+    for episode in range(40):
+        _, info = env.reset(seed=episode)
+        done = False
+        while not done:
+            allowed = np.flatnonzero(info["action_mask"])
+            _, _, terminated, truncated, info = env.step(int(allowed[int(rng.random() * len(allowed))]))
+            ctx = henv._ctx
+            if ctx.draft is not None:
+                got = henv.domain.knowledge_signal(ctx.task, ctx)
+                assert got == _knowledge_signal_by_definition(henv.domain, ctx)
+                signals.append(got)
+            done = terminated or truncated
+    assert {-1.0, 1.0} <= set(signals)
+    env.close()
