@@ -67,3 +67,20 @@ def test_mentions_equals_its_regex_on_generated_texts():
         key = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3)))
         expected = re.search(r"(?<!\w)" + re.escape(key) + r"(?!\w)", text) is not None
         assert mentions(text, key) == expected, (text, key)
+
+
+def test_encode_of_two_envs_stepped_in_turn_reads_each_ones_signals():
+    """The encoder keeps the last task signals it read: states of different tasks, encoded in turn, each get
+    their own values (and tool histories of every error run length)."""
+    envs = [gym.make("HarnessMultiTool-v1"), gym.make("HarnessKnowledge-v1"), gym.make("HarnessKnowledge-v1")]
+    infos = [env.reset(seed=10 + i)[1] for i, env in enumerate(envs)]
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        for i, env in enumerate(envs):
+            allowed = np.flatnonzero(infos[i]["action_mask"])
+            obs, _, terminated, truncated, infos[i] = env.step(int(allowed[int(rng.random() * len(allowed))]))
+            assert np.array_equal(obs, table_values(env.unwrapped._state))
+            if terminated or truncated:
+                infos[i] = env.reset(seed=int(rng.integers(1000)))[1]
+    for env in envs:
+        env.close()

@@ -27,6 +27,7 @@ import math
 import numbers
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -122,13 +123,22 @@ def loads_json(text: str, *, max_chars: int = MAX_JSON_CHARS, max_depth: int = M
         raise InputLimitError(f"the JSON text has {len(text)} characters; at most {max_chars} are read")
     if json_too_deep(text, max_depth):
         raise InputLimitError(f"the JSON text nests arrays or objects deeper than {max_depth} levels")
+    if text.startswith("\ufeff"):  # what json.loads refuses before decoding
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _bounded_decoder(max_int_digits).decode(text)
+
+
+@lru_cache(maxsize=16)
+def _bounded_decoder(max_int_digits: int) -> json.JSONDecoder:
+    """The decoder ``json.loads(text, parse_int=...)`` makes per call, made once per bound (it keeps no state
+    between calls)."""
 
     def bounded_int(digits: str) -> int:
         if len(digits) - digits.startswith("-") > max_int_digits:
             raise InputLimitError(f"an integer in the JSON text has {len(digits)} digits; at most {max_int_digits}")
         return int(digits)
 
-    return json.loads(text, parse_int=bounded_int)
+    return json.JSONDecoder(parse_int=bounded_int)
 
 
 # ----- Python literals ------------------------------------------------------------------------------------------
@@ -265,6 +275,32 @@ def _json_problem(value: Any, where: str, depth: int, budget: list[int]) -> tupl
     return None, f"{where}: a value of type {type(value).__name__} is not JSON"
 
 
+def _flat_plain_args(args: Any) -> dict[str, Any] | None:
+    """What :func:`_json_problem` returns for a ``dict`` of ASCII ``str`` keys and values of the exact types
+    ``str`` (ASCII), ``int``, ``float``, ``bool`` and ``None`` within its bounds (a copy of it), without
+    building each value's location; ``None`` for anything else, which takes the general path."""
+    if type(args) is not dict:
+        return None
+    budget = MAX_TOOL_ARGS_CHARS
+    out = {}
+    for key, value in args.items():
+        if type(key) is not str or not key.isascii():
+            return None
+        budget -= len(key)
+        kind = type(value)
+        if kind is str:
+            budget -= len(value)
+            if budget < 0 or not value.isascii():
+                return None
+        elif kind is int:
+            if value.bit_length() > MAX_ARG_INT_BITS:
+                return None
+        elif kind is not float and kind is not bool and value is not None:
+            return None
+        out[key] = value
+    return out
+
+
 def accept_tool_call(raw: Any) -> tuple[ToolCall, str]:
     """The call the env records for what ``Worker.propose_tool_call`` returned, and why it is malformed ("" when
     it is not). A malformed call (not a :class:`ToolCall`, a name that is not text of at most
@@ -283,6 +319,9 @@ def accept_tool_call(raw: Any) -> tuple[ToolCall, str]:
     if not isinstance(raw.args, Mapping):
         return ToolCall(name=name, args={}), f"malformed tool call: arguments must be an object, got " \
                                              f"{type(raw.args).__name__}"
+    args = _flat_plain_args(raw.args)
+    if args is not None:
+        return ToolCall(name=name, args=args), ""
     args, problem = _json_problem(raw.args, "arguments", 0, [MAX_TOOL_ARGS_CHARS])
     if problem:
         return ToolCall(name=name, args={}), f"malformed tool call {name}: {problem}"

@@ -331,6 +331,11 @@ def _signal_values(signals: TaskSignals) -> tuple[float, float, float]:
             min(math.log1p(signals.input_chars) / _LOG_INPUT_SCALE, 1.0))
 
 
+_LAST_SIGNALS: list[tuple[TaskSignals | None, tuple[float, float, float]]] = [(None, (0.0, 0.0, 0.0))]
+"""The last signals :func:`_inline_values` read and their values, in one slot (an episode reads the same
+signals at every step)."""
+
+
 def _inline_values(s: HarnessState) -> list[float]:
     """The values of :data:`FEATURES`, in order, as their value functions compute them, in one pass over the
     state (the encoder runs at every step; ``tests/test_state_encoding.py`` holds the two equal)."""
@@ -340,12 +345,11 @@ def _inline_values(s: HarnessState) -> list[float]:
     history = ctx.tool_history
     n_errors = consecutive = 0
     for _, res in history:
-        if not res.ok:
-            n_errors += 1
-    for _, res in reversed(history):
         if res.ok:
-            break
-        consecutive += 1
+            consecutive = 0
+        else:
+            n_errors += 1
+            consecutive += 1
     last = ctx.last_check
     if last is None:
         check_pass_share = 0.0
@@ -360,7 +364,14 @@ def _inline_values(s: HarnessState) -> list[float]:
         budget_units_left = max(1.0 - spent / budget_units, 0.0) if budget_units > 0 else 0.0
     coverage = s.coverage
     n_observed = len(ctx.observed)
-    n_keys_value, n_visible_checks_value, input_size_value = _signal_values(s.signals)
+    signals = s.signals
+    last_read = _LAST_SIGNALS[0]
+    if last_read[0] is signals:
+        n_keys_value, n_visible_checks_value, input_size_value = last_read[1]
+    else:
+        signal_values = _signal_values(signals)
+        _LAST_SIGNALS[0] = (signals, signal_values)
+        n_keys_value, n_visible_checks_value, input_size_value = signal_values
     values = [
         min(s.steps / budget, 1.0),
         max(s.budget_left, 0) / budget,

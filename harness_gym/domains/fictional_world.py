@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -30,12 +31,24 @@ _EVENT_FORMS = ("{} Summit", "{} Expedition", "{} Accord", "{} Regatta", "{} Sym
 _PRODUCT_SUFFIX = ("X", "Pro", "Mini", "One", "Max", "Lite")
 
 
+_PUNCTUATION_TO_SPACE = str.maketrans(dict.fromkeys(string.punctuation, " "))
+_ARTICLE = re.compile(r"\b(a|an|the)\b")
+NORMALIZED_MEMO_CHARS = 256
+"""Answers up to this long are normalised once per process (graders and source lookups repeat them)."""
+
+
 def normalize_answer(text: str) -> str:
     """Lower-case, drop punctuation, the articles a/an/the and extra whitespace (SQuAD-style)."""
-    text = text.lower()
-    text = "".join(" " if ch in string.punctuation else ch for ch in text)
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
+    if len(text) <= NORMALIZED_MEMO_CHARS:
+        return _normalized_short(text)
+    return _normalized(text)
+
+
+def _normalized(text: str) -> str:
+    return " ".join(_ARTICLE.sub(" ", text.lower().translate(_PUNCTUATION_TO_SPACE)).split())
+
+
+_normalized_short = lru_cache(maxsize=16384)(_normalized)
 
 
 class NameForge:

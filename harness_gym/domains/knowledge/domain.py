@@ -38,6 +38,12 @@ from harness_gym.paths import data_path
 
 _DOC_ID = re.compile(r"kn-s[0-9]{4}")
 
+
+@lru_cache(maxsize=4096)
+def _named_sources(output: str) -> tuple[str, ...]:
+    """The source ids a tool output names (a draft's knowledge signal reads every earlier output again)."""
+    return tuple(_DOC_ID.findall(output))
+
 class KnowledgeDomain(Domain):
     """Structured records from conflicting, stale sources; checker = schema + citations, grader = field accuracy.
 
@@ -146,7 +152,7 @@ class KnowledgeDomain(Domain):
         seen = set(ctx.retrieved)
         for _, result in ctx.tool_history:
             if result.ok:
-                seen.update(_DOC_ID.findall(result.output))
+                seen.update(_named_sources(result.output))
         for field, value in values.items():
             doc = cites.get(field)
             if doc not in seen or not self.sources.states(doc, value):
