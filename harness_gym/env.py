@@ -240,8 +240,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     :param exec_cache: the execution-result cache of a sandbox made from a name (docs/harness_mdp.md,
         "Sandboxes"): ``True`` or ``"disk"`` (the default: in memory, then on disk, shared by every process
         and kept across runs), ``"memory"`` (this process only) or ``False`` (none: every job runs). A result
-        is keyed by the job's code, files, stdin and limits, the isolation in force, the package version and
-        the cache format; only jobs that ran to completion are kept. The folder is ``$HARNESS_GYM_CACHE_DIR``,
+        is keyed by the job's code, files, stdin and limits, the preloaded modules, the isolation in force, the
+        package version and the cache format; only jobs that ran to completion are kept. The folder is ``$HARNESS_GYM_CACHE_DIR``,
         else ``$XDG_CACHE_HOME/harness-gym/exec``, else ``~/.cache/harness-gym/exec`` (512 MiB at most, the
         least recently used results pruned first; delete the folder to clear it). ``cache=False`` (or ``True``,
         ``"disk"``, ``"memory"``) is the same setting; ``cache=PATH`` is ``worker="openai"``'s record/replay file
