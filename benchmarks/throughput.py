@@ -311,12 +311,35 @@ def _print_env(env_id: str, fig: dict[str, Any]) -> None:
         print(line, flush=True)
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.splitlines()[1:]))
+def script_parser(doc: str, env_help: str) -> argparse.ArgumentParser:
+    """An argument parser for a benchmark script: its docstring as description and epilog, and ``--env`` (repeated;
+    default all registered harness envs)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(doc.splitlines()[1:]))
     ap.add_argument("--env", action="append", default=None, metavar="ENV_ID",
-                    help="env to measure (repeat for several; default: all registered harness envs)")
+                    help=f"{env_help} (repeat for several; default: all registered harness envs)")
+    return ap
+
+
+def chosen_env_ids(ap: argparse.ArgumentParser, env: list[str] | None) -> list[str]:
+    """The env ids of ``--env`` (all registered harness envs when none); an unknown one is a usage error."""
+    env_ids = list(env or harness_gym.ENV_IDS)
+    unknown = [e for e in env_ids if e not in gym.registry]
+    if unknown:
+        ap.error(f"--env: unknown env id(s) {unknown}; registered harness envs: {list(harness_gym.ENV_IDS)}")
+    return env_ids
+
+
+def write_json(path: str | None, results: dict[str, Any]) -> None:
+    """Write ``results`` to ``path`` (nothing when it is None) and say so on stderr."""
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(results, fh, indent=2)
+        print(f"wrote {path}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = script_parser(__doc__, "env to measure")
     ap.add_argument("--steps", type=int, default=1500, help="steps of each random masked run (default 1500)")
     ap.add_argument("--baseline-steps", type=int, default=50_000,
                     help="steps of CartPole-v1's random runs (default 50000, about a second)")
@@ -328,10 +351,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="times every figure is measured; the tables give medians (default 3; 1 for a quick look)")
     ap.add_argument("--json", default=None, metavar="OUT", help="write every figure to this JSON file")
     args = ap.parse_args(argv)
-    env_ids = list(args.env or harness_gym.ENV_IDS)
-    unknown = [e for e in env_ids if e not in gym.registry]
-    if unknown:
-        ap.error(f"--env: unknown env id(s) {unknown}; registered harness envs: {list(harness_gym.ENV_IDS)}")
+    env_ids = chosen_env_ids(ap, args.env)
     if args.steps < 1 or args.baseline_steps < 1 or args.ppo_steps < 0 or args.jobs < 1 or args.repeats < 1:
         ap.error(f"--steps, --baseline-steps, --jobs and --repeats must be >= 1 and --ppo-steps >= 0, got "
                  f"{args.steps}, {args.baseline_steps}, {args.jobs}, {args.repeats}, {args.ppo_steps}")
@@ -371,10 +391,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"load average before {results['loadavg_before']}, after {results['loadavg_after']}")
     print()
     print(markdown_table(results))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(results, fh, indent=2)
-        print(f"wrote {args.json}", file=sys.stderr)
+    write_json(args.json, results)
     return results
 
 
