@@ -24,13 +24,18 @@ HG_WITH_CHROMIUM=1 bash scripts/install.sh   # also apt chromium (the report ren
 bash scripts/install_llm.sh   # the [local-llm] extra for the real-model integration test (wheel cached)
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
+# stop MariaDB and dockerd at the end only if this run started them: a server that already answered (a user's,
+# another session's, or one an earlier start_docker.sh left running and recorded) stays up
+mariadb-admin --protocol=socket ping >/dev/null 2>&1 && mariadb_was_up=1 || mariadb_was_up=0
+docker info >/dev/null 2>&1 && docker_was_up=1 || docker_was_up=0
+stop_started_services() {
+  [ "$mariadb_was_up" = 1 ] || bash scripts/stop_mariadb.sh || true
+  [ "$docker_was_up" = 1 ] || bash scripts/stop_docker.sh || true
+}
+trap stop_started_services EXIT
 HG_MYSQL_DSN="$(bash scripts/start_mariadb.sh | tail -n 1)"
 export HG_MYSQL_DSN
-# stop dockerd at the end only if this run started it: one that already answered (another session's, or one an
-# earlier start_docker.sh left running and recorded) stays up
-docker info >/dev/null 2>&1 && docker_was_up=1 || docker_was_up=0
 bash scripts/start_docker.sh
-[ "$docker_was_up" = 1 ] || trap 'bash scripts/stop_docker.sh' EXIT
 HG_REQUIRE_ISOLATION=1 "$HG_PY" -m harness_gym_baselines.cli doctor --require --docker
 bash scripts/test_isolation.sh
 HG_REQUIRE_ISOLATION=1 "$HG_PY" -m pytest -q -rfEs tests "$@"
