@@ -438,15 +438,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         if draft is None:
             return [can_observe, can_retrieve, bool(domain.tools) and not domain.tool_needs_draft, True, False, False,
                     False]
-        return [can_observe, can_retrieve, bool(domain.tools), True, True, self._can_revise(ctx, st, draft), True]
-
-    def _can_revise(self, ctx: Context, st: HarnessState, draft: Draft) -> bool:
-        """Whether :meth:`_revise_feedback` has feedback for ``draft`` (without making it)."""
-        if ctx.last_check is not None and ctx.checked_version == draft.version:
-            return True
-        if ctx.tool_history and self.domain.tool_needs_draft:
-            return not ctx.tool_history[-1][1].ok and st.tool_version == draft.version
-        return False
+        return [can_observe, can_retrieve, bool(domain.tools), True, True,
+                self._revise_feedback(ctx, st) is not None, True]
 
     def _revise_feedback(self, ctx: Context, st: HarnessState) -> CheckResult | None:
         """Feedback a revision can act on: the current draft's check result, or its last tool error."""
