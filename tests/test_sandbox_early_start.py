@@ -117,3 +117,46 @@ def test_a_server_not_yet_ready_is_killed_at_once_on_close() -> None:
     began = time.monotonic()
     server.stop()
     assert time.monotonic() - began < 0.9 and server.proc.returncode is not None
+
+
+def test_a_server_left_idle_past_the_start_limit_still_runs_its_first_job() -> None:
+    from harness_gym.sandbox.client import START_TIMEOUT_S
+
+    with _sandbox(preload=("decimal",)) as sb:
+        sb.start()
+        server = sb._server
+        assert server is not None
+        time.sleep(1.0)  # the ready line has come by now; nobody has read it yet
+        server.launched_at -= START_TIMEOUT_S + 1  # as if the caller had waited past the limit before its job
+        assert sb.run(SEES_DECIMAL).stdout == "True\n"
+        assert sb._server is server, "the waiting ready line was read, not the server dropped"
+
+
+def _descendants(pid: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                    parents[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def test_requests_the_server_refuses_leave_no_waiting_child_behind() -> None:
+    with _sandbox() as sb:
+        assert sb.run("print(1)").stdout == "1\n"
+        server = sb._server
+        assert server is not None
+        time.sleep(0.3)  # the next job's child is forked after the response
+        before = len(_descendants(server.proc.pid))
+        for _ in range(4):  # stdin the server cannot encode: refused before any job starts
+            assert sb.run("print(1)", stdin="\ud800").exit_code != 0
+        time.sleep(0.3)
+        assert len(_descendants(server.proc.pid)) == before
+        assert sb.run("print(2)").stdout == "2\n" and sb._server is server

@@ -160,11 +160,11 @@ class ServerProcess:
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + wait_s
         while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("sandbox server did not answer in time")
+            left = max(deadline - time.monotonic(), 0.0)
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
+                if left == 0.0:  # a line that came before the deadline was read, however late this looks
+                    raise TimeoutError("sandbox server did not answer in time")
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:

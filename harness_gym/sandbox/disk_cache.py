@@ -14,8 +14,9 @@ result: an unusable file or folder turns the store off for the process (the memo
 the folder to start afresh. The store is bounded by :attr:`DiskStore.max_bytes` (the stdout, stderr and key
 of its results): when a write takes it over the bound, the least recently used results go until it is at
 90% of it. A read marks its result used in memory; the marks are written in one transaction (an ``UPDATE`` per
-read took ~80 us, most of a disk hit) before the next write of this process, after :data:`_TOUCH_BATCH` reads,
-after :data:`_TOUCH_DELAY_S` seconds and at :meth:`DiskStore.close`, so a process that ends without writing or
+read took ~80 us, most of a disk hit) before the next write of this process, at the read that makes
+:data:`_TOUCH_BATCH` of them or comes :data:`_TOUCH_DELAY_S` seconds after the oldest, and at
+:meth:`DiskStore.close`, so a process that ends without writing or
 closing may leave its last reads unmarked: those results then look older to the pruning than they are.
 """
 
@@ -224,6 +225,11 @@ class DiskStore:
                 return
             try:
                 self._write_touches(conn)
+            except sqlite3.Error as exc:
+                self._failed(exc)  # the marks are lost; the result is still stored
+                if self._conn is None:
+                    return
+            try:
                 conn.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
                 self._puts_since_check += 1
                 if self._puts_since_check >= _CHECK_EVERY or self.max_bytes < _CHECK_EVERY * nbytes:

@@ -461,24 +461,41 @@ class _Standby:
 
     def __init__(self, cfg: _Config, as_root: bool) -> None:
         self.workdir = _job_module("tempfile").mkdtemp(prefix="job-", dir=cfg.work_root)
-        if as_root:
-            os.chown(self.workdir, cfg.job_uid, cfg.job_gid)
-        self.stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
-        self.request_fd = os.memfd_create("request", os.MFD_CLOEXEC)
-        go_r, self.go_w = os.pipe()
-        self.out_r, out_w = os.pipe()
-        self.err_r, err_w = os.pipe()
-        self.st_r, st_w = os.pipe()
-        fds = {"stdin": self.stdin_fd, "out": out_w, "err": err_w, "status": st_w, "request": self.request_fd,
-               "go": go_r}  # fmt: skip
-        # Set here, where the server's pages are its own, rather than in the child, where each page written is copied.
-        os.environ.update(HOME=self.workdir, TMPDIR=self.workdir, PWD=self.workdir)
-        self.pid = os.fork()
-        if self.pid == 0:
-            _job_child(cfg, self.workdir, fds, as_root)
-        for fd in (out_w, err_w, st_w, go_r):
-            os.close(fd)
-        self.pidfd = os.pidfd_open(self.pid)
+        opened: list[int] = []  # closed, and the work dir removed, if the set-up fails: nothing is left behind
+        self.pid = 0
+        try:
+            if as_root:
+                os.chown(self.workdir, cfg.job_uid, cfg.job_gid)
+            self.stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+            opened.append(self.stdin_fd)
+            self.request_fd = os.memfd_create("request", os.MFD_CLOEXEC)
+            opened.append(self.request_fd)
+            go_r, self.go_w = os.pipe()
+            opened += (go_r, self.go_w)
+            self.out_r, out_w = os.pipe()
+            opened += (self.out_r, out_w)
+            self.err_r, err_w = os.pipe()
+            opened += (self.err_r, err_w)
+            self.st_r, st_w = os.pipe()
+            opened += (self.st_r, st_w)
+            fds = {"stdin": self.stdin_fd, "out": out_w, "err": err_w, "status": st_w, "request": self.request_fd,
+                   "go": go_r}  # fmt: skip
+            # Set here, where the server's pages are its own, not in the child, where each written page is copied.
+            os.environ.update(HOME=self.workdir, TMPDIR=self.workdir, PWD=self.workdir)
+            self.pid = os.fork()
+            if self.pid == 0:
+                _job_child(cfg, self.workdir, fds, as_root)
+            for fd in (out_w, err_w, st_w, go_r):
+                os.close(fd)
+                opened.remove(fd)
+            self.pidfd = os.pidfd_open(self.pid)
+        except BaseException:
+            if self.pid:
+                _kill_everything(self.pid)
+            for fd in opened:
+                os.close(fd)
+            _remove_tree(self.workdir)
+            raise
         self.reaped = False
 
     def run(self, cfg: _Config, line: bytes, stdin: bytes, timeout: float, start: float, as_root: bool) -> dict:
@@ -781,7 +798,8 @@ def main() -> None:
                 if exc.errno == errno.EPIPE:
                     return
                 raise
-            standby = _new_standby(cfg, as_root)  # after the response: its fork and setup overlap the caller's turn
+            if standby is None:  # after the response: its fork and setup overlap the caller's turn
+                standby = _new_standby(cfg, as_root)
     finally:
         if standby is not None:
             standby.close(cfg, as_root)
