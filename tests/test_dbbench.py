@@ -35,7 +35,6 @@ from harness_gym.domains.dbbench.engines import (
     SQLiteEngine,
     TableSpec,
     make_engine,
-    parse_mysql,
     run_statement,
 )
 from harness_gym.domains.dbbench.generate import TYPE_COUNTS, WORDINGS, generate
@@ -47,6 +46,7 @@ from harness_gym.domains.dbbench.grader import (
     rows_to_answer,
     table_hash,
 )
+from harness_gym.domains.dbbench.statements import parse_mysql
 from harness_gym.domains.dbbench.upstream import MUTATION_TYPES, content_split, read_records
 from harness_gym.paths import data_path
 from tests.domain_cases import draft

@@ -108,10 +108,10 @@ def test_errors_are_kept_and_long_texts_are_refused_before_any_parse():
     bad = "SELECT FROM WHERE ((("
     first, again = _outcome(statement_kind, bad), _outcome(statement_kind, bad)
     assert first == again and first[0] == "error"
-    statements._analyse.cache_clear()
+    statements._ANALYSES.clear()
     with pytest.raises(SQLError, match="characters"):
         tables_and_columns("SELECT 1 " + " " * MAX_STATEMENT_CHARS)
-    assert statements._analyse.cache_info().currsize == 0
+    assert len(statements._ANALYSES) == 0
     with pytest.raises(SQLError, match="must be text"):
         statement_kind(b"SELECT 1")  # type: ignore[arg-type]
 
@@ -194,3 +194,16 @@ def test_table_hash_and_collation_equal_their_definitions():
         for b in texts:
             ka, kb = fold_text(a.rstrip(" ")), fold_text(b.rstrip(" "))
             assert mysql_ci(a, b) == (ka > kb) - (ka < kb), (a, b)
+
+
+def test_the_analysis_cache_is_bounded_by_what_the_analyses_hold(monkeypatch):
+    from harness_gym.core.lru import ByteLRU
+
+    small = ByteLRU(100_000, statements._analysis_bytes, max_entries=statements.ANALYSIS_CACHE_ENTRIES)
+    monkeypatch.setattr(statements, "_ANALYSES", small)
+    wide = ["SELECT " + ", ".join(f"c{t}_{i}" for i in range(300)) + f" FROM t{t}" for t in range(10)]
+    first = [tables_and_columns(sql) for sql in wide]
+    assert all(len(columns) == 300 for _, columns in first)
+    assert statements._analysis_bytes(wide[0], statements.analyse_statement(wide[0])) > 300 * statements._NAME_OVERHEAD
+    assert small.bytes <= 100_000 and len(small) <= 100_000 // (300 * statements._NAME_OVERHEAD)
+    assert [tables_and_columns(sql) for sql in wide] == first  # evicted ones are analysed again, alike

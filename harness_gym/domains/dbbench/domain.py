@@ -50,12 +50,11 @@ from harness_gym.domains.dbbench.engines import (
     SQLError,
     SQLiteEngine,
     make_engine,
-    parse_mysql,
 )
 from harness_gym.domains.dbbench.grader import format_result, grade_content
 from harness_gym.domains.dbbench.mutations import answer_mutants, sql_mutants
 from harness_gym.domains.dbbench.mysql_notes import MYSQL_NOTES, QUOTING_DOC, TYPE_DOCS
-from harness_gym.domains.dbbench.statements import analyse_statement
+from harness_gym.domains.dbbench.statements import analyse_statement, parse_mysql
 from harness_gym.domains.dbbench.statements import tables_and_columns as _tables_and_columns
 from harness_gym.domains.dbbench.tools import TOOLS
 from harness_gym.domains.dbbench.upstream import DBRecord, DBTaskPayload, LeftOutRecord, load_records
@@ -342,7 +341,9 @@ def _load_bank(data_file: str | None, strict: bool) -> DBBenchBank:
         else:
             tasks.append(built)
     left_out.sort(key=lambda r: r.line or 0)
-    for task in tasks:  # parse the evidence queries now, as grading has parsed the candidates: steps reuse both
+    # parse the evidence queries now, as grading has parsed the candidates (kept while the analysis cache holds
+    # them: the statements a worker sends later may push them out)
+    for task in tasks:
         for call in task.tool_calls:
             try:
                 analyse_statement(call.args["sql"])
@@ -393,9 +394,10 @@ class DBBenchDomain(Domain):
         self.load_report: tuple[LeftOutRecord, ...] = bank.left_out
         """The records of the data file left out, each with file, line, record id and reason."""
         self.engine = engine
-        self._keys: dict[str, tuple[str, ...]] = {
-            task.task_id: question_values(*prompt_table(task.prompt)) for task in bank.tasks}
-        """:meth:`task_keys` of every task, taken at load (each question's names cost a few regular expressions)."""
+        self._keys: dict[str, tuple[str, ...]] = {}
+        """:meth:`task_keys` by task id, taken at load (each question's names cost a few regular expressions)."""
+        for task in bank.tasks:
+            self.task_keys(task)
 
     # ----- the episode's database ----------------------------------------------------------------------
     def begin_episode(self, task: Task) -> DatabaseSession:

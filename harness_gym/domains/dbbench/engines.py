@@ -24,9 +24,9 @@ sqlglot's parse of its whole text; anything but one SELECT / INSERT / UPDATE / D
 ``SET``, transactions, ``SELECT ... INTO``, several statements) and every MariaDB executable comment
 (``/*! ... */``) is refused before it reaches a server, so nothing can commit implicitly or lift a limit.
 
-Limits on both engines: :data:`MAX_STATEMENT_CHARS` (before parsing), :data:`STATEMENT_TIMEOUT_S`,
-:data:`MAX_RESULT_ROWS`; MariaDB's are server-side. SQLite runs in the host process: one deadline covers
-parsing, execution and fetching; :data:`MAX_RESULT_BYTES` per result (counted as rows arrive),
+Limits on both engines: :data:`~harness_gym.domains.dbbench.statements.MAX_STATEMENT_CHARS` (before parsing),
+:data:`STATEMENT_TIMEOUT_S`, :data:`MAX_RESULT_ROWS`; MariaDB's are server-side. SQLite runs in the host process:
+one deadline covers parsing, execution and fetching; :data:`MAX_RESULT_BYTES` per result (counted as rows arrive),
 :data:`SQLITE_MAX_VALUE_BYTES`, :data:`SQLITE_MAX_DB_BYTES`, :data:`SQLITE_HARD_HEAP_BYTES`; LIKE is
 :func:`~harness_gym.domains.dbbench.collation.like_match` (interruptible).
 """
@@ -48,9 +48,7 @@ from urllib.parse import unquote, urlparse
 
 from harness_gym.core.lru import ByteLRU
 from harness_gym.domains.dbbench.collation import fold_text, like_match, mysql_ci
-from harness_gym.domains.dbbench.statements import MAX_STATEMENT_CHARS as MAX_STATEMENT_CHARS
 from harness_gym.domains.dbbench.statements import SQLError, mysql_to_sqlite, statement_kind
-from harness_gym.domains.dbbench.statements import parse_mysql as parse_mysql
 
 READ_KINDS = frozenset({"select", "show", "describe"})
 STATEMENT_TIMEOUT_S = 5.0

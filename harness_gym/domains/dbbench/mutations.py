@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 from sqlglot import exp
 
 from harness_gym.domains.dbbench.collation import fold_text
-from harness_gym.domains.dbbench.engines import SQLError, TableSpec, parse_mysql
+from harness_gym.domains.dbbench.engines import SQLError, TableSpec
+from harness_gym.domains.dbbench.statements import parse_mysql
 
 Mutant = tuple[str, str]
 """(operator name, MySQL statement)."""

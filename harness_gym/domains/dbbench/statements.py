@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -20,12 +19,19 @@ from sqlglot.dialects.sqlite import SQLite
 from sqlglot.errors import ErrorLevel
 from sqlglot.tokens import Token, TokenType
 
+from harness_gym.core.lru import ByteLRU
+
 _MYSQL = sqlglot.Dialect.get_or_raise("mysql")
 MAX_STATEMENT_CHARS = 4096
 """The longest statement parsed (parsing is not interruptible); the longest reference statement of the shipped
-and public records has 320 characters. Every statement accepted fits the analysis cache."""
+and public records has 320 characters."""
 ANALYSIS_CACHE_ENTRIES = 8192
-"""How many statement texts :func:`analyse_statement` keeps (each at most :data:`MAX_STATEMENT_CHARS` long)."""
+"""How many statement texts :func:`analyse_statement` keeps at most."""
+ANALYSIS_CACHE_BYTES = 16 * 1024 * 1024
+"""Bound on what the kept analyses hold (:func:`_analysis_bytes`): a statement naming hundreds of distinct
+columns holds far more than its text."""
+_NAME_OVERHEAD = 64
+"""What a name in a kept analysis costs beyond its characters (the str object and its set slot), in bytes."""
 
 
 class SQLError(Exception):
@@ -108,15 +114,30 @@ def tables_and_columns(sql: str) -> tuple[set[str], set[str]]:
 def analyse_statement(sql: str) -> StatementAnalysis:
     """Tokenize and parse ``sql`` once and answer :func:`statement_kind`, :func:`tables_and_columns` and
     :func:`mysql_to_sqlite` from that parse (a pure function of the text, kept per text: the last
-    :data:`ANALYSIS_CACHE_ENTRIES` texts).
+    :data:`ANALYSIS_CACHE_ENTRIES` texts, within :data:`ANALYSIS_CACHE_BYTES`).
 
     :raises SQLError: when ``sql`` is longer than :data:`MAX_STATEMENT_CHARS` (nothing parses it)
     """
     _check_length(sql)
-    return _analyse(sql)
+    got = _ANALYSES.get(sql)
+    if got is None:
+        got = _analyse(sql)
+        _ANALYSES.put(sql, got)
+    return got
 
 
-@lru_cache(maxsize=ANALYSIS_CACHE_ENTRIES)
+def _analysis_bytes(sql: str, analysis: StatementAnalysis) -> int:
+    """An estimate of what a kept analysis holds: its texts, and each name with its overhead."""
+    names = analysis.tables | analysis.columns
+    return (len(sql) + len(analysis.sqlite) + len(analysis.kind_error) + len(analysis.names_error)
+            + len(analysis.sqlite_error) + sum(map(len, names)) + _NAME_OVERHEAD * (len(names) + 8))
+
+
+_ANALYSES: ByteLRU[str, StatementAnalysis] = ByteLRU(ANALYSIS_CACHE_BYTES, _analysis_bytes,
+                                                     max_entries=ANALYSIS_CACHE_ENTRIES)
+"""The analyses kept, by statement text."""
+
+
 def _analyse(sql: str) -> StatementAnalysis:
     try:
         tokens = _MYSQL.tokenize(sql)
