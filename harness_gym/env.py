@@ -241,10 +241,11 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         "Sandboxes"): ``True`` or ``"disk"`` (the default: in memory, then on disk, shared by every process
         and kept across runs), ``"memory"`` (this process only) or ``False`` (none: every job runs). A result
         is keyed by the job's code, files, stdin and limits, the preloaded modules, the isolation in force, the
-        package version and the cache format; only jobs that ran to completion are kept. The folder is ``$HARNESS_GYM_CACHE_DIR``,
-        else ``$XDG_CACHE_HOME/harness-gym/exec``, else ``~/.cache/harness-gym/exec`` (512 MiB at most, the
-        least recently used results pruned first; delete the folder to clear it). ``cache=False`` (or ``True``,
-        ``"disk"``, ``"memory"``) is the same setting; ``cache=PATH`` is ``worker="openai"``'s record/replay file
+        package version and the cache format; only jobs that ran to completion are kept. The folder is
+        ``$HARNESS_GYM_CACHE_DIR``, else ``$XDG_CACHE_HOME/harness-gym/exec``, else ``~/.cache/harness-gym/exec``
+        (512 MiB at most, the least recently used results pruned first; delete the folder to clear it).
+        ``cache=False`` (or ``True``, ``"disk"``, ``"memory"``) is the same setting; ``cache=PATH`` is
+        ``worker="openai"``'s record/replay file
     :param action_costs: override of the per-action budget cost
     :param render_mode: ``None`` or ``"ansi"`` (any other mode raises :class:`UnsupportedRenderMode`)
     :param worker_options: keyword arguments of the named worker. Both take ``prompts_dir``, the folder of
@@ -431,7 +432,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     def _applicable_list(self, ctx: Context, st: HarnessState) -> list[bool]:
         """:meth:`_applicable` as a list, in action order (DRAFT is always applicable)."""
         domain = self.domain
-        can_observe = len(ctx.observed) < len(ctx.task.observations)  # not st.observations_exhausted
+        can_observe = not st.observations_exhausted
         can_retrieve = len(ctx.retrieved) < len(domain.corpus)
         draft = ctx.draft
         # TOOL: what the controller knows is that the domain has tools (never whether this task needs them)
@@ -636,11 +637,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         valid = self._applicable_list(ctx, st)[index]
         draft = ctx.draft
         checked_before = draft is not None and ctx.checked_version == draft.version
-        last_check = ctx.last_check
-        last_check_before = 0 if last_check is None else (1 if last_check.passed else -1)  # st.last_check
-        # consistency reads whether there was evidence for a valid DRAFT only
-        any_evidence = valid and index == Action.DRAFT and bool(
-            ctx.observed or ctx.retrieved or any(res.ok for _, res in ctx.tool_history))
+        last_check_before = st.last_check
+        any_evidence = bool(ctx.observed or ctx.retrieved or any(res.ok for _, res in ctx.tool_history))
         conf_before = st.confidence
         if self._sandbox is not None:
             self._sandbox.start()

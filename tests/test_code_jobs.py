@@ -90,3 +90,15 @@ def test_values_read_directly_are_what_decode_literal_reads(seed: int) -> None:
             text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
         (ok, got), (want_ok, want) = _decoded(read_literal, text), _decoded(decode_literal, text)
         assert ok == want_ok and _same_value(got, want), text
+
+
+def test_a_text_over_the_message_bound_is_refused_however_plain_it_looks() -> None:
+    from harness_gym.domains.code.sandbox_jobs import MAX_MESSAGE_BYTES
+
+    at_bound = "[" + ", ".join(["1"] * ((MAX_MESSAGE_BYTES - 2) // 3)) + "]"
+    assert len(at_bound) <= MAX_MESSAGE_BYTES and read_literal(at_bound) == decode_literal(at_bound)
+    for text in ("[" + "1, " * (MAX_MESSAGE_BYTES // 3) + "1]", "'" + "a" * MAX_MESSAGE_BYTES + "'",
+                 "1" * (MAX_MESSAGE_BYTES + 1)):
+        for fn in (read_literal, decode_literal):
+            with pytest.raises(ValueError):
+                fn(text)

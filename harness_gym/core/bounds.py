@@ -293,7 +293,7 @@ def _flat_plain_args(args: Any) -> dict[str, Any] | None:
             if budget < 0 or not value.isascii():
                 return None
         elif kind is int:
-            if value.bit_length() > MAX_ARG_INT_BITS:
+            if not int_in_bounds(value, MAX_ARG_INT_BITS):
                 return None
         elif kind is not float and kind is not bool and value is not None:
             return None

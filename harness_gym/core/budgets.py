@@ -76,7 +76,10 @@ class _Canonical:
     - a dict whose keys are not all str (or cannot be sorted) makes the encoder fail: that part (the whole, or
       the attributes of one object) is written again from :meth:`plain`, where such keys are ``str(key)``.
 
-    Each rule is a function of the value alone, so equal data gives equal text whichever objects it shares."""
+    Equal data gives equal text whichever objects it shares (a namedtuple is a tuple: a list). Different data
+    may share a text where the fingerprinted inputs never put both kinds in one place: a dataclass and the list
+    of its tag and values, a set and the list ``["set", ...]``; a non-str key is written as the encoder writes it
+    (``true``) where its dict encodes whole, as ``str(key)`` (``True``) where the dict goes through :meth:`plain`."""
 
     def __init__(self) -> None:
         # no check for cycles (data that holds itself is refused by the encoder's recursion limit instead)
@@ -103,8 +106,6 @@ class _Canonical:
             if all(type(item) is str for item in obj):
                 return ["set", sorted(obj)]
             return ["set*", sorted(self.text(item) for item in obj)]
-        if hasattr(obj, "_asdict"):
-            return [kind.__name__, obj._asdict()]
         if hasattr(obj, "__dict__"):
             held = self.objects.get(id(obj))
             if held is None:

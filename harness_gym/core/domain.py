@@ -12,8 +12,8 @@ import json
 import math
 import re
 from abc import ABC, abstractmethod
-from itertools import chain
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any, NamedTuple
 
 from harness_gym.core.retrieval import BM25Index

@@ -71,7 +71,6 @@ class BM25Index:
             t: (doc_of[start:end], shares[start:end]) for t, start, end in zip(terms, [0, *ends[:-1]], ends)}
         """term -> (indices of the documents holding it, ascending; its share of each one's score)"""
         self.ranked = lru_cache(maxsize=4096)(self._ranked)
-        self.ranking = lru_cache(maxsize=4096)(self._ranking)
 
     def _score_array(self, query: str) -> np.ndarray:
         """Every document's score: the shares of the query's terms, in the query's order, added to 0.0 one by one
@@ -101,7 +100,8 @@ class BM25Index:
         ranked_scores.flags.writeable = False
         return order, ranked_scores
 
-    def _ranking(self, query: str) -> tuple[tuple[int, float], ...]:
-        """Document indices sorted by descending score (ties by index), as (index, score)."""
+    def ranking(self, query: str) -> tuple[tuple[int, float], ...]:
+        """Document indices sorted by descending score (ties by index), as (index, score); made from the cached
+        :meth:`ranked` at each call (the hot paths read :meth:`ranked` itself)."""
         order, scores = self.ranked(query)
         return tuple(zip(order.tolist(), scores.tolist()))

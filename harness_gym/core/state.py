@@ -124,9 +124,8 @@ class TaskSignals(NamedTuple):
     """:meth:`~harness_gym.core.domain.Domain.input_size`"""
 
 
-@lru_cache(maxsize=65536)
-def _key_pattern(key: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(key) + r"(?!\w)")
+_EMPTY_KEY = re.compile(r"(?<!\w)(?!\w)")
+"""Where the empty key is named as a whole: a place with no word character on either side."""
 
 
 def mentions(text: str, key: str) -> bool:
@@ -140,7 +139,7 @@ def mentions(text: str, key: str) -> bool:
     if at < 0:
         return False
     if not key:
-        return _key_pattern(key).search(text) is not None
+        return _EMPTY_KEY.search(text) is not None
     # the regex (?<!\w)KEY(?!\w) without compiling one per key: a start whose neighbours are not word characters
     # (\w of a str pattern is str.isalnum() or "_"; tests/test_state_encoding.py holds the two equal)
     size, end = len(key), len(text)
@@ -331,11 +330,6 @@ def _signal_values(signals: TaskSignals) -> tuple[float, float, float]:
             min(math.log1p(signals.input_chars) / _LOG_INPUT_SCALE, 1.0))
 
 
-_LAST_SIGNALS: list[tuple[TaskSignals | None, tuple[float, float, float]]] = [(None, (0.0, 0.0, 0.0))]
-"""The last signals :func:`_inline_values` read and their values, in one slot (an episode reads the same
-signals at every step)."""
-
-
 def _inline_values(s: HarnessState) -> list[float]:
     """The values of :data:`FEATURES`, in order, as their value functions compute them, in one pass over the
     state (the encoder runs at every step; ``tests/test_state_encoding.py`` holds the two equal)."""
@@ -364,14 +358,7 @@ def _inline_values(s: HarnessState) -> list[float]:
         budget_units_left = max(1.0 - spent / budget_units, 0.0) if budget_units > 0 else 0.0
     coverage = s.coverage
     n_observed = len(ctx.observed)
-    signals = s.signals
-    last_read = _LAST_SIGNALS[0]
-    if last_read[0] is signals:
-        n_keys_value, n_visible_checks_value, input_size_value = last_read[1]
-    else:
-        signal_values = _signal_values(signals)
-        _LAST_SIGNALS[0] = (signals, signal_values)
-        n_keys_value, n_visible_checks_value, input_size_value = signal_values
+    n_keys_value, n_visible_checks_value, input_size_value = _signal_values(s.signals)
     values = [
         min(s.steps / budget, 1.0),
         max(s.budget_left, 0) / budget,

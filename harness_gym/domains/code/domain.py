@@ -243,5 +243,5 @@ def load_code_domain(data_dir: str | None = None) -> CodeDomain:
     domain = CodeDomain(data_dir)
     for split in SPLITS:
         for task in domain.tasks(split):
-            domain.index.ranking(domain.query(task))  # rank now, so that RETRIEVE is a cache hit
+            domain.index.ranked(domain.query(task))  # rank now, so that RETRIEVE is a cache hit
     return domain

@@ -44,6 +44,7 @@ def _named_sources(output: str) -> tuple[str, ...]:
     """The source ids a tool output names (a draft's knowledge signal reads every earlier output again)."""
     return tuple(_DOC_ID.findall(output))
 
+
 class KnowledgeDomain(Domain):
     """Structured records from conflicting, stale sources; checker = schema + citations, grader = field accuracy.
 

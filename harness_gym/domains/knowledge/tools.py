@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import difflib
 
+import numpy as np
+
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.types import Document, ToolResult
 from harness_gym.domains.knowledge.datamodel import SourceIndex
@@ -45,7 +47,9 @@ def search(library: Library, query: str, k: int = 5) -> ToolResult:
     :param query: the search text
     :param k: how many hits at most
     """
-    hits = [(i, s) for i, s in library.index.ranking(query) if s > 0][:k]
+    order, scores = library.index.ranked(query)
+    positive = int(np.count_nonzero(scores > 0))  # a prefix: the scores descend
+    hits = list(zip(order[:positive].tolist(), scores[:positive].tolist()))[:k]
     if not hits:
         return ToolResult(ok=False, output="", error=f"no source matches {query!r}")
     return ToolResult(ok=True, output="\n".join(

@@ -64,8 +64,6 @@ class RetailSnapshot:
         (τ²-bench) or ``"v1"`` (τ-bench v1; see :mod:`~harness_gym.domains.tau_retail.tools`)
     """
 
-    CACHE_ATTRIBUTES = ("plain_json_records", "_record_texts")
-    """derived from the tables or kept as they are read, not data"""
     FINGERPRINT_ATTRIBUTES = ("semantics", "fingerprint")
     """what :func:`harness_gym.core.budgets.fingerprint` reads: the tool semantics and the SHA-256 of the
     canonical tables, taken when the snapshot is made (the tables are never changed: edits copy records into
