@@ -1,9 +1,11 @@
 """Write the precomputed cost budgets of the shipped price profiles: ``python -m harness_gym.budgets``.
 
 For every registered env and every shipped profile (each base profile with each retrieval overlay), plays the
-reference sequence of the budget rule (:mod:`harness_gym.core.budgets`) and writes ``envs_data/budgets.json``:
-per domain, the fingerprint of the configuration the budgets hold for and, per profile, the budget in units, the
-median reference episode cost and the digest of the prices. Rerun it whenever a task file, a worker profile, a
+reference controllers of the budget rule (:mod:`harness_gym.core.budgets`) and writes ``envs_data/budgets.json``:
+per domain, the fingerprint of the configuration the values hold for, whether the domain follows a published
+benchmark's step limits (then ``auto`` sets no cost budget and the value only scales ``cost_spent``) and, per
+profile, the rule's value in units, the largest and the median reference episode cost and the digest of the
+prices. Rerun it whenever a task file, a worker profile, a
 prompt, a price file or the billing changes (``--check`` says whether the file is current; exit status 1 when
 not). ``--env ID`` (repeatable) recomputes only those envs and keeps the others' entries.
 """
@@ -39,9 +41,10 @@ def domain_entry(env_id: str, profiles: Sequence[str]) -> tuple[str, dict[str, A
             henv = env.unwrapped
             name = henv.domain.name
             entry["fingerprint"] = henv.reference_fingerprint()
+            entry["follows_published_limits"] = henv.domain.follows_published_limits
             costs = [henv.prices.units(bill) for bill in henv.reference_bills()]
             entry["profiles"][profile] = {"budget_units": budget_rule.budget_from_costs(costs),
-                                          "median_units": statistics.median(costs),
+                                          "max_units": max(costs), "median_units": statistics.median(costs),
                                           "prices": henv.prices.digest()}
         finally:
             env.close()
@@ -79,12 +82,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{path}: current")
         return 0
     domains = {**old["domains"], **fresh} if args.env else fresh
-    out = {"rule": budget_rule.RULE, "rule_version": budget_rule.RULE_VERSION, "episodes": budget_rule.EPISODES,
-           "seed": budget_rule.SEED, "split": budget_rule.SPLIT, "factor": budget_rule.FACTOR,
+    out = {"rule": budget_rule.RULE, "rule_version": budget_rule.RULE_VERSION, "seed": budget_rule.SEED,
+           "factor": budget_rule.FACTOR,
            "domains": {name: domains[name] for name in sorted(domains)}}
     path.write_text(json.dumps(out, indent=1) + "\n")
     for name, entry in sorted(fresh.items()):
         units = ", ".join(f"{p} {v['budget_units']:.2f}" for p, v in entry["profiles"].items())
+        if entry["follows_published_limits"]:
+            units = f"no cost budget (published step limits); cost_spent scale {units}"
         print(f"{entry['env_id']}: {units}")
     print(f"wrote {path}")
     return 0

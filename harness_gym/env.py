@@ -158,55 +158,8 @@ _BUDGETS: dict[tuple[str, str], float] = {}
 """(reference fingerprint, prices digest) -> the auto cost budget, for this process"""
 _REFERENCE_BILLS: dict[tuple[str, str], list[dict[str, float]]] = {}
 """(reference fingerprint, retrieval mode) -> the reference episodes' bills, for this process"""
-_DOMAIN_FINGERPRINTS: weakref.WeakKeyDictionary[Domain, tuple[str, str]] = weakref.WeakKeyDictionary()
-"""domain -> (reference split, fingerprint of its tasks, corpus and tools there)"""
-
-REFERENCE_PREFIX: tuple[Action, ...] = (Action.OBSERVE, Action.RETRIEVE, Action.RETRIEVE, Action.TOOL, Action.DRAFT)
-"""The evidence-gathering prefix of the reference sequence (:mod:`harness_gym.core.budgets`); steps the mask
-rules out are skipped."""
-
-
-def reference_action(env: HarnessEnv, prefix_left: list[Action]) -> Action:
-    """The reference sequence's next action: the rest of :data:`REFERENCE_PREFIX` (skipping what the mask rules
-    out, and DRAFT when a draft exists), then DRAFT without a draft, CHECK of an unchecked draft, REVISE after a
-    failed check while the step budget leaves room for REVISE, CHECK and SUBMIT, else SUBMIT.
-
-    :param env: the env, after ``reset``
-    :param prefix_left: the prefix actions not yet taken (consumed in place)
-    """
-    mask = env.action_masks()
-    ctx = env.context
-    while prefix_left:
-        action = prefix_left.pop(0)
-        if mask[action] and not (action == Action.DRAFT and ctx.draft is not None):
-            return action
-    if ctx.draft is None:
-        return Action.DRAFT
-    if ctx.checked_version != ctx.draft.version:
-        return Action.CHECK
-    costs = env.action_costs
-    failed = ctx.last_check is not None and not ctx.last_check.passed
-    left = env._state.budget_left if env._state is not None else 0
-    if failed and mask[Action.REVISE] and left >= costs[Action.REVISE] + costs[Action.CHECK] + costs[Action.SUBMIT]:
-        return Action.REVISE
-    return Action.SUBMIT
-
-
-def play_reference_episode(env: HarnessEnv, *, seed: int, split: str) -> dict[str, float]:
-    """Play one episode of the reference sequence (:func:`reference_action`) and return its bill (item ->
-    quantity).
-
-    :param env: the env to play it on
-    :param seed: the reset seed
-    :param split: the split the task is drawn from
-    """
-    env.reset(seed=seed, options={"split": split})
-    prefix = list(REFERENCE_PREFIX)
-    while True:
-        *_, terminated, truncated, _ = env.step(int(reference_action(env, prefix)))
-        if terminated or truncated:
-            return dict(env.episode_bill)
-
+_DOMAIN_FINGERPRINTS: weakref.WeakKeyDictionary[Domain, str] = weakref.WeakKeyDictionary()
+"""domain -> fingerprint of its tasks (every split), corpus and tools"""
 
 class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     """The Harness MDP shared by every domain; each registered env is a thin subclass naming its domain.
@@ -511,16 +464,30 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         if self._resolved_budget is None:
             spec = self._budget_units_spec
             reference = self.reference_budget() if spec in (None, AUTO) else None
-            budget = (reference if reference else None) if spec == AUTO else spec
+            if spec == AUTO:
+                budget = None if self.domain.follows_published_limits or not reference else reference
+            else:
+                budget = spec
             assert budget is None or isinstance(budget, float)
             self._resolved_budget = (budget, budget if budget is not None else float(reference or 0.0))
         return self._resolved_budget
 
+    @property
+    def budget_rule(self) -> str:
+        """Which cost budget is in force, in words: ``"auto (rule 2): 57.3 units"``, ``"auto (rule 2): none, the
+        published step limits"``, ``"none"`` or ``"12.5 units"`` (written into every summary)."""
+        spec, budget = self._budget_units_spec, self.budget_units
+        if spec == AUTO:
+            what = "none, the published step limits" if budget is None else f"{budget:.6g} units"
+            return f"auto (rule {budget_rule.RULE_VERSION}): {what}"
+        return "none" if spec is None else f"{budget:.6g} units"
+
     def reference_budget(self) -> float:
-        """The cost budget the auto rule gives this env (:mod:`harness_gym.core.budgets`): read from
-        ``envs_data/budgets.json`` when it holds this configuration and these prices, else computed by playing
-        the reference sequence (:func:`play_reference_episode`) and kept for the process. 0 when nothing the
-        reference episodes do is priced."""
+        """The rule's value for this env (:mod:`harness_gym.core.budgets`): :data:`~harness_gym.core.budgets.FACTOR`
+        times the largest cost of the reference controllers' episodes, read from ``envs_data/budgets.json`` when
+        it holds this configuration and these prices, else computed by playing them and kept for the process. 0
+        when nothing the reference episodes do is priced. The cost budget of ``"auto"`` in a controlled
+        domain, and the scale of the ``cost_spent`` feature everywhere."""
         fingerprint = self.reference_fingerprint()
         key = (fingerprint, self.prices.digest())
         if key not in _BUDGETS:
@@ -530,25 +497,18 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             _BUDGETS[key] = stored
         return _BUDGETS[key]
 
-    def reference_split(self) -> str:
-        """The split the reference episodes are drawn from: :data:`~harness_gym.core.budgets.SPLIT`, or the first
-        split with tasks when the domain has none there."""
-        if self.domain.tasks(budget_rule.SPLIT):
-            return budget_rule.SPLIT
-        return next(s for s in SPLITS if self.domain.tasks(s))
-
     def reference_fingerprint(self) -> str:
-        """A fingerprint of everything the reference episodes depend on besides the prices: the domain's tasks of
-        the reference split, corpus and tools, the simulated worker's profile and prompts, the step budget and
-        the action costs (:func:`~harness_gym.core.budgets.fingerprint`)."""
-        split = self.reference_split()
+        """A fingerprint of everything the reference episodes depend on besides the prices: the domain's tasks,
+        corpus and tools, the simulated worker's profile and prompts, the step budget and the action costs
+        (:func:`~harness_gym.core.budgets.fingerprint`)."""
         per_domain = _DOMAIN_FINGERPRINTS.get(self.domain)
-        if per_domain is None or per_domain[0] != split:
+        if per_domain is None:
             d = self.domain
-            per_domain = (split, budget_rule.fingerprint(
-                type(d).__qualname__, d.name, d.tasks(split), d.corpus, sorted(d.tools.items()),
+            per_domain = budget_rule.fingerprint(
+                type(d).__qualname__, d.name, [d.tasks(split) for split in SPLITS], d.corpus,
+                sorted(d.tools.items()),
                 [d.uses_sandbox, d.tool_needs_draft, d.check_false_alarm_rate, d.relevant_looking_ratio,
-                 d.wrong_calls_per_call, d.success_threshold]))
+                 d.wrong_calls_per_call, d.success_threshold, d.follows_published_limits])
             _DOMAIN_FINGERPRINTS[self.domain] = per_domain
         profile = self._profile_spec
         if profile is None:
@@ -556,25 +516,26 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         elif not isinstance(profile, WorkerProfile):
             profile = WorkerProfile.load(profile)
         prompts = PromptSet.for_domain(self.domain.name, self._prompts_dir)
-        return budget_rule.fingerprint(per_domain[1], split, profile, [prompts.system, prompts.templates,
+        return budget_rule.fingerprint(per_domain, profile, [prompts.system, prompts.templates,
                                        prompts.draft_format, prompts.self_check_specificity], self.budget,
                                        sorted((int(a), c) for a, c in self.action_costs.items()),
-                                       budget_rule.EPISODES, budget_rule.SEED, budget_rule.FACTOR)
+                                       budget_rule.SEED, budget_rule.FACTOR)
 
     def reference_bills(self) -> list[dict[str, float]]:
-        """The bills of the :data:`~harness_gym.core.budgets.EPISODES` reference episodes in this env's
-        configuration and retrieval mode (simulated worker, no cost budget), computed once per process."""
+        """The bills of the reference episodes (:data:`harness_gym.references.BUDGET_REFERENCES`, each once on
+        every task of every split, reset seed :data:`~harness_gym.core.budgets.SEED`) in this env's configuration
+        and retrieval mode (simulated worker, no cost budget), computed once per process."""
+        from harness_gym.references import play_reference_bills  # the references import this module
+
         key = (self.reference_fingerprint(), self.prices.retrieval_mode)
         if key not in _REFERENCE_BILLS:
-            split = self.reference_split()
             options = {"prompts_dir": self._prompts_dir} if self._prompts_dir is not None else {}
-            env = HarnessEnv(self.domain, split=split, budget=self.budget, prices=self.prices, budget_units=None,
+            env = HarnessEnv(self.domain, budget=self.budget, prices=self.prices, budget_units=None,
                              worker="simulated", profile=self._profile_spec, sandbox=self._sandbox_spec,
                              action_costs=self.action_costs, require_isolation=self._require_isolation, **options)
             env._resolved_budget = (None, 0.0)  # the reference env itself has no budget to resolve
             try:
-                _REFERENCE_BILLS[key] = [play_reference_episode(env, seed=budget_rule.SEED + i, split=split)
-                                         for i in range(budget_rule.EPISODES)]
+                _REFERENCE_BILLS[key] = play_reference_bills(env, seed=budget_rule.SEED)
             finally:
                 env.close()
         return _REFERENCE_BILLS[key]

@@ -1,9 +1,9 @@
-"""The cost budget: the auto rule and its precomputed file, the forced submit at exhaustion and its rate."""
+"""The cost budget: the auto rule and its precomputed file, the forced submit at exhaustion and its rate, and the
+rule's promise: the default budget never cuts the upper reference, a named script or a public benchmark's gold plan."""
 
 from __future__ import annotations
 
 import json
-import statistics
 
 import gymnasium as gym
 import numpy as np
@@ -14,7 +14,10 @@ import harness_gym.env as env_module
 from examples.toy_domain.env import HarnessToyEnv
 from harness_gym.core import budgets as rule
 from harness_gym.core.actions import Action
-from harness_gym.env import REFERENCE_PREFIX, budgets_file, play_reference_episode, price_profiles, price_table
+from harness_gym.env import budgets_file, price_profiles, price_table
+from harness_gym.references import BUDGET_REFERENCES, play_reference_bills, reference_policy
+from harness_gym.rollout import episode_seed, play_episode
+from tests.shared_data import SHARED_DATA, shared_data_mark
 from harness_gym_baselines.evaluate import evaluate
 
 A = Action
@@ -36,9 +39,15 @@ def test_budgets_json_holds_every_shipped_profile_for_the_current_data(stored, e
         "run python -m harness_gym.budgets")
     for name, profile in entry["profiles"].items():
         assert profile["prices"] == price_table(name).digest(), f"{name}: prices changed; rerun harness_gym.budgets"
-        assert profile["budget_units"] == pytest.approx(rule.FACTOR * profile["median_units"])
+        assert profile["budget_units"] == pytest.approx(rule.FACTOR * profile["max_units"])
+        assert profile["max_units"] >= profile["median_units"] > 0
     env.reset(seed=0)  # the env reads its budget from the file
-    assert henv.budget_units == entry["profiles"]["cheap-hosted"]["budget_units"]
+    assert entry["follows_published_limits"] == henv.domain.follows_published_limits
+    if henv.domain.follows_published_limits:  # the adapters follow the published step limits: no cost budget
+        assert henv.budget_units is None and "none, the published step limits" in henv.budget_rule
+    else:
+        assert henv.budget_units == entry["profiles"]["cheap-hosted"]["budget_units"]
+        assert henv.budget_rule.startswith(f"auto (rule {rule.RULE_VERSION}): ")
     env.close()
 
 
@@ -66,29 +75,27 @@ def test_a_stored_budget_is_what_the_rule_recomputes(stored, monkeypatch):
         env = gym.make("HarnessPlan-v1", prices=prices)
         henv = env.unwrapped
         costs = [henv.prices.units(bill) for bill in henv.reference_bills()]
-        assert len(costs) == rule.EPISODES
+        assert len(costs) == len(BUDGET_REFERENCES) * len(henv.domain.all_tasks())
         expected = stored["domains"]["plan"]["profiles"][prices]
-        assert statistics.median(costs) == pytest.approx(expected["median_units"], rel=1e-12)
+        assert max(costs) == pytest.approx(expected["max_units"], rel=1e-12)
         assert rule.budget_from_costs(costs) == pytest.approx(expected["budget_units"], rel=1e-12)
         env.close()
 
 
-def test_the_reference_sequence_is_the_forced_check_loop():
+def test_the_reference_episodes_are_every_reference_controller_on_every_task():
     env = HarnessToyEnv(budget_units=None)
-    actions = []
-    original = env.step
+    played = []
+    original = env.reset
 
-    def record(action):
-        actions.append(Action(action))
-        return original(action)
+    def record(*, seed=None, options=None):
+        played.append((options["split"], options["task_id"], seed))
+        return original(seed=seed, options=options)
 
-    env.step = record
-    bill = play_reference_episode(env, seed=0, split="train")
-    assert tuple(a for a in actions[:len(REFERENCE_PREFIX)] if a != A.REVISE) == REFERENCE_PREFIX
-    assert actions[-1] == A.SUBMIT and actions[-2] == A.CHECK
-    for i, action in enumerate(actions[len(REFERENCE_PREFIX):-1], start=len(REFERENCE_PREFIX)):
-        assert action in (A.CHECK, A.REVISE) and (action == A.CHECK) != (actions[i - 1] == A.CHECK)
-    assert bill == dict(env.episode_bill) and bill["prompt_token"] > 0
+    env.reset = record
+    bills = play_reference_bills(env, seed=rule.SEED)
+    tasks = [(t.split, t.task_id) for t in env.domain.all_tasks()]
+    assert sorted(played) == sorted((s, t, rule.SEED) for s, t in tasks for _ in BUDGET_REFERENCES)
+    assert len(bills) == len(played) and all(b["prompt_token"] > 0 for b in bills)
     env.close()
 
 
@@ -131,3 +138,41 @@ def test_forced_submit_rate_is_in_the_eval_summary():
     free = evaluate("HarnessPlan-v1", "thorough", episodes=6, env_kwargs={"budget_units": None})
     assert tight["forced_submit_rate"] == 1.0 and free["forced_submit_rate"] == 0.0
     assert tight["cost_mean"] < free["cost_mean"]
+
+
+def _forced_rate(env_id: str, controller: str, episodes: int, split: str = "test", **kwargs) -> tuple[float, float]:
+    env = gym.make(env_id, **kwargs)
+    forced, quality = [], []
+    try:
+        for i in range(episodes):
+            ep = play_episode(env, reference_policy(controller), seed=episode_seed(0, i), split=split)
+            forced.append(ep.final_info["forced_submit"])
+            quality.append(ep.final_info["quality"])
+    finally:
+        env.close()
+    return float(np.mean(forced)), float(np.mean(quality))
+
+
+@pytest.mark.parametrize("env_id", harness_gym.ENV_IDS)
+def test_the_default_budget_never_cuts_a_reference_controller(env_id):
+    """The rule's promise (docs/cost.md, "Budget"): at the defaults, the upper reference and every named script
+    end in their own SUBMIT on the test split, and the upper reference scores at least every named script."""
+    episodes = 40
+    results = {name: _forced_rate(env_id, name, episodes) for name in BUDGET_REFERENCES}
+    assert {name: forced for name, (forced, _) in results.items()} == dict.fromkeys(BUDGET_REFERENCES, 0.0)
+    upper = results["oracle"][1]
+    for name in BUDGET_REFERENCES:
+        assert upper >= results[name][1], f"{env_id}: the upper reference ({upper:.3f}) below {name}"
+
+
+@pytest.mark.parametrize("layout, marker, split", [
+    pytest.param("tau2-retail", "db.json", "test", marks=shared_data_mark("tau2-retail", "db.json")),
+    pytest.param("tau-v1-retail", "tasks_train.py", "val", marks=shared_data_mark("tau-v1-retail", "tasks_train.py")),
+])
+def test_the_public_gold_plans_are_never_cut_at_the_defaults(layout, marker, split):
+    root = SHARED_DATA / layout
+    env = gym.make("HarnessTauRetail-v1", data_dir=str(root))
+    assert env.unwrapped.budget_units is None
+    env.close()
+    forced, quality = _forced_rate("HarnessTauRetail-v1", "oracle", 30, split=split, data_dir=str(root))
+    assert forced == 0.0 and quality >= 0.9

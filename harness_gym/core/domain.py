@@ -125,6 +125,10 @@ class Domain(ABC):
     """Extra keyword arguments for the sandbox the env opens (e.g. ``{"preload": ("pandas",)}``)."""
     tool_needs_draft: bool = False
     """True when TOOL operates on the current draft (e.g. runs it), so TOOL without a draft is a no-op."""
+    follows_published_limits: bool = False
+    """True for an adapter of a public benchmark (τ-bench retail, AgentBench DB-Bench): the published benchmark
+    bounds an episode by its steps, not its cost, so ``budget_units="auto"`` sets no cost budget there
+    (:mod:`harness_gym.core.budgets`)."""
     success_threshold: float = 1.0 - 1e-9
     """An episode counts as a success when its quality reaches this value."""
     check_false_alarm_rate: float = 0.0

@@ -374,6 +374,7 @@ class DBBenchDomain(Domain):
     """
 
     name = "dbbench"
+    follows_published_limits = True
     uses_sandbox = False
     tool_needs_draft = False
     hidden_payload_keys = frozenset({"label", "answer_md5", "sql"})

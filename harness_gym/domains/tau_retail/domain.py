@@ -88,6 +88,7 @@ class TauRetailDomain(Domain):
     """
 
     name = "tau_retail"
+    follows_published_limits = True
     uses_sandbox = False
     tool_needs_draft = False
     hidden_payload_keys = frozenset({"actions", "outputs", "gold_hash"})
