@@ -482,6 +482,14 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             return f"auto (rule {budget_rule.RULE_VERSION}): {what}"
         return "none" if spec is None else f"{budget:.6g} units"
 
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The settings that decide what an episode costs and returns, as every summary records them: the price
+        profile's name, the cost budget in force (:attr:`budget_rule`, and ``budget_units``: a number or
+        ``None``) and the cost weight."""
+        return {"prices": self.prices.name, "budget": self.budget_rule, "budget_units": self.budget_units,
+                "cost_weight": float(self.cost_weight)}
+
     def reference_budget(self) -> float:
         """The rule's value for this env (:mod:`harness_gym.core.budgets`): :data:`~harness_gym.core.budgets.FACTOR`
         times the largest cost of the reference controllers' episodes, read from ``envs_data/budgets.json`` when

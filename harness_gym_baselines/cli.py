@@ -188,7 +188,7 @@ def pricing_options(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if getattr(args, "prices", None) is not None:
         out["prices"] = args.prices
-    if getattr(args, "budget_units", None) is not None:
+    if hasattr(args, "budget_units"):  # absent unless given (argparse.SUPPRESS); None is "none", no cost budget
         out["budget_units"] = args.budget_units
     if getattr(args, "cost_weight", None) is not None:
         out["cost_weight"] = args.cost_weight
@@ -856,9 +856,10 @@ def _add_env_options(p: argparse.ArgumentParser, given: set[str]) -> None:
                        help="price profile BASE[+OVERLAY...] (docs/cost.md; default: cheap-hosted): "
                             + ", ".join(price_profiles()))
     if "budget_units" not in given:
-        p.add_argument("--budget-units", default=None, type=budget_units_value, metavar="auto|none|UNITS",
-                       help="cost budget per episode in units of US$0.0001 (default: auto, twice the reference "
-                            "sequence's median episode cost at the profile's prices)")
+        p.add_argument("--budget-units", default=argparse.SUPPRESS, type=budget_units_value, metavar="auto|none|UNITS",
+                       help="cost budget per episode in units of US$0.0001: auto (the default: twice the largest "
+                            "episode cost of the reference controllers; none on the public-benchmark adapters, "
+                            "docs/cost.md), none (no cost budget) or a number")
     p.add_argument("--recording", default=None, metavar="MANIFEST",
                    help="replay a recording of a real model's calls, e.g. envs_data/recordings/smollm2.json: "
                         "--worker openai with the recording's cache in replay mode and its model and sampling "

@@ -3,7 +3,9 @@
 The summary has the keys (README, `eval --json`): ``env_id, policy, split, episodes, quality_mean,
 quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid_action_rate, forced_submit_rate,
 n_unfinished, unfinished_rate, cost_mean, cost_ci95, return_mean, cost_weight, llm_calls, llm_errors,
-llm_calls_mean, llm_error_rate, seconds``. ``forced_submit_rate`` is the share of episodes the step budget or the
+llm_calls_mean, llm_error_rate, settings, seconds``. ``settings`` is what decides the episodes' cost and return
+(:attr:`harness_gym.HarnessEnv.settings`): the price profile, the cost budget in force (``budget``, in words, and
+``budget_units``) and the cost weight. ``forced_submit_rate`` is the share of episodes the step budget or the
 cost budget (``budget_units``) ended with a forced submit, ``invalid_action_rate`` the share of steps that were
 inapplicable no-ops. ``cost_mean`` is the mean episode cost in cost units (the sum of ``info["cost"]["units"]``,
 see ``harness_gym.core.cost``), ``return_mean`` the mean undiscounted episode return, ``Q - cost_weight * cost``
@@ -26,7 +28,6 @@ trainers end with an evaluation): every room above uses it (the package docstrin
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 import warnings
@@ -37,14 +38,10 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
-from harness_gym import HarnessEnv
 from harness_gym.core.maturity import PATTERNS
 from harness_gym.parallel import is_concurrent, map_episodes
 from harness_gym.rollout import Policy, episode_seed, play_episode
 from harness_gym_baselines.policies.registry import make_policy
-
-HARNESS_DEFAULT_COST_WEIGHT: float = inspect.signature(HarnessEnv.__init__).parameters["cost_weight"].default
-"""the env's ``cost_weight`` when none is given"""
 
 LLM_ERROR_RATE_WARNING: float = 0.05
 """the share of failed LLM requests above which :func:`evaluate` warns"""
@@ -158,7 +155,7 @@ def run_episodes_concurrently(env_id: str, policy: Policy, episodes: int, *, spl
 
 
 def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split: str, seconds: float,
-              seed: int = 0, cost_weight: float = 0.0) -> dict[str, Any]:
+              seed: int = 0, cost_weight: float = 0.0, settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """The evaluation summary (module docstring) of a list of episode records.
 
     :param records: one record per episode (:func:`run_episodes`)
@@ -168,6 +165,7 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
     :param seconds: wall time of the episodes
     :param seed: seed of the bootstrap resampling
     :param cost_weight: the env's ``cost_weight`` the returns were earned under (reported)
+    :param settings: the env's :attr:`~harness_gym.HarnessEnv.settings` (reported; ``None``: not known)
     """
     finished = finished_records(records)
     q = np.array([r["quality"] for r in finished], dtype=float)
@@ -207,6 +205,7 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
         "llm_errors": llm_errors,
         "llm_calls_mean": llm_calls / len(records),
         "llm_error_rate": llm_errors / llm_calls if llm_calls else 0.0,
+        "settings": settings,
         "seconds": seconds,
     }
 
@@ -239,7 +238,12 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     if is_concurrent(num_envs, backend):  # each slot makes its own env; no env is made here
         if wrap_env is not None:
             raise ValueError("wrap_env needs the sequential path (num_envs=1, backend='local')")
-        cost_weight = float((env_kwargs or {}).get("cost_weight", HARNESS_DEFAULT_COST_WEIGHT))
+        settings_env = gym.make(env_id, **(env_kwargs or {}))
+        try:
+            settings = settings_env.unwrapped.settings
+        finally:
+            settings_env.close()
+        cost_weight = settings["cost_weight"]
         records = run_episodes_concurrently(env_id, pol, episodes, split=split, seed=seed, env_kwargs=env_kwargs,
                                             progress=progress, num_envs=num_envs, parallel=parallel,
                                             backend=backend, address=address, envs_per_actor=envs_per_actor)
@@ -248,6 +252,7 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
         if wrap_env is not None:
             env = wrap_env(env)
         cost_weight = env.unwrapped.cost_weight
+        settings = env.unwrapped.settings
         try:
             records = run_episodes(env, pol, episodes, split=split, seed=seed, progress=progress)
         finally:
@@ -255,7 +260,7 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     seconds = time.perf_counter() - start
     name = policy if isinstance(policy, str) else pol.name
     summary = summarise(records, env_id=env_id, policy=name, split=split, seconds=seconds, seed=seed,
-                        cost_weight=cost_weight)
+                        cost_weight=cost_weight, settings=settings)
     if summary["llm_error_rate"] > LLM_ERROR_RATE_WARNING:
         warnings.warn(f"{llm_error_text(summary)}, above {100 * LLM_ERROR_RATE_WARNING:g}%: failed calls give empty "
                       "drafts and failed steps", LLMErrorRateWarning, stacklevel=2)

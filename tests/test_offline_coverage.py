@@ -118,7 +118,7 @@ def test_searched_scripts_are_the_winners_then_the_finalists():
 def test_without_search_results_a_small_search_runs_once_and_is_cached(tmp_path, monkeypatch):
     monkeypatch.setattr(offline_comparison, "SMALL_SEARCH", {
         "rounds": ((2, 2),), "val_episodes": 2, "test_episodes": 2, "max_observe": 1, "max_retrieve": 1,
-        "max_tool": 1, "max_post_tool": 1, "max_checks": 1})
+        "max_tool": 1, "max_post_tool": 1, "checks": (0, 1)})
     args = offline_comparison.argparse.Namespace(out=str(tmp_path), scripts=str(tmp_path / "none"), cost_weight=0.05,
                                                  quiet=True)
     scripts = offline_comparison.coverage_scripts(TOY_ID, args)

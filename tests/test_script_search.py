@@ -60,7 +60,7 @@ def test_the_grid_leaves_out_what_the_domain_cannot_use():
 
 def test_search_picks_the_cheapest_script_when_cost_dominates():
     cfg = SearchConfig(ENV, cost_weights=(0.0, 50.0), rounds=((3, 4),), val_episodes=6, test_episodes=6,
-                       max_observe=1, max_retrieve=1, max_tool=1, max_checks=1)
+                       max_observe=1, max_retrieve=1, max_tool=1, checks=(0, 1))
     result = search(cfg)
     assert result["candidates"] == 2 * 2 * 2 * 2
     # at w = 50 any extra step's cost outweighs the whole quality range: the bare draft-and-submit wins
@@ -68,6 +68,25 @@ def test_search_picks_the_cheapest_script_when_cost_dominates():
     test = result["test"]["O0-R0-T0-D-T0-C0"]
     assert test["episodes"] == 6 and set(test["minus"]) == {"static", "forced-check", "thorough"}
     assert test["minus"]["static"]["50"]["mean"] > 0
+
+
+@pytest.mark.parametrize("env_id", ["HarnessMultiTool-v1", "HarnessData-v1"])
+def test_the_best_fixed_strategy_is_at_least_every_named_harness_on_val(env_id):
+    """One definition of the best fixed strategy: the named harnesses are finalists on val beside the searched
+    scripts, so at every weight the winner's val return is at least each of theirs (the envs where the old
+    searched-only winner lost to forced-check on test)."""
+    cfg = SearchConfig(env_id, cost_weights=(0.0, 0.01, 0.1), rounds=((4, 3),), val_episodes=30, test_episodes=4,
+                       max_observe=1, max_retrieve=2, max_tool=1, max_post_tool=1, checks=(0, 1, 12))
+    result = search(cfg)
+    assert {"static", "forced-check", "thorough"} <= set(result["finalists"])
+    for w, won in result["winners"].items():
+        named = {n: result["finalist_val_returns"][n][w] for n in ("static", "forced-check", "thorough")}
+        assert won["val_return"] >= max(named.values()) - 1e-12, (w, won, named)
+        assert won["script"] in result["test"]
+
+
+def test_the_grid_holds_the_named_harnesses_check_rounds():
+    assert max(SearchConfig(ENV).checks) >= 12  # forced-check revises until a pass for up to ~12 checks in 30 steps
 
 
 def test_the_imitation_fit_copies_a_script_from_the_observation():

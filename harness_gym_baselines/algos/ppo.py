@@ -415,8 +415,13 @@ def save_model(model: MaskablePPO, cfg: Any, algo: str, **diagnostics: Any) -> P
     """
     path = Path(cfg.out)
     path.parent.mkdir(parents=True, exist_ok=True)
+    settings_env = gym.make(cfg.env_id, **config_env_kwargs(cfg))
+    try:
+        settings = settings_env.unwrapped.settings
+    finally:
+        settings_env.close()
     trained_on = TrainedOn(env_id=cfg.env_id, feature_names=FEATURE_NAMES,
-                           observation_shape=tuple(model.observation_space.shape))
+                           observation_shape=tuple(model.observation_space.shape), settings=settings)
     model.harness_gym = {"algo": algo, **trained_on.record(), "config": asdict(cfg), **diagnostics}
     model.save(path)
     if path.suffix != ".zip":  # SB3 appends .zip to a path without it

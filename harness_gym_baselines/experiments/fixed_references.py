@@ -1,8 +1,9 @@
 """The two references every results table reports beside the learned rows, at each cost weight ``w``.
 
-- **best searched script** (``best-script-w<w>``): the winner at ``w`` of the open-loop script search
-  (:func:`harness_gym_baselines.experiments.script_search.choose_winners`: successive halving on train, the
-  finalists compared on val), the strongest *fixed* harness of the grid;
+- **best fixed strategy** (``best-script-w<w>``): the winner at ``w`` of the script search
+  (:func:`harness_gym_baselines.experiments.script_search.choose_winners`: successive halving of the open-loop
+  scripts on train, the finalists and the named harnesses compared on val), the best *fixed* harness there is
+  (at least every named harness on val);
 - **closed-loop probe** (``probe-w<w>``): the linear controller over the observation of the headroom benchmark
   (:func:`harness_gym_baselines.experiments.headroom.fit_probe`: imitation of that script on train, refined by
   the cross-entropy method, the better of the two on val), what reading the observation yields without learning
@@ -34,11 +35,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from harness_gym.rollout import Policy
 from harness_gym_baselines.experiments.headroom import HeadroomConfig, LinearPolicy, fit_probe
-from harness_gym_baselines.experiments.script_search import SearchConfig, choose_winners
-from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
+from harness_gym_baselines.experiments.script_search import SearchConfig, choose_winners, fixed_policy
 
-FORMAT = 1
+FORMAT = 2
 """The layout of a cache file; a file of another layout is recomputed."""
 KINDS = ("best-script", "probe")
 """The two references, in table order."""
@@ -92,8 +93,8 @@ class FixedReferences:
     """The references of one env, weight and seed, ready for :func:`harness_gym.rollout.play_episode`."""
 
     cost_weight: float
-    script: ScriptPolicy
-    """the best searched script, named ``best-script-w<w>``"""
+    script: Policy
+    """the best fixed strategy (a searched script or a named harness), named ``best-script-w<w>``"""
     probe: LinearPolicy
     """the closed-loop probe, named ``probe-w<w>``"""
     record: dict[str, Any]
@@ -155,7 +156,7 @@ def _settings(env_id: str, env_kwargs: dict[str, Any], w: float, seed: int, vari
 
 def _policies(record: dict[str, Any]) -> FixedReferences:
     w = float(record["settings"]["cost_weight"])
-    script = ScriptPolicy(record["script"])
+    script = fixed_policy(record["script"])
     script.name = reference_name("best-script", w)
     probe = LinearPolicy(np.array(record["probe_weights"], dtype=np.float64), name=reference_name("probe", w))
     return FixedReferences(w, script, probe, record)
@@ -208,7 +209,7 @@ def fixed_references(env_id: str, cost_weights: Sequence[float], *, cache_dir: s
     for w in missing:
         winner = chosen["winners"][f"{w:g}"]
         start = time.perf_counter()
-        probe, fitted = fit_probe(probe_cfg, Script.parse(winner["script"]), w, progress=progress)
+        probe, fitted = fit_probe(probe_cfg, winner["script"], w, progress=progress)
         record = {"settings": _settings(env_id, env_kwargs, w, seed, variant, sizes), "script": winner["script"],
                   "script_val_return": winner["val_return"], "candidates": chosen["candidates"],
                   "finalist_val_returns": {name: by_w[f"{w:g}"] for name, by_w in chosen["finalist_val_returns"].items()},

@@ -45,8 +45,15 @@ from tqdm import tqdm
 from harness_gym.core.actions import N_ACTIONS
 from harness_gym.rollout import episode_seed, harness_env, play_episode
 from harness_gym_baselines.evaluate import bootstrap_ci
-from harness_gym_baselines.experiments.script_search import SearchConfig, _env, play_outcomes, returns, search_to_file
-from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
+from harness_gym_baselines.experiments.script_search import (
+    SearchConfig,
+    _env,
+    fixed_policy,
+    play_outcomes,
+    returns,
+    search_to_file,
+)
+from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy, script_shape
 from harness_gym_baselines.policies.scripted import CorrectnessOraclePolicy, EvidenceOraclePolicy, OraclePolicy
 
 RESULT_FORMAT = 2
@@ -152,19 +159,20 @@ def _map_weights(cfg: HeadroomConfig, candidates: list[np.ndarray], seeds: list[
     return [out for f in futures for out in f.result()]
 
 
-def fit_probe(cfg: HeadroomConfig, script: Script, w: float, *, pool: ProcessPoolExecutor | None = None,
+def fit_probe(cfg: HeadroomConfig, script: Script | str, w: float, *, pool: ProcessPoolExecutor | None = None,
               progress: bool = False) -> tuple[LinearPolicy, dict[str, Any]]:
     """The closed-loop probe for weight ``w`` (module docstring) and a record of how it was fitted.
 
     :param cfg: the settings
-    :param script: the best open-loop script at ``w`` (the imitation target)
+    :param script: the best fixed strategy at ``w`` (the imitation target): a script or a fixed strategy's name
     :param w: the cost weight
     :param pool: worker processes for the CEM candidates (``None``: this process)
     :param progress: show a progress bar over the CEM iterations
     """
     env = _env(cfg.env_id, cfg.env_kwargs)
     seeds = [episode_seed(cfg.seed + 7, i) for i in range(cfg.bc_episodes)]
-    w0 = fit_imitation(*_steps_of(env, ScriptPolicy(script), seeds, "train"))
+    target = fixed_policy(script) if isinstance(script, str) else ScriptPolicy(script)
+    w0 = fit_imitation(*_steps_of(env, target, seeds, "train"))
     rng = np.random.default_rng(cfg.seed)
     mean, std = w0.copy(), np.full_like(w0, cfg.cem_init_std)
     history = []
@@ -208,15 +216,16 @@ def headroom(cfg: HeadroomConfig, *, scripts_dir: str | os.PathLike, num_workers
             if num_workers > 1 else None)
     try:
         for w in cfg.cost_weights:
-            script = Script.parse(search["winners"][f"{w:g}"]["script"])
-            scripted = play_outcomes(env, ScriptPolicy(script), test_seeds, "test")
-            probe, fitted = fit_probe(cfg, script, w, pool=pool, progress=progress)
+            winner = search["winners"][f"{w:g}"]["script"]
+            shape = script_shape(winner)
+            scripted = play_outcomes(env, fixed_policy(winner), test_seeds, "test")
+            probe, fitted = fit_probe(cfg, winner, w, pool=pool, progress=progress)
             probed = _map_weights(cfg, [probe.weights], test_seeds, "test", pool)[0]
-            evidence = play_outcomes(env, EvidenceOraclePolicy(script.checks), test_seeds, "test")
-            knowing = play_outcomes(env, CorrectnessOraclePolicy(script), test_seeds, "test")
+            evidence = play_outcomes(env, EvidenceOraclePolicy(shape.checks), test_seeds, "test")
+            knowing = play_outcomes(env, CorrectnessOraclePolicy(shape), test_seeds, "test")
             named = {name: search["test"][name] for name in ("static", "forced-check", "thorough")}
             rows.append({
-                "cost_weight": w, "script": script.name,
+                "cost_weight": w, "script": winner,
                 "script_return": _mean_ci(returns(scripted, w), cfg.seed),
                 "script_quality": float(scripted[:, 0].mean()), "script_cost": float(scripted[:, 1].mean()),
                 "script_forced_submit_rate": float(scripted[:, 2].mean()),

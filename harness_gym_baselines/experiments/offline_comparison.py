@@ -70,7 +70,7 @@ both. ``iql`` and ``cql`` are the multi-step learners (:mod:`harness_gym_baselin
 ADVANTAGE = {"awr": "mc", "awr-ablation": "mc", "awr-q": "q", "awr-q-ablation": "q"}
 SMALL_SEARCH: dict[str, Any] = {"rounds": ((8, 6), (32, 2)), "val_episodes": 50, "test_episodes": 20,
                                 "max_observe": 2, "max_retrieve": 4, "max_tool": 3, "max_post_tool": 1,
-                                "max_checks": 2}
+                                "checks": (0, 1, 2)}
 """The script search run where no search result is given (:class:`~harness_gym_baselines.experiments.script_search.
 SearchConfig` fields): a coarser grid and far fewer episodes than ``harness-gym search-script``'s defaults (20-30
 seconds per env and weight on 2 cores), enough to find scripts worth covering, not to name the best fixed script."""

@@ -1,18 +1,21 @@
-"""The strongest fixed baseline: the best open-loop script of an env, found on train and val, judged on test.
+"""The best fixed strategy of an env: the best of the named harnesses and the open-loop scripts of a grid, chosen on
+train and val, judged on test. Every table's "best fixed" column is this strategy.
 
     harness-gym search-script HarnessCode-v1 [--cost-weights 0,0.01] [--prices cheap-hosted]
         [--budget-units auto] [--seed 0] [--num-workers 2] [--out results/scripts] [--json]
 
 The candidates are every :class:`~harness_gym_baselines.policies.open_loop.Script` of a grid (OBSERVE 0-4,
-RETRIEVE 0-8, TOOL 0-6 before the draft, TOOL 0-2 after it where TOOL runs the draft, 0-3 checks), without the
-parts the domain cannot use (no tools, TOOL only after a draft). An episode's return is ``Q - w * cost``, and a
+RETRIEVE 0-8, TOOL 0-6 before the draft, TOOL 0-2 after it where TOOL runs the draft, and 0, 1, 2, 3, 4, 6, 8 or 12
+checks: the check-revise macro revises until a check passes for as many rounds as the named harnesses use in the
+default step budget), without the parts the domain cannot use (no tools, TOOL only after a draft). An episode's return is ``Q - w * cost``, and a
 script's Q and cost on a seeded episode do not depend on ``w``, so one pass over the episodes serves every cost
 weight. The search is successive halving on the **train** split with common random numbers (every candidate
 plays the same seeded episodes): all candidates on ``n1`` episodes, the best ``k1`` for any weight on ``n2``
-more, the best ``k2`` on ``n3`` more; the finalists are then compared on ``n_val`` **val** episodes and the best
-per weight is the winner. The winner is evaluated on the **test** split beside the named scripts (static,
-forced-check, thorough), with bootstrap CIs over episodes and paired differences (the same test seeds for every
-policy). Nothing of the test split enters the choice.
+more, the best ``k2`` on ``n3`` more; the finalists **and the named harnesses** (static, forced-check, thorough)
+are then compared on ``n_val`` **val** episodes and the best per weight is the winner, the best fixed strategy (so
+on val it is at least every named harness). The winner is evaluated on the **test** split beside the named
+harnesses, with bootstrap CIs over episodes and paired differences (the same test seeds for every policy).
+Nothing of the test split enters the choice.
 
 Results are written to ``OUT/<env id>.json`` (and reused when the settings match, so an interrupted search of
 several envs resumes at the next env).
@@ -35,13 +38,14 @@ import numpy as np
 from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the ids in worker processes)
+from harness_gym.references import NAMED_SCRIPTS
 from harness_gym.rollout import Policy, episode_seed, play_episode
 from harness_gym_baselines.evaluate import bootstrap_ci
-from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
+from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy, is_script_name, script_shape
 from harness_gym_baselines.policies.registry import make_policy
 
-NAMED_SCRIPTS: tuple[str, ...] = ("static", "forced-check", "thorough")
-"""The hand-written harnesses every table reports beside the searched script."""
+CHECKS: tuple[int, ...] = (0, 1, 2, 3, 4, 6, 8, 12)
+"""The check counts of the grid: up to forced-check's rounds in the default step budget of 30."""
 COST_WEIGHTS: tuple[float, ...] = (0.0, 0.001, 0.01, 0.1)
 """The cost weights a search serves by default."""
 
@@ -68,7 +72,7 @@ class SearchConfig:
     max_retrieve: int = 8
     max_tool: int = 6
     max_post_tool: int = 2
-    max_checks: int = 3
+    checks: tuple[int, ...] = CHECKS
 
 
 def candidate_scripts(env_id: str, cfg: SearchConfig) -> list[Script]:
@@ -90,7 +94,15 @@ def candidate_scripts(env_id: str, cfg: SearchConfig) -> list[Script]:
     tools = range(cfg.max_tool + 1) if has_tools and not tool_after_draft else range(1)
     posts = range(cfg.max_post_tool + 1) if tool_after_draft else range(1)
     return [Script(o, r, t, p, c) for o in observes for r in retrieves for t in tools for p in posts
-            for c in range(cfg.max_checks + 1)]
+            for c in cfg.checks]
+
+
+def fixed_policy(name: str) -> Policy:
+    """The fixed strategy a name stands for: a script name (``O1-R2-T0-D-T0-C2``) or a named harness.
+
+    :param name: a script name or one of :data:`~harness_gym.references.NAMED_SCRIPTS`
+    """
+    return ScriptPolicy(name) if is_script_name(name) else make_policy(name)
 
 
 # ----- playing scripts on seeded episodes (one env per worker process) --------------------------------------
@@ -123,32 +135,33 @@ def play_outcomes(env: gym.Env, policy: Policy, seeds: Sequence[int], split: str
 def _play_batch(env_id: str, env_kwargs: dict[str, Any], names: list[str], seeds: list[int],
                 split: str) -> list[np.ndarray]:
     env = _env(env_id, env_kwargs)
-    return [play_outcomes(env, ScriptPolicy(name), seeds, split) for name in names]
+    return [play_outcomes(env, fixed_policy(name), seeds, split) for name in names]
 
 
-def evaluate_scripts(env_id: str, env_kwargs: dict[str, Any], scripts: Sequence[Script], seeds: Sequence[int],
+def evaluate_scripts(env_id: str, env_kwargs: dict[str, Any], scripts: Sequence[Script | str], seeds: Sequence[int],
                      split: str, *, num_workers: int = 1, progress: bool = False,
-                     desc: str = "scripts") -> dict[Script, np.ndarray]:
-    """Every script's outcomes (:func:`play_outcomes`) on the same seeded episodes.
+                     desc: str = "scripts") -> dict[Any, np.ndarray]:
+    """Every fixed strategy's outcomes (:func:`play_outcomes`) on the same seeded episodes, keyed as given.
 
     :param env_id: a registered env id
     :param env_kwargs: its constructor keywords
-    :param scripts: the scripts
+    :param scripts: the scripts (or the names of fixed strategies, :func:`fixed_policy`)
     :param seeds: the episodes' reset seeds (common to all scripts)
     :param split: the task split
     :param num_workers: processes playing scripts at once (1: this process)
     :param progress: show a progress bar
     :param desc: the progress bar's label
     """
-    names = [s.name for s in scripts]
+    keys = {(s if isinstance(s, str) else s.name): s for s in scripts}
+    names = list(keys)
     chunk = max(1, math.ceil(len(names) / (4 * max(num_workers, 1))))
     batches = [names[i:i + chunk] for i in range(0, len(names), chunk)]
-    results: dict[Script, np.ndarray] = {}
+    results: dict[Any, np.ndarray] = {}
     bar = tqdm(total=len(names), desc=desc, disable=not progress, leave=False)
     if num_workers <= 1:
         for batch in batches:
             for name, out in zip(batch, _play_batch(env_id, env_kwargs, batch, list(seeds), split)):
-                results[Script.parse(name)] = out
+                results[keys[name]] = out
                 bar.update(1)
     else:
         import multiprocessing
@@ -158,7 +171,7 @@ def evaluate_scripts(env_id: str, env_kwargs: dict[str, Any], scripts: Sequence[
                        for batch in batches]
             for batch, future in futures:
                 for name, out in zip(batch, future.result()):
-                    results[Script.parse(name)] = out
+                    results[keys[name]] = out
                     bar.update(1)
     bar.close()
     return results
@@ -169,11 +182,17 @@ def returns(outcomes: np.ndarray, w: float) -> np.ndarray:
     return outcomes[:, 0] - w * outcomes[:, 1]
 
 
-def _top(outcomes: dict[Script, np.ndarray], weights: Iterable[float], keep: int) -> list[Script]:
-    """The union over ``weights`` of the ``keep`` best scripts by mean return (ties: the shorter script)."""
-    chosen: dict[Script, None] = {}
+def _length(strategy: Script | str) -> int:
+    """How many steps a fixed strategy's structure names (a named harness counts as its shape)."""
+    script = script_shape(strategy) if isinstance(strategy, str) else strategy
+    return sum(asdict(script).values())
+
+
+def _top(outcomes: dict[Any, np.ndarray], weights: Iterable[float], keep: int) -> list[Any]:
+    """The union over ``weights`` of the ``keep`` best strategies by mean return (ties: the shorter one)."""
+    chosen: dict[Any, None] = {}
     for w in weights:
-        ranked = sorted(outcomes, key=lambda s: (-float(returns(outcomes[s], w).mean()), sum(asdict(s).values()), s))
+        ranked = sorted(outcomes, key=lambda s: (-float(returns(outcomes[s], w).mean()), _length(s), str(s)))
         for script in ranked[:keep]:
             chosen.setdefault(script, None)
     return list(chosen)
@@ -201,17 +220,20 @@ def choose_winners(cfg: SearchConfig, *, num_workers: int = 1, progress: bool = 
             train[script] = np.concatenate([train[script], out]) if script in train else out
         pool = _top({s: train[s] for s in pool}, cfg.cost_weights, keep)
     val_seeds = [episode_seed(cfg.seed, i) for i in range(cfg.val_episodes)]
-    val = evaluate_scripts(cfg.env_id, cfg.env_kwargs, pool, val_seeds, "val", num_workers=num_workers,
+    finalists = [s.name for s in pool] + [n for n in NAMED_SCRIPTS]
+    val = evaluate_scripts(cfg.env_id, cfg.env_kwargs, finalists, val_seeds, "val", num_workers=num_workers,
                            progress=progress, desc=f"{cfg.env_id} val")
+    by_name = {s.name: s for s in pool}
     winners: dict[str, dict[str, Any]] = {}
     for w in cfg.cost_weights:
         best = _top(val, [w], 1)[0]
-        winners[_wkey(w)] = {"script": best.name, "val_return": float(returns(val[best], w).mean()),
-                             "train_return": float(returns(train[best], w).mean()),
-                             "train_episodes": int(len(train[best]))}
-    return {"candidates": len(candidates), "finalists": [s.name for s in pool], "winners": winners,
-            "finalist_val_returns": {s.name: {_wkey(w): float(returns(val[s], w).mean()) for w in cfg.cost_weights}
-                                     for s in pool}}
+        searched = by_name.get(best)
+        winners[_wkey(w)] = {"script": best, "val_return": float(returns(val[best], w).mean()),
+                             "train_return": float(returns(train[searched], w).mean()) if searched else None,
+                             "train_episodes": int(len(train[searched])) if searched else 0}
+    return {"candidates": len(candidates), "finalists": finalists, "winners": winners,
+            "finalist_val_returns": {name: {_wkey(w): float(returns(val[name], w).mean()) for w in cfg.cost_weights}
+                                     for name in finalists}}
 
 
 def search(cfg: SearchConfig, *, num_workers: int = 1, progress: bool = False) -> dict[str, Any]:
@@ -224,25 +246,26 @@ def search(cfg: SearchConfig, *, num_workers: int = 1, progress: bool = False) -
     """
     start = time.perf_counter()
     chosen = choose_winners(cfg, num_workers=num_workers, progress=progress)
-    test = judge_on_test(cfg, sorted({Script.parse(v["script"]) for v in chosen["winners"].values()}),
+    test = judge_on_test(cfg, sorted({v["script"] for v in chosen["winners"].values()}),
                          num_workers=num_workers, progress=progress)
     return {"settings": _settings(cfg), **chosen, "test": test, "seconds": time.perf_counter() - start}
 
 
-def judge_on_test(cfg: SearchConfig, scripts: Sequence[Script], *, num_workers: int = 1,
+def judge_on_test(cfg: SearchConfig, scripts: Sequence[Script | str], *, num_workers: int = 1,
                   progress: bool = False) -> dict[str, Any]:
     """The test-split outcomes of ``scripts`` and the named scripts on the same seeded episodes: per policy and
     weight the mean return, Q and cost with bootstrap CIs and the forced-submit rate, and each searched script's
     paired return difference to every named script.
 
     :param cfg: the settings (test episodes, seed, env)
-    :param scripts: the searched winners
+    :param scripts: the winners (scripts or names of fixed strategies)
     :param num_workers: processes playing scripts at once
     :param progress: show progress bars
     """
     seeds = [episode_seed(cfg.seed, i) for i in range(cfg.test_episodes)]
-    outcomes: dict[str, np.ndarray] = {s.name: o for s, o in evaluate_scripts(
-        cfg.env_id, cfg.env_kwargs, scripts, seeds, "test", num_workers=num_workers, progress=progress,
+    searched = [s for s in scripts if (s if isinstance(s, str) else s.name) not in NAMED_SCRIPTS]
+    outcomes: dict[str, np.ndarray] = {(s if isinstance(s, str) else s.name): o for s, o in evaluate_scripts(
+        cfg.env_id, cfg.env_kwargs, searched, seeds, "test", num_workers=num_workers, progress=progress,
         desc=f"{cfg.env_id} test").items()}
     env = gym.make(cfg.env_id, **cfg.env_kwargs)
     try:

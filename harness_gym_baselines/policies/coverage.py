@@ -30,7 +30,7 @@ import numpy as np
 
 from harness_gym.rollout import Policy, episode_seed, harness_env
 from harness_gym_baselines.policies.behaviour import check_probabilities
-from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
+from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy, is_script_name
 from harness_gym_baselines.policies.scripted import RandomPolicy, StaticPolicy, ThoroughPolicy
 
 NAMED: tuple[str, ...] = ("static", "forced-check", "thorough")
@@ -65,14 +65,15 @@ def _named_policy(name: str) -> Policy:
 
 
 def searched_scripts(result: Mapping[str, Any], k: int = TOP_K) -> list[str]:
-    """The top-``k`` scripts of a script search's result (``harness-gym search-script``'s JSON): the winners of
-    its cost weights, then the other finalists, without repeats.
+    """The top-``k`` open-loop scripts of a script search's result (``harness-gym search-script``'s JSON): the
+    winners of its cost weights, then the other finalists, without repeats; a named harness among them (the best
+    fixed strategy may be one) is left out, since the mixture's ``named`` share plays those.
 
     :param result: the search's result object (:func:`harness_gym_baselines.experiments.script_search.search`)
     :param k: the most scripts returned
     """
     names = [w["script"] for w in result.get("winners", {}).values()] + list(result.get("finalists", []))
-    return list(dict.fromkeys(names))[:k]
+    return [name for name in dict.fromkeys(names) if is_script_name(name)][:k]
 
 
 class CoveragePolicy:

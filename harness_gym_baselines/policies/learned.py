@@ -110,8 +110,15 @@ def trained_on_data(data: Transitions) -> TrainedOn:
 
     :param data: the training transitions
     """
+    settings = None
+    if data.env_id in gym.registry:
+        env = gym.make(data.env_id, **(data.env_kwargs or {}))
+        try:
+            settings = env.unwrapped.settings
+        finally:
+            env.close()
     return TrainedOn(env_id=data.env_id, feature_names=tuple(data.feature_names),
-                     observation_shape=tuple(int(n) for n in data.observations.shape[1:]))
+                     observation_shape=tuple(int(n) for n in data.observations.shape[1:]), settings=settings)
 
 
 def save_model(path: str | Path, *, algo: str, net: MLP, config: Any, data: Transitions,

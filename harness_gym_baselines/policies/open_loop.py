@@ -121,3 +121,23 @@ class ScriptPolicy:
                 return int(Action.REVISE)
         return int(Action.SUBMIT)
 
+
+
+NAMED_SHAPES: dict[str, Script] = {
+    "static": Script(observe=1, retrieve=2, tool=1, checks=0),
+    "forced-check": Script(observe=1, retrieve=2, tool=1, checks=12),
+    "thorough": Script(observe=4, retrieve=4, tool=3, checks=3),
+}
+"""The script of each named harness's shape (its gathering and how many checks it can run in the default step
+budget), for the references that take a script's structure (the headroom benchmark's partial oracles, the probe's
+imitation target when the best fixed strategy is a named script). The named harnesses themselves are closed-loop
+in small ways (forced-check revises while the budget allows, thorough redrafts after two failed revisions)."""
+
+
+def script_shape(name: str) -> Script:
+    """The :class:`Script` a fixed strategy's name stands for: a script name parsed, a named harness's shape
+    (:data:`NAMED_SHAPES`).
+
+    :param name: a script name or a key of :data:`NAMED_SHAPES`
+    """
+    return NAMED_SHAPES[name] if name in NAMED_SHAPES else Script.parse(name)

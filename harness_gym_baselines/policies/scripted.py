@@ -16,11 +16,11 @@ import numpy as np
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.references import (
+    EvidenceGatherer,
     OraclePolicy,
     RandomPolicy,
     StaticPolicy,
     ThoroughPolicy,
-    EvidenceGatherer,
     budget_units_left,
 )
 from harness_gym.rollout import harness_env

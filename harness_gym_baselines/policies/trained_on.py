@@ -7,7 +7,11 @@ controller loaded from the file checks the env of each episode against it (:meth
 - another observation layout (other feature names, or another shape) is refused with
   :class:`ObservationLayoutError`: the network would read its inputs in the wrong places;
 - another env id warns once per env id (:class:`OtherEnvWarning`, one line naming both ids): the layout is
-  shared by every harness env, so the model runs, but on tasks it was not trained for.
+  shared by every harness env, so the model runs, but on tasks it was not trained for;
+- other settings (``settings``: the price profile, the cost budget in force and the cost weight,
+  :attr:`harness_gym.HarnessEnv.settings`) warn once per difference (:class:`OtherSettingsWarning`, one line
+  naming each setting as trained and as run): a controller trained without a budget, or at another cost weight,
+  is being judged under rules it did not learn.
 
 Files written before ``observation_shape`` was recorded have ``env_id`` and ``feature_names`` only; an SB3 zip
 trained elsewhere has none of them (its stored observation space gives the shape). What a file does not record
@@ -34,6 +38,14 @@ class OtherEnvWarning(UserWarning):
     """A model runs on an env id other than the one it was trained on."""
 
 
+class OtherSettingsWarning(UserWarning):
+    """A model runs under other prices, another cost budget or another cost weight than it was trained with."""
+
+
+COMPARED_SETTINGS: tuple[str, ...] = ("prices", "budget", "cost_weight")
+"""The keys of :attr:`harness_gym.HarnessEnv.settings` a model's record is checked against."""
+
+
 @dataclass
 class TrainedOn:
     """The env a model was trained on, as far as its file records it.
@@ -41,11 +53,13 @@ class TrainedOn:
     :param env_id: the training env's id (``None``: not recorded)
     :param feature_names: the observation's feature names, in order (``None``: not recorded)
     :param observation_shape: the observation's shape (``None``: not recorded)
+    :param settings: the training env's :attr:`~harness_gym.HarnessEnv.settings` (``None``: not recorded)
     """
 
     env_id: str | None = None
     feature_names: tuple[str, ...] | None = None
     observation_shape: tuple[int, ...] | None = None
+    settings: dict[str, Any] | None = None
     _warned: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     @classmethod
@@ -58,15 +72,18 @@ class TrainedOn:
         """
         record = record or {}
         names, shape = record.get("feature_names"), record.get("observation_shape", observation_shape)
+        settings = record.get("settings")
         return cls(env_id=record.get("env_id"), feature_names=tuple(names) if names is not None else None,
-                   observation_shape=tuple(int(n) for n in shape) if shape else None)
+                   observation_shape=tuple(int(n) for n in shape) if shape else None,
+                   settings=dict(settings) if isinstance(settings, Mapping) else None)
 
     def record(self) -> dict[str, Any]:
         """The keys a trainer's save writes into the model file (plain lists: ``torch.load(weights_only=True)``
         and SB3's JSON both read them back)."""
         return {"env_id": self.env_id,
                 "feature_names": list(self.feature_names) if self.feature_names is not None else None,
-                "observation_shape": list(self.observation_shape) if self.observation_shape is not None else None}
+                "observation_shape": list(self.observation_shape) if self.observation_shape is not None else None,
+                "settings": dict(self.settings) if self.settings is not None else None}
 
     def check(self, env: gym.Env, policy: str) -> None:
         """Refuse an env whose observation layout differs from the recorded one; warn (once per env id) when its
@@ -92,6 +109,15 @@ class TrainedOn:
             self._warned.add(env_id)
             warnings.warn(f"{policy}: trained on {self.env_id}, run on {env_id} (same observation layout; its "
                           "scores here are outside what it was trained for)", OtherEnvWarning, stacklevel=3)
+        if self.settings is not None:
+            running = henv.settings
+            differ = [key for key in COMPARED_SETTINGS
+                      if key in self.settings and self.settings[key] != running[key]]
+            said = ", ".join(f"{key} {self.settings[key]!r} -> {running[key]!r}" for key in differ)
+            if differ and said not in self._warned:
+                self._warned.add(said)
+                warnings.warn(f"{policy}: trained with other settings than {where} runs with ({said}); its scores "
+                              "here are under rules it did not learn", OtherSettingsWarning, stacklevel=3)
 
     def _on(self) -> str:
         return f" of {self.env_id}" if self.env_id else ""
