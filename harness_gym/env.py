@@ -31,6 +31,7 @@ from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCo
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
 from harness_gym.paths import data_path
+from harness_gym.references import play_reference_bills
 from harness_gym.sandbox import CACHE_MODES, SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Usage, Worker, WorkerProfile, check_worker_options, make_worker
 from harness_gym.workers.prompting import PromptSet
@@ -533,8 +534,6 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         """The bills of the reference episodes (:data:`harness_gym.references.BUDGET_REFERENCES`, each once on
         every task of every split, reset seed :data:`~harness_gym.core.budgets.SEED`) in this env's configuration
         and retrieval mode (simulated worker, no cost budget), computed once per process."""
-        from harness_gym.references import play_reference_bills  # the references import this module
-
         key = (self.reference_fingerprint(), self.prices.retrieval_mode)
         if key not in _REFERENCE_BILLS:
             options = {"prompts_dir": self._prompts_dir} if self._prompts_dir is not None else {}

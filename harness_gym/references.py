@@ -18,6 +18,7 @@ default budget never cuts the upper reference or a named script (docs/cost.md, "
 from __future__ import annotations
 
 import math
+from typing import Any, Union
 
 import gymnasium as gym
 import numpy as np
@@ -25,13 +26,20 @@ import numpy as np
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.core.types import SPLITS
-from harness_gym.env import HarnessEnv
-from harness_gym.rollout import Policy, harness_env
+
+# This module imports only the ground floor (``core``): the env plays these controllers to set its cost budget, so
+# they know the env only through what every harness env has (``unwrapped``, ``action_masks``, ``action_costs``,
+# ``budget``, ``context``, ``domain``).
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
 
-def budget_units_left(obs: np.ndarray, env: HarnessEnv) -> int:
+def harness_env(env: gym.Env) -> Any:
+    """The harness env under a (possibly wrapped) env (:func:`harness_gym.rollout.harness_env` checks its type)."""
+    return env.unwrapped
+
+
+def budget_units_left(obs: np.ndarray, env: Any) -> int:
     """Budget units left, read from the observation (the ``budget_left`` feature is a fraction of the budget).
 
     :param obs: the observation vector
@@ -155,7 +163,7 @@ class EvidenceGatherer:
         self._retrievals = 0
         self._tool_tries = 0
 
-    def _gather(self, henv: HarnessEnv, mask: np.ndarray, *, tools: bool = True, left: int | None = None) -> int | None:
+    def _gather(self, henv: Any, mask: np.ndarray, *, tools: bool = True, left: int | None = None) -> int | None:
         """The next evidence action the task still needs, or ``None`` when it has what it needs (or can get no
         more); ``tools=False`` leaves tool calls out. With ``left`` (the step budget left), an action is taken
         only while it leaves room for a DRAFT and the SUBMIT after it."""
@@ -217,7 +225,11 @@ BUDGET_REFERENCES: tuple[str, ...] = (*NAMED_SCRIPTS, UPPER_REFERENCE)
 of them room to finish as designed."""
 
 
-def reference_policy(name: str) -> Policy:
+ReferencePolicy = Union["RandomPolicy", "StaticPolicy", "ThoroughPolicy", "OraclePolicy"]
+"""Any reference controller (each is a :class:`harness_gym.rollout.Policy`)."""
+
+
+def reference_policy(name: str) -> ReferencePolicy:
     """A fresh reference controller by name (one of :data:`BUDGET_REFERENCES` or ``random``).
 
     :param name: ``random``, ``static``, ``forced-check``, ``thorough`` or ``oracle``
@@ -230,7 +242,7 @@ def reference_policy(name: str) -> Policy:
     return makers[name]()
 
 
-def play_reference_bills(env: HarnessEnv, *, seed: int) -> list[dict[str, float]]:
+def play_reference_bills(env: Any, *, seed: int) -> list[dict[str, float]]:
     """The bills (item -> quantity) of the budget rule's reference episodes: each of
     :data:`BUDGET_REFERENCES` played once on every task of every split, reset with ``seed``.
 
