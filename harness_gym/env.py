@@ -180,9 +180,11 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         ``"cheap-hosted"`` (the default), ``"frontier-hosted"``, ``"self-hosted"``, ``"cheap-hosted+web-search"``,
         a dict of item -> US$ over the default profile, or a :class:`~harness_gym.core.prices.PriceTable`
     :param budget_units: the cost budget per episode, in cost units: a number > 0, ``None`` (no cost budget) or
-        ``"auto"`` (the default: twice the median episode cost of the reference sequence at this env's prices,
-        :mod:`harness_gym.core.budgets`; precomputed for the shipped profiles, else computed on the first
-        ``reset`` and kept for the process; no budget when the reference episodes cost nothing at these prices).
+        ``"auto"`` (the default, :mod:`harness_gym.core.budgets`: in a controlled domain twice the largest episode
+        cost of the reference controllers at this env's prices, so that no named harness and not the oracle is ever
+        cut; in a public-benchmark adapter no cost budget, as the published benchmarks have step limits only;
+        precomputed for the shipped profiles, else computed on the first ``reset`` and kept for the process; no
+        budget when the reference episodes cost nothing at these prices).
         When a step brings the spent units to the budget, the episode ends with a forced submit
         (``info["forced_submit"]``), as when the step budget runs out
     :param worker: ``"simulated"`` or a :class:`~harness_gym.workers.Worker` instance
@@ -486,10 +488,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     @property
     def settings(self) -> dict[str, Any]:
         """The settings that decide what an episode costs and returns, as every summary records them: the price
-        profile's name, the cost budget in force (:attr:`budget_rule`, and ``budget_units``: a number or
-        ``None``) and the cost weight."""
-        return {"prices": self.prices.name, "budget": self.budget_rule, "budget_units": self.budget_units,
-                "cost_weight": float(self.cost_weight)}
+        profile's name, the cost budget as asked (``budget_spec``: ``"auto (rule N)"``, ``"none"`` or the number
+        of units given) and as in force (:attr:`budget_rule` in words, ``budget_units``: a number or ``None``),
+        and the cost weight."""
+        spec = self._budget_units_spec
+        asked = f"auto (rule {budget_rule.RULE_VERSION})" if spec == AUTO else "none" if spec is None else spec
+        return {"prices": self.prices.name, "budget_spec": asked, "budget": self.budget_rule,
+                "budget_units": self.budget_units, "cost_weight": float(self.cost_weight)}
 
     def reference_budget(self) -> float:
         """The rule's value for this env (:mod:`harness_gym.core.budgets`): :data:`~harness_gym.core.budgets.FACTOR`

@@ -79,6 +79,7 @@ COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
     "compare": ("policies", "run", "env", "cost-weight", "scale", "llm-errors", "progress", "json", "width"),
     "frontier": ("labelled-policies", "run", "env", "progress", "json"),
     "search-script": ("env", "progress", "json"),
+    "card": ("progress", "json"),
     "play": ("policy", "env", "cost-weight", "width"),
     "collect": ("policy", "env", "cost-weight", "scale", "progress", "json"),
     "merge-cache": ("json",),
@@ -612,6 +613,46 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_card(args: argparse.Namespace) -> int:
+    from harness_gym_baselines.report import card
+
+    env_ids = args.env_ids or list(harness_gym.ENV_IDS)
+    unknown = [e for e in env_ids if e not in harness_gym.ENV_IDS]
+    if unknown:
+        raise UsageError(f"--env {unknown[0]}: not a registered env id ({', '.join(harness_gym.ENV_IDS)})")
+    data, markdown, readme = card.default_paths(Path(args.root))
+    readme_path = None if args.no_readme else readme
+    if args.check:
+        if not data.is_file():
+            raise UsageError(f"--check: no card at {data}; run harness-gym card first")
+        stored = json.loads(data.read_text())
+        problems = card.check(stored, env_ids, markdown=markdown, readme=readme_path, learned=args.check_learned,
+                              num_workers=args.num_workers, progress=args.progress)
+        for line in problems:
+            print(line)
+        print(f"{data}: {'differs from the run in ' + str(len(problems)) + ' place(s)' if problems else 'matches the run'}"
+              f" ({', '.join(env_ids)})")
+        return 1 if problems else 0
+    cfg = card.CardConfig(episodes=args.episodes, seed=args.seed, learned_seeds=tuple(range(args.learned_seeds)))
+    previous = json.loads(data.read_text()) if data.is_file() else None
+
+    def keep(env_id: str, entry: dict[str, Any]) -> None:
+        if not args.json:
+            print(f"{env_id}: {entry['headroom']}", flush=True)
+
+    fresh = card.measure(env_ids, cfg, learned=bool(cfg.learned_seeds), num_workers=args.num_workers,
+                         progress=args.progress, on_env=keep)
+    if previous is not None and previous.get("config") == fresh["config"] and set(env_ids) != set(previous["envs"]):
+        fresh["envs"] = {e: fresh["envs"].get(e, previous["envs"].get(e)) for e in harness_gym.ENV_IDS
+                         if e in fresh["envs"] or e in previous["envs"]}
+    written = card.write(fresh, data=data, markdown=markdown, readme=readme_path)
+    if args.json:
+        print(json.dumps(_clean(fresh), default=_json_default))
+    else:
+        print(f"wrote {', '.join(map(str, written))}")
+    return 0
+
+
 def cmd_search_script(args: argparse.Namespace) -> int:
     from harness_gym_baselines.experiments.frontier import parse_cost_weights
     from harness_gym_baselines.experiments.script_search import COST_WEIGHTS, SearchConfig, search_to_file
@@ -1008,6 +1049,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cost-weights", default="0,0.01,0.1", metavar="W,W,...",
                    help="comma-separated cost weights of the returns and iso-return lines")
     p.add_argument("--out", required=True, help="folder for frontier.png, frontier.json and frontier.md")
+    shared(p)
+
+    p = command("card", "the benchmark card: random, the named harnesses, the best fixed strategy, the upper "
+                        "reference and a learned controller per env at the defaults (docs/benchmark_card.md)",
+                cmd_card, "print the card's data as JSON")
+    p.add_argument("--env", dest="env_ids", action="append", default=[], metavar="ENV_ID",
+                   help="measure (or with --check, check) this env (repeatable; default: every registered env)")
+    p.add_argument("--episodes", type=positive_int, default=300, help="test episodes per controller")
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes, the search and the bootstrap")
+    p.add_argument("--learned-seeds", type=int, default=2, metavar="N",
+                   help="training seeds of the learned controller, 0..N-1 (0: no learned row)")
+    p.add_argument("--num-workers", type=int, default=1, metavar="N", help="processes of the script search")
+    p.add_argument("--root", default=".", help="the checkout whose docs/benchmark_card.{json,md} and README.md "
+                                               "are written or checked")
+    p.add_argument("--no-readme", action="store_true", help="leave README.md alone")
+    p.add_argument("--check", action="store_true",
+                   help="play the stored card's references again with its settings and compare every number, "
+                        "and compare the README's and the markdown's cards with its rendering (exit 1 on a "
+                        "difference)")
+    p.add_argument("--check-learned", action="store_true", help="with --check, also train the learned rows again")
     shared(p)
 
     p = command("search-script", "the best open-loop script (the strongest fixed baseline) per cost weight: "

@@ -29,9 +29,9 @@ ENV_FLAGS = {"--env-kwarg", "--worker", "--sandbox", "--prices", "--budget-units
 # what the issue asks of every command, written out here independently of COMMAND_OPTIONS
 MAKES_ENVS = {"eval", "compare", "frontier", "search-script", "play", "collect", *(f"train {t}" for t in ONLINE)}
 TAKES_POLICY = {"eval", "compare", "frontier", "play", "collect"}
-DRAWS_PROGRESS = {"eval", "compare", "frontier", "search-script", "collect", "reproduce",
+DRAWS_PROGRESS = {"card", "eval", "compare", "frontier", "search-script", "collect", "reproduce",
                   *(f"train {t}" for t in TRAINERS)}
-PRINTS_SUMMARY = {"list", "calibrate", "doctor", "eval", "compare", "frontier", "search-script", "collect",
+PRINTS_SUMMARY = {"card", "list", "calibrate", "doctor", "eval", "compare", "frontier", "search-script", "collect",
                   "merge-cache", "reproduce", *(f"train {t}" for t in TRAINERS)}
 
 

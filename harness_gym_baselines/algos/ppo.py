@@ -81,8 +81,9 @@ class OnlineConfig:
     """the env's price profile BASE[+OVERLAY...] (docs/cost.md), which the cost term and the budget are billed at"""
     budget_units: float | str | None = field(default="auto", metadata={"type": budget_units_value,
                                                                        "metavar": "auto|none|UNITS"})
-    """the env's cost budget per episode in units of US$0.0001: auto (twice the reference sequence's median
-    episode cost at the profile's prices), none (the step budget alone) or a number"""
+    """the env's cost budget per episode in units of US$0.0001: auto (twice the largest episode cost of the
+    reference controllers at the profile's prices; none in the public-benchmark adapters; docs/cost.md), none (the
+    step budget alone) or a number"""
     env_kwargs: tuple[str, ...] = field(default=(), metadata={"flags": ("--env-kwarg",), "repeat": True,
                                                                     "metavar": "KEY=VALUE"})
     """more keywords of the training and evaluation envs, KEY=VALUE (VALUE read as JSON when it parses; the flag

@@ -42,8 +42,9 @@ class OtherSettingsWarning(UserWarning):
     """A model runs under other prices, another cost budget or another cost weight than it was trained with."""
 
 
-COMPARED_SETTINGS: tuple[str, ...] = ("prices", "budget", "cost_weight")
-"""The keys of :attr:`harness_gym.HarnessEnv.settings` a model's record is checked against."""
+COMPARED_SETTINGS: tuple[str, ...] = ("prices", "budget_spec", "cost_weight")
+"""The keys of :attr:`harness_gym.HarnessEnv.settings` a model's record is checked against (the budget as asked:
+its value in units differs from env to env under the same rule)."""
 
 
 @dataclass
