@@ -59,7 +59,6 @@ REFUSED_SQLITE = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: the SQLite engine sets no authorizer")
 @pytest.mark.parametrize("attack", sorted(REFUSED_SQLITE))
 def test_sqlite_tool_refuses_what_is_not_the_tasks(attack: str) -> None:
     sql, named = REFUSED_SQLITE[attack]
@@ -68,7 +67,6 @@ def test_sqlite_tool_refuses_what_is_not_the_tasks(attack: str) -> None:
     assert named in result.error, result.error
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: fts3_tokenizer leaks a pointer on the CHECK path")
 def test_sqlite_check_refuses_fts3_tokenizer() -> None:
     env = gym.make("HarnessDBBench-v1", worker=HostileWorker([""]))
     env.reset(seed=0)
@@ -113,7 +111,6 @@ else:
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: a pointer given to fts3_tokenizer is called (SIGSEGV)")
 @pytest.mark.parametrize("path", ["tool", "draft_check"])
 def test_sqlite_never_calls_a_pointer_the_worker_supplies(path: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -164,7 +161,6 @@ MYSQL_ADDRESS_SPACE_MB = 512
 
 
 @needs_mysql
-@pytest.mark.xfail(strict=True, reason="issue 41: MariaDB results are fetched whole (no byte bound)")
 def test_mysql_result_is_bounded_while_it_arrives_and_the_session_goes_on() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", _MYSQL_CHILD, str(MYSQL_ADDRESS_SPACE_MB)],
@@ -194,7 +190,6 @@ def _kill_session_connection(env: gym.Env) -> None:
 
 
 @needs_mysql
-@pytest.mark.xfail(strict=True, reason="issue 41: a dropped MariaDB connection escapes scratch() as pymysql's error")
 def test_mysql_dropped_connection_is_a_failed_check_then_a_reconnect() -> None:
     env = gym.make("HarnessDBBench-v1", engine="mysql", dsn=DSN, worker=HostileWorker([""]))
     env.reset(seed=0)
@@ -216,34 +211,29 @@ def test_mysql_dropped_connection_is_a_failed_check_then_a_reconnect() -> None:
 OVERFLOWING_EXPRESSIONS = ["1e-300 ** -6", "(-1e-300) ** -5", "1e-320 ** -1", "1e-310 ** -2"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: calculate raises OverflowError out of env.step")
+def _assert_tool_and_check_out_of_range(call: ToolCall) -> None:
+    """TOOL with ``call`` and DRAFT / CHECK / SUBMIT of a one-step plan making it: a tool error and a failed check,
+    both saying the value is out of range, and Q = 0."""
+    plan = {"plan": [{"tool": call.name, "args": dict(call.args)}], "answer": 1}
+    env = gym.make("HarnessMultiTool-v1", worker=HostileWorker([json.dumps(plan)], [call]))
+    infos = play(env, (Action.TOOL, Action.DRAFT, Action.CHECK, Action.SUBMIT))
+    ctx = env.unwrapped.context
+    result = ctx.tool_history[0][1]
+    assert not result.ok and "out of range" in result.error, result
+    assert not ctx.last_check.passed and "out of range" in ctx.last_check.feedback, ctx.last_check
+    assert infos[-1]["quality"] == 0.0
+    env.close()
+
+
 @pytest.mark.parametrize("expression", OVERFLOWING_EXPRESSIONS)
 def test_overflowing_power_is_a_tool_error_and_a_failed_check(expression: str) -> None:
-    plan = {"plan": [{"tool": "calculate", "args": {"expression": expression}}], "answer": 1}
-    env = gym.make("HarnessMultiTool-v1", worker=HostileWorker([json.dumps(plan)],
-                                                               [ToolCall("calculate", {"expression": expression})]))
-    infos = play(env, (Action.TOOL, Action.DRAFT, Action.CHECK, Action.SUBMIT))
-    ctx = env.unwrapped.context
-    result = ctx.tool_history[0][1]
-    assert not result.ok and "out of range" in result.error, result
-    assert not ctx.last_check.passed and "out of range" in ctx.last_check.feedback, ctx.last_check
-    assert infos[-1]["quality"] == 0.0
-    env.close()
+    _assert_tool_and_check_out_of_range(ToolCall("calculate", {"expression": expression}))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41: convert_units returns an infinite value")
 @pytest.mark.parametrize("value", [1e308, -1e308])
 def test_conversion_past_the_float_range_is_a_tool_error_and_a_failed_check(value: float) -> None:
-    args = {"value": value, "from_unit": "km", "to_unit": "mm"}
-    plan = {"plan": [{"tool": "convert_units", "args": args}], "answer": 1}
-    env = gym.make("HarnessMultiTool-v1", worker=HostileWorker([json.dumps(plan)], [ToolCall("convert_units", args)]))
-    infos = play(env, (Action.TOOL, Action.DRAFT, Action.CHECK, Action.SUBMIT))
-    ctx = env.unwrapped.context
-    result = ctx.tool_history[0][1]
-    assert not result.ok and "out of range" in result.error, result
-    assert not ctx.last_check.passed and "out of range" in ctx.last_check.feedback, ctx.last_check
-    assert infos[-1]["quality"] == 0.0
-    env.close()
+    _assert_tool_and_check_out_of_range(ToolCall("convert_units", {"value": value, "from_unit": "km",
+                                                                   "to_unit": "mm"}))
 
 
 def test_the_overflow_tests_run_the_expressions_they_name() -> None:
