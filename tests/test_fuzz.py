@@ -34,6 +34,9 @@ from hypothesis import strategies as st
 
 import harness_gym
 from harness_gym.core.types import CheckResult, Context, Draft, ToolCall
+from harness_gym.domains.dbbench.engines import SQLITE_FUNCTIONS, SQLiteEngine, TableSpec
+from harness_gym.domains.dbbench.statements import SQLError
+from harness_gym.domains.multitool.tools import ToolError, calculate
 from harness_gym.env import PENDING
 from tests.test_sandbox import require_backend
 
@@ -99,7 +102,26 @@ SQL = [
     "SELECT " + "+".join(["1"] * 3000), "SELECT zeroblob(500000) FROM {table} a, {table} b, {table} c",
     "SELECT * FROM {table} WHERE `x` LIKE '" + "%a" * 40 + "'", "SELECT " + "(" * 3000 + "1" + ")" * 3000,
     "SHOW TABLES", "DESCRIBE {table}", "SELECT 1; SELECT 2", "/*!SELECT 1*/", "SELECT 0x" + "f" * 2000,
+    "SELECT fts3_tokenizer('simple')", "SELECT fts3_tokenizer('simple', x'4141414141414141')",
+    "SELECT * FROM fts3tokenize WHERE input = 'x'", "SELECT * FROM json_each('[1]')", "SELECT name FROM sqlite_master",
+    "SELECT * FROM pragma_compile_options", "SELECT load_extension('/tmp/x')", "SELECT sqlite_version() FROM {table}",
 ]
+SQL_FUNCTIONS = sorted(SQLITE_FUNCTIONS | {"fts3_tokenizer", "load_extension", "sqlite_version", "sqlite_source_id",
+                                           "sqlite_compileoption_get", "zeroblob", "randomblob", "printf", "json",
+                                           "json_extract", "snippet", "rtreenode", "changes", "likelihood", "regexp",
+                                           "unknown_fn"})
+"""Function names the fuzzed SQL calls: every allowed one and a spread of refused ones."""
+SQL_ARGUMENTS = ["1", "-1", "0", "1e308", "-1e308", "9" * 30, "NULL", "'x'", "''", "x'41'", "'2024-02-30'",
+                 "'%Y'", "'simple'", "0.5", "-0.0", "9223372036854775807", "-9223372036854775808"]
+"""Literal arguments, extreme ones included."""
+sql_calls = st.builds(lambda fn, args, table: f"SELECT {fn}({', '.join(args)})" + (" FROM {table}" if table else ""),
+                      st.sampled_from(SQL_FUNCTIONS), st.lists(st.sampled_from(SQL_ARGUMENTS), max_size=3),
+                      st.booleans())
+EXTREME_OPERANDS = ["1e-300", "1e300", "1e15", "1e-320", "5e-324", "0", "-1e-300", "999999999999999", "0.1"]
+"""Calculator operands at and past the float range."""
+extreme_arithmetic = st.builds(lambda a, op, b: f"{a} {op} {b}", st.sampled_from(EXTREME_OPERANDS),
+                               st.sampled_from(["**", "*", "/", "+", "-"]),
+                               st.one_of(st.sampled_from(EXTREME_OPERANDS), st.integers(-6, 6).map(str)))
 
 
 def _fill(template: str, ctx: Context) -> str:
@@ -111,7 +133,7 @@ def _fill(template: str, ctx: Context) -> str:
 
 
 texts = st.one_of(unicode_mess, structured, deep, big_numbers, huge, st.sampled_from(PROGRAMS),
-                  st.sampled_from(SQL), st.sampled_from(NASTY_TEXT))
+                  st.sampled_from(SQL), sql_calls, extreme_arithmetic, st.sampled_from(NASTY_TEXT))
 
 
 class Unprintable:
@@ -133,7 +155,7 @@ def _nested_list(depth: int) -> list:
 arg_values = st.one_of(
     json_values, st.builds(_nested_list, st.sampled_from([65, 5000, 100_000])),
     st.sampled_from([10**5000, -(10**400), float("nan"), b"\xff\xfe", {1, 2}, Unprintable(), ("t", "u"),
-                     np.int64(7), np.float64("inf"), "x" * 70_000]), texts)
+                     np.int64(7), np.float64("inf"), "x" * 70_000, 1e308, -1e308, 5e-324, 2**332]), texts)
 wrong_types = st.sampled_from([None, 3, 2.5, b"\xff\xfe\x00", ["a"], {"plan": []}, Unprintable(), object()])
 
 
@@ -248,3 +270,45 @@ def test_no_worker_output_breaks_a_step(fuzz_env: gym.Env) -> None:
     assert len(steps) >= FUZZ_EXAMPLES
     growth = (after[0] - before[0], after[1] - before[1])
     assert max(growth) < MAX_RSS_GROWTH_MB, f"resident set grew {growth[0]:.0f} MB, peak {growth[1]:.0f} MB"
+
+
+# ----- focused: SQL function calls on the SQLite engine, extreme calculator operands ------------------------------
+FOCUSED_EXAMPLES = 300
+"""Examples of each focused test (each takes well under a millisecond)."""
+FUZZ_TABLE = TableSpec("t", ("a", "b"), (("1", "x"), ("2.5", None), ("-7", "2024-01-31")))
+
+
+def test_sql_function_calls_answer_or_refuse_and_only_allowed_functions_run() -> None:
+    session = SQLiteEngine().open(FUZZ_TABLE)
+
+    @settings(max_examples=FOCUSED_EXAMPLES, deadline=None, derandomize=True, database=None)
+    @given(fn=st.sampled_from(SQL_FUNCTIONS), args=st.lists(st.sampled_from([*SQL_ARGUMENTS, "a", "b"]), max_size=3),
+           window=st.booleans())
+    def call(fn: str, args: list[str], window: bool) -> None:
+        sql = f"SELECT {fn}({', '.join(args)}){' OVER ()' if window else ''} FROM t"
+        try:
+            with session.scratch(writable=False):
+                session.execute(sql)
+        except SQLError as exc:
+            assert "\n" not in str(exc)
+        else:
+            assert fn in SQLITE_FUNCTIONS, f"{sql} ran"
+
+    call()
+    assert session.table_rows() == [tuple(r) for r in FUZZ_TABLE.rows]
+    session.close()
+
+
+def test_extreme_calculator_operands_give_a_finite_value_or_a_tool_error() -> None:
+    @settings(max_examples=FOCUSED_EXAMPLES, deadline=None, derandomize=True, database=None)
+    @given(expression=st.one_of(extreme_arithmetic, st.builds(
+        lambda a, b, n: f"({a} * {b}) ** {n}", st.floats(allow_nan=False, allow_infinity=False).map(repr),
+        st.sampled_from(EXTREME_OPERANDS), st.integers(-6, 6))))
+    def evaluate(expression: str) -> None:
+        try:
+            value = calculate(expression)
+        except ToolError:
+            return
+        assert math.isfinite(value.value) and abs(value.value) <= 1e15, (expression, value)
+
+    evaluate()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -44,6 +43,11 @@ BILLING_KEYS: tuple[str, ...] = ("sandbox_seconds_per_job", "sandbox_gb")
 RETRIEVAL_MODES: tuple[str, ...] = ("index", "search")
 """How RETRIEVE is billed: an embedded query of a vector index, or one query of a search API."""
 _ENTRY_FIELDS: tuple[str, ...] = ("usd", "per", "what", "source", "read")
+MAX_USD_PER_UNIT = 1000.0
+"""The most a price may be, in US$ per unit of its item (docs/cost.md): far above any listed price (the dearest
+shipped one is US$0.008 a web search) and low enough that no bill of an episode reaches a float's range."""
+MAX_BILLING: dict[str, float] = {"sandbox_seconds_per_job": 3600.0, "sandbox_gb": 1024.0}
+"""The most each billing parameter may be (docs/cost.md): an hour per job, 1 TB per job."""
 
 
 class PriceProfileError(ValueError):
@@ -163,9 +167,10 @@ class PriceTable:
                                          sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise PriceProfileError(f"{where}: must be a finite number >= 0, got {value!r}")
+def _number(value: Any, where: str, most: float = MAX_USD_PER_UNIT) -> float:
+    """``value`` as a float; :class:`PriceProfileError` naming ``where`` unless it is a number in [0, ``most``]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= most:
+        raise PriceProfileError(f"{where}: must be a finite number >= 0 and at most {most:g}, got {value!r:.40}")
     return float(value)
 
 
@@ -181,9 +186,11 @@ class PriceBook:
         self._raw: dict[str, dict[str, Any]] = {}
         for path in sorted(self.folder.glob("*.json")):
             try:
-                raw = json.loads(path.read_text())
+                raw = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as exc:
                 raise PriceProfileError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}") from None
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # bytes, digits or nesting past limits
+                raise PriceProfileError(f"{path}: not read: {type(exc).__name__}: {str(exc)[:200]}") from None
             if not isinstance(raw, dict) or raw.get("profile") != path.stem:
                 raise PriceProfileError(f"{path}: field 'profile' must be the file's name {path.stem!r}")
             self._raw[path.stem] = raw
@@ -212,6 +219,8 @@ class PriceBook:
             if item not in BASE_ITEMS and not item.startswith(API_PREFIX):
                 raise PriceProfileError(f"{where}: unknown billable item{closest(item, BASE_ITEMS)} "
                                         f"(items: {', '.join(BASE_ITEMS)}, {API_PREFIX}<api>)")
+            if not isinstance(entry, dict):
+                raise PriceProfileError(f"{where}: must be an object with {_ENTRY_FIELDS}, got {type(entry).__name__}")
             missing = [f for f in _ENTRY_FIELDS if f not in entry]
             if missing:
                 raise PriceProfileError(f"{where}: missing field(s) {missing} (every entry has {_ENTRY_FIELDS})")
@@ -225,7 +234,13 @@ class PriceBook:
             raise PriceProfileError(f"{self._path(name)}: include cycle {' -> '.join((*seen, name))}")
         items: dict[str, PriceEntry] = {}
         billing: dict[str, Any] = {}
-        for inc in self._raw[name].get("include", []):
+        includes = self._raw[name].get("include", [])
+        if not isinstance(includes, list) or not all(isinstance(inc, str) for inc in includes):
+            raise PriceProfileError(f"{self._path(name)}: field 'include' must be a list of profile names")
+        own_billing = self._raw[name].get("billing", {})
+        if not isinstance(own_billing, dict):
+            raise PriceProfileError(f"{self._path(name)}: field 'billing' must be an object")
+        for inc in includes:
             if inc not in self._raw:
                 raise PriceProfileError(f"{self._path(name)}: include {inc!r} is not a profile"
                                         f"{closest(inc, self._raw)}")
@@ -233,7 +248,7 @@ class PriceBook:
             items.update(got)
             billing.update(got_billing)
         items.update(self._entries[name])
-        billing.update(self._raw[name].get("billing", {}))
+        billing.update(own_billing)
         return items, billing
 
     @property
@@ -291,7 +306,7 @@ class PriceBook:
             if key not in billing or not isinstance(billing[key], dict) or "value" not in billing[key]:
                 raise PriceProfileError(f"price profile {name!r}: no billing.{key}.value in {self._path(base)} or "
                                         "its includes")
-            params[key] = _number(billing[key]["value"], f"price profile {name!r}: billing.{key}.value")
+            params[key] = _number(billing[key]["value"], f"price profile {name!r}: billing.{key}.value", MAX_BILLING[key])
         return PriceTable(name, entries, retrieval, self._raw[retrieval]["retrieval_mode"], **params)
 
     def _from_dict(self, prices: Mapping[str, Any]) -> PriceTable:
@@ -302,7 +317,7 @@ class PriceBook:
             if key == "profile":
                 continue
             if key in BILLING_KEYS:
-                params[key] = _number(value, f"prices[{key!r}]")
+                params[key] = _number(value, f"prices[{key!r}]", MAX_BILLING[key])
             elif key in entries:
                 entries[key] = PriceEntry(key, _number(value, f"prices[{key!r}]"), entries[key].per,
                                           entries[key].what, "given by the caller", "", "(given)")

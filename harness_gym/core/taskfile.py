@@ -62,7 +62,8 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
 
 
 def read_json(path: str | Path) -> Any:
-    """Load a whole JSON file; a syntax error names the file and line."""
+    """Load a whole JSON file; a syntax error names the file and line, and nesting or an integer past the parser's
+    limits is a :class:`TaskFileError` too."""
     path = Path(path)
     if not path.is_file():
         raise TaskFileError(path, "file not found")
@@ -76,6 +77,8 @@ def read_json(path: str | Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TaskFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except (ValueError, RecursionError) as exc:  # an integer or a nesting past the parser's limits
+        raise TaskFileError(path, f"not read: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 _TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "list", dict: "object"}

@@ -92,6 +92,7 @@ def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | 
         if profile is None:
             prof = WorkerProfile.for_domain(domain)
         elif isinstance(profile, WorkerProfile):
+            profile.validate("profile")
             prof = profile
         else:
             prof = WorkerProfile.load(profile)

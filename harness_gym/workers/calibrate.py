@@ -37,7 +37,7 @@ import numpy as np
 
 from harness_gym.core.actions import Action
 from harness_gym.core.tools import validate_call
-from harness_gym.workers.profile import WorkerProfile
+from harness_gym.workers.profile import LOG_ODDS_PARAMS, MAX_LOG_ODDS, WorkerProfile
 
 EVENT_KINDS: tuple[str, ...] = ("reply", "draft", "fix", "break", "tool", "repeat", "confidence", "self_check",
                                  "self_check_again")
@@ -477,12 +477,12 @@ def _wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def _clip(profile: WorkerProfile) -> WorkerProfile:
-    """Keep probabilities in [0, 1] and the tool-call outcomes a distribution (the profile's own validity
-    rules): where ``tool_error_prob`` leaves ``tool_wrong_prob`` less room (a default kept beside a fitted
+    """Keep probabilities in [0, 1], log-odds within :data:`~harness_gym.workers.profile.MAX_LOG_ODDS` and the
+    tool-call outcomes a distribution (the profile's own validity rules): where ``tool_error_prob`` leaves ``tool_wrong_prob`` less room (a default kept beside a fitted
     rate), it shrinks to ``1 - tool_error_prob``."""
     values = asdict(profile)
     for name, value in values.items():
-        if name not in ("draft_logit_base", "evidence_weight", "difficulty_weight"):
-            values[name] = float(min(1.0, max(0.0, value)))
+        bound = (-MAX_LOG_ODDS, MAX_LOG_ODDS) if name in LOG_ODDS_PARAMS else (0.0, 1.0)
+        values[name] = float(min(bound[1], max(bound[0], value)))
     values["tool_wrong_prob"] = min(values["tool_wrong_prob"], 1.0 - values["tool_error_prob"])
     return WorkerProfile(**values)

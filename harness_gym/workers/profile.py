@@ -13,6 +13,12 @@ from pathlib import Path
 from harness_gym.core.taskfile import TaskFileError, read_json, require
 from harness_gym.paths import data_path
 
+LOG_ODDS_PARAMS: frozenset[str] = frozenset({"draft_logit_base", "evidence_weight", "difficulty_weight"})
+"""The parameters in log-odds; every other one is a probability (or a mean or spread of one) in [0, 1]."""
+MAX_LOG_ODDS = 20.0
+"""The log-odds parameters lie in [-20, 20] (a probability between 2e-9 and 1 - 2e-9; the shipped profiles use
+at most 5.5): a larger one says nothing more and can only overflow."""
+
 
 @dataclass(frozen=True)
 class WorkerProfile:
@@ -93,11 +99,15 @@ class WorkerProfile:
         return cls.load(data_path("profiles", f"{domain}.json"))
 
     def validate(self, where: str = "profile") -> None:
+        """Raise :class:`TaskFileError` naming ``where`` and the parameter unless every probability lies in [0, 1]
+        and every log-odds parameter in [-:data:`MAX_LOG_ODDS`, :data:`MAX_LOG_ODDS`] (NaN lies in neither)."""
         for f in fields(self):
             value = getattr(self, f.name)
-            is_prob = f.name not in {"draft_logit_base", "evidence_weight", "difficulty_weight"}
-            if is_prob and not 0.0 <= value <= 1.0:
-                raise TaskFileError(where, f"must lie in [0, 1], got {value}", field=f"params.{f.name}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TaskFileError(where, f"expected a number, got {type(value).__name__}", field=f"params.{f.name}")
+            low, high = (-MAX_LOG_ODDS, MAX_LOG_ODDS) if f.name in LOG_ODDS_PARAMS else (0.0, 1.0)
+            if not low <= value <= high:
+                raise TaskFileError(where, f"must lie in [{low:g}, {high:g}], got {value}", field=f"params.{f.name}")
         if self.tool_error_prob + self.tool_wrong_prob > 1.0:
             raise TaskFileError(where, f"tool_error_prob + tool_wrong_prob must be <= 1, got "
                                 f"{self.tool_error_prob} + {self.tool_wrong_prob}", field="params.tool_wrong_prob")

@@ -25,10 +25,19 @@ sqlglot's parse of its whole text; anything but one SELECT / INSERT / UPDATE / D
 (``/*! ... */``) is refused before it reaches a server, so nothing can commit implicitly or lift a limit.
 
 Limits on both engines: :data:`~harness_gym.domains.dbbench.statements.MAX_STATEMENT_CHARS` (before parsing),
-:data:`STATEMENT_TIMEOUT_S`, :data:`MAX_RESULT_ROWS`; MariaDB's are server-side. SQLite runs in the host process:
-one deadline covers parsing, execution and fetching; :data:`MAX_RESULT_BYTES` per result (counted as rows arrive),
-:data:`SQLITE_MAX_VALUE_BYTES`, :data:`SQLITE_MAX_DB_BYTES`, :data:`SQLITE_HARD_HEAP_BYTES`; LIKE is
+:data:`STATEMENT_TIMEOUT_S`, :data:`MAX_RESULT_ROWS` and :data:`MAX_RESULT_BYTES` per result, counted as rows arrive
+(MariaDB's results are read unbuffered; its time limit is also enforced by the server). SQLite runs in the host
+process: one deadline covers parsing, execution and fetching; :data:`SQLITE_MAX_VALUE_BYTES`,
+:data:`SQLITE_MAX_DB_BYTES`, :data:`SQLITE_HARD_HEAP_BYTES`; LIKE is
 :func:`~harness_gym.domains.dbbench.collation.like_match` (interruptible).
+
+What a statement may touch: on SQLite an authorizer (:class:`SQLiteAuthorizer`) lets it read only the task's table,
+write it only inside a writable :meth:`DatabaseSession.scratch`, and call only :data:`SQLITE_FUNCTIONS`; no other
+table, schema table, virtual table (``json_each``, ``pragma_*``, ``fts3tokenize``) or ``PRAGMA``, ``ATTACH`` and
+virtual-table creation. On MariaDB the per-session account holds only SELECT, INSERT, UPDATE and DELETE on its own
+schema, and a read-only scratch is a ``READ ONLY`` transaction. A refusal, a bound, a lost connection or a failed
+rollback is an :class:`~harness_gym.domains.dbbench.statements.SQLError` (MariaDB then reconnects), never another
+exception.
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ from urllib.parse import unquote, urlparse
 
 from harness_gym.core.lru import ByteLRU
 from harness_gym.domains.dbbench.collation import fold_text, like_match, mysql_ci
-from harness_gym.domains.dbbench.statements import SQLError, mysql_to_sqlite, statement_kind
+from harness_gym.domains.dbbench.statements import SQLError, mysql_to_sqlite, statement_kind, tables_and_columns
 
 READ_KINDS = frozenset({"select", "show", "describe"})
 STATEMENT_TIMEOUT_S = 5.0
@@ -69,6 +78,27 @@ of growing the host. Process-wide: it bounds every SQLite use of the process tog
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 """The most bytes a fetched result may hold (text and blob lengths, 8 per number), an error while fetching; the
 largest table of the shipped and public DB-Bench records holds under 5 KB."""
+SQLITE_FUNCTIONS: frozenset[str] = frozenset({
+    # scalar
+    "abs", "char", "coalesce", "hex", "ifnull", "iif", "instr", "length", "like", "lower", "ltrim", "max", "min",
+    "nullif", "quote", "random", "replace", "round", "rtrim", "sign", "soundex", "substr", "substring", "trim",
+    "upper",
+    # date and time
+    "date", "datetime", "julianday", "strftime", "time", "unixepoch",
+    # math
+    "acos", "asin", "atan", "atan2", "ceil", "ceiling", "cos", "degrees", "exp", "floor", "ln", "log", "log10",
+    "log2", "mod", "pi", "pow", "power", "radians", "sin", "sqrt", "tan", "trunc",
+    # aggregate
+    "avg", "count", "group_concat", "sum", "total",
+    # window
+    "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value",
+    "last_value", "nth_value",
+})  # fmt: skip
+"""The functions worker SQL may call on the SQLite engine: SQLite's built-in value functions that MySQL also has
+(under the name sqlglot writes for SQLite: ``IF`` is ``iif``, ``RAND`` is ``random``, ...). Every other function is
+refused as MySQL refuses an unknown one: the engine's introspection (``sqlite_version``, ``sqlite_compileoption_*``,
+``changes``), ``load_extension``, ``fts3_tokenizer`` and the full-text and R-tree functions, the JSON functions,
+``zeroblob`` / ``randomblob`` / ``printf``, and the planner hints."""
 
 
 @dataclass(frozen=True)
@@ -103,15 +133,21 @@ class DatabaseSession(ABC):
         """The table's current rows, in the record's column order."""
 
     @abstractmethod
-    def _begin(self) -> None: ...
+    def _begin(self, writable: bool) -> None:
+        """Start the scratch transaction. :raises SQLError: when it cannot be started"""
 
     @abstractmethod
-    def _rollback(self) -> None: ...
+    def _rollback(self) -> None:
+        """Roll the scratch transaction back. :raises SQLError: when it cannot be (the table is left as it was)"""
 
     @contextmanager
-    def scratch(self) -> Iterator[DatabaseSession]:
-        """A transaction rolled back on exit: statements run inside it leave the table as it was."""
-        self._begin()
+    def scratch(self, writable: bool = True) -> Iterator[DatabaseSession]:
+        """A transaction rolled back on exit: statements run inside it leave the table as it was.
+
+        :param writable: whether statements may write the table (``False``: a write is an :class:`SQLError`)
+        :raises SQLError: when the transaction cannot be started or rolled back
+        """
+        self._begin(writable)
         try:
             yield self
         finally:
@@ -139,17 +175,74 @@ class _Interrupted(Exception):
     """Raised inside a registered SQLite function once the statement's deadline has passed."""
 
 
+class SQLiteAuthorizer:
+    """SQLite's authorizer callback for one session (``Connection.set_authorizer``), consulted when a statement
+    is prepared: the task's table may be read (in ``main``), and written only while :attr:`writable`; a function
+    must be one of :data:`SQLITE_FUNCTIONS`; ``SELECT`` and the engine's own ``BEGIN`` / ``ROLLBACK`` pass.
+    Everything else is denied: any other table (the schema table, eponymous virtual tables such as ``json_each``,
+    ``pragma_*`` and ``fts3tokenize``), ``PRAGMA``, ``ATTACH`` / ``DETACH``, virtual-table creation, DDL. The first
+    denial of a statement is kept in :attr:`refusal` in MySQL's words; :attr:`schema_write` says it was the
+    schema-table write that SQLite checks first when a statement connects an eponymous virtual table (the session
+    then names the table the statement asked for).
+
+    The engine's own pragmas are set before the authorizer is installed. ``SQLITE_DBCONFIG_DEFENSIVE`` is turned
+    on where Python offers ``Connection.setconfig`` (3.12 and later); on older Pythons this authorizer is what
+    keeps worker SQL away from the schema, pragmas and virtual tables that the defensive flag guards.
+
+    :param table: the task's table name
+    """
+
+    _PASS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_RECURSIVE})
+    _WRITES = frozenset({sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE})
+    _SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
+
+    def __init__(self, table: str) -> None:
+        self.table = table.lower()
+        self.writable = True
+        """Whether the task's table may be written (a read-only scratch sets it to ``False``)."""
+        self.refusal = ""
+        """Why the last statement was denied ("" when it was not); :meth:`clear` empties it before each statement."""
+        self.schema_write = False
+        """Whether :attr:`refusal` is a write to SQLite's schema table."""
+
+    def clear(self) -> None:
+        """Forget the last statement's refusal."""
+        self.refusal, self.schema_write = "", False
+
+    def __call__(self, action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+        if action in self._PASS:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_FUNCTION:
+            if arg2 is not None and arg2.lower() in SQLITE_FUNCTIONS:
+                return sqlite3.SQLITE_OK
+            return self._deny(f"FUNCTION {arg2} does not exist")
+        if action == sqlite3.SQLITE_READ or action in self._WRITES:
+            if arg1 is None or arg1.lower() != self.table or db not in (None, "main"):
+                return self._deny(f"Table '{arg1}' doesn't exist",
+                                  schema_write=action in self._WRITES and str(arg1).lower() in self._SCHEMA_TABLES)
+            if action == sqlite3.SQLITE_READ or self.writable:
+                return sqlite3.SQLITE_OK
+            return self._deny(f"a write to '{arg1}' is not allowed here (read-only)")
+        return self._deny(f"this statement is not allowed here (SQLite authorizer action {action})")
+
+    def _deny(self, why: str, schema_write: bool = False) -> int:
+        if not self.refusal:
+            self.refusal, self.schema_write = why, schema_write
+        return sqlite3.SQLITE_DENY
+
+
 _SHOW_TABLES = re.compile(r"^\s*show\s+(?:full\s+)?tables\b", re.IGNORECASE)
 _DESCRIBE = re.compile(r"^\s*(?:describe|desc|explain|show\s+(?:full\s+)?(?:columns|fields)\s+(?:from|in))\s+"
                        r"(`[^`]+`|\"[^\"]+\"|[^\s;]+)\s*;?\s*$", re.IGNORECASE)
 
 
-def _fetch_capped(cursor: Any, deadline: float) -> list[tuple[Any, ...]]:
-    """All rows of a cursor; :class:`SQLError` past :data:`MAX_RESULT_ROWS`, :data:`MAX_RESULT_BYTES` or ``deadline``."""
+def _fetch_capped(cursor: Any, deadline: float, chunk_rows: int = 100) -> list[tuple[Any, ...]]:
+    """All rows of a cursor, read ``chunk_rows`` at a time; :class:`SQLError` past :data:`MAX_RESULT_ROWS`,
+    :data:`MAX_RESULT_BYTES` or ``deadline`` (checked after each chunk)."""
     rows: list[tuple[Any, ...]] = []
     held = 0
     while True:
-        chunk = cursor.fetchmany(100)
+        chunk = cursor.fetchmany(chunk_rows)
         if not chunk:
             return rows
         for row in map(tuple, chunk):
@@ -182,6 +275,9 @@ def _sqlite_connection() -> sqlite3.Connection:
     conn.execute("PRAGMA page_size = 4096")
     conn.execute(f"PRAGMA max_page_count = {SQLITE_MAX_DB_BYTES // 4096}")
     conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA trusted_schema = OFF")
+    if hasattr(conn, "setconfig"):  # Python >= 3.12
+        conn.setconfig(sqlite3.SQLITE_DBCONFIG_DEFENSIVE, True)
     return conn
 
 
@@ -228,7 +324,8 @@ def _pristine_table(table: TableSpec) -> _PristineTable:
 
 class SQLiteSession(DatabaseSession):
     """An in-memory SQLite database holding one table, queried in MySQL's dialect: a page-by-page copy (SQLite's
-    backup) of the table loaded once per table content, which the session never shares."""
+    backup) of the table loaded once per table content, which the session never shares. Statements pass its
+    :class:`SQLiteAuthorizer`, installed once the copy is made."""
 
     def __init__(self, table: TableSpec) -> None:
         super().__init__(table)
@@ -246,6 +343,8 @@ class SQLiteSession(DatabaseSession):
             raise SQLError(f"cannot load table {table.name!r}: {exc}") from None
         self._deadline = time.monotonic() + 60.0  # what runs outside execute (table_rows) has the load's deadline
         self._select_all = pristine.select_all
+        self._authorizer = SQLiteAuthorizer(table.name)
+        self._conn.set_authorizer(self._authorizer)
 
     def execute(self, sql: str) -> QueryResult:
         deadline = time.monotonic() + STATEMENT_TIMEOUT_S  # one deadline: parsing, execution and fetching
@@ -270,10 +369,13 @@ class SQLiteSession(DatabaseSession):
         if time.monotonic() > deadline:
             raise SQLError(_INTERRUPTED)
         self._deadline, self._interrupted = deadline, False
+        self._authorizer.clear()
         try:
             cursor = self._conn.execute(translated)
             rows = _fetch_capped(cursor, deadline) if cursor.description else []
         except sqlite3.Error as exc:
+            if self._authorizer.refusal:
+                raise SQLError(self._refusal(sql)) from None
             if str(exc) == "interrupted" or self._interrupted:
                 raise SQLError(_INTERRUPTED) from None
             if isinstance(exc, sqlite3.DataError) or "too big" in str(exc) or "database or disk is full" in str(exc):
@@ -294,6 +396,15 @@ class SQLiteSession(DatabaseSession):
             return None
         return int(like_match(fold_text(str(pattern)), fold_text(str(value)), escape))
 
+    def _refusal(self, sql: str) -> str:
+        """The authorizer's refusal of ``sql``; a schema-table write names the other table ``sql`` asks for."""
+        refusal = self._authorizer.refusal
+        if self._authorizer.schema_write:
+            others = sorted(tables_and_columns(sql)[0] - {self.table.name.lower(), ""})
+            if others:
+                return f"Table '{others[0]}' doesn't exist"
+        return refusal
+
     def _mysql_message(self, message: str) -> str:
         """SQLite's error text in MySQL's words where the two differ in a way an agent would notice."""
         if message.startswith("no such table: "):
@@ -306,12 +417,16 @@ class SQLiteSession(DatabaseSession):
         """The table's rows; :class:`SQLError` past :data:`MAX_RESULT_BYTES` (a draft's write can grow it)."""
         return _fetch_capped(self._conn.execute(self._select_all), time.monotonic() + STATEMENT_TIMEOUT_S)
 
-    def _begin(self) -> None:
+    def _begin(self, writable: bool) -> None:
+        self._authorizer.writable = writable
         self._conn.execute("BEGIN")
 
     def _rollback(self) -> None:
-        if self._conn.in_transaction:
-            self._conn.execute("ROLLBACK")
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            raise SQLError(f"the statement could not be rolled back: {exc}") from None
 
     def close(self) -> None:
         self._conn.close()
@@ -363,8 +478,11 @@ class MySQLSession(DatabaseSession):
     The DSN's account (the *admin*, made by ``scripts/start_mariadb.sh``) creates the schema, loads the
     table and creates a per-session account granted SELECT, INSERT, UPDATE and DELETE on that schema only,
     with ``MAX_STATEMENT_TIME`` :data:`STATEMENT_TIMEOUT_S`. Statements run through that account, whose
-    connection also has client read and write timeouts; a statement the server does not answer in time is
-    killed from the admin connection and the session reconnects. :meth:`close` drops the schema and the account.
+    connection also has client read and write timeouts; results are read unbuffered (``SSCursor``) within the
+    SQLite engine's row, byte and time bounds. When the connection can no longer be trusted (a bound hit while rows
+    arrive, a statement the server does not answer in time, a lost connection, a failed transaction start or
+    rollback) the statement is an :class:`SQLError` and the session reconnects, ending the old connection on the
+    server. :meth:`close` drops the schema and the account.
     """
 
     def __init__(self, table: TableSpec, dsn: MySQLDsn) -> None:
@@ -398,7 +516,7 @@ class MySQLSession(DatabaseSession):
                 pattern = _quote_mysql(self.schema.replace("_", "\\_"))
                 cur.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {pattern}.* TO '{self.account}'@'%'")
             self._reconnect()
-        except pymysql.MySQLError as exc:
+        except (pymysql.MySQLError, SQLError) as exc:
             self.close()
             raise SQLError(f"cannot load table {table.name!r}: {exc}") from None
         self._select_all = f"SELECT {', '.join(map(_quote_mysql, table.columns))} FROM {qtable}"
@@ -412,52 +530,121 @@ class MySQLSession(DatabaseSession):
                                      ssl_disabled=dsn.host in ("127.0.0.1", "localhost", "::1"))
 
     def _reconnect(self) -> None:
-        """(Re)open the session's own connection."""
-        if self._conn is not None:
+        """(Re)open the session's own connection; the old one, if any, is ended on the server (from the new one:
+        an account may end its own connections) and closed without reading what it still has to send.
+
+        :raises SQLError: when no connection can be opened
+        """
+        old, self._conn = self._conn, None
+        try:
+            conn = self._connect(self.account, self._password, self.schema)
+        except self._errors as exc:
+            if old is not None and old.open:
+                old.close()
+            raise SQLError(f"cannot reconnect to the database: {exc}") from None
+        if old is not None:
             try:
-                with self._admin.cursor() as cur:
-                    cur.execute(f"KILL CONNECTION {int(self._conn.thread_id())}")
+                with conn.cursor() as cur:
+                    cur.execute(f"KILL CONNECTION {int(old.thread_id())}")
             except self._errors:
-                pass
-            self._conn.close()
-        self._conn = self._connect(self.account, self._password, self.schema)
+                pass  # it ended already
+            if old.open:
+                old.close()  # sends COM_QUIT only: an unread unbuffered result is not drained
+        self._conn = conn
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, MySQLSession._drop, self._admin, [self._conn], self.schema,
                                            self.account)
-        with self._conn.cursor() as cur:
-            # Non-strict mode, as the records' answer hashes were made: a text value compared with a
-            # number in an UPDATE's WHERE is a warning there, not an error.
-            cur.execute("SET SESSION group_concat_max_len = 1024, SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION', "
-                        f"SESSION sql_select_limit = {MAX_RESULT_ROWS + 1}")
+        try:
+            with conn.cursor() as cur:
+                # Non-strict mode, as the records' answer hashes were made: a text value compared with a
+                # number in an UPDATE's WHERE is a warning there, not an error.
+                cur.execute("SET SESSION group_concat_max_len = 1024, SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION', "
+                            f"SESSION sql_select_limit = {MAX_RESULT_ROWS + 1}")
+        except self._errors as exc:
+            raise SQLError(f"cannot set up the database connection: {exc}") from None
+
+    def _failed(self, message: str) -> SQLError:
+        """The error of a statement whose connection can no longer be trusted, after reconnecting."""
+        try:
+            self._reconnect()
+        except SQLError as exc:
+            return SQLError(f"{message}; {exc}")
+        return SQLError(f"{message} (the session reconnected)")
+
+    def _rows(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql`` and read its rows unbuffered, within :data:`MAX_RESULT_ROWS`, :data:`MAX_RESULT_BYTES` and
+        :data:`STATEMENT_TIMEOUT_S`. An error the server reports for the statement leaves the connection as it
+        was; any failure while rows arrive (a bound, a lost connection, the host's memory) abandons the rest of
+        the result and reconnects.
+
+        :raises SQLError: for each of these
+        """
+        deadline = time.monotonic() + STATEMENT_TIMEOUT_S
+        if self._conn is None:
+            self._reconnect()
+        cur = self._conn.cursor(self._pymysql.cursors.SSCursor)
+        try:
+            cur.execute(sql)
+        except self._pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] in (2013, 2006):  # lost connection: the client's timeout
+                raise self._failed(f"Query execution was interrupted (the server did not answer within "
+                                   f"{STATEMENT_TIMEOUT_S + CLIENT_GRACE_S:g} s)") from None
+            raise self._server_error(exc) from None
+        except self._errors as exc:
+            raise self._server_error(exc) from None
+        except MemoryError:
+            raise self._failed("the statement's reply exceeds the host's memory") from None
+        try:
+            # one row at a time: a row can be as large as the server's max_allowed_packet
+            rows = _fetch_capped(cur, deadline, chunk_rows=1) if cur.description else []
+        except SQLError as exc:
+            raise self._abandon(cur, str(exc)) from None
+        except self._errors as exc:
+            raise self._abandon(cur, str(exc)) from None
+        except MemoryError:
+            raise self._abandon(cur, f"the result exceeds the host's memory (more than {MAX_RESULT_BYTES} bytes "
+                                     "are refused)") from None
+        cur.close()  # every row was read: nothing is left to drain
+        return rows
+
+    def _abandon(self, cur: Any, message: str) -> SQLError:
+        """Leave the rest of an unbuffered result unread and reconnect (:meth:`_failed`). pymysql drains an unread
+        result when its cursor is closed or collected; marking it finished keeps the rest from ever being read."""
+        result = cur._result
+        if result is not None:
+            result.unbuffered_active = False
+        cur._result = None
+        return self._failed(message)
+
+    def _server_error(self, exc: Exception) -> SQLError:
+        """A statement's error: the server's own (codes below 2000) keeps the connection, a client one replaces it."""
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+        return SQLError(str(exc)) if 0 < code < 2000 else self._failed(str(exc))
 
     def execute(self, sql: str) -> QueryResult:
         kind = statement_kind(sql)
-        try:
-            with self._conn.cursor() as cur:
-                cur.execute(sql)
-                rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
-        except self._pymysql.err.OperationalError as exc:
-            if exc.args and exc.args[0] in (2013, 2006):  # lost connection: the client's timeout
-                self._reconnect()
-                raise SQLError(f"Query execution was interrupted (the server did not answer within "
-                               f"{STATEMENT_TIMEOUT_S + CLIENT_GRACE_S:g} s)") from None
-            raise SQLError(str(exc)) from None
-        except self._errors as exc:
-            raise SQLError(str(exc)) from None
-        if len(rows) > MAX_RESULT_ROWS:
-            raise SQLError(f"the result has more than {MAX_RESULT_ROWS} rows")
-        return QueryResult(rows, kind)
+        return QueryResult(self._rows(sql), kind)
 
     def table_rows(self) -> list[tuple[Any, ...]]:
-        with self._conn.cursor() as cur:
-            cur.execute(self._select_all)
-            return [tuple(r) for r in cur.fetchall()]
+        """The table's rows; :class:`SQLError` past the result bounds (a draft's write can grow it)."""
+        return self._rows(self._select_all)
 
-    def _begin(self) -> None:
-        self._conn.begin()
+    def _begin(self, writable: bool) -> None:
+        if self._conn is None:
+            self._reconnect()
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute("START TRANSACTION" if writable else "START TRANSACTION READ ONLY")
+        except (self._errors, MemoryError) as exc:
+            raise self._failed(f"cannot start the statement's transaction: {exc}") from None
 
     def _rollback(self) -> None:
-        self._conn.rollback()
+        if self._conn is None:
+            return  # the connection was replaced: the server rolled back what the old one had not committed
+        try:
+            self._conn.rollback()
+        except (self._errors, MemoryError) as exc:
+            raise self._failed(f"cannot roll the statement back: {exc}") from None
 
     def close(self) -> None:
         self._finalizer()

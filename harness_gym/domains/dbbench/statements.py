@@ -209,7 +209,8 @@ def _kind_of_tree(tree: exp.Expression) -> str:
 
 
 def _names_of_tree(tree: exp.Expression) -> tuple[frozenset[str], frozenset[str]]:
-    tables = {t.name.lower() for t in tree.find_all(exp.Table)}
+    # a table-valued function (``FROM json_each(...)``) is a table without a name whose ``this`` is the call
+    tables = {(t.name or str(getattr(t.this, "name", ""))).lower() for t in tree.find_all(exp.Table)}
     aliases = {a.alias.lower() for a in tree.find_all(exp.Alias)}
     columns = {c.name.lower() for c in tree.find_all(exp.Column) if c.name} - aliases
     if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Schema):

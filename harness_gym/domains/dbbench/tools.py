@@ -34,7 +34,7 @@ def execute_sql(session_scope: Callable[[], AbstractContextManager[DatabaseSessi
         return ToolResult(ok=False, output="", error=f"execute_sql runs read-only queries; a {kind.upper()} "
                           "belongs in the draft, which CHECK dry-runs and SUBMIT grades", billed={})
     try:
-        with session_scope() as session, session.scratch():
+        with session_scope() as session, session.scratch(writable=False):
             result = session.execute(sql)  # a read: the table afterwards is the table before, not read again
     except SQLError as exc:
         return ToolResult(ok=False, output="", error=str(exc), ran_code=True)

@@ -153,6 +153,8 @@ def answer_close(answer: Any, gold: float | str) -> bool:
 _REF = re.compile(r"\$(\d{1,3})(?!\d)")
 _UNIT_LITERAL = re.compile(r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*\[([^\]]*)\]")
 _MAX_MAGNITUDE = 1e15
+_MAX_DIGITS = 15
+"""``log10`` of :data:`_MAX_MAGNITUDE`."""
 _NAME = re.compile(r"(ref|lit)_(\d{1,3})")
 _RESERVED_NAME = re.compile(r"\b(?:ref|lit)_")
 
@@ -230,6 +232,8 @@ class _Calculator:
                 raise ToolError("exponents must be plain integers between -6 and 6")
             if x == 0 and y < 0:
                 raise ToolError("division by zero")
+            if x != 0 and y * math.log10(abs(x)) > _MAX_DIGITS + 1:  # refused before it can overflow
+                raise ToolError("result out of range")
             return _q(x ** int(y), tuple((atom, e * int(y)) for atom, e in a.unit))
         raise ToolError(f"unsupported operator {type(op).__name__}")
 
@@ -280,6 +284,17 @@ def calculate(expression: str, refs: Sequence[Value | None] = ()) -> Value:
     return _Calculator(refs, literals).eval(tree)
 
 
+def _finite(value: float, name: str) -> float:
+    """``value`` as a finite float; :class:`ToolError` for an infinite, NaN or too large one."""
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ToolError(f"{name} out of range") from None
+    if not math.isfinite(number):
+        raise ToolError(f"{name} out of range")
+    return number
+
+
 # ----- dates -----------------------------------------------------------------------------------------
 def parse_date(text: str) -> dt.date:
     try:
@@ -288,10 +303,10 @@ def parse_date(text: str) -> dt.date:
         raise ToolError(f"bad date {text!r}: {exc}") from None
 
 
-def date_add(date: str, days: int) -> Value:
+def date_add(date: str, days: float) -> Value:
     try:
         return Value((parse_date(date) + dt.timedelta(days=int(days))).isoformat(), DATE)
-    except OverflowError:
+    except (OverflowError, ValueError):  # past the calendar, or days infinite or NaN
         raise ToolError(f"date out of range: {date} + {days} days") from None
 
 
@@ -380,7 +395,10 @@ def convert_units(world: World, refs: Sequence[Value | None], units: Mapping[str
     got = units.get("value")
     if got is not None and got != parse_unit(from_unit):
         raise ToolError(f"value is in {format_unit(got) or 'no unit'} but from_unit is {from_unit!r}")
-    return Value(convert(float(value), from_unit, to_unit), parse_unit(to_unit))
+    converted = convert(_finite(value, "value"), from_unit, to_unit)
+    if not math.isfinite(converted):
+        raise ToolError("result out of range")
+    return Value(converted, parse_unit(to_unit))
 
 
 @TOOLS.tool("The ISO date `days` days after `date` (negative days go back).",
@@ -392,7 +410,7 @@ def _date_add_tool(world: World, refs: Sequence[Value | None], units: Mapping[st
     got = units.get("days")
     if got is not None and got not in ((), (("day", 1),)):
         raise ToolError(f"days is in {format_unit(got)}, not day; convert it first")
-    return date_add(date, int(days))
+    return date_add(date, days)
 
 
 @TOOLS.tool("Days from `start` to `end` (negative when end is earlier).",
@@ -436,4 +454,7 @@ def execute(world: World, name: str, args: Mapping[str, Any], refs: Sequence[Val
     """
     if name not in TOOLS:
         raise ToolError(f"unknown tool {name!r}")
-    return TOOLS.implementation(name)(world, refs, arg_units or {}, **args)
+    try:
+        return TOOLS.implementation(name)(world, refs, arg_units or {}, **args)
+    except ArithmeticError as exc:  # every operand is bounded before use; this keeps any other case a ToolError
+        raise ToolError(f"arithmetic error: {type(exc).__name__}: {exc}") from None

@@ -22,6 +22,8 @@ TASK_FIELDS: frozenset[str] = frozenset({"user_id", "instruction", "actions", "o
 """Keywords a ``Task(...)`` call may have (``annotator`` is read and ignored)."""
 REQUIRED_TASK_FIELDS: tuple[str, ...] = ("user_id", "instruction", "actions")
 ACTION_FIELDS: frozenset[str] = frozenset({"name", "kwargs"})
+MAX_TASK_FILE_BYTES = 32 * 1024 * 1024
+"""The largest task-list file read (upstream's largest, ``tasks_train.py``, has 472 KB)."""
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,19 @@ def _literal(node: ast.expr, path: Path, task_id: str, field: str) -> Any:
                             task_id=task_id, field=field) from None
 
 
+def _callee_text(func: ast.expr) -> str:
+    """The source text of a call's callee, cut at 60 characters (``<expression>`` past the unparser's limits)."""
+    try:
+        return ast.unparse(func)[:60]
+    except (RecursionError, MemoryError, ValueError):
+        return "<expression>"
+
+
 def _call_keywords(node: ast.expr, callee: str, allowed: frozenset[str], path: Path, task_id: str,
                    field: str) -> dict[str, ast.expr]:
     """The keyword arguments of a ``callee(...)`` call, refusing any other form."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == callee):
-        found = ast.unparse(node.func) + "(...)" if isinstance(node, ast.Call) else type(node).__name__
+        found = _callee_text(node.func) + "(...)" if isinstance(node, ast.Call) else type(node).__name__
         raise TaskFileError(path, f"expected a {callee}(...) call, got {found}", line=node.lineno, task_id=task_id,
                             field=field)
     if node.args:
@@ -135,15 +145,29 @@ def read_v1_task_list(path: str | Path, id_prefix: str) -> list[V1Task]:
 
     :param path: a ``tasks_<split>.py`` file
     :param id_prefix: prefix of the task ids used in error messages (``"<id_prefix>-<index>"``)
-    :raises TaskFileError: for a syntax error or anything that is not a literal ``Task(...)`` list
+    :raises TaskFileError: for a file past :data:`MAX_TASK_FILE_BYTES`, bytes that are not UTF-8, a syntax error,
+        the parser's limits (deep nesting, long operator chains), or anything that is not a literal ``Task(...)``
+        list
     """
     path = Path(path)
     if not path.is_file():
         raise TaskFileError(path, "file not found")
+    size = path.stat().st_size
+    if size > MAX_TASK_FILE_BYTES:
+        raise TaskFileError(path, f"the file has {size} bytes; at most {MAX_TASK_FILE_BYTES} are read")
+    data = path.read_bytes()
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TaskFileError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                            line=data.count(b"\n", 0, exc.start) + 1) from None
+    try:
+        tree = ast.parse(text, filename=str(path))
     except SyntaxError as exc:
         raise TaskFileError(path, f"not valid Python: {exc.msg}", line=exc.lineno) from None
+    except (MemoryError, RecursionError, ValueError) as exc:  # the parser's own limits (nesting, NUL bytes)
+        raise TaskFileError(path, f"not read: the Python parser gave up ({type(exc).__name__}: "
+                            f"{str(exc)[:120] or 'nested too deeply'})") from None
     lists: list[ast.Assign | ast.AnnAssign] = []
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)) or _is_docstring(stmt):
