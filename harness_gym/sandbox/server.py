@@ -633,6 +633,10 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FLAT_PATH = 1024
+_FLAT_DEPTH = 32
+"""A directory found deeper than this (path characters or levels below the top) is moved up into the top before
+it is emptied (:func:`_clear_dir`)."""
 
 
 def _remove_tree(path: str) -> bool:
@@ -679,8 +683,9 @@ def _entries(fd: int) -> list[tuple[str, bool]]:
 
 def _clear_dir(top_fd: int, owner: int | None = None, keep: frozenset[str] = frozenset()) -> list[str]:
     """Remove everything inside the directory open at ``top_fd``, however deep, without recursion and with at
-    most one more descriptor open: every directory found below the top is first moved up into the top (as
-    ``.hg-rm-N``) and emptied from there, so that a tree of any depth (a job can build one deeper than any
+    most one more descriptor open: directories are walked by their paths below the top, and one found deeper
+    than :data:`_FLAT_DEPTH` levels or :data:`_FLAT_PATH` characters is first moved up into the top (as
+    ``.hg-rm-N``) and walked from there, so that a tree of any depth (a job can build one deeper than any
     recursion or path allows) is flattened as it is walked. Returns the top-level names it could not remove.
 
     :param top_fd: the directory to empty (it stays)
@@ -704,12 +709,20 @@ def _clear_dir(top_fd: int, owner: int | None = None, keep: frozenset[str] = fro
         except OSError:
             continue
     moved = 0
-    while pending:
-        name = pending.pop()
+    stack = [(name, False) for name in pending]  # (path below the top, whether its entries are gone)
+    while stack:
+        rel, emptied = stack.pop()
+        if emptied:
+            try:
+                os.rmdir(rel, dir_fd=top_fd)
+            except OSError:
+                pass
+            continue
         try:
-            fd = os.open(name, _O_DIR, dir_fd=top_fd)
+            fd = os.open(rel, _O_DIR, dir_fd=top_fd)
         except OSError:
             continue  # gone (a moved directory took its name), or left: the caller sees it
+        stack.append((rel, True))
         try:
             for child, is_dir in _entries(fd):
                 try:
@@ -717,25 +730,25 @@ def _clear_dir(top_fd: int, owner: int | None = None, keep: frozenset[str] = fro
                         os.unlink(child, dir_fd=fd)
                         continue
                     _take_dir(fd, child)
-                    while True:
+                    below = f"{rel}/{child}"
+                    if len(below) < _FLAT_PATH and below.count("/") < _FLAT_DEPTH:
+                        stack.append((below, False))
+                        continue
+                    while True:  # deep: moved up into the top, never onto an existing name
                         moved += 1
                         up = f".hg-rm-{moved}"
-                        try:  # never onto an existing name: an empty directory there would be replaced
+                        try:
                             os.stat(up, dir_fd=top_fd, follow_symlinks=False)
                         except FileNotFoundError:
                             break
                     os.rename(child, up, src_dir_fd=fd, dst_dir_fd=top_fd)
-                    pending.append(up)
+                    stack.append((up, False))
                 except OSError:
                     continue
         except OSError:
             pass
         finally:
             os.close(fd)
-        try:
-            os.rmdir(name, dir_fd=top_fd)
-        except OSError:
-            pass
     left: list[str] = []
     for name in targets:
         try:
