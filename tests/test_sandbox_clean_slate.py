@@ -301,3 +301,18 @@ def test_weaker_mode_warning_names_the_real_reason_and_remedy(tmp_path: Path) ->
             assert "exited with status 1" in warning, warning
         else:
             assert "Creating new namespace failed" in warning, warning
+
+
+def test_the_server_holds_no_cap_sys_admin_once_its_mounts_are_limited() -> None:
+    """As root, bubblewrap gives the server CAP_SYS_ADMIN only to remount /tmp and /dev/shm with an inode limit;
+    it must be gone (effective, permitted, inheritable, ambient) before any job runs."""
+    if os.geteuid() != 0 or ProcessSandbox._unavailable("bwrap"):
+        pytest.skip("the bubblewrap server gets CAP_SYS_ADMIN only when started as root")
+    with ProcessSandbox(isolation="bwrap", cache=False) as sb:
+        assert sb.isolation_report()["inode_limit"] is True
+        res = sb.run("print(''.join(l for l in open('/proc/1/status') if l.startswith('Cap')))")
+        assert res.ok, res
+        caps = {line.split(":")[0]: int(line.split()[1], 16) for line in res.stdout.splitlines() if line}
+        for kind in ("CapEff", "CapPrm", "CapInh", "CapAmb"):
+            assert not caps[kind] & (1 << 21), (kind, caps)
+        assert caps["CapEff"] & (1 << 7)  # CAP_SETUID kept: the server still drops each job to its uid
