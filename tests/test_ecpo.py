@@ -274,7 +274,7 @@ def test_plain_sb3_zips_load_as_policies(tmp_path) -> None:
         path = tmp_path / f"{algo.__name__}.zip"
         algo("MlpPolicy", env, seed=0, device="cpu", **kwargs).learn(64).save(path)
         policy = make_policy(str(path))
-        assert type(policy.model) is algo
+        assert policy.model.algorithm == algo.__name__  # rebuilt from the zip's plain data, never unpickled
         ep = play_episode(env, policy, seed=0, split="test")
         assert ep.final_info["quality"] >= 0.0
     env.close()

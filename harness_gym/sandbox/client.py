@@ -36,6 +36,10 @@ JOB_ENV = {
     "PYTHONIOENCODING": "utf-8",
 }
 """The environment of every job (besides ``PATH``, ``HOME``, ``TMPDIR`` and ``PWD``)."""
+SCRATCH_INODES = 16384
+"""The most inodes (files, folders, links) each private tmpfs of the jobs holds, on both backends: a tmpfs counts
+neither against its size, and each costs the kernel about a kilobyte outside every job's memory limit (bubblewrap
+without root cannot limit them: ``isolation_report()["inode_limit"]`` says so)."""
 _SERVER_FILE = Path(__file__).with_name("server.py")
 
 _JOB_UID_BASE = 300000
@@ -123,11 +127,19 @@ class ServerProcess:
         try:
             msg = self.read_line(max(0.0, self.launched_at + START_TIMEOUT_S - time.monotonic()))
         except (EOFError, TimeoutError, ValueError) as exc:
-            err = b""
-            if self.proc.poll() is not None and self.proc.stderr is not None:
-                err = self.proc.stderr.read()
+            err, status = "", self.proc.poll()
+            if isinstance(exc, EOFError) and status is None:  # its output closed: it is exiting
+                try:
+                    status = self.proc.wait(timeout=REPLY_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    pass
+            if status is not None and self.proc.stderr is not None:
+                err = self.proc.stderr.read().decode("utf-8", "replace").strip()
             self.stop()
-            return f"{exc or type(exc).__name__}: {err.decode('utf-8', 'replace').strip()}"
+            if not err:
+                err = (f"it exited with status {status} and wrote nothing to stderr" if status is not None
+                       else "it wrote nothing to stderr")
+            return f"{exc or type(exc).__name__}: {err}"
         if not msg.get(flag):
             self.stop()
             what = "greeting" if flag == "started" else f"line (expected the {flag} line)"
@@ -253,6 +265,9 @@ class ServerSandbox:
         self._finalizer: weakref.finalize | None = None
         self._lock = threading.Lock()
         self._jobs_on_server = 0
+        self.unclean_restarts = 0
+        """Servers replaced because a job left what their clean-up could not remove (each next job got a fresh
+        server: no job runs after another's leftovers)."""
 
     @property
     def cache_salt(self) -> str:
@@ -356,7 +371,11 @@ class ServerSandbox:
                 message = f"sandbox server failed: {exc}" + (f"\n{detail}" if detail else "")
                 return failure("sandbox_error", message, time.monotonic() - start)
             self._jobs_on_server += 1
-            if self.recycle_after is not None and self._jobs_on_server >= self.recycle_after:
+            if resp.get("unclean"):
+                # The job left what the server could not remove (it has ended): the next job gets a fresh one.
+                self.unclean_restarts += 1
+                self._drop_server()
+            elif self.recycle_after is not None and self._jobs_on_server >= self.recycle_after:
                 self._drop_server()
         if "error" in resp:
             return failure("sandbox_error", str(resp["error"]), time.monotonic() - start)

@@ -6,7 +6,9 @@ server forks one child per job, so a job costs a fork plus two pipe hops through
 ``docker exec``. The container is created lazily on the first job, with:
 
 - no network (``network_mode="none"``: only a loopback of its own), no IPC namespace sharing, no ``/dev/shm``;
-- a read-only root file system and a size-limited tmpfs ``/tmp`` where each job gets a fresh work dir;
+- a read-only root file system and a size- and inode-limited tmpfs ``/tmp`` where each job gets a fresh work dir
+  (emptied after every job; a job that leaves what cannot be removed ends the container: the next job gets a
+  fresh one);
 - a non-root uid (one per sandbox, no passwd entry), every capability dropped, ``no-new-privileges``, and
   for every job the server's seccomp filter that refuses new user namespaces and System V and POSIX
   message-queue IPC (the container's IPC namespace is shared by all its jobs; it has no ``/dev/shm``);
@@ -39,6 +41,7 @@ from typing import Any
 from harness_gym.sandbox.cache import ResultCache
 from harness_gym.sandbox.client import (
     JOB_ENV,
+    SCRATCH_INODES,
     ServerProcess,
     ServerSandbox,
     server_source,
@@ -192,7 +195,7 @@ class DockerSandbox(ServerSandbox):
         self.start()
         return {"backend": "docker", "requested": "docker", "in_force": "docker", "degraded": False, "reason": "",
                 "require_isolation": True, "userns_blocked": self.userns_blocked, "ipc_blocked": self.ipc_blocked,
-                "private_tmp": True,
+                "inode_limit": True, "private_tmp": True,
                 "hidden": ["the whole host file system (only the image is visible)"], "image": self.image}
 
     @property
@@ -235,7 +238,8 @@ class DockerSandbox(ServerSandbox):
                 network_mode="none",
                 ipc_mode="none",
                 read_only=True,
-                tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.tmp_mb}m,uid={uid},gid={uid},mode=0700"},
+                tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.tmp_mb}m,nr_inodes={SCRATCH_INODES},uid={uid},gid={uid},"
+                               "mode=0700"},
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 mem_limit=f"{self.container_memory_mb}m",

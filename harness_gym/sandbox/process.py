@@ -52,6 +52,7 @@ from typing import Any
 from harness_gym.sandbox.cache import ResultCache
 from harness_gym.sandbox.client import (
     JOB_ENV,
+    SCRATCH_INODES,
     ServerProcess,
     ServerSandbox,
     server_source,
@@ -62,6 +63,7 @@ ISOLATIONS: tuple[str, ...] = ("bwrap", "unshare", "none")
 _TMP_SIZE = 256 * 1024 * 1024
 _SHM_SIZE = 64 * 1024 * 1024
 _RUN_SIZE = 1024 * 1024
+_VAR_TMP_SIZE = 16 * 1024 * 1024
 _ETC_FILES = (
     "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
     "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/hosts", "/etc/mime.types", "/etc/ssl/certs",
@@ -70,6 +72,20 @@ _ETC_FILES = (
 _SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 """Host directories every uid may write; without isolation a root server removes what its jobs' uid left there."""
 
+def interpreter_path(executable: str = sys.executable, cwd: str | None = None) -> str:
+    """The interpreter the server runs as, spelled so that it names the same file inside the sandbox: absolute
+    (a relative ``sys.executable`` is taken against ``cwd``, default the folder this module was imported in), its
+    folder without ``..`` or symbolic links (the sandbox binds the real folders of the installation), its own
+    name as given (a virtualenv's ``bin/python`` is a link whose folder says which environment it is).
+
+    :param executable: the interpreter's path as the process was started with it
+    :param cwd: the folder a relative path is taken against
+    """
+    full = os.path.join(cwd or _IMPORT_CWD, executable)
+    return os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
+
+
+_IMPORT_CWD = os.getcwd()
 _failed_isolations: dict[str, str] = {}
 """Modes that failed to start in this process under ``isolation="auto"``, with why (not tried again)."""
 _warned: set[str] = set()
@@ -78,8 +94,9 @@ _warn_lock = threading.Lock()
 
 def _python_paths() -> list[str]:
     """Directories the job's interpreter must read: the installation and its site-packages."""
-    exe_dir = os.path.dirname(os.path.realpath(sys.executable))
-    cands = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, exe_dir]
+    exe_dir = os.path.dirname(os.path.realpath(interpreter_path()))
+    cands = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, exe_dir,
+             os.path.dirname(interpreter_path())]
     cands += site.getsitepackages()
     out: list[str] = []
     for path in sorted({os.path.realpath(p) for p in cands if p and os.path.isdir(p)}, key=len):
@@ -113,11 +130,13 @@ def _bwrap_command(server_argv: list[str], as_root: bool, hide: Sequence[str]) -
     virtualenv) bind-mounted after them stays visible; ``hide`` paths inside what is bound are covered
     with empty read-only tmpfs mounts afterwards.
     """
-    cmd = ["bwrap", "--die-with-parent", "--new-session", "--as-pid-1", "--unshare-pid", "--unshare-net",
+    # the bubblewrap found on the caller's PATH (the one checked), not one on the server's
+    cmd = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--as-pid-1", "--unshare-pid", "--unshare-net",
            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]  # fmt: skip
     if as_root:
         cmd += ["--cap-drop", "ALL"]
-        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE"):
+        # CAP_SYS_ADMIN only to give /tmp and /dev/shm an inode limit; the server drops it before any job.
+        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_SYS_ADMIN"):
             cmd += ["--cap-add", cap]
     else:
         cmd += ["--unshare-user"]
@@ -156,7 +175,7 @@ def _bwrap_command(server_argv: list[str], as_root: bool, hide: Sequence[str]) -
 
 def _server_env() -> dict[str, str]:
     """The server's whole environment: nothing of the caller's (no secrets) but a PATH."""
-    exe_dir = os.path.dirname(sys.executable)
+    exe_dir = os.path.dirname(interpreter_path())
     return {"PATH": f"{exe_dir}:/usr/local/bin:/usr/bin:/bin", **JOB_ENV}
 
 
@@ -189,8 +208,8 @@ def isolation_required(require: bool | None) -> bool:
 
 
 _DEGRADED = {
-    "unshare": "jobs see the host file system (except the package, its data, /tmp, /dev/shm and /run, which are "
-               "masked)",
+    "unshare": "jobs see the host file system (except the package, its data, /tmp, /var/tmp, /dev/shm and /run, "
+               "which are masked)",
     "none": "jobs run as plain processes: they see the host file system, the package's data and the network, "
             "and (unless the server is root) files they write outside their work dir outlive them",
 }  # fmt: skip
@@ -202,10 +221,14 @@ def _warn_degraded(mode: str, why: str) -> None:
         if key in _warned:
             return
         _warned.add(key)
+    if shutil.which("bwrap") is None:
+        remedy = "Install bubblewrap (apt-get install bubblewrap) for full isolation"
+    else:
+        remedy = ("bubblewrap is installed but could not start the server for the reason above (`harness-gym "
+                  "doctor` shows the isolation in force)")
     warnings.warn(
         f"ProcessSandbox runs with isolation {mode!r}, weaker than bubblewrap ({why}); {_DEGRADED[mode]}. "
-        "Install bubblewrap (apt-get install bubblewrap) for full isolation; set require_isolation=True "
-        "or HG_REQUIRE_ISOLATION=1 to make this an error.",
+        f"{remedy}; set require_isolation=True or HG_REQUIRE_ISOLATION=1 to make this an error.",
         RuntimeWarning,
         stacklevel=6,
     )
@@ -264,6 +287,8 @@ class ProcessSandbox(ServerSandbox):
         """Whether the running server's jobs are refused new user namespaces (a seccomp filter)."""
         self.ipc_blocked = False
         """Whether the running server's jobs are refused System V and POSIX message-queue IPC (a seccomp filter)."""
+        self.inode_limit = False
+        """Whether the running server's private tmpfs mounts hold at most :data:`SCRATCH_INODES` inodes each."""
 
     @property
     def isolation_in_force(self) -> str:
@@ -277,7 +302,7 @@ class ProcessSandbox(ServerSandbox):
         return {"backend": "process", "requested": self.isolation, "in_force": self.active_isolation,
                 "degraded": self.active_isolation != "bwrap", "reason": self.degraded_reason,
                 "require_isolation": self.require_isolation, "userns_blocked": self.userns_blocked,
-                "ipc_blocked": self.ipc_blocked,
+                "ipc_blocked": self.ipc_blocked, "inode_limit": self.inode_limit,
                 "private_tmp": self.active_isolation != "none", "hidden": list(self.hide)}
 
     @property
@@ -290,7 +315,7 @@ class ProcessSandbox(ServerSandbox):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.update(active_isolation="", degraded_reason="", userns_blocked=False, ipc_blocked=False)
+        state.update(active_isolation="", degraded_reason="", userns_blocked=False, ipc_blocked=False, inode_limit=False)
         return state
 
     def start(self) -> str:
@@ -335,6 +360,7 @@ class ProcessSandbox(ServerSandbox):
             self.active_isolation = mode
             self.userns_blocked = bool(server.info.get("userns_blocked"))
             self.ipc_blocked = bool(server.info.get("ipc_blocked"))
+            self.inode_limit = bool(server.info.get("inode_limit"))
             return server
         if self.require_isolation:
             raise IsolationError(f"bubblewrap isolation is required but cannot start: {'; '.join(errors)}")
@@ -365,22 +391,25 @@ class ProcessSandbox(ServerSandbox):
         }
         work_root: str | None = None
         if mode == "bwrap":
-            config.update(work_root="/tmp", lock_tmp=True, scrub=["/dev/shm"])
+            config.update(work_root="/tmp", lock_tmp=True, scrub=["/dev/shm", "/tmp"])
+            if as_root:
+                config.update(remount_inodes={"/tmp": SCRATCH_INODES, "/dev/shm": SCRATCH_INODES}, drop_sys_admin=True)
         elif mode == "unshare":
-            config.update(work_root="/tmp/hg-jobs", lock_tmp=True, scrub=["/dev/shm"], expose=_python_paths(),
-                          cover={"/tmp": _TMP_SIZE, "/dev/shm": _SHM_SIZE, "/run": _RUN_SIZE}, hide=list(self.hide))
+            config.update(work_root="/tmp/hg-jobs", lock_tmp=True, scrub=["/dev/shm", "/var/tmp"],
+                          expose=_python_paths(), inodes=SCRATCH_INODES, hide=list(self.hide),
+                          cover={"/tmp": _TMP_SIZE, "/var/tmp": _VAR_TMP_SIZE, "/dev/shm": _SHM_SIZE, "/run": _RUN_SIZE})
         else:
             work_root = tempfile.mkdtemp(prefix="hg-sandbox-")
             os.chmod(work_root, 0o711)
-            config.update(work_root=work_root, scrub_owned=list(_SHARED_WRITABLE))
+            config.update(work_root=work_root, scrub_owned=list(_SHARED_WRITABLE), private_scratch=False)
             # Its jobs may be unable to read the Python installation (under /root): they get the modules the
             # server holds, which left to itself no longer imports threading (its fork handler costs every job).
             config["preload"] = list(dict.fromkeys([*self.preload, "threading"]))
-        argv = [sys.executable, "-I", "-c", server_source(), json.dumps(config)]
+        argv = [interpreter_path(), "-I", "-c", server_source(), json.dumps(config)]
         if mode == "bwrap":
             return ServerProcess(_bwrap_command(argv, as_root, self.hide), _server_env())
         if mode == "unshare":
-            argv = ["unshare", "--pid", "--net", "--ipc", "--uts", "--mount", "--fork", "--kill-child",
+            argv = [shutil.which("unshare") or "unshare", "--pid", "--net", "--ipc", "--uts", "--mount", "--fork", "--kill-child",
                     "--mount-proc", "--"] + argv  # fmt: skip
         if work_root is None:
             return ServerProcess(argv, _server_env(), "/")

@@ -15,7 +15,8 @@ every child would otherwise do (AST types, the seccomp program, the jobs' enviro
 objects (``gc.freeze``), so that no job's garbage collection walks them.
 
 Request: ``{"code", "files", "stdin", "timeout_s", "memory_mb"}``.
-Response: ``{"stdout", "stderr", "exit_code", "timed_out", "duration_s", "reason"}`` or ``{"error"}``.
+Response: ``{"stdout", "stderr", "exit_code", "timed_out", "duration_s", "reason"}`` or ``{"error"}``, either with
+``"unclean"`` when the server could not restore the clean slate after the job (it then exits).
 
 Containment done here (namespaces and mounts are the launcher's job):
 
@@ -27,11 +28,18 @@ Containment done here (namespaces and mounts are the launcher's job):
   jobs of the same uid can neither ptrace it nor open its ``/proc`` files;
 - rlimits: CPU (timeout + 1 s), address space (the server's own size + ``memory_mb``), open files,
   processes, file size, no core dumps;
-- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job (or, where the job
-  made that impossible, locked away from its uid), the ``scrub``
-  directories (a private ``/dev/shm``; the container's ``/tmp``) emptied after it, and in the ``scrub_owned``
-  directories (the host's ``/tmp``, ``/var/tmp`` and ``/dev/shm`` without isolation) every entry the job's uid
-  owns removed after it (a root server only: its jobs' uid is theirs alone);
+- a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job, the ``scrub``
+  directories (a private ``/dev/shm`` and ``/tmp``; the container's ``/tmp``) emptied after it but for what they
+  held before the first job, and in the ``scrub_owned`` directories (the host's ``/tmp``, ``/var/tmp`` and
+  ``/dev/shm`` without isolation) every entry the job's uid owns removed after it (a root server only: its jobs'
+  uid is theirs alone); the removal never recurses (:func:`_clear_dir`), so no depth defeats it. Then the work
+  root and the ``scrub`` directories must be as before the first job (:class:`_Slate`: names, and on private
+  mounts free blocks and inodes); where they are not, the response says why (``"unclean"``) and the server
+  ends, so that the next job runs on a fresh one;
+- the launcher's ``/tmp`` and ``/dev/shm`` get an inode limit (``remount_inodes``, with CAP_SYS_ADMIN that the
+  server then drops: ``drop_sys_admin``; the handshake reports ``inode_limit``), as the ``cover`` mounts of the
+  ``unshare`` launcher do;
+- a job whose set-up fails before its code runs says so on the status pipe: ``reason="sandbox_error"``;
 - the seccomp filter also refuses every System V IPC call (shared memory, message queues, semaphores) and
   every POSIX message-queue call (the handshake reports whether it works, ``ipc_blocked``): such objects would
   outlive the job in the namespace every job of the server shares, outside its memory limit; POSIX shared
@@ -62,6 +70,7 @@ _CHUNK = 65536
 _DRAIN_S = 0.2
 _REAP_S = 2.0
 _STATUS_MEMORY = b"M"
+_STATUS_SETUP_FAILED = b"S"
 _GO = b"G"
 _JOB_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ")
 _PR_SET_DUMPABLE = 4
@@ -93,6 +102,10 @@ class _Config:
         self.scrub: list[str] = list(raw.get("scrub", []))
         self.scrub_owned: list[str] = list(raw.get("scrub_owned", []))
         self.block_userns: bool = bool(raw.get("block_userns", True))
+        self.inodes: int = int(raw.get("inodes", 16384))
+        self.remount_inodes: dict[str, int] = {str(k): int(v) for k, v in raw.get("remount_inodes", {}).items()}
+        self.drop_sys_admin: bool = bool(raw.get("drop_sys_admin", False))
+        self.private_scratch: bool = bool(raw.get("private_scratch", True))
 
 
 def _set_subreaper() -> None:
@@ -130,7 +143,7 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 
 
-def setup_mounts(expose: list[str], cover: dict[str, int], hide: list[str]) -> None:
+def setup_mounts(expose: list[str], cover: dict[str, int], hide: list[str], inodes: int = 16384) -> None:
     """Shape the file system of a private mount namespace (root only; the ``unshare`` launcher).
 
     Every top-most directory on the way to an ``expose`` path that others cannot traverse (e.g. ``/root``,
@@ -141,8 +154,10 @@ def setup_mounts(expose: list[str], cover: dict[str, int], hide: list[str]) -> N
     (the server empties it after every job).
 
     :param expose: directories (the Python installation) the jobs must be able to read
-    :param cover: directory -> tmpfs size in bytes (``/tmp``, ``/dev/shm``, ``/run``)
+    :param cover: directory -> tmpfs size in bytes (``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run``)
     :param hide: files or directories the jobs must not see (the package's data)
+    :param inodes: the most inodes (files, folders, links) each ``cover`` tmpfs holds: a tmpfs counts neither
+        against its size, and each costs the kernel about a kilobyte outside every job's memory limit
     """
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
     blocked = {b for b in map(blocked_ancestor, expose) if b is not None}
@@ -156,7 +171,7 @@ def setup_mounts(expose: list[str], cover: dict[str, int], hide: list[str]) -> N
         for top, size in sorted(cover.items()):
             if os.path.isdir(top):
                 mode = "1777" if top == "/dev/shm" else "755"
-                _mount("tmpfs", top, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode={mode},size={size}")
+                _mount("tmpfs", top, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode={mode},size={size},nr_inodes={inodes}")
         for path, fd in zip(todo, held):
             os.makedirs(path, mode=0o755, exist_ok=True)
             _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC, None)
@@ -171,6 +186,54 @@ def setup_mounts(expose: list[str], cover: dict[str, int], hide: list[str]) -> N
             _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_RDONLY, "mode=755,size=4096")
         elif os.path.exists(path):
             _mount("/dev/null", path, None, _MS_BIND, None)
+
+
+def limit_inodes(limits: dict[str, int]) -> None:
+    """Give each tmpfs mounted at a key of ``limits`` (the launcher's ``/tmp`` and ``/dev/shm``) that many inodes
+    at most (a remount: its size and contents stay). Needs CAP_SYS_ADMIN over the mount: :func:`drop_sys_admin`
+    follows before any job.
+
+    :param limits: mount point -> the most inodes
+    """
+    for top, inodes in sorted(limits.items()):
+        _mount(None, top, None, _MS_REMOUNT | _MS_NOSUID | _MS_NODEV, f"nr_inodes={int(inodes)}")
+
+
+_CAP_SYS_ADMIN = 21
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    """struct __user_cap_header_struct of ``capget``/``capset``."""
+
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    """struct __user_cap_data_struct (two of them for version 3: capabilities 0-31 and 32-63)."""
+
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_sys_admin() -> None:
+    """Remove CAP_SYS_ADMIN (given to the server only to set its mounts' limits) from this process's effective,
+    permitted and inheritable sets, and with them from its ambient set, for good.
+
+    :raises OSError: when the kernel refuses, or the capability is still effective afterwards
+    """
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _libc_call("capget", ctypes.byref(header), data)
+    word, bit = divmod(_CAP_SYS_ADMIN, 32)
+    keep = ~(1 << bit) & 0xFFFFFFFF
+    data[word].effective &= keep
+    data[word].permitted &= keep
+    data[word].inheritable &= keep
+    _libc_call("capset", ctypes.byref(header), data)
+    with open("/proc/self/status") as fh:
+        effective = next(int(line.split()[1], 16) for line in fh if line.startswith("CapEff:"))
+    if effective & (1 << _CAP_SYS_ADMIN):
+        raise OSError(errno.EPERM, "CAP_SYS_ADMIN is still effective after capset")
 
 
 # A seccomp filter for every job: it refuses new user namespaces (unshare or clone with CLONE_NEWUSER), clone3
@@ -393,14 +456,18 @@ def _job_child(cfg: _Config, workdir: str, fds: dict[str, int], as_root: bool) -
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         for name, text in (req.get("files") or {}).items():
             path = safe_join(workdir, name)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as exc:
+                raise OSError(exc.errno, f"cannot write the job's file {name!r}: {exc.strerror}") from None
         source = req.get("code", "")
         linecache.cache["main.py"] = (len(source), None, source.splitlines(True), "main.py")
         glb = {"__name__": "__main__", "__file__": os.path.join(workdir, "main.py"), "__builtins__": builtins}
     except BaseException:
         try:
+            os.write(3, _STATUS_SETUP_FAILED)  # the job's code never ran: a sandbox error, never a result
             os.write(2, ("sandbox setup failed:\n" + traceback.format_exc()).encode("utf-8", "replace"))
         finally:
             os._exit(70)
@@ -459,7 +526,10 @@ class _Standby:
     which reaches it as a line in a memfd and one byte on a pipe it waits on (closed unused: it exits). Made only
     once the previous job's processes are killed and its files removed: it sees nothing of that job."""
 
-    def __init__(self, cfg: _Config, as_root: bool) -> None:
+    def __init__(self, cfg: _Config, as_root: bool, slate: _Slate) -> None:
+        self.slate = slate
+        self.left: list[str] = []
+        """What :meth:`close` could not remove (the job's work dir, entries of the scrubbed directories)."""
         self.workdir = _job_module("tempfile").mkdtemp(prefix="job-", dir=cfg.work_root)
         opened: list[int] = []  # closed, and the work dir removed, if the set-up fails: nothing is left behind
         self.pid = 0
@@ -524,27 +594,34 @@ class _Standby:
 
     def close(self, cfg: _Config, as_root: bool) -> None:
         """Kill the child unless its job was supervised to the end, close the server's descriptors and remove
-        what the job left in its work dir and the scrubbed directories."""
+        what the job left in its work dir and the scrubbed directories (:attr:`left` says what stayed)."""
         if not self.reaped:
             _kill_everything(self.pid)
         for fd in (self.pidfd, self.go_w, self.request_fd, self.stdin_fd, self.out_r, self.err_r, self.st_r):
             os.close(fd)
-        _remove_tree(self.workdir)
+        left = [] if _remove_tree(self.workdir) else [self.workdir]
         for shared in cfg.scrub:
-            _empty_dir(shared)
+            left += [os.path.join(shared, name) for name in _empty_dir(shared, keep=self.slate.keep(shared))]
         if as_root:
             for shared in cfg.scrub_owned:
-                _empty_dir(shared, owner=cfg.job_uid)
+                left += [os.path.join(shared, name) for name in _empty_dir(shared, owner=cfg.job_uid)]
+        self.left = left
+
+    def unclean(self) -> str:
+        """Why the next job would not find a clean slate after this one ("" when it would)."""
+        if self.left:
+            return f"could not remove {len(self.left)} entries the job left ({self.left[:3]})"
+        return self.slate.dirty()
 
 
-def _new_standby(cfg: _Config, as_root: bool) -> _Standby | None:
+def _new_standby(cfg: _Config, as_root: bool, slate: _Slate) -> _Standby | None:
     """The next job's child, or None when it cannot be made now (the next request tries again and answers why)
     or the server is not root: its jobs share its uid, so a child waiting between jobs would be a process of the
     jobs' uid outliving the job (a non-root server forks when the request comes)."""
     if not as_root:
         return None
     try:
-        return _Standby(cfg, as_root)
+        return _Standby(cfg, as_root, slate)
     except Exception:
         return None
 
@@ -555,64 +632,191 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _remove_tree(path: str) -> None:
-    """Remove a directory a job wrote in (no process of the job is left), or else make it unreachable.
+_O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FLAT_PATH = 1024
+_FLAT_DEPTH = 32
+"""A directory found deeper than this (path characters or levels below the top) is moved up into the top before
+it is emptied (:func:`_clear_dir`)."""
 
-    A job can make entries its server may not remove as they stand: in a sticky directory of the job's an entry
-    goes only to its owner or the directory's (a bubblewrap server lacks CAP_FOWNER), and a directory without
-    permissions cannot be listed by its owner. So, when the first pass leaves something, every directory of
-    the tree is made the server's (a root server has CAP_CHOWN) and mode 700 before a second pass; what still
-    stays (a tree too deep to walk) is locked away from the jobs' uid.
+
+def _remove_tree(path: str) -> bool:
+    """Remove a directory a job wrote in (no process of the job is left); whether it is gone.
+
+    :param path: the directory (a job's work dir)
     """
-    shutil = _job_module("shutil")
     try:
-        shutil.rmtree(path, ignore_errors=True)
-        if not os.path.lexists(path):
-            return
-        _own_dir(path)
-        for root, dirs, _ in os.walk(path):
-            for name in dirs:
-                _own_dir(os.path.join(root, name))
-        shutil.rmtree(path, ignore_errors=True)
-    except (OSError, RecursionError):
-        pass
-    if os.path.lexists(path):
-        _own_dir(path, mode=0)
+        _take_dir(None, path)
+        fd = os.open(path, _O_DIR)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        _clear_dir(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
 
 
-def _own_dir(path: str, mode: int = 0o700) -> None:
-    """Make a directory (never what a symbolic link points to) the server's, with ``mode``."""
+def _take_dir(dir_fd: int | None, name: str) -> None:
+    """Make the directory ``name`` (in the folder open at ``dir_fd``) the server's (a root server has CAP_CHOWN),
+    mode 700: a job can make entries its server may not remove as they stand (in a sticky directory of the job's
+    an entry goes only to its owner or the directory's, and a bubblewrap server lacks CAP_FOWNER; a directory
+    without permissions cannot be listed by its owner). Called only where no process of the job is left."""
     try:
-        if not os.path.isdir(path) or os.path.islink(path):
-            return
         if os.geteuid() == 0:
-            os.lchown(path, 0, 0)
-        os.chmod(path, mode)
+            os.chown(name, 0, 0, dir_fd=dir_fd, follow_symlinks=False)
+        os.chmod(name, 0o700, dir_fd=dir_fd)
     except OSError:
-        pass
+        pass  # the removal that follows says whether it mattered
 
 
-def _empty_dir(path: str, owner: int | None = None) -> None:
-    """Remove everything inside ``path`` (a private ``/dev/shm``), so that no job leaves files for the next; with
-    ``owner``, only the entries that uid owns (the jobs' own uid, in a directory the host shares)."""
-    try:
-        names = os.listdir(path)
-    except OSError:
-        return
-    for name in names:
-        full = os.path.join(path, name)
+def _entries(fd: int) -> list[tuple[str, bool]]:
+    """The names in the directory open at ``fd``, each with whether it is a directory (links are not)."""
+    with os.scandir(fd) as found:
+        return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in found]
+
+
+def _clear_dir(top_fd: int, owner: int | None = None, keep: frozenset[str] = frozenset()) -> list[str]:
+    """Remove everything inside the directory open at ``top_fd``, however deep, without recursion and with at
+    most one more descriptor open: directories are walked by their paths below the top, and one found deeper
+    than :data:`_FLAT_DEPTH` levels or :data:`_FLAT_PATH` characters is first moved up into the top (as
+    ``.hg-rm-N``) and walked from there, so that a tree of any depth (a job can build one deeper than any
+    recursion or path allows) is flattened as it is walked. Returns the top-level names it could not remove.
+
+    :param top_fd: the directory to empty (it stays)
+    :param owner: remove only the top-level entries this uid owns (a directory the host shares)
+    :param keep: top-level names to leave as they are (what the directory held before any job)
+    """
+    pending: list[str] = []
+    targets: list[str] = []
+    for name, is_dir in _entries(top_fd):
+        if name in keep:
+            continue
         try:
-            if owner is not None and os.lstat(full).st_uid != owner:
+            if owner is not None and os.stat(name, dir_fd=top_fd, follow_symlinks=False).st_uid != owner:
                 continue
+            targets.append(name)
+            if is_dir:
+                _take_dir(top_fd, name)
+                pending.append(name)
+            else:
+                os.unlink(name, dir_fd=top_fd)
         except OSError:
             continue
-        if os.path.isdir(full) and not os.path.islink(full):
-            _remove_tree(full)
-        else:
+    moved = 0
+    stack = [(name, False) for name in pending]  # (path below the top, whether its entries are gone)
+    while stack:
+        rel, emptied = stack.pop()
+        if emptied:
             try:
-                os.unlink(full)
+                os.rmdir(rel, dir_fd=top_fd)
             except OSError:
                 pass
+            continue
+        try:
+            fd = os.open(rel, _O_DIR, dir_fd=top_fd)
+        except OSError:
+            continue  # gone (a moved directory took its name), or left: the caller sees it
+        stack.append((rel, True))
+        try:
+            for child, is_dir in _entries(fd):
+                try:
+                    if not is_dir:
+                        os.unlink(child, dir_fd=fd)
+                        continue
+                    _take_dir(fd, child)
+                    below = f"{rel}/{child}"
+                    if len(below) < _FLAT_PATH and below.count("/") < _FLAT_DEPTH:
+                        stack.append((below, False))
+                        continue
+                    while True:  # deep: moved up into the top, never onto an existing name
+                        moved += 1
+                        up = f".hg-rm-{moved}"
+                        try:
+                            os.stat(up, dir_fd=top_fd, follow_symlinks=False)
+                        except FileNotFoundError:
+                            break
+                    os.rename(child, up, src_dir_fd=fd, dst_dir_fd=top_fd)
+                    stack.append((up, False))
+                except OSError:
+                    continue
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    left: list[str] = []
+    for name in targets:
+        try:
+            os.stat(name, dir_fd=top_fd, follow_symlinks=False)
+            left.append(name)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            left.append(name)
+    return left
+
+
+def _empty_dir(path: str, owner: int | None = None, keep: frozenset[str] = frozenset()) -> list[str]:
+    """Remove everything inside ``path`` (a private ``/dev/shm``), so that no job leaves files for the next; with
+    ``owner``, only the entries that uid owns (the jobs' own uid, in a directory the host shares). Returns the
+    names it could not remove (see :func:`_clear_dir`).
+
+    :param keep: names to leave (what ``path`` held before the first job)
+    """
+    try:
+        fd = os.open(path, _O_DIR)
+    except OSError:
+        return []
+    try:
+        return _clear_dir(fd, owner, keep)
+    finally:
+        os.close(fd)
+
+
+class _Slate:
+    """What the jobs' scratch directories (their work root and the ``scrub`` directories) held, and how much room
+    they had, before the first job: every job must find them so (:meth:`dirty` says how it does not).
+
+    :param dirs: the directories
+    :param private: whether they are the server's own file systems (their free space is then compared too; a
+        work root on the host's disk, without isolation, shares its space with the host)
+    """
+
+    def __init__(self, dirs: list[str], private: bool) -> None:
+        self.private = private
+        self.fresh = {path: self._look(path) for path in sorted(set(dirs))}
+        self.names = {path: frozenset(view[0]) for path, view in self.fresh.items() if not isinstance(view, str)}
+
+    def _look(self, path: str) -> tuple[list[str], int, int] | str:
+        """The sorted names in ``path``, its free blocks and free inodes (0 and 0 unless private), or why they
+        cannot be read."""
+        try:
+            st = os.statvfs(path) if self.private else None
+            return sorted(os.listdir(path)), st.f_bfree if st else 0, st.f_ffree if st else 0
+        except OSError as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    def keep(self, path: str) -> frozenset[str]:
+        """The names ``path`` held before the first job (kept when it is emptied)."""
+        return self.names.get(path, frozenset())
+
+    def dirty(self) -> str:
+        """How the scratch directories differ from before the first job ("" when they do not)."""
+        for path, fresh in self.fresh.items():
+            now = self._look(path)
+            if now == fresh:
+                continue
+            if isinstance(now, str) or isinstance(fresh, str):
+                return f"{path}: {now}"
+            extra = sorted(set(now[0]) - set(fresh[0]))
+            return (f"{path} holds {len(extra)} entries more than before the first job ({extra[:3]}), "
+                    f"{fresh[1] - now[1]} blocks and {fresh[2] - now[2]} inodes less free")
+        return ""
 
 
 def _supervise(
@@ -669,8 +873,10 @@ def _supervise(
     while open_fds and time.monotonic() < drain_end:
         read_ready(int(_DRAIN_S * 1000))
     exit_code = os.waitstatus_to_exitcode(status)
-    if not reason:
-        if bytes(bufs[st_r][:1]) == _STATUS_MEMORY:
+    if not reason or bytes(bufs[st_r][:1]) == _STATUS_SETUP_FAILED:
+        if bytes(bufs[st_r][:1]) == _STATUS_SETUP_FAILED:
+            reason = "sandbox_error"
+        elif bytes(bufs[st_r][:1]) == _STATUS_MEMORY:
             reason = "memory"
         elif exit_code == -signal.SIGXCPU or (exit_code == -signal.SIGKILL and _cpu_exhausted(usage, timeout)):
             reason = "timeout"
@@ -751,8 +957,17 @@ def main() -> None:
         _libc_call("prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
     _set_subreaper()
     if cfg.expose or cfg.cover or cfg.hide:
-        setup_mounts(cfg.expose, cfg.cover, cfg.hide)
+        setup_mounts(cfg.expose, cfg.cover, cfg.hide, cfg.inodes)
         os.makedirs(cfg.work_root, mode=0o755, exist_ok=True)
+    inode_limit = bool(cfg.cover)
+    if cfg.remount_inodes:
+        try:
+            limit_inodes(cfg.remount_inodes)
+            inode_limit = True
+        except OSError:
+            inode_limit = False  # reported in the handshake
+    if cfg.drop_sys_admin:
+        drop_sys_admin()  # raises (the server does not start) rather than serve jobs with it
     if cfg.lock_tmp:
         os.chmod(cfg.work_root, 0o755)
     userns_blocked = cfg.block_userns and _refused_probe("userns")
@@ -763,7 +978,7 @@ def main() -> None:
 
     # What the client keys cached results by is settled now: it need not wait for the preloads.
     send({"started": True, "pid": os.getpid(), "uid": os.geteuid(), "userns_blocked": userns_blocked,
-          "ipc_blocked": ipc_blocked})
+          "ipc_blocked": ipc_blocked, "inode_limit": inode_limit})
     _preload(list(_JOB_MODULES))
     errors = _preload(cfg.preload)
     _set_job_env(cfg)
@@ -773,11 +988,13 @@ def main() -> None:
     # differed by a few ms with the server's code layout). Frozen objects are never collected or walked.
     gc.freeze()
     send({"ready": True, "preload_errors": errors})
-    standby = _new_standby(cfg, as_root)
+    slate = _Slate([cfg.work_root, *cfg.scrub], cfg.private_scratch)
+    standby = _new_standby(cfg, as_root, slate)
     try:
         for line in proto_in:
             if not line.strip():
                 continue
+            job = None
             try:
                 req = json.loads(line)
                 if not isinstance(req, dict):
@@ -788,18 +1005,23 @@ def main() -> None:
                 if standby is not None and standby.gone():
                     standby.close(cfg, as_root)  # killed while it waited: a fresh one runs the job
                     standby = None
-                job, standby = standby or _Standby(cfg, as_root), None
+                job, standby = standby or _Standby(cfg, as_root, slate), None
                 resp = job.run(cfg, line, stdin, timeout, start, as_root)
             except Exception as exc:
                 resp = {"error": f"{type(exc).__name__}: {exc}"}
+            unclean = job.unclean() if job is not None else ""
+            if unclean:
+                resp["unclean"] = unclean  # the client starts a fresh server for the next job; this one ends
             try:
                 send(resp)
             except OSError as exc:
                 if exc.errno == errno.EPIPE:
                     return
                 raise
+            if unclean:
+                return
             if standby is None:  # after the response: its fork and setup overlap the caller's turn
-                standby = _new_standby(cfg, as_root)
+                standby = _new_standby(cfg, as_root, slate)
     finally:
         if standby is not None:
             standby.close(cfg, as_root)

@@ -33,6 +33,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,16 @@ from typing import Any
 CACHE_MODES: tuple[str, ...] = ("off", "record", "replay", "auto")
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 60_000
+QUERY_LIMIT_S = 10.0
+"""The longest one query of a cache file may run (a progress handler interrupts it): a file is user input."""
+_TABLES = {"calls": ("key", "model", "request", "outcome", "created"), "meta": ("name", "value")}
+_OUTCOME_TYPES = {"text": str, "ok": bool, "error": str, "requests": int, "errors": int, "prompt_tokens": int,
+                  "completion_tokens": int, "latency_s": (int, float)}
+
+
+class CacheFileError(ValueError):
+    """A cache file that is not a harness_gym LLM cache as this version writes it (its schema or a row), named
+    with the file, the table and the row."""
 
 
 class CacheMissError(LookupError):
@@ -73,8 +84,29 @@ class CallOutcome:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, raw: str) -> CallOutcome:
-        return cls(**json.loads(raw))
+    def from_json(cls, raw: str, where: str = "outcome") -> CallOutcome:
+        """The outcome a cache row stores, checked field by field.
+
+        :param raw: the row's ``outcome`` column
+        :param where: the file, table and row, for the error
+        :raises CacheFileError: for anything but the JSON object :meth:`to_json` writes
+        """
+        if not isinstance(raw, str):
+            raise CacheFileError(f"{where}: outcome is {type(raw).__name__}, not JSON text")
+        try:
+            fields = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise CacheFileError(f"{where}: outcome is not JSON ({exc})") from None
+        if not isinstance(fields, dict) or set(fields) != set(_OUTCOME_TYPES):
+            keys = sorted(fields) if isinstance(fields, dict) else type(fields).__name__
+            raise CacheFileError(f"{where}: outcome holds {keys}, not the fields {sorted(_OUTCOME_TYPES)}")
+        for name, kind in _OUTCOME_TYPES.items():
+            value = fields[name]
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)) or (
+                    name != "text" and name != "error" and name != "ok" and not 0 <= value < 1e12):
+                raise CacheFileError(f"{where}: outcome field {name!r} is {value!r}, not a valid "
+                                     f"{getattr(kind, '__name__', 'number')}")
+        return cls(**fields)
 
 
 def request_key(request: dict[str, Any]) -> str:
@@ -128,10 +160,16 @@ class LLMCache:
             return conn
         if self.mode != "replay":
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        uri = f"file:{self.path}?mode=ro" if self.mode == "replay" else f"file:{self.path}"
+        uri = "file:" + urllib.parse.quote(str(self.path.absolute())) + ("?mode=ro" if self.mode == "replay" else "")
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                check_same_thread=True)
+        self._local.deadline = float("inf")
+        conn.set_progress_handler(self._past_deadline, 10_000)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA trusted_schema = OFF")  # no function a view or trigger of the file names runs
+        if self.mode == "replay":
+            conn.execute("PRAGMA query_only = ON")
+        self._check_schema(conn)
         if self.mode != "replay":
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -139,14 +177,53 @@ class LLMCache:
                          "request TEXT NOT NULL, outcome TEXT NOT NULL, created REAL NOT NULL)")
             conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        else:
-            try:
-                conn.execute("SELECT key, outcome FROM calls LIMIT 1").fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise ValueError(f"replay cache {self.path} is not a harness_gym LLM cache: {exc}") from None
         self._local.conn = conn
         self._pid = os.getpid()
         return conn
+
+    def _past_deadline(self) -> int:
+        """SQLite's progress handler: non-zero (interrupt the query) once the query's deadline has passed."""
+        return int(time.monotonic() > self._local.deadline)
+
+    def _check_schema(self, conn: sqlite3.Connection) -> None:
+        """Refuse a file whose ``calls`` or ``meta`` is not a table with this version's columns (a view, another
+        layout): :class:`CacheFileError` naming the file and the table."""
+        try:
+            self._local.deadline = time.monotonic() + QUERY_LIMIT_S
+            kinds = dict(conn.execute("SELECT name, type FROM sqlite_master WHERE name IN ('calls', 'meta')"))
+            columns = {table: tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+                       for table, kind in kinds.items() if kind == "table"}
+        except sqlite3.DatabaseError as exc:
+            raise CacheFileError(f"cache {self.path} is not a harness_gym LLM cache: {exc}") from None
+        finally:
+            self._local.deadline = float("inf")
+        for table, expected in _TABLES.items():
+            kind = kinds.get(table)
+            if kind is None:
+                if self.mode == "replay" and table == "calls":
+                    raise CacheFileError(f"cache {self.path} is not a harness_gym LLM cache: it has no table 'calls'")
+                continue  # created by a recording mode
+            if kind != "table":
+                raise CacheFileError(f"cache {self.path}: '{table}' is a {kind}, not a table")
+            if columns[table] != expected:
+                raise CacheFileError(f"cache {self.path}: table '{table}' has columns {list(columns[table])}, "
+                                     f"not {list(expected)}")
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one query of the file, run within :data:`QUERY_LIMIT_S`."""
+        conn = self._connect()
+        self._local.deadline = time.monotonic() + QUERY_LIMIT_S
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if time.monotonic() > self._local.deadline:
+                raise CacheFileError(f"cache {self.path}: a query ran past {QUERY_LIMIT_S:g} s ({sql[:60]!r})") from None
+            raise
+        finally:
+            self._local.deadline = float("inf")
+
+    def _outcome(self, key: Any, raw: Any) -> CallOutcome:
+        return CallOutcome.from_json(raw, f"cache {self.path}, table 'calls', row key {str(key)[:80]!r}")
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -164,8 +241,8 @@ class LLMCache:
 
         :param key: a key from :func:`request_key`
         """
-        row = self._connect().execute("SELECT outcome FROM calls WHERE key = ?", (key,)).fetchone()
-        return None if row is None else CallOutcome.from_json(row[0])
+        rows = self._rows("SELECT outcome FROM calls WHERE key = ?", (key,))
+        return None if not rows else self._outcome(key, rows[0][0])
 
     def put(self, key: str, request: dict[str, Any], outcome: CallOutcome, *, replace: bool) -> CallOutcome:
         """Store ``outcome`` under ``key`` and return what the cache now holds for it.
@@ -226,8 +303,8 @@ class LLMCache:
         :param request: the request that missed
         """
         messages = json.dumps(request.get("messages"), sort_keys=True, ensure_ascii=False)
-        for (raw,) in self._connect().execute("SELECT request FROM calls"):
-            stored = json.loads(raw)
+        for key, raw in self._rows("SELECT key, request FROM calls"):
+            stored = self._request(key, raw)
             if json.dumps(stored.get("messages"), sort_keys=True, ensure_ascii=False) != messages:
                 continue
             wanted = {"model": stored.get("model"), **stored.get("params", {})}
@@ -243,12 +320,23 @@ class LLMCache:
         return ""
 
     def __len__(self) -> int:
-        return int(self._connect().execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        return int(self._rows("SELECT COUNT(*) FROM calls")[0][0])
 
     def entries(self) -> list[tuple[str, dict[str, Any], CallOutcome]]:
         """Every entry as ``(key, request, outcome)``, oldest first."""
-        rows = self._connect().execute("SELECT key, request, outcome FROM calls ORDER BY created, key").fetchall()
-        return [(key, json.loads(req), CallOutcome.from_json(out)) for key, req, out in rows]
+        rows = self._rows("SELECT key, request, outcome FROM calls ORDER BY created, key")
+        return [(key, self._request(key, req), self._outcome(key, out)) for key, req, out in rows]
+
+    def _request(self, key: Any, raw: Any) -> dict[str, Any]:
+        """A row's ``request`` column as the dict :meth:`put` stored (:class:`CacheFileError` otherwise)."""
+        where = f"cache {self.path}, table 'calls', row key {str(key)[:80]!r}"
+        try:
+            request = json.loads(raw) if isinstance(raw, str) else None
+        except (ValueError, RecursionError):
+            request = None
+        if not isinstance(request, dict) or not isinstance(request.get("params", {}), dict):
+            raise CacheFileError(f"{where}: request is not the JSON object of a request")
+        return request
 
     def close(self) -> None:
         """Close this thread's connection (others close when their threads end)."""
@@ -295,12 +383,12 @@ def merge_caches(dest: str | Path, sources: list[str | Path]) -> MergeReport:
         if Path(source).resolve() == dest_path:
             raise ValueError(f"merge source {source} is the destination itself")
         reader = LLMCache(source, "replay")  # a clear error for a missing file or one that is not a cache
-        rows = reader._connect().execute("SELECT key, model, request, outcome, created FROM calls "
-                                         "ORDER BY created, key").fetchall()
+        rows = reader._rows("SELECT key, model, request, outcome, created FROM calls ORDER BY created, key")
         reader.close()
         for key, model, request, outcome, created in rows:
             held = merged.get(key)
-            new = CallOutcome.from_json(outcome)
+            new = reader._outcome(key, outcome)
+            reader._request(key, request)
             if held is None or (not held.ok and new.ok):
                 conn.execute("INSERT OR REPLACE INTO calls (key, model, request, outcome, created) VALUES "
                              "(?, ?, ?, ?, ?)", (key, model, request, outcome, created))
