@@ -6,7 +6,7 @@ The statements are the reference SQL of the shipped DB-Bench tasks (reads and wr
 transaction on its task's table, once per fresh session (so every statement is prepared: the authorizer is
 consulted at prepare time).
 
-- SQLite: the engine's session as it is (its :class:`~harness_gym.domains.dbbench.engines.SQLiteAuthorizer`
+- SQLite: the engine's session as it is (its :class:`~harness_gym.domains.dbbench.sql_guard.SQLiteAuthorizer`
   installed) against the same session with the authorizer removed (``set_authorizer(None)``).
 - MariaDB (``--dsn`` or ``HG_MYSQL_DSN``; skipped without one): the engine's path (``START TRANSACTION``, an
   unbuffered cursor read row by row within the byte, row and time bounds, rollback) against the path it replaced

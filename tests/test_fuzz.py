@@ -34,7 +34,8 @@ from hypothesis import strategies as st
 
 import harness_gym
 from harness_gym.core.types import CheckResult, Context, Draft, ToolCall
-from harness_gym.domains.dbbench.engines import SQLITE_FUNCTIONS, SQLiteEngine, TableSpec
+from harness_gym.domains.dbbench.engines import SQLiteEngine, TableSpec
+from harness_gym.domains.dbbench.sql_guard import SQLITE_FUNCTIONS
 from harness_gym.domains.dbbench.statements import SQLError
 from harness_gym.domains.multitool.tools import ToolError, calculate
 from harness_gym.env import PENDING
