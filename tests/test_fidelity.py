@@ -85,3 +85,22 @@ def test_v1_misses_what_v2_pins() -> None:
     finally:
         tau.close()
         knowledge.close()
+
+
+def test_v2_mechanisms_are_fixed_per_task_and_off_by_default() -> None:
+    from dataclasses import fields, replace
+
+    from harness_gym.workers.calibrate import Events, fit_profile
+    from harness_gym.workers.profile import WorkerProfile, WorkerProfileV2
+    from harness_gym.workers.simulated import task_draws
+
+    assert task_draws(0, "t-1") == task_draws(0, "t-1") != task_draws(0, "t-2")
+    assert task_draws(1, "t-1") != task_draws(0, "t-1")
+    v1 = WorkerProfile.for_domain("code")
+    neutral = WorkerProfileV2(**{f.name: getattr(v1, f.name) for f in fields(WorkerProfile)})
+    assert neutral.is_v1 and v1.is_v1 and not WorkerProfile.for_domain("code", "v2").is_v1
+    # calibrate keeps a -v2 default's class and its own parameters (it cannot fit them from one recording)
+    v2 = WorkerProfile.for_domain("tau_retail", "v2")
+    fitted = fit_profile(Events(), v2, n_boot=0).profile
+    assert type(fitted) is WorkerProfileV2 and fitted == v2
+    assert replace(v2, task_ability_sd=0.0, fix_decay=1.0, fix_needs_evidence=0.0, distractor_weight=0.0).is_v1

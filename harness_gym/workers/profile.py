@@ -21,9 +21,9 @@ from harness_gym.paths import data_path
 PROFILE_VERSIONS: tuple[str, ...] = ("v1", "v2")
 """The shipped profile sets: ``profile="v2"`` (what the ``-v2`` env ids pass) picks ``envs_data/profiles/v2``."""
 
-_LOG_ODDS = frozenset({"draft_logit_base", "evidence_weight", "difficulty_weight"})
+LOG_ODDS_PARAMS = frozenset({"draft_logit_base", "evidence_weight", "difficulty_weight"})
 """Parameters in log-odds: any finite value."""
-_NON_NEGATIVE = frozenset({"task_ability_sd", "task_ability_seed", "distractor_weight"})
+NON_NEGATIVE_PARAMS = frozenset({"task_ability_sd", "task_ability_seed", "distractor_weight"})
 """Parameters that are >= 0 without an upper bound."""
 
 
@@ -122,10 +122,10 @@ class WorkerProfile:
     def validate(self, where: str = "profile") -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in _NON_NEGATIVE:
+            if f.name in NON_NEGATIVE_PARAMS:
                 if not (math.isfinite(value) and value >= 0.0):
                     raise TaskFileError(where, f"must be finite and >= 0, got {value}", field=f"params.{f.name}")
-            elif f.name not in _LOG_ODDS and not 0.0 <= value <= 1.0:
+            elif f.name not in LOG_ODDS_PARAMS and not 0.0 <= value <= 1.0:
                 raise TaskFileError(where, f"must lie in [0, 1], got {value}", field=f"params.{f.name}")
         seed = getattr(self, "task_ability_seed", 0.0)
         if seed != int(seed):
