@@ -3,10 +3,21 @@
 Importing the package registers every env id (see :data:`ENV_IDS`)::
 
     import gymnasium as gym
-    env = gym.make("harness_gym:HarnessCode-v1")
+    env = gym.make("harness_gym:HarnessCode-v2")
+
+Each domain has two versions of one code (Gymnasium's rule: a changed MDP is a new version):
+
+- ``-v2`` (:data:`ENV_IDS`, the default to pick): the simulated worker pinned to published measurements of real
+  models, ``profile="v2"`` (``envs_data/profiles/v2``; the fidelity cards in ``envs_data/fidelity`` and
+  ``benchmarks/fidelity.py``): task-persistent failures, repair that decays by round and cannot supply missing
+  evidence, irrelevant context that costs accuracy;
+- ``-v1`` (:data:`ENV_IDS_V1`): the earlier worker (``envs_data/profiles/<domain>.json``), kept with its numbers
+  (``benchmarks/step_digest.py`` prints the same digests for it).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import gymnasium as gym
 
@@ -16,19 +27,34 @@ from harness_gym.env import MAX_BUDGET, HarnessEnv
 __version__ = "0.1.0"
 
 _ENTRY_POINTS: dict[str, str] = {
-    "HarnessCode-v1": "harness_gym.domains.code.env:HarnessCodeEnv",
-    "HarnessKnowledge-v1": "harness_gym.domains.knowledge.env:HarnessKnowledgeEnv",
-    "HarnessResearchQA-v1": "harness_gym.domains.research_qa.env:HarnessResearchQAEnv",
-    "HarnessMultiTool-v1": "harness_gym.domains.multitool.env:HarnessMultiToolEnv",
-    "HarnessData-v1": "harness_gym.domains.data.env:HarnessDataEnv",
-    "HarnessPlan-v1": "harness_gym.domains.plan.env:HarnessPlanEnv",
-    "HarnessTauRetail-v1": "harness_gym.domains.tau_retail.env:HarnessTauRetailEnv",
-    "HarnessDBBench-v1": "harness_gym.domains.dbbench.env:HarnessDBBenchEnv",
+    "HarnessCode": "harness_gym.domains.code.env:HarnessCodeEnv",
+    "HarnessKnowledge": "harness_gym.domains.knowledge.env:HarnessKnowledgeEnv",
+    "HarnessResearchQA": "harness_gym.domains.research_qa.env:HarnessResearchQAEnv",
+    "HarnessMultiTool": "harness_gym.domains.multitool.env:HarnessMultiToolEnv",
+    "HarnessData": "harness_gym.domains.data.env:HarnessDataEnv",
+    "HarnessPlan": "harness_gym.domains.plan.env:HarnessPlanEnv",
+    "HarnessTauRetail": "harness_gym.domains.tau_retail.env:HarnessTauRetailEnv",
+    "HarnessDBBench": "harness_gym.domains.dbbench.env:HarnessDBBenchEnv",
 }
-ENV_IDS: tuple[str, ...] = tuple(_ENTRY_POINTS)
+VERSION_KWARGS: dict[str, dict[str, str]] = {"v1": {}, "v2": {"profile": "v2"}}
+"""What each registered version passes to the env: ``-v2`` ids use the worker profile set ``"v2"``."""
 
-for _env_id, _entry in _ENTRY_POINTS.items():
-    if _env_id not in gym.registry:
-        gym.register(id=_env_id, entry_point=_entry, max_episode_steps=MAX_BUDGET)
+ENV_IDS: tuple[str, ...] = tuple(f"{name}-v2" for name in _ENTRY_POINTS)
+"""The current env ids, one per domain (``-v2``)."""
+ENV_IDS_V1: tuple[str, ...] = tuple(f"{name}-v1" for name in _ENTRY_POINTS)
+"""The ``-v1`` ids: the same envs with the earlier worker, kept with their numbers."""
+ALL_ENV_IDS: tuple[str, ...] = ENV_IDS + ENV_IDS_V1
+"""Every registered id."""
 
-__all__ = ["Action", "HarnessEnv", "ENV_IDS", "__version__"]
+for _name, _entry in _ENTRY_POINTS.items():
+    for _version, _kwargs in VERSION_KWARGS.items():
+        if f"{_name}-{_version}" not in gym.registry:
+            gym.register(id=f"{_name}-{_version}", entry_point=_entry, max_episode_steps=MAX_BUDGET,
+                         kwargs=dict(_kwargs))
+
+# -v1 is a kept preset with its own published numbers, not a mistake to warn about on every make (the docs and
+# ENV_IDS point to -v2): Gymnasium's "is out of date" warning is silenced for these ids only
+warnings.filterwarnings("ignore", message=r".*The environment Harness[A-Za-z]+-v1 is out of date",
+                        category=DeprecationWarning)
+
+__all__ = ["Action", "HarnessEnv", "ENV_IDS", "ENV_IDS_V1", "ALL_ENV_IDS", "VERSION_KWARGS", "__version__"]

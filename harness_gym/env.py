@@ -34,6 +34,7 @@ from harness_gym.paths import data_path
 from harness_gym.references import play_reference_bills
 from harness_gym.sandbox import CACHE_MODES, SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Usage, Worker, WorkerProfile, check_worker_options, make_worker
+from harness_gym.workers.profile import PROFILE_VERSIONS
 from harness_gym.workers.prompting import PromptSet
 
 PENDING = -1.0
@@ -188,7 +189,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         When a step brings the spent units to the budget, the episode ends with a forced submit
         (``info["forced_submit"]``), as when the step budget runs out
     :param worker: ``"simulated"`` or a :class:`~harness_gym.workers.Worker` instance
-    :param profile: worker profile (instance or JSON path); default the domain's shipped profile
+    :param profile: worker profile: an instance, a JSON path, or the name of a shipped set, ``"v1"`` (the default,
+        ``envs_data/profiles/<domain>.json``) or ``"v2"`` (``envs_data/profiles/v2/<domain>.json``, the worker pinned to
+        the fidelity cards, which the ``-v2`` ids pass)
     :param sandbox: ``"process"``, ``"docker"`` or a :class:`~harness_gym.sandbox.Sandbox`; only opened
         when the domain runs code. A sandbox made from a name caches completed executions as ``exec_cache``
         says; ``info["exec_cached"]`` says when a job of the step was served from the cache (read from this
@@ -296,11 +299,14 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._budget_units_spec: float | str | None = (budget_units if budget_units in (None, AUTO)
                                                        else float(budget_units))
         self._resolved_budget: tuple[float | None, float] | None = None
-        self._profile_spec = profile
+        # a shipped profile set's name ("v1", "v2": what the -v2 ids pass) is read here, so that everything below
+        # (the worker, the budget's fingerprint) sees the profile itself
+        self._profile_spec = (WorkerProfile.for_domain(domain.name, profile)
+                              if isinstance(profile, str) and profile in PROFILE_VERSIONS else profile)
         self._prompts_dir = worker_options.get("prompts_dir")
         self.action_costs = costs
         self.render_mode = render_mode
-        self.worker: Worker = make_worker(worker, domain.name, profile, tools=domain.tools, options=worker_options,
+        self.worker: Worker = make_worker(worker, domain.name, self._profile_spec, tools=domain.tools, options=worker_options,
                                           wrong_tool_calls=domain.wrong_tool_calls)
         self._sandbox_spec = sandbox
         self._exec_cache: bool | str = exec_cache if isinstance(exec_cache, str) else bool(exec_cache)

@@ -49,9 +49,12 @@ def test_make_with_module_prefix(env_id):
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
-def test_every_id_is_v1_and_the_retired_v0_names_it(env_id):
-    assert env_id.endswith("-v1")
-    old = env_id.replace("-v1", "-v0")
+def test_every_id_is_v2_v1_stays_and_the_retired_v0_names_v2(env_id):
+    assert env_id.endswith("-v2")
+    assert gym.spec(env_id).kwargs == {"profile": "v2"}
+    v1 = env_id.replace("-v2", "-v1")
+    assert v1 in harness_gym.ENV_IDS_V1 and gym.spec(v1).kwargs == {}
+    old = env_id.replace("-v2", "-v0")
     assert old not in gym.registry
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)

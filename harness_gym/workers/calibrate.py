@@ -24,6 +24,15 @@ Two steps:
    fits (draft, fix, confidence) are ridge-regularised towards the default profile, so a fit on few events
    stays near it. The confidence fit ignores that the simulator clips confidences to [0, 1]: where a mean
    comes near a bound, the fitted value is biased towards the middle.
+
+A ``-v2`` default (:class:`~harness_gym.workers.profile.WorkerProfileV2`) is fitted the same way and keeps the
+class. Its own parameters are not estimated from a recording and keep the default's values (reported with no
+interval): ``task_ability_sd`` needs several episodes of each task (a recording holds one or two per task, and a
+task's successes then confound its difficulty with its latent ability); ``fix_decay`` and ``fix_needs_evidence`` would
+need the fix events split by REVISE round and by evidence held, which :func:`collect_events` pools (the ``fix``
+model is the ``-v1`` linear one); ``distractor_weight`` needs drafts at several counts of irrelevant items, which a
+recording of one controller rarely varies; ``closed_book_share`` and ``task_ability_seed`` describe the task set,
+not the model. ``benchmarks/fidelity.py`` measures what they produce against the published figures instead.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ import numpy as np
 
 from harness_gym.core.actions import Action
 from harness_gym.core.tools import validate_call
-from harness_gym.workers.profile import LOG_ODDS_PARAMS, MAX_LOG_ODDS, WorkerProfile
+from harness_gym.workers.profile import WorkerProfile, param_bounds
 
 EVENT_KINDS: tuple[str, ...] = ("reply", "draft", "fix", "break", "tool", "repeat", "confidence", "self_check",
                                  "self_check_again")
@@ -409,7 +418,7 @@ def fit_profile(events: Events, default: WorkerProfile, *, n_boot: int = 200, se
             if name in samples:
                 samples[name].append(value)
     ci95: dict[str, tuple[float, float] | None] = {}
-    for f in fields(WorkerProfile):
+    for f in fields(default):
         vals = samples.get(f.name, [])
         ci95[f.name] = (float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))) if vals else None
     for name, (kind, outcome, column, value) in _PROPORTIONS.items():
@@ -482,7 +491,8 @@ def _clip(profile: WorkerProfile) -> WorkerProfile:
     rate), it shrinks to ``1 - tool_error_prob``."""
     values = asdict(profile)
     for name, value in values.items():
-        bound = (-MAX_LOG_ODDS, MAX_LOG_ODDS) if name in LOG_ODDS_PARAMS else (0.0, 1.0)
-        values[name] = float(min(bound[1], max(bound[0], value)))
+        if name != "task_ability_seed":
+            low, high = param_bounds(name)
+            values[name] = float(min(high, max(low, value)))
     values["tool_wrong_prob"] = min(values["tool_wrong_prob"], 1.0 - values["tool_error_prob"])
-    return WorkerProfile(**values)
+    return type(profile)(**values)

@@ -215,7 +215,7 @@ class LLMCache:
         self._local.deadline = time.monotonic() + QUERY_LIMIT_S
         try:
             return conn.execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
+        except sqlite3.OperationalError:
             if time.monotonic() > self._local.deadline:
                 raise CacheFileError(f"cache {self.path}: a query ran past {QUERY_LIMIT_S:g} s ({sql[:60]!r})") from None
             raise

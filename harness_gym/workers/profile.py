@@ -1,8 +1,12 @@
 """WorkerProfile: the parameters of the simulated frozen LLM for one domain
 (docs/harness_mdp.md, "Workers").
 
-Profiles live as JSON in ``envs_data/profiles/<domain>.json``: ``{"domain": ..., "params": {...},
-"rationale": {param: why}}``. Every parameter has a rationale saying which real-model behaviour it stands for.
+Profiles live as JSON in ``envs_data/profiles/<domain>.json`` (the ``-v1`` envs' worker) and
+``envs_data/profiles/v2/<domain>.json`` (the ``-v2`` envs' worker, pinned to the fidelity cards in
+``envs_data/fidelity/``): ``{"domain": ..., "params": {...}, "rationale": {param: why}}``. Every parameter has a
+rationale saying which real-model behaviour it stands for. The parameters added for ``-v2`` (``task_ability_sd``,
+``task_ability_seed``, ``fix_decay``, ``fix_needs_evidence``, ``distractor_weight``, ``closed_book_share``) default to
+values that leave the worker exactly as ``-v1`` had it.
 """
 
 from __future__ import annotations
@@ -13,11 +17,31 @@ from pathlib import Path
 from harness_gym.core.taskfile import TaskFileError, read_json, require
 from harness_gym.paths import data_path
 
+PROFILE_VERSIONS: tuple[str, ...] = ("v1", "v2")
+"""The shipped profile sets: ``profile="v2"`` (what the ``-v2`` env ids pass) picks ``envs_data/profiles/v2``."""
+
 LOG_ODDS_PARAMS: frozenset[str] = frozenset({"draft_logit_base", "evidence_weight", "difficulty_weight"})
-"""The parameters in log-odds; every other one is a probability (or a mean or spread of one) in [0, 1]."""
+"""The parameters in log-odds, in [-:data:`MAX_LOG_ODDS`, :data:`MAX_LOG_ODDS`]."""
+NON_NEGATIVE_PARAMS: frozenset[str] = frozenset({"task_ability_sd", "task_ability_seed", "distractor_weight"})
+"""Parameters >= 0 that are not probabilities: the spread of the per-task ability and the weight of irrelevant
+items (log-odds, at most :data:`MAX_LOG_ODDS`) and the ability's seed (a whole number below 2**32). Every other
+parameter is a probability (or a mean or spread of one) in [0, 1]."""
 MAX_LOG_ODDS = 20.0
 """The log-odds parameters lie in [-20, 20] (a probability between 2e-9 and 1 - 2e-9; the shipped profiles use
-at most 5.5): a larger one says nothing more and can only overflow."""
+at most 6): a larger one says nothing more and can only overflow."""
+MAX_SEED = 2**32
+"""The ability seed lies in [0, 2**32)."""
+
+
+def param_bounds(name: str) -> tuple[float, float]:
+    """The closed range a profile parameter must lie in (the seed's upper end excluded)."""
+    if name in LOG_ODDS_PARAMS:
+        return -MAX_LOG_ODDS, MAX_LOG_ODDS
+    if name == "task_ability_seed":
+        return 0.0, float(MAX_SEED)
+    if name in NON_NEGATIVE_PARAMS:
+        return 0.0, MAX_LOG_ODDS
+    return 0.0, 1.0
 
 
 @dataclass(frozen=True)
@@ -72,16 +96,23 @@ class WorkerProfile:
     selfcheck_fpr: float = 0.4
     selfcheck_repeat: float = 0.9
     unusable_reply_prob: float = 0.0
+    @property
+    def is_v1(self) -> bool:
+        """Whether every mechanism of ``-v2`` is off: always, for a profile without them."""
+        return True
 
     @classmethod
     def load(cls, path: str | Path) -> WorkerProfile:
-        """Read a profile JSON file; unknown or mistyped parameters raise a :class:`TaskFileError`."""
+        """Read a profile JSON file; unknown or mistyped parameters raise a :class:`TaskFileError`. A file that sets
+        any parameter of :class:`WorkerProfileV2` is read as one (and then needs a rationale for each of its
+        parameters)."""
         raw = read_json(path)
         if not isinstance(raw, dict):
             raise TaskFileError(path, "a profile must be a JSON object")
         params = require(raw, "params", dict, path=path)
         rationale = require(raw, "rationale", dict, path=path)
-        known = {f.name for f in fields(cls)}
+        kind = WorkerProfileV2 if cls is WorkerProfile and any(name in _V2_ONLY for name in params) else cls
+        known = {f.name for f in fields(kind)}
         for name in params:
             if name not in known:
                 raise TaskFileError(path, f"unknown profile parameter; known: {sorted(known)}", field=f"params.{name}")
@@ -89,14 +120,21 @@ class WorkerProfile:
         missing = sorted(known - set(rationale))
         if missing:
             raise TaskFileError(path, f"no rationale for {missing}", field="rationale")
-        profile = cls(**values)
+        profile = kind(**values)
         profile.validate(str(path))
         return profile
 
     @classmethod
-    def for_domain(cls, domain: str) -> WorkerProfile:
-        """The profile shipped in ``envs_data/profiles/<domain>.json``."""
-        return cls.load(data_path("profiles", f"{domain}.json"))
+    def for_domain(cls, domain: str, version: str = "v1") -> WorkerProfile:
+        """The profile shipped for ``version`` (:data:`PROFILE_VERSIONS`): ``envs_data/profiles/<domain>.json`` for
+        ``"v1"``, ``envs_data/profiles/<version>/<domain>.json`` otherwise.
+
+        :raises ValueError: for an unknown version
+        """
+        if version not in PROFILE_VERSIONS:
+            raise ValueError(f"unknown worker profile version {version!r}; expected one of {PROFILE_VERSIONS}")
+        parts = ("profiles", f"{domain}.json") if version == "v1" else ("profiles", version, f"{domain}.json")
+        return cls.load(data_path(*parts))
 
     def validate(self, where: str = "profile") -> None:
         """Raise :class:`TaskFileError` naming ``where`` and the parameter unless every probability lies in [0, 1]
@@ -105,9 +143,53 @@ class WorkerProfile:
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TaskFileError(where, f"expected a number, got {type(value).__name__}", field=f"params.{f.name}")
-            low, high = (-MAX_LOG_ODDS, MAX_LOG_ODDS) if f.name in LOG_ODDS_PARAMS else (0.0, 1.0)
-            if not low <= value <= high:
+            low, high = param_bounds(f.name)
+            if not low <= value <= high or (f.name == "task_ability_seed" and value == high):
                 raise TaskFileError(where, f"must lie in [{low:g}, {high:g}], got {value}", field=f"params.{f.name}")
+        seed = getattr(self, "task_ability_seed", 0.0)
+        if seed != int(seed):
+            raise TaskFileError(where, f"must be a whole number, got {seed}", field="params.task_ability_seed")
         if self.tool_error_prob + self.tool_wrong_prob > 1.0:
             raise TaskFileError(where, f"tool_error_prob + tool_wrong_prob must be <= 1, got "
                                 f"{self.tool_error_prob} + {self.tool_wrong_prob}", field="params.tool_wrong_prob")
+
+
+@dataclass(frozen=True)
+class WorkerProfileV2(WorkerProfile):
+    """A profile of the ``-v2`` worker: :class:`WorkerProfile`'s parameters and the mechanisms the fidelity cards
+    (``envs_data/fidelity/``) need. Their defaults switch every one off, so a :class:`WorkerProfileV2` with the
+    defaults behaves as the :class:`WorkerProfile` with the same other values. A separate class, so that a
+    :class:`WorkerProfile` (and the fingerprint of every ``-v1`` configuration) is what it was.
+
+    :param task_ability_sd: standard deviation, in log-odds, of a per-task latent ability shared by every draft and
+        repair of that task, in every episode of it: the task-persistent part of a model's failures (0: none)
+    :param task_ability_seed: the seed (a whole number) that, with the task id, fixes each task's latent ability and
+        whether it is in the closed-book share; never the episode's seed
+    :param fix_decay: factor on the repair probability for each further REVISE on the same draft lineage (since the
+        last DRAFT): round r succeeds with ``fix_decay ** (r - 1)`` times round 1's probability (1: no decay)
+    :param fix_needs_evidence: how much of a repair needs the task's evidence in context: the repair probability is
+        ``g * fix + (1 - g) * p_draft`` with ``g = 1 - fix_needs_evidence * (1 - coverage)``, so without the evidence a
+        repair is no better than a fresh draft (feedback points at a fault, it does not supply a missing fact; 0: the
+        feedback alone suffices)
+    :param distractor_weight: log-odds removed from a draft per ``log1p`` of the irrelevant items gathered
+        (retrieved documents that are not the task's, successful tool calls that are not its evidence calls)
+    :param closed_book_share: share of the tasks whose facts the model already holds: drafting them counts as full
+        evidence coverage (0: none)
+    """
+
+    task_ability_sd: float = 0.0
+    task_ability_seed: float = 0.0
+    fix_decay: float = 1.0
+    fix_needs_evidence: float = 0.0
+    distractor_weight: float = 0.0
+    closed_book_share: float = 0.0
+
+    @property
+    def is_v1(self) -> bool:
+        """Whether every mechanism of ``-v2`` is off (the worker then behaves, draw for draw, as ``-v1``)."""
+        return (self.task_ability_sd == 0.0 and self.fix_decay == 1.0 and self.fix_needs_evidence == 0.0
+                and self.distractor_weight == 0.0 and self.closed_book_share == 0.0)
+
+
+_V2_ONLY = frozenset(f.name for f in fields(WorkerProfileV2)) - frozenset(f.name for f in fields(WorkerProfile))
+"""The parameters only a :class:`WorkerProfileV2` has."""

@@ -21,6 +21,21 @@ What its signals depend on (docs/cost.md, "A worker without label leaks"):
   :meth:`~harness_gym.core.domain.Domain.wrong_tool_calls`) whose results are real but not the needed
   evidence; on a task that needs no tool the worker still proposes a well-formed call, and its result is useless.
 
+The ``-v2`` worker (a :class:`~harness_gym.workers.profile.WorkerProfileV2` with its mechanisms on, pinned to the
+fidelity cards in ``envs_data/fidelity/``) adds, each off under a ``-v1`` profile (which then draws exactly as before):
+
+- **a per-task latent ability**: log-odds ``task_ability_sd * z`` with ``z`` standard normal, fixed by the task id and
+  the profile's ``task_ability_seed`` (never the episode seed), added to every draft and every repair of the task in
+  every episode: failures persist per task, so pass^k falls as published;
+- **repair that tires and needs the evidence**: round ``r`` of REVISE since the last DRAFT succeeds with
+  ``fix_decay ** (r - 1)`` times round 1's probability, and round 1's is ``g * fix + (1 - g) * p_draft`` with
+  ``g = 1 - fix_needs_evidence * (1 - coverage)``: without the evidence in context, a repair is no better than a
+  fresh draft from the same context;
+- **irrelevant context**: a draft loses ``distractor_weight * log1p(n)`` log-odds for ``n`` irrelevant gathered
+  items (retrieved documents that are not the task's, successful tool calls that are not its evidence calls);
+- **a closed-book share**: on a ``closed_book_share`` of the tasks (fixed as the ability is) a draft counts as written
+  with full evidence coverage.
+
 Usage: every call is metered like a model call (``pop_usage``): the prompt is the domain's prompt template
 filled with :func:`~harness_gym.workers.prompting.render_context` of the context at the call (as the live
 worker sends it; its length is summed without building the text, :func:`~harness_gym.workers.prompting.context_chars`),
@@ -30,11 +45,13 @@ confidence); both are counted with :func:`~harness_gym.core.cost.estimate_tokens
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 
@@ -42,9 +59,8 @@ from harness_gym.core.cost import CHARS_PER_TOKEN, estimate_tokens
 from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall
 from harness_gym.workers.base import Usage
-from harness_gym.workers.profile import WorkerProfile
+from harness_gym.workers.profile import WorkerProfile, WorkerProfileV2
 from harness_gym.workers.prompting import ACTIONS, PromptSet, context_chars, render_tools
-
 
 _REPLY_ENCODER = json.JSONEncoder(default=str)
 """What ``json.dumps(reply, default=str)`` writes for a tool call's reply, without making an encoder per call."""
@@ -52,6 +68,24 @@ _REPLY_ENCODER = json.JSONEncoder(default=str)
 
 def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
+
+
+def _logit(p: float) -> float:
+    p = min(1.0 - 1e-9, max(1e-9, p))
+    return math.log(p / (1.0 - p))
+
+
+_STANDARD_NORMAL = NormalDist()
+
+
+def task_draws(seed: int, task_id: str) -> tuple[float, float]:
+    """The two fixed draws of a task under a profile seed: its latent ability ``z`` (standard normal) and a uniform
+    ``u`` in (0, 1) that puts it in the closed-book share when ``u < closed_book_share``. They depend on the seed
+    and the task id alone (the SHA-256 of both), never on an episode's seed."""
+    digest = hashlib.sha256(f"{seed}\x00{task_id}".encode()).digest()
+    first = (int.from_bytes(digest[:8], "big") + 0.5) / 2.0**64
+    second = (int.from_bytes(digest[8:16], "big") + 0.5) / 2.0**64
+    return _STANDARD_NORMAL.inv_cdf(first), second
 
 
 class SimulatedWorker:
@@ -77,6 +111,10 @@ class SimulatedWorker:
         self.wrong_tool_calls = wrong_tool_calls
         self._usage = Usage()
         self._verdicts: dict[str, bool] = {}
+        self._v2: WorkerProfileV2 | None = (profile if isinstance(profile, WorkerProfileV2) and not profile.is_v1
+                                            else None)
+        self._task_draws: dict[str, tuple[float, float]] = {}
+        self._lineage_revisions = 0
         self._overhead_chars = dict.fromkeys(ACTIONS, 0)
         self._slot_uses = {action: {"context": 1, "draft": 0, "feedback": 0} for action in ACTIONS}
         if domain is not None:
@@ -94,6 +132,7 @@ class SimulatedWorker:
         self-check verdicts."""
         self.rng = rng
         self._verdicts = {}
+        self._lineage_revisions = 0
 
     def pop_usage(self) -> Usage:
         """The model calls this worker would have made since the last pop (one env step)."""
@@ -126,17 +165,69 @@ class SimulatedWorker:
             pool = [i for i in pool if i != avoid]
         return pool[int(self.rng.integers(len(pool)))]
 
+    def _draws(self, task: Task) -> tuple[float, float]:
+        """:func:`task_draws` of ``task`` under the ``-v2`` profile's seed, kept per task id."""
+        got = self._task_draws.get(task.task_id)
+        if got is None:
+            assert self._v2 is not None
+            got = self._task_draws[task.task_id] = task_draws(int(self._v2.task_ability_seed), task.task_id)
+        return got
+
+    def task_ability(self, task: Task) -> float:
+        """The task's latent ability in log-odds (``task_ability_sd * z``; 0 under a ``-v1`` profile)."""
+        return self._v2.task_ability_sd * self._draws(task)[0] if self._v2 is not None else 0.0
+
+    def _coverage(self, ctx: Context) -> float:
+        """The evidence coverage a draft is written at: full for a task in the closed-book share."""
+        v2 = self._v2
+        if v2 is not None and v2.closed_book_share > 0.0 and self._draws(ctx.task)[1] < v2.closed_book_share:
+            return 1.0
+        return ctx.evidence_coverage()
+
+    @staticmethod
+    def irrelevant_items(ctx: Context) -> int:
+        """How many gathered items are not the task's evidence: retrieved documents outside its relevant ones and
+        successful tool calls outside its evidence calls."""
+        task = ctx.task
+        docs = sum(1 for doc_id in ctx.retrieved if doc_id not in task.relevant_docs)
+        if not ctx.tool_history:
+            return docs
+        wanted = {c.key() for c in task.tool_calls}
+        return docs + sum(1 for call, res in ctx.tool_history if res.ok and call.key() not in wanted)
+
     def p_correct_draft(self, ctx: Context) -> float:
         """Probability that a fresh draft is correct given the evidence gathered so far."""
         p = self.profile
-        logit = p.draft_logit_base + p.evidence_weight * ctx.evidence_coverage() - p.difficulty_weight * ctx.task.difficulty
+        if self._v2 is None:
+            logit = p.draft_logit_base + p.evidence_weight * ctx.evidence_coverage() - p.difficulty_weight * ctx.task.difficulty
+            return _sigmoid(logit)
+        v2 = self._v2
+        logit = (v2.draft_logit_base + v2.evidence_weight * self._coverage(ctx) - v2.difficulty_weight * ctx.task.difficulty
+                 + self.task_ability(ctx.task))
+        if v2.distractor_weight > 0.0:
+            logit -= v2.distractor_weight * math.log1p(self.irrelevant_items(ctx))
         return _sigmoid(logit)
 
-    def p_fix(self, ctx: Context, feedback: CheckResult) -> float:
-        """Probability that revising after failed feedback produces a correct draft."""
+    def p_fix(self, ctx: Context, feedback: CheckResult, revision_round: int = 1) -> float:
+        """Probability that revising after failed feedback produces a correct draft, in round ``revision_round`` of
+        REVISE on the current draft lineage (only a ``-v2`` profile reads the round)."""
         p = self.profile
         value = p.fix_base + p.fix_specificity * feedback.specificity + p.fix_evidence * ctx.evidence_coverage()
-        return min(1.0, max(0.0, value))
+        value = min(1.0, max(0.0, value))
+        return value if self._v2 is None else self._bounded_fix(ctx, value, revision_round)
+
+    def _bounded_fix(self, ctx: Context, fix: float, revision_round: int) -> float:
+        """The ``-v2`` repair probability from the ``-v1`` one ``fix``: moved by the task's ability, mixed with a fresh
+        draft's chance as far as the evidence is missing, and decayed by the round."""
+        v2 = self._v2
+        assert v2 is not None
+        ability = self.task_ability(ctx.task)
+        if ability != 0.0:
+            fix = _sigmoid(_logit(fix) + ability)
+        if v2.fix_needs_evidence > 0.0:
+            held = 1.0 - v2.fix_needs_evidence * (1.0 - self._coverage(ctx))
+            fix = held * fix + (1.0 - held) * self.p_correct_draft(ctx)
+        return fix * v2.fix_decay ** (revision_round - 1)
 
     def _new(self, ctx: Context, idx: int) -> Draft:
         """The next draft version holding candidate ``idx``, or an empty draft for -1 (an unusable reply)."""
@@ -154,6 +245,7 @@ class SimulatedWorker:
 
     # ----- Worker protocol ---------------------------------------------------------------------------
     def draft(self, ctx: Context) -> Draft:
+        self._lineage_revisions = 0
         if self._unusable():
             new = self._new(ctx, -1)
         else:
@@ -175,15 +267,19 @@ class SimulatedWorker:
 
     def _revised(self, ctx: Context, draft: Draft, feedback: CheckResult) -> Draft:
         task = ctx.task
+        self._lineage_revisions += 1
         was_correct = self.is_correct(task, draft)
         if not feedback.passed and not was_correct:
-            fixed = bool(self.rng.random() < self.p_fix(ctx, feedback))
+            fixed = bool(self.rng.random() < self.p_fix(ctx, feedback, self._lineage_revisions))
             return self._new(ctx, self._pick(task, fixed, avoid=draft.candidate))
         if was_correct:
             broken = bool(self.rng.random() < self.profile.break_prob)
             return self._new(ctx, self._pick(task, not broken) if broken else draft.candidate)
         # A wrong draft that passed its check: revising without a named fault rarely finds the problem.
-        fixed = bool(self.rng.random() < self.profile.fix_base / 2)
+        unprompted = self.profile.fix_base / 2
+        if self._v2 is not None:
+            unprompted = self._bounded_fix(ctx, unprompted, self._lineage_revisions)
+        fixed = bool(self.rng.random() < unprompted)
         return self._new(ctx, self._pick(task, fixed, avoid=draft.candidate) if fixed else draft.candidate)
 
     def propose_tool_call(self, ctx: Context) -> ToolCall:

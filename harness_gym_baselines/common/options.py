@@ -69,9 +69,9 @@ def check_env_id(env_id: str) -> str:
     if env_id in gym.registry:
         return env_id
     name, _, version = env_id.rpartition("-v")
-    if version.isdigit() and f"{name}-v1" in harness_gym.ENV_IDS:
+    if version.isdigit() and f"{name}-v1" in harness_gym.ALL_ENV_IDS:
         raise UsageError(f"{env_id} is no longer registered: the Harness MDP changed in -v1 (real prices, a cost "
-                         f"budget, the harness signals; docs/cost.md); use {name}-v1")
+                         f"budget, the harness signals; docs/cost.md); use {name}-v2 (or {name}-v1)")
     raise UsageError(f"unknown env id {env_id!r}{closest(env_id, gym.registry)}; "
                      f"the harness_gym envs are {one_of(harness_gym.ENV_IDS)} (harness-gym list shows them all)")
 

@@ -1,4 +1,4 @@
-"""HarnessCode-v1: the Harness MDP over Python function tasks with visible and hidden tests."""
+"""HarnessCode-v2 (and -v1, the earlier worker): the Harness MDP over Python function tasks with visible and hidden tests."""
 
 from __future__ import annotations
 
@@ -81,8 +81,8 @@ class HarnessCodeEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessCode-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+    env = gym.make("HarnessCode-v2", data_dir=None, split="train", budget=30, cost_weight=0.0,
+                   worker="simulated", profile="v2", sandbox="process", action_costs=None, render_mode=None,
                    prices="cheap-hosted", budget_units="auto")
     ```
 
@@ -94,7 +94,7 @@ class HarnessCodeEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessCode-v1", split="test")
+    >>> env = gym.make("HarnessCode-v2", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 0, 1, 3, 4, 6):  # two spec details, a note, draft, check, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)

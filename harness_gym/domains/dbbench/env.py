@@ -1,4 +1,4 @@
-"""HarnessDBBench-v1: AgentBench's DB-Bench as a Harness MDP on a real SQL engine."""
+"""HarnessDBBench-v2 (and -v1, the earlier worker): AgentBench's DB-Bench as a Harness MDP on a real SQL engine."""
 
 from __future__ import annotations
 
@@ -128,8 +128,8 @@ class HarnessDBBenchEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessDBBench-v1", data_path=None, data_dir=None, engine="sqlite", dsn=None,
-                   strict=False, split="train", budget=30, cost_weight=0.0, worker="simulated", profile=None,
+    env = gym.make("HarnessDBBench-v2", data_path=None, data_dir=None, engine="sqlite", dsn=None,
+                   strict=False, split="train", budget=30, cost_weight=0.0, worker="simulated", profile="v2",
                    sandbox="process", action_costs=None, render_mode=None,
                    prices="cheap-hosted", budget_units="auto")
     ```
@@ -146,7 +146,7 @@ class HarnessDBBenchEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessDBBench-v1", split="test")
+    >>> env = gym.make("HarnessDBBench-v2", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 0, 2, 3, 4, 6):  # columns, rows, a read query, draft, dry run, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)

@@ -1,4 +1,4 @@
-"""HarnessKnowledge-v1: the Harness MDP over the knowledge-work domain."""
+"""HarnessKnowledge-v2 (and -v1, the earlier worker): the Harness MDP over the knowledge-work domain."""
 
 from __future__ import annotations
 
@@ -81,8 +81,8 @@ class HarnessKnowledgeEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessKnowledge-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+    env = gym.make("HarnessKnowledge-v2", data_dir=None, split="train", budget=30, cost_weight=0.0,
+                   worker="simulated", profile="v2", sandbox="process", action_costs=None, render_mode=None,
                    prices="cheap-hosted", budget_units="auto")
     ```
 
@@ -93,7 +93,7 @@ class HarnessKnowledgeEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessKnowledge-v1", split="test")
+    >>> env = gym.make("HarnessKnowledge-v2", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 0, 1, 1, 2, 3, 4, 6):  # schema, rules, two sources, a field history, draft, check, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)

@@ -1,4 +1,4 @@
-"""HarnessMultiTool-v1: the Harness MDP over the multi-tool domain."""
+"""HarnessMultiTool-v2 (and -v1, the earlier worker): the Harness MDP over the multi-tool domain."""
 
 from __future__ import annotations
 
@@ -86,8 +86,8 @@ class HarnessMultiToolEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessMultiTool-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+    env = gym.make("HarnessMultiTool-v2", data_dir=None, split="train", budget=30, cost_weight=0.0,
+                   worker="simulated", profile="v2", sandbox="process", action_costs=None, render_mode=None,
                    prices="cheap-hosted", budget_units="auto")
     ```
 
@@ -100,7 +100,7 @@ class HarnessMultiToolEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessMultiTool-v1", split="test")
+    >>> env = gym.make("HarnessMultiTool-v2", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 1, 1, 2, 2, 3, 4, 6):  # columns, two manuals, two tool calls, draft, check, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)

@@ -1,4 +1,4 @@
-"""HarnessPlan-v1: the Harness MDP over the planning (scheduling) domain."""
+"""HarnessPlan-v2 (and -v1, the earlier worker): the Harness MDP over the planning (scheduling) domain."""
 
 from __future__ import annotations
 
@@ -89,8 +89,8 @@ class HarnessPlanEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessPlan-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+    env = gym.make("HarnessPlan-v2", data_dir=None, split="train", budget=30, cost_weight=0.0,
+                   worker="simulated", profile="v2", sandbox="process", action_costs=None, render_mode=None,
                    prices="cheap-hosted", budget_units="auto")
     ```
 
@@ -102,7 +102,7 @@ class HarnessPlanEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessPlan-v1", split="test")
+    >>> env = gym.make("HarnessPlan-v2", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 0, 1, 2, 2, 3, 4, 6):  # rooms, preferences, a page, two calendars, draft, check, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)

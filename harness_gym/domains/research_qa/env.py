@@ -1,4 +1,4 @@
-"""HarnessResearchQA-v1: the Harness MDP over the research-QA domain."""
+"""HarnessResearchQA-v2 (and -v1, the earlier worker): the Harness MDP over the research-QA domain."""
 
 from __future__ import annotations
 
@@ -83,8 +83,8 @@ class HarnessResearchQAEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessResearchQA-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+    env = gym.make("HarnessResearchQA-v2", data_dir=None, split="train", budget=30, cost_weight=0.0,
+                   worker="simulated", profile="v2", sandbox="process", action_costs=None, render_mode=None,
                    prices="cheap-hosted", budget_units="auto")
     ```
 
@@ -95,7 +95,7 @@ class HarnessResearchQAEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessResearchQA-v1", split="test")
+    >>> env = gym.make("HarnessResearchQA-v2", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 1, 1, 2, 2, 3, 6):  # format, two articles, two hops, answer, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)

@@ -1,4 +1,4 @@
-"""HarnessTauRetail-v1: the Harness MDP over τ-bench retail tickets, faithful to its data, tools and reward."""
+"""HarnessTauRetail-v2 (and -v1, the earlier worker): the Harness MDP over τ-bench retail tickets, faithful to its data, tools and reward."""
 
 from __future__ import annotations
 
@@ -128,8 +128,8 @@ class HarnessTauRetailEnv(HarnessEnv):
 
     ```python
     import gymnasium as gym
-    env = gym.make("HarnessTauRetail-v1", data_dir=None, split="train", budget=30, cost_weight=0.0,
-                   worker="simulated", profile=None, sandbox="process", action_costs=None, render_mode=None,
+    env = gym.make("HarnessTauRetail-v2", data_dir=None, split="train", budget=30, cost_weight=0.0,
+                   worker="simulated", profile="v2", sandbox="process", action_costs=None, render_mode=None,
                    prices="cheap-hosted", budget_units="auto")
     ```
 
@@ -143,7 +143,7 @@ class HarnessTauRetailEnv(HarnessEnv):
 
     ```python
     >>> import gymnasium as gym, harness_gym
-    >>> env = gym.make("HarnessTauRetail-v1", split="test")
+    >>> env = gym.make("HarnessTauRetail-v2", split="test")
     >>> obs, info = env.reset(seed=0)
     >>> for action in (0, 2, 1, 3, 4, 6):  # profile, a read tool, a policy page, draft, check, submit
     ...     obs, reward, terminated, truncated, info = env.step(action)
