@@ -22,7 +22,7 @@ from harness_gym_baselines.policies.model_files import load_model_file
 from harness_gym_baselines.policies.trained_on import OtherSettingsWarning
 from harness_gym_baselines.report import card as card_module
 
-ENV = "HarnessPlan-v1"
+ENV = "HarnessPlan-v2"
 BUDGET_COMMANDS = {  # every command with the env options, and the arguments it needs besides them
     "eval": ["eval", ENV, "--policy", "static"],
     "compare": ["compare", ENV, "--policy", "static"],
@@ -94,11 +94,11 @@ TINY = card_module.CardConfig(episodes=12, search_rounds=((2, 4),), search_val_e
 
 @pytest.fixture(scope="module")
 def tiny_card():
-    return card_module.measure(["HarnessDBBench-v1"], TINY, learned=False)
+    return card_module.measure(["HarnessDBBench-v2"], TINY, learned=False)
 
 
 def test_the_card_holds_every_reference_with_the_settings_in_force(tiny_card):
-    entry = tiny_card["envs"]["HarnessDBBench-v1"]
+    entry = tiny_card["envs"]["HarnessDBBench-v2"]
     rows = {r["row"]: r for r in entry["rows"]}
     assert list(rows) == ["random", "static", "forced-check", "thorough", "best fixed", "upper reference"]
     assert rows["random"]["normalized"] == 0.0 and rows["upper reference"]["normalized"] == 100.0
@@ -111,7 +111,7 @@ def test_the_card_holds_every_reference_with_the_settings_in_force(tiny_card):
 
 
 def test_the_headroom_sentence_is_computed_from_the_numbers(tiny_card):
-    entry = json.loads(json.dumps(tiny_card["envs"]["HarnessDBBench-v1"]))
+    entry = json.loads(json.dumps(tiny_card["envs"]["HarnessDBBench-v2"]))
     before = card_module.headroom_sentence(entry)
     fixed = next(r for r in entry["rows"] if r["row"] == "best fixed")
     fixed["normalized"], fixed["quality"] = 12.0, 0.111
@@ -129,10 +129,10 @@ def test_card_check_passes_on_its_own_run_and_names_every_difference(tmp_path, t
     data, markdown = tmp_path / "card.json", tmp_path / "card.md"
     card_module.write(tiny_card, data=data, markdown=markdown, readme=readme)
     assert readme.read_text().startswith("# title\n\n" + card_module.BEGIN) and "old" not in readme.read_text()
-    assert card_module.check(tiny_card, ["HarnessDBBench-v1"], markdown=markdown, readme=readme) == []
+    assert card_module.check(tiny_card, ["HarnessDBBench-v2"], markdown=markdown, readme=readme) == []
     changed = json.loads(data.read_text())
-    changed["envs"]["HarnessDBBench-v1"]["rows"][2]["quality"] += 0.01
-    problems = card_module.check(changed, ["HarnessDBBench-v1"], markdown=markdown, readme=readme)
-    assert any(p.startswith("HarnessDBBench-v1/rows[2]/quality:") for p in problems)
+    changed["envs"]["HarnessDBBench-v2"]["rows"][2]["quality"] += 0.01
+    problems = card_module.check(changed, ["HarnessDBBench-v2"], markdown=markdown, readme=readme)
+    assert any(p.startswith("HarnessDBBench-v2/rows[2]/quality:") for p in problems)
     assert any("README.md: its card is not the rendering" in p for p in problems)
     assert any("card.md: not the rendering" in p for p in problems)

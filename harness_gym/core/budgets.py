@@ -165,8 +165,8 @@ def fingerprint(*parts: Any) -> str:
 @lru_cache(maxsize=4)
 def _load(path: str, mtime_ns: int) -> dict[str, Any]:
     raw = json.loads(Path(path).read_text())
-    if not isinstance(raw, dict) or not isinstance(raw.get("domains"), dict):
-        raise ValueError(f"{path}: expected an object with 'domains' (written by python -m harness_gym.budgets)")
+    if not isinstance(raw, dict) or not isinstance(raw.get("envs"), dict):
+        raise ValueError(f"{path}: expected an object with 'envs' (written by python -m harness_gym.budgets)")
     return raw
 
 
@@ -181,10 +181,10 @@ def stored_budget(path: Path, domain: str, data_fingerprint: str, prices_digest:
     """
     if not path.is_file():
         return None
-    entry = _load(str(path), path.stat().st_mtime_ns)["domains"].get(domain)
-    if not entry or entry.get("fingerprint") != data_fingerprint:
-        return None
-    for profile in entry.get("profiles", {}).values():
-        if profile.get("prices") == prices_digest:
-            return float(profile["budget_units"])
+    for entry in _load(str(path), path.stat().st_mtime_ns)["envs"].values():
+        if entry.get("domain") != domain or entry.get("fingerprint") != data_fingerprint:
+            continue
+        for profile in entry.get("profiles", {}).values():
+            if profile.get("prices") == prices_digest:
+                return float(profile["budget_units"])
     return None
