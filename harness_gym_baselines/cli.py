@@ -620,7 +620,7 @@ def cmd_card(args: argparse.Namespace) -> int:
     unknown = [e for e in env_ids if e not in harness_gym.ENV_IDS]
     if unknown:
         raise UsageError(f"--env {unknown[0]}: not a registered env id ({', '.join(harness_gym.ENV_IDS)})")
-    data, markdown, readme = card.default_paths(Path(args.root))
+    data, markdown, readme, figure = card.default_paths(Path(args.root))
     readme_path = None if args.no_readme else readme
     if args.check:
         if not data.is_file():
@@ -645,7 +645,7 @@ def cmd_card(args: argparse.Namespace) -> int:
     if previous is not None and previous.get("config") == fresh["config"] and set(env_ids) != set(previous["envs"]):
         fresh["envs"] = {e: fresh["envs"].get(e, previous["envs"].get(e)) for e in harness_gym.ENV_IDS
                          if e in fresh["envs"] or e in previous["envs"]}
-    written = card.write(fresh, data=data, markdown=markdown, readme=readme_path)
+    written = card.write(fresh, data=data, markdown=markdown, readme=readme_path, figure=figure)
     if args.json:
         print(json.dumps(_clean(fresh), default=_json_default))
     else:

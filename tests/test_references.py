@@ -127,7 +127,9 @@ def test_card_check_passes_on_its_own_run_and_names_every_difference(tmp_path, t
     readme = tmp_path / "README.md"
     readme.write_text(f"# title\n\n{card_module.BEGIN}\nold\n{card_module.END}\n\nrest\n")
     data, markdown = tmp_path / "card.json", tmp_path / "card.md"
-    card_module.write(tiny_card, data=data, markdown=markdown, readme=readme)
+    figure = tmp_path / "figures" / "card.png"
+    card_module.write(tiny_card, data=data, markdown=markdown, readme=readme, figure=figure)
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert readme.read_text().startswith("# title\n\n" + card_module.BEGIN) and "old" not in readme.read_text()
     assert card_module.check(tiny_card, ["HarnessDBBench-v2"], markdown=markdown, readme=readme) == []
     changed = json.loads(data.read_text())

@@ -265,11 +265,48 @@ def replace_block(text: str, block: str, where: str) -> str:
     return head + block + tail
 
 
-def write(card: dict[str, Any], *, data: Path, markdown: Path, readme: Path | None) -> list[Path]:
-    """Write the JSON, the markdown card and the README's card; returns the paths written."""
+FIGURE_ROWS: tuple[str, ...] = ("forced-check", "best fixed", "best learned")
+"""The rows the card's figure draws (the references are its axis: 0 = random, 100 = upper reference)."""
+
+
+def plot(card: dict[str, Any], path: Path) -> Path:
+    """The card's figure: per env, the normalised score of forced-check, the best fixed strategy and the learned
+    controller (0 = random, 100 = the upper reference), the legend outside the bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = list(card["envs"])
+    fig, ax = plt.subplots(figsize=(8.0, 0.55 * len(envs) + 1.4), dpi=110)
+    height = 0.8 / len(FIGURE_ROWS)
+    for k, row in enumerate(FIGURE_ROWS):
+        values = []
+        for env_id in envs:
+            found = [r for r in card["envs"][env_id]["rows"] if r["row"] == row]
+            values.append(found[0]["normalized"] if found else float("nan"))
+        ax.barh([i + (k - 1) * height for i in range(len(envs))], values, height=height, label=row)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.axvline(100, color="black", linewidth=0.8, linestyle="--")
+    ax.set_yticks(range(len(envs)), [e.replace("Harness", "") for e in envs])
+    ax.invert_yaxis()
+    ax.set_xlabel("normalised score (0 = random, 100 = upper reference)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def write(card: dict[str, Any], *, data: Path, markdown: Path, readme: Path | None,
+          figure: Path | None = None) -> list[Path]:
+    """Write the JSON, the markdown card, its figure (when given) and the README's card; returns the paths."""
     data.write_text(json.dumps(card, indent=1) + "\n")
     markdown.write_text(render_full_card(card) + "\n")
     written = [data, markdown]
+    if figure is not None:
+        written.append(plot(card, figure))
     if readme is not None:
         readme.write_text(replace_block(readme.read_text(), render_readme_card(card), str(readme)))
         written.append(readme)
@@ -327,10 +364,11 @@ def check(card: dict[str, Any], env_ids: Iterable[str], *, markdown: Path, readm
     return problems
 
 
-def default_paths(root: Path | None = None) -> tuple[Path, Path, Path]:
-    """(the card's JSON, its markdown, the README) of a checkout."""
+def default_paths(root: Path | None = None) -> tuple[Path, Path, Path, Path]:
+    """(the card's JSON, its markdown, the README, the card's figure) of a checkout."""
     root = root or Path(os.getcwd())
-    return root / "docs" / "benchmark_card.json", root / "docs" / "benchmark_card.md", root / "README.md"
+    docs = root / "docs"
+    return docs / "benchmark_card.json", docs / "benchmark_card.md", root / "README.md", docs / "figures" / "benchmark_card.png"
 
 
 __all__ = ["BEGIN", "CARD_COST_WEIGHT", "CardConfig", "END", "ROWS", "check", "differences", "headroom_sentence",
