@@ -51,7 +51,14 @@ from harness_gym_baselines.common.options import (
     refuse_config_keywords,
 )
 from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
-from harness_gym_baselines.evaluate import LLM_ERROR_RATE_WARNING, LLMErrorRateWarning, evaluate, llm_error_text
+from harness_gym_baselines.evaluate import (
+    LLM_ERROR_RATE_WARNING,
+    LLM_SERVER_ERROR_RATE_LIMIT,
+    LLMErrorRateWarning,
+    evaluate,
+    llm_error_text,
+    llm_faults_text,
+)
 from harness_gym_baselines.policies.open_loop import is_script_name
 from harness_gym_baselines.policies.registry import POLICIES, make_policy, policy_help
 from harness_gym_baselines.policies.trained_on import OtherEnvWarning
@@ -100,7 +107,8 @@ walks every parser against it):
 - ``run``: ``--episodes``, ``--split``, ``--seed``; ``scale``: ``--num-envs``, ``--parallel``, ``--backend``,
   ``--address``, ``--envs-per-actor``; ``width``: ``--width``;
 - ``llm-errors``: ``--max-llm-error-rate X``, exit 1 when more than that share of the LLM worker's requests
-  failed (:func:`llm_error_status`);
+  failed; without it, exit 1 when more than :data:`~harness_gym_baselines.evaluate.LLM_SERVER_ERROR_RATE_LIMIT`
+  failed for a fault of the server (:func:`llm_error_status`);
 - ``progress``: ``--no-progress`` (every command that draws progress bars); ``json``: ``--json`` (every command
   that ends with a summary prints it as JSON instead).
 
@@ -395,6 +403,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             table.add_row("llm_calls (requests)", str(result["llm_calls"]))
             table.add_row("llm_errors (failed requests)", str(result["llm_errors"]))
             table.add_row("llm_error_rate", f"{result['llm_error_rate']:.3f}")
+            table.add_row("llm_server_error_rate", f"{result['llm_server_error_rate']:.3f}")
+            table.add_row("llm failures (call: cause)", llm_faults_text(result["llm_faults"]).removeprefix(": ")
+                          or "none")
         for name, rate in result["patterns"].items():
             table.add_row(f"pattern {name}", "n/a" if math.isnan(rate) else f"{rate:.3f}")
         Console().print(table)
@@ -429,16 +440,24 @@ def evaluate_with_one_line_warnings(args: argparse.Namespace, *pos: Any, **kwarg
 
 def llm_error_status(args: argparse.Namespace, results: Sequence[dict[str, Any]]) -> int:
     """The exit status of ``eval`` / ``compare`` after the summary: 1, with one line on stderr naming the first
-    policy over the limit, when a policy's ``llm_error_rate`` is above ``--max-llm-error-rate``; else 0.
+    policy over the limit, when a policy's ``llm_error_rate`` is above ``--max-llm-error-rate``, or, without
+    that option, its ``llm_server_error_rate`` above
+    :data:`~harness_gym_baselines.evaluate.LLM_SERVER_ERROR_RATE_LIMIT` (a server that stopped answering); else 0.
 
     :param args: the parsed command line (``max_llm_error_rate``)
     :param results: the printed summaries
     """
     limit = args.max_llm_error_rate
-    over = [r for r in results if limit is not None and r["llm_error_rate"] > limit]
+    if limit is not None:
+        over = [r for r in results if r["llm_error_rate"] > limit]
+        rule = f"above --max-llm-error-rate {limit:g}"
+    else:
+        over = [r for r in results if r.get("llm_server_error_rate", 0.0) > LLM_SERVER_ERROR_RATE_LIMIT]
+        rule = (f"{100 * over[0]['llm_server_error_rate']:.1f}% for a fault of the server, above the default limit "
+                f"{LLM_SERVER_ERROR_RATE_LIMIT:g} (--max-llm-error-rate X sets another; 1 accepts any)") if over else ""
     if not over:
         return 0
-    print(f"harness-gym {args.command}: error: {llm_error_text(over[0])}, above --max-llm-error-rate {limit:g}"
+    print(f"harness-gym {args.command}: error: {llm_error_text(over[0])}; {rule}"
           + (f" ({len(over)} policies over it)" if len(over) > 1 else ""), file=sys.stderr)
     return 1
 
@@ -492,7 +511,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for i, (label, r) in enumerate(zip(labels, results), start=1):
         lo, hi = r["quality_ci95"]
         cbs = r["patterns"]["check_before_submit"]
-        llm_cell = (f"{r['llm_errors']}/{r['llm_calls']} {100 * r['llm_error_rate']:.0f}%",) if llm else ()
+        llm_cell = (f"{r['llm_errors']}/{r['llm_calls']} {100 * r['llm_error_rate']:.0f}%"
+                    + llm_faults_text(r["llm_faults"]).replace(": ", " ", 1),) if llm else ()
         table.add_row(str(i), label, f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
                       f"{r['hms_mean']:.3f}", "n/a" if math.isnan(cbs) else f"{cbs:.3f}", f"{r['mean_steps']:.1f}",
                       f"{100 * r['forced_submit_rate']:.0f}%", f"{100 * r['invalid_action_rate']:.0f}%",
@@ -512,6 +532,18 @@ def _draft_text(previous: str | None, content: str, *, version: int, mode: str) 
     diff = list(difflib.unified_diff(previous.splitlines(), content.splitlines(), f"v{version - 1}", f"v{version}",
                                      lineterm="", n=1))
     return "\n".join(diff) if diff else f"draft v{version}: unchanged"
+
+
+FALLBACKS: dict[str, str] = {"draft": "an empty draft", "revise": "an empty draft",
+                             "tool": "a malformed tool call", "self_check": "a failed self-check",
+                             "confidence": "the neutral confidence 0.5"}
+"""what the LLM worker puts in place of a call that got no usable reply (docs/llm_worker.md)"""
+
+
+def _fallback_note(faults: dict[str, int]) -> str:
+    """`` -> fallback: ...`` naming what replaced each call of the step that got no usable reply, else ``""``."""
+    used = [f"{FALLBACKS[call]} ({call})" for call in FALLBACKS if faults.get(f"{call}.fallback")]
+    return f" -> fallback: {', '.join(used)}" if used else ""
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -537,6 +569,10 @@ def cmd_play(args: argparse.Namespace) -> int:
                       f"{ev['env']:+.2f} cons {ev['consistency']:.2f} know {ev['knowledge']:+.0f} self "
                       f"{ev['self']:+.2f}", highlight=False)
         console.print(f"     {env.render() or ''}", markup=False, highlight=False)
+        if info["cost"]["llm_errors"] or any(info["llm_faults"].values()):
+            console.print(f"     LLM FAILURE: {info['cost']['llm_errors']} of {info['cost']['llm_calls']} requests "
+                          f"failed{llm_faults_text(info['llm_faults'])}" + _fallback_note(info["llm_faults"]),
+                          markup=False, highlight=False)
         draft = henv.context.draft
         if (info["action_name"] in ("DRAFT", "REVISE") and not info["invalid_action"] and draft is not None
                 and args.drafts != "none"):
@@ -939,7 +975,9 @@ def add_shared_options(p: argparse.ArgumentParser, groups: Sequence[str], *, jso
     if "llm-errors" in groups:
         p.add_argument("--max-llm-error-rate", type=share_value, default=None, metavar="X",
                        help="exit 1 after the summary when more than this share (0..1) of the LLM worker's requests "
-                            f"failed (default: none; above {LLM_ERROR_RATE_WARNING:g} a warning on stderr)")
+                            f"failed (default: exit 1 when more than {LLM_SERVER_ERROR_RATE_LIMIT:g} failed for a "
+                            f"fault of the server, i.e. not counting unparseable replies; above "
+                            f"{LLM_ERROR_RATE_WARNING:g} of any kind a warning on stderr)")
     if "width" in groups:
         p.add_argument("--width", type=positive_int, default=None,
                        help="columns of the output (default: the terminal's); long text wraps, nothing is cut")

@@ -3,15 +3,20 @@
 The summary has the keys (README, `eval --json`): ``env_id, policy, split, episodes, quality_mean,
 quality_ci95, quality_iqm, success_rate, hms_mean, patterns, mean_steps, invalid_action_rate, forced_submit_rate,
 n_unfinished, unfinished_rate, cost_mean, cost_ci95, return_mean, cost_weight, llm_calls, llm_errors,
-llm_calls_mean, llm_error_rate, seconds``. ``forced_submit_rate`` is the share of episodes the step budget or the
+llm_calls_mean, llm_error_rate, llm_server_error_rate, llm_faults, seconds``. ``forced_submit_rate`` is the share of episodes the step budget or the
 cost budget (``budget_units``) ended with a forced submit, ``invalid_action_rate`` the share of steps that were
 inapplicable no-ops. ``cost_mean`` is the mean episode cost in cost units (the sum of ``info["cost"]["units"]``,
 see ``harness_gym.core.cost``), ``return_mean`` the mean undiscounted episode return, ``Q - cost_weight * cost``
 at the env's ``cost_weight``. ``llm_calls`` and ``llm_errors`` are the worker's requests and failed requests over
 all episodes (``info["cost"]``; the simulated worker meters calls and never fails), ``llm_calls_mean`` the
-requests per episode and ``llm_error_rate`` the share of requests that failed (0 without requests). Above
-:data:`LLM_ERROR_RATE_WARNING`, :func:`evaluate` warns (:class:`LLMErrorRateWarning`): a live model whose calls
-fail scores its empty drafts, and the summary alone would not say why.
+requests per episode and ``llm_error_rate`` the share of requests that failed (0 without requests);
+``llm_faults`` says why (``info["llm_faults"]`` summed: failed requests per ``CALL.CAUSE`` and fallbacks per
+``CALL.fallback``, :data:`harness_gym.core.cost.LLM_FAULT_KEYS`) and ``llm_server_error_rate`` is the share of
+requests that failed for a fault of the server (connection, timeout, HTTP status, malformed body: every cause but
+an unparseable reply). Above :data:`LLM_ERROR_RATE_WARNING`, :func:`evaluate` warns (:class:`LLMErrorRateWarning`,
+naming the call types and causes): a live model whose calls fail scores its empty drafts, and the summary alone
+would not say why. The command line fails a run whose ``llm_server_error_rate`` is above
+:data:`LLM_SERVER_ERROR_RATE_LIMIT` unless ``--max-llm-error-rate`` says otherwise.
 
 An episode that an outer limit cut short (``gym.make(..., max_episode_steps=N)``, ``gym.wrappers.TimeLimit``:
 ``truncated`` without ``terminated``) was never graded; its ``info["quality"]`` is the pending ``-1.0``, which
@@ -38,6 +43,7 @@ import numpy as np
 from tqdm import tqdm
 
 from harness_gym import HarnessEnv
+from harness_gym.core.cost import LLM_CALL_TYPES, LLM_ERROR_CAUSES, LLM_SERVER_CAUSES, llm_faults_info
 from harness_gym.core.maturity import PATTERNS
 from harness_gym.parallel import is_concurrent, map_episodes
 from harness_gym.rollout import Policy, episode_seed, play_episode
@@ -48,6 +54,13 @@ HARNESS_DEFAULT_COST_WEIGHT: float = inspect.signature(HarnessEnv.__init__).para
 
 LLM_ERROR_RATE_WARNING: float = 0.05
 """the share of failed LLM requests above which :func:`evaluate` warns"""
+
+
+LLM_SERVER_ERROR_RATE_LIMIT: float = 0.25
+"""the share of LLM requests failed for a fault of the server (``llm_server_error_rate``) above which ``eval`` and
+``compare`` exit 1 when ``--max-llm-error-rate`` is not given: a server that stopped answering mid-run. Each
+failed call makes ``max_retries + 1`` failed requests, so with the default 3 retries a server that dies before
+about 90% of the calls is over it; rate-limit answers (HTTP 429) count, unparseable replies do not"""
 
 
 class LLMErrorRateWarning(UserWarning):
@@ -61,7 +74,26 @@ def llm_error_text(summary: dict[str, Any]) -> str:
     :param summary: an evaluation summary (module docstring)
     """
     return (f"{summary['env_id']} / {summary['policy']}: {100 * summary['llm_error_rate']:.1f}% of LLM requests "
-            f"failed ({summary['llm_errors']} of {summary['llm_calls']})")
+            f"failed ({summary['llm_errors']} of {summary['llm_calls']})" + llm_faults_text(summary.get("llm_faults")))
+
+
+def llm_faults_text(faults: dict[str, int] | None) -> str:
+    """Why LLM requests failed, per call type, e.g. ``: draft 12 (timeout 8, http_status 4; 2 fallbacks),
+    confidence 3 (unparseable 3; 3 fallbacks)``; ``""`` when nothing failed.
+
+    :param faults: counts keyed by :data:`harness_gym.core.cost.LLM_FAULT_KEYS` (missing keys are 0)
+    """
+    parts = []
+    for call in LLM_CALL_TYPES:
+        causes = [(cause, int((faults or {}).get(f"{call}.{cause}", 0))) for cause in LLM_ERROR_CAUSES]
+        failed = sum(n for _, n in causes)
+        fallbacks = int((faults or {}).get(f"{call}.fallback", 0))
+        if not failed and not fallbacks:
+            continue
+        why = ", ".join(f"{cause} {n}" for cause, n in causes if n)
+        fell = f"{fallbacks} fallback{'s' if fallbacks != 1 else ''}"
+        parts.append(f"{call} {failed} ({why}; {fell})" if why else f"{call} 0 ({fell})")
+    return (": " + ", ".join(parts)) if parts else ""
 
 
 def bootstrap_ci(values: np.ndarray, stat: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000,
@@ -127,7 +159,18 @@ def episode_record(env: gym.Env, policy: Policy, *, index: int, seed: int, split
             "forced_submit": info["forced_submit"], "cost": float(sum(i["cost"]["units"] for i in played.infos)),
             "return": float(sum(played.rewards)),
             "llm_calls": int(sum(i["cost"]["llm_calls"] for i in played.infos)),
-            "llm_errors": int(sum(i["cost"]["llm_errors"] for i in played.infos))}
+            "llm_errors": int(sum(i["cost"]["llm_errors"] for i in played.infos)),
+            "llm_faults": _nonzero_faults(played.infos)}
+
+
+def _nonzero_faults(infos: list[dict[str, Any]]) -> dict[str, int]:
+    """The non-zero counts of ``info["llm_faults"]`` summed over an episode's infos."""
+    out: dict[str, int] = {}
+    for info in infos:
+        for key, count in info.get("llm_faults", {}).items():
+            if count:
+                out[key] = out.get(key, 0) + int(count)
+    return out
 
 
 def finished_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -183,6 +226,11 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
     n_unfinished = len(records) - len(finished)
     llm_calls = sum(int(r.get("llm_calls", 0)) for r in records)  # records stored before these were counted: 0
     llm_errors = sum(int(r.get("llm_errors", 0)) for r in records)
+    faults = llm_faults_info()
+    for r in records:
+        for key, count in r.get("llm_faults", {}).items():
+            faults[key] += int(count)
+    server_errors = sum(faults[f"{call}.{cause}"] for call in LLM_CALL_TYPES for cause in LLM_SERVER_CAUSES)
     return {
         "env_id": env_id,
         "policy": policy,
@@ -207,6 +255,8 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
         "llm_errors": llm_errors,
         "llm_calls_mean": llm_calls / len(records),
         "llm_error_rate": llm_errors / llm_calls if llm_calls else 0.0,
+        "llm_server_error_rate": server_errors / llm_calls if llm_calls else 0.0,
+        "llm_faults": faults,
         "seconds": seconds,
     }
 

@@ -274,7 +274,7 @@ def test_recollecting_with_other_settings_names_the_settings_that_differ(tmp_pat
 
 # ----- replaying a recording ----------------------------------------------------------------------------------
 def test_a_recording_replays_with_its_own_settings_and_a_wrong_one_is_named(tmp_path, capsys):
-    from tests.fake_openai_server import FakeOpenAIServer
+    from harness_gym.workers.fake_server import FakeOpenAIServer
     from tests.test_llm_worker import ReferenceModel
 
     env, cache = "HarnessCode-v1", tmp_path / "calls.sqlite"

@@ -33,7 +33,7 @@ import os
 import sqlite3
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,8 @@ class CallOutcome:
     :param prompt_tokens: prompt tokens the server reported, summed over the requests
     :param completion_tokens: completion tokens the server reported, summed over the requests
     :param latency_s: seconds from the first request to the end of the last, back-off included
+    :param causes: the failed requests by cause (:data:`~harness_gym.core.cost.LLM_ERROR_CAUSES`); entries
+        recorded before causes were stored have none, and :meth:`error_causes` reads their ``error``
     """
 
     text: str
@@ -68,6 +70,14 @@ class CallOutcome:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    causes: dict[str, int] = field(default_factory=dict)
+
+    def error_causes(self) -> dict[str, int]:
+        """The failed requests by cause: :attr:`causes`, or for an entry recorded without them all of its
+        ``errors`` under the cause its last fault (``error``) names (``unparseable`` when it names none)."""
+        if self.causes or not self.errors:
+            return dict(self.causes)
+        return {error_cause(self.error): self.errors}
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -75,6 +85,19 @@ class CallOutcome:
     @classmethod
     def from_json(cls, raw: str) -> CallOutcome:
         return cls(**json.loads(raw))
+
+
+def error_cause(error: str) -> str:
+    """The cause (:data:`~harness_gym.core.cost.LLM_ERROR_CAUSES`) a worker's fault text names, e.g.
+    ``"http 503"`` -> ``"http_status"``; ``"unparseable"`` for a text naming none.
+
+    :param error: a :attr:`CallOutcome.error`
+    """
+    for prefix, cause in (("connection", "connection"), ("timeout", "timeout"), ("http", "http_status"),
+                          ("malformed", "malformed_body")):
+        if error.startswith(prefix):
+            return cause
+    return "unparseable"
 
 
 def request_key(request: dict[str, Any]) -> str:
