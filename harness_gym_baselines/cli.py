@@ -34,6 +34,7 @@ from harness_gym.paths import data_path
 from harness_gym.rollout import Policy
 from harness_gym.workers import WORKER_NAMES, WorkerProfile
 from harness_gym.workers.calibrate import collect_events, fit_profile
+from harness_gym.workers.llm_cache import CacheMissError
 from harness_gym_baselines.common.dataclass_flags import add_dataclass_arguments, config_from_args
 from harness_gym_baselines.common.options import (
     ONLINE_CONFIG_KEYWORDS,
@@ -170,6 +171,56 @@ def recording_options(manifest: str, env_ids: Sequence[str]) -> dict[str, Any]:
     return {**worker, "cache": str(cache), "cache_mode": "replay"}
 
 
+def recorded_pairs(manifest: str, env_id: str) -> tuple[list[tuple[str, int]], list[str]]:
+    """The ``(task id, reset seed)`` pairs a recording holds episodes of on ``env_id``, in recorded order, and
+    the controllers it recorded there.
+
+    :param manifest: a recording manifest (:func:`recording_options` has checked it)
+    :param env_id: the env id
+    """
+    episodes = [ep for ep in json.loads(Path(manifest).read_text()).get("episodes", ())
+                if ep.get("env_id") == env_id]
+    pairs = list(dict.fromkeys((str(ep["task_id"]), int(ep["seed"])) for ep in episodes))
+    return pairs, list(dict.fromkeys(str(ep.get("policy", "?")) for ep in episodes))
+
+
+def recording_pairs(args: argparse.Namespace) -> list[tuple[str, int]] | None:
+    """The episodes ``eval`` / ``compare`` play with ``--recording``: the recorded ``(task id, seed)`` pairs of
+    the env (the first ``--episodes`` of them when given), said on stderr; ``None`` without ``--recording``.
+
+    :param args: the parsed command line
+    """
+    if args.recording is None:
+        return None
+    pairs, controllers = recorded_pairs(args.recording, args.env_id)
+    if args.episodes is not None and args.episodes > len(pairs):
+        raise UsageError(f"--episodes {args.episodes}: --recording {args.recording} holds {len(pairs)} (task, seed) "
+                         f"pairs of {args.env_id}; drop --episodes to replay them all")
+    if args.num_envs != 1 or args.backend != "local":
+        raise UsageError("--recording replays its episodes one after another: drop --num-envs / --backend")
+    pairs = pairs[:args.episodes] if args.episodes is not None else pairs
+    if not args.json:
+        print(f"harness-gym {args.command}: replaying the {len(pairs)} recorded (task, seed) pairs of {args.env_id} "
+              f"(recorded controllers: {', '.join(controllers)}); --split and --seed do not apply", file=sys.stderr)
+    return pairs
+
+
+def recording_miss(args: argparse.Namespace, policy: str, exc: Exception) -> UsageError:
+    """The one-line error of a replay that asked for a call the recording does not hold: what the recording
+    holds ((task, seed) pairs and controllers) and how to run past it.
+
+    :param args: the parsed command line (``recording``, ``env_id``)
+    :param policy: the ``--policy`` value that missed
+    :param exc: the :class:`~harness_gym.workers.llm_cache.CacheMissError`
+    """
+    pairs, controllers = recorded_pairs(args.recording, args.env_id)
+    shown = ", ".join(f"({task}, {seed})" for task, seed in pairs[:12]) + (", ..." if len(pairs) > 12 else "")
+    return UsageError(f"--recording {args.recording}: --policy {policy} asked for an LLM call it does not hold; it "
+                      f"holds {len(pairs)} episodes of {args.env_id} by the controllers {', '.join(controllers)} on the "
+                      f"(task, seed) pairs {shown}, and a controller that acts otherwise needs the live model (record the "
+                      f"rest with --worker openai --base-url URL --cache FILE --cache-mode auto). Cache: {exc}")
+
+
 def worker_options(args: argparse.Namespace, env_ids: Sequence[str] = ()) -> dict[str, Any]:
     """The ``--worker openai`` options given on the command line (see :data:`WORKER_FLAGS`), with those of
     ``--recording``; a flag that contradicts the recording is a :class:`UsageError`.
@@ -227,6 +278,18 @@ def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return command_env_kwargs(args, [args.env_id])
 
 
+DEFAULT_EPISODES = 100
+"""``--episodes`` of the ``run`` option group when not given (and no ``--recording`` sets the episodes)"""
+
+
+def episode_count(args: argparse.Namespace) -> int:
+    """``--episodes``, or :data:`DEFAULT_EPISODES` when not given.
+
+    :param args: the parsed command line
+    """
+    return DEFAULT_EPISODES if args.episodes is None else int(args.episodes)
+
+
 def load_policy_arg(value: str) -> Policy:
     """The controller of a ``--policy`` value; a model file that does not load is a :class:`UsageError`
     naming the file.
@@ -258,17 +321,42 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int | None = None,
+                right: Sequence[int] = ()) -> None:
+    """Print a table: drawn by Rich on a terminal or with ``--width`` (long cells wrap within the width), else
+    (output piped or redirected) as plain columns padded with spaces, one line per row and nothing wrapped or
+    cut, so that ``grep``, ``column`` and a log keep every value whole.
+
+    :param title: the line above the table
+    :param headers: the column names
+    :param rows: the cells, one sequence per row
+    :param width: ``--width``: the columns of the output (drawn by Rich)
+    :param right: indices of the columns aligned right
+    """
+    if width is None and not sys.stdout.isatty():
+        cells = [list(headers), *[list(map(str, row)) for row in rows]]
+        sizes = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+        print(title)
+        for row in cells:
+            print("  ".join((c.rjust(n) if i in right else c.ljust(n)) for i, (c, n) in enumerate(zip(row, sizes)))
+                  .rstrip())
+        return
+    table = Table(title=title)
+    for i, header in enumerate(headers):
+        table.add_column(header, justify="right" if i in right else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*map(str, row))
+    Console(width=width).print(table)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    table = Table(title="harness_gym environments")
-    for col in ("env id", "domain", "train", "val", "test", "ood", "total"):
-        table.add_column(col)
-    rows = []
+    rows, cells = [], []
     for env_id in harness_gym.ENV_IDS:
         try:
             env = gym.make(env_id)
         except Exception as exc:  # an adapter may need data the user has not given
             rows.append({"env_id": env_id, "error": f"{type(exc).__name__}: {exc}"})
-            table.add_row(env_id, f"[red]{type(exc).__name__}: {exc}[/red]", "", "", "", "", "")
+            cells.append((env_id, f"{type(exc).__name__}: {exc}", "", "", "", "", ""))
             continue
         domain = env.unwrapped.domain
         counts = domain.counts()
@@ -276,12 +364,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         left_out = [str(record) for record in getattr(domain, "load_report", ())]
         rows.append({"env_id": env_id, "domain": domain.name, **counts, "total": sum(counts.values()),
                      "left_out": left_out})
-        table.add_row(env_id, domain.name, *(str(counts[s]) for s in ("train", "val", "test", "ood")),
-                      str(sum(counts.values())))
+        cells.append((env_id, domain.name, *(str(counts[s]) for s in ("train", "val", "test", "ood")),
+                      str(sum(counts.values()))))
     if args.json:
         print(json.dumps(rows))
     else:
-        Console().print(table)
+        print_table("harness_gym environments", ("env id", "domain", "train", "val", "test", "ood", "total"), cells,
+                    right=(2, 3, 4, 5, 6))
     return 0
 
 
@@ -309,15 +398,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_clean({"out": str(out), **fit.to_json(domain, source)}), default=_json_default))
         return 0
-    table = Table(title=f"{domain} profile fitted to {source}")
-    for col in ("parameter", "default", "fitted", "95% CI"):
-        table.add_column(col)
     fitted = vars(fit.profile)
+    cells = []
     for name, value in vars(fit.default).items():
         ci = fit.ci95[name]
-        table.add_row(name, f"{value:.3f}", f"{fitted[name]:.3f}",
-                      f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "not estimated (no events)")
-    Console().print(table)
+        cells.append((name, f"{value:.3f}", f"{fitted[name]:.3f}",
+                      f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "not estimated (no events)"))
+    print_table(f"{domain} profile fitted to {source}", ("parameter", "default", "fitted", "95% CI"), cells)
     print(f"events: {fit.events}; held-out log-likelihood per event: fitted {fit.heldout_loglik:.3f}, "
           f"default {fit.heldout_loglik_default:.3f} ({fit.heldout_events} events)")
     print(f"wrote {out} (use it with --env-kwarg profile={out})")
@@ -371,10 +458,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
             recorded.append(EpisodeRecorder(env, policy=args.policy))
             return recorded[-1]
 
-    result = evaluate_with_one_line_warnings(args, args.env_id, load_policy_arg(args.policy),
-                                             episodes=args.episodes, split=args.split, seed=args.seed,
-                                             env_kwargs=kwargs, progress=args.progress and not args.json,
-                                             wrap_env=wrap, **scale_options(args))
+    pairs = recording_pairs(args)
+    try:
+        result = evaluate_with_one_line_warnings(args, args.env_id, load_policy_arg(args.policy),
+                                                 episodes=episode_count(args), split=args.split, seed=args.seed,
+                                                 env_kwargs=kwargs, progress=args.progress and not args.json,
+                                                 wrap_env=wrap, pairs=pairs, **scale_options(args))
+    except CacheMissError as exc:
+        if pairs is None:
+            raise
+        raise recording_miss(args, args.policy, exc) from exc
     result["policy"] = args.policy
     if recorded:
         from harness_gym_baselines.report.episode_view import save_episodes
@@ -388,27 +481,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_clean(result), default=_json_default))
     else:
-        table = Table(title=f"{args.env_id} / {result['policy']} / {args.split} ({result['episodes']} episodes)")
-        table.add_column("metric")
-        table.add_column("value")
         lo, hi = result["quality_ci95"]
-        table.add_row("quality", f"{result['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]")
+        cells = [("quality", f"{result['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]")]
         for key in ("success_rate", "hms_mean", "mean_steps", "invalid_action_rate", "forced_submit_rate",
                     "unfinished_rate", "seconds"):
-            table.add_row(key, f"{result[key]:.3f}")
+            cells.append((key, f"{result[key]:.3f}"))
         clo, chi = result["cost_ci95"]
-        table.add_row("cost (units per episode)", f"{result['cost_mean']:.3f} [{clo:.3f}, {chi:.3f}]")
-        table.add_row(f"return (cost_weight {result['cost_weight']:g})", f"{result['return_mean']:.3f}")
+        cells.append(("cost (units per episode)", f"{result['cost_mean']:.3f} [{clo:.3f}, {chi:.3f}]"))
+        cells.append((f"return (cost_weight {result['cost_weight']:g})", f"{result['return_mean']:.3f}"))
         if kwargs.get("worker") == "openai":
-            table.add_row("llm_calls (requests)", str(result["llm_calls"]))
-            table.add_row("llm_errors (failed requests)", str(result["llm_errors"]))
-            table.add_row("llm_error_rate", f"{result['llm_error_rate']:.3f}")
-            table.add_row("llm_server_error_rate", f"{result['llm_server_error_rate']:.3f}")
-            table.add_row("llm failures (call: cause)", llm_faults_text(result["llm_faults"]).removeprefix(": ")
-                          or "none")
+            cells += [("llm_calls (requests)", str(result["llm_calls"])),
+                      ("llm_errors (failed requests)", str(result["llm_errors"])),
+                      ("llm_error_rate", f"{result['llm_error_rate']:.3f}"),
+                      ("llm_server_error_rate", f"{result['llm_server_error_rate']:.3f}"),
+                      ("llm failures (call: cause)", llm_faults_text(result["llm_faults"]).removeprefix(": ") or "none")]
         for name, rate in result["patterns"].items():
-            table.add_row(f"pattern {name}", "n/a" if math.isnan(rate) else f"{rate:.3f}")
-        Console().print(table)
+            cells.append((f"pattern {name}", "n/a" if math.isnan(rate) else f"{rate:.3f}"))
+        where = (f"{args.split}" if pairs is None else "recorded pairs")
+        print_table(f"{args.env_id} / {result['policy']} / {where} ({result['episodes']} episodes)", ("metric", "value"),
+                    cells)
     return llm_error_status(args, [result])
 
 
@@ -489,36 +580,40 @@ def row_labels(specs: Sequence[str]) -> list[str]:
 def cmd_compare(args: argparse.Namespace) -> int:
     kwargs = env_kwargs(args)
     policies = [load_policy_arg(p) for p in args.policy]
+    pairs = recording_pairs(args)
     results = []
     for spec, policy in zip(args.policy, policies):
-        result = evaluate_with_one_line_warnings(args, args.env_id, policy, episodes=args.episodes,
-                                                 split=args.split, seed=args.seed, env_kwargs=kwargs,
-                                                 progress=args.progress and not args.json, **scale_options(args))
+        try:
+            result = evaluate_with_one_line_warnings(args, args.env_id, policy, episodes=episode_count(args),
+                                                     split=args.split, seed=args.seed, env_kwargs=kwargs,
+                                                     progress=args.progress and not args.json, pairs=pairs,
+                                                     **scale_options(args))
+        except CacheMissError as exc:
+            if pairs is None:
+                raise
+            raise recording_miss(args, spec, exc) from exc
         results.append({**result, "policy": spec})
     if args.json:
         print(json.dumps(_clean(results), default=_json_default))
         return llm_error_status(args, results)
-    console = Console(width=args.width)
-    table = Table(title=f"{args.env_id}, {args.split} split, {args.episodes} episodes, seed {args.seed} "
-                        "(same task sequence for every policy)")
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("policy", overflow="fold", ratio=2)
+    title = (f"{args.env_id}, {args.split} split, {results[0]['episodes']} episodes, seed {args.seed} (same task "
+             "sequence for every policy)" if pairs is None else
+             f"{args.env_id}, the {len(pairs)} recorded (task, seed) pairs of {args.recording}")
     llm = kwargs.get("worker") == "openai"
-    for col in ("quality [95% CI]", "success", "HMS", "check before submit", "mean steps", "forced submit",
-                "invalid actions", "cost", "return", *(("LLM errors",) if llm else ())):
-        table.add_column(col, ratio=1, overflow="fold")
-    labels = row_labels(args.policy)
-    for i, (label, r) in enumerate(zip(labels, results), start=1):
+    headers = ("#", "policy", "quality [95% CI]", "success", "HMS", "check before submit", "mean steps",
+               "forced submit", "invalid actions", "cost", "return", *(("LLM errors",) if llm else ()))
+    cells = []
+    for i, (label, r) in enumerate(zip(row_labels(args.policy), results), start=1):
         lo, hi = r["quality_ci95"]
         cbs = r["patterns"]["check_before_submit"]
         llm_cell = (f"{r['llm_errors']}/{r['llm_calls']} {100 * r['llm_error_rate']:.0f}%"
                     + llm_faults_text(r["llm_faults"]).replace(": ", " ", 1),) if llm else ()
-        table.add_row(str(i), label, f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
+        cells.append((str(i), label, f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
                       f"{r['hms_mean']:.3f}", "n/a" if math.isnan(cbs) else f"{cbs:.3f}", f"{r['mean_steps']:.1f}",
                       f"{100 * r['forced_submit_rate']:.0f}%", f"{100 * r['invalid_action_rate']:.0f}%",
-                      f"{r['cost_mean']:.2f}",
-                      f"{r['return_mean']:.3f}", *llm_cell)
-    console.print(table)
+                      f"{r['cost_mean']:.2f}", f"{r['return_mean']:.3f}", *llm_cell))
+    print_table(title, headers, cells, width=args.width, right=(0,))
+    console = Console(width=args.width)
     for i, spec in enumerate(args.policy, start=1):  # the full values, never cut, whatever the width
         console.print(f"#{i}: {spec}", soft_wrap=True, markup=False, highlight=False)
     return llm_error_status(args, results)
@@ -637,7 +732,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     specs = list(FIXED_POLICIES) + list(args.policy)
     for spec in args.policy:
         load_policy_arg(parse_policy_spec(spec)[1])  # a model file that does not load, said before any episode
-    rows = frontier_rows(args.env_id, specs, weights, episodes=args.episodes, split=args.split, seed=args.seed,
+    rows = frontier_rows(args.env_id, specs, weights, episodes=episode_count(args), split=args.split, seed=args.seed,
                          env_kwargs=env_kwargs(args), progress=args.progress and not args.json)
     paths = write_frontier(Path(args.out), args.env_id, rows, weights)
     if args.json:
@@ -961,7 +1056,9 @@ def add_shared_options(p: argparse.ArgumentParser, groups: Sequence[str], *, jso
                             "value of harness-gym eval, optionally labelled, with @W the cost weight it was "
                             "trained at (models of one label trained at several weights are joined into a curve)")
     if "run" in groups:
-        p.add_argument("--episodes", type=positive_int, default=100, help="episodes per policy")
+        p.add_argument("--episodes", type=positive_int, default=None,
+                       help=f"episodes per policy (default: {DEFAULT_EPISODES}; with --recording, every recorded "
+                            "(task, seed) pair of the env)")
         p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"), help="task split")
         p.add_argument("--seed", type=int, default=0,
                        help="episode i resets with seed * 1000003 + i: the same tasks for every policy")

@@ -35,7 +35,7 @@ import inspect
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -119,7 +119,7 @@ def iqm(values: np.ndarray) -> float:
 
 
 def run_episodes(env: gym.Env, policy: Policy, episodes: int, *, split: str, seed: int,
-                 progress: bool = False) -> list[dict[str, Any]]:
+                 progress: bool = False, pairs: Sequence[tuple[str, int]] | None = None) -> list[dict[str, Any]]:
     """Play ``episodes`` episodes (episode ``i`` resets with :func:`harness_gym.rollout.episode_seed`
     ``(seed, i)``); one record per episode with quality, success, hms, patterns, steps, cost (units), return.
 
@@ -129,14 +129,18 @@ def run_episodes(env: gym.Env, policy: Policy, episodes: int, *, split: str, see
     :param split: the task split
     :param seed: the run's seed
     :param progress: show a tqdm progress bar
+    :param pairs: play exactly these ``(task id, reset seed)`` pairs instead, in order (``episodes`` and ``seed``
+        are then unused), e.g. the episodes of a recording
     """
+    jobs = [(None, episode_seed(seed, ep)) for ep in range(episodes)] if pairs is None else list(pairs)
     records: list[dict[str, Any]] = []
-    for ep in tqdm(range(episodes), disable=not progress, desc=f"{policy.name}", leave=False):
-        records.append(episode_record(env, policy, index=ep, seed=episode_seed(seed, ep), split=split))
+    for ep, (task_id, ep_seed) in enumerate(tqdm(jobs, disable=not progress, desc=f"{policy.name}", leave=False)):
+        records.append(episode_record(env, policy, index=ep, seed=ep_seed, split=split, task_id=task_id))
     return records
 
 
-def episode_record(env: gym.Env, policy: Policy, *, index: int, seed: int, split: str) -> dict[str, Any]:
+def episode_record(env: gym.Env, policy: Policy, *, index: int, seed: int, split: str,
+                   task_id: str | None = None) -> dict[str, Any]:
     """Play one episode and return its evaluation record (quality, success, hms, patterns, steps, ...).
 
     :param env: a harness env
@@ -144,8 +148,9 @@ def episode_record(env: gym.Env, policy: Policy, *, index: int, seed: int, split
     :param index: the episode's position in the run (unused: the record depends on the seed alone)
     :param seed: its reset seed
     :param split: the task split
+    :param task_id: play this task instead of one drawn from ``split`` by ``seed``
     """
-    played = play_episode(env, policy, seed=seed, split=split)
+    played = play_episode(env, policy, seed=seed, split=split, task_id=task_id)
     info = played.final_info
     finished = bool(played.terminations[-1])
     if finished:
@@ -264,7 +269,8 @@ def summarise(records: list[dict[str, Any]], *, env_id: str, policy: str, split:
 def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: str = "test", seed: int = 0,
              env_kwargs: dict[str, Any] | None = None, progress: bool = False, num_envs: int = 1,
              parallel: str | None = None, backend: str = "local", address: str | None = None,
-             envs_per_actor: int = 1, wrap_env: Callable[[gym.Env], gym.Env] | None = None) -> dict[str, Any]:
+             envs_per_actor: int = 1, wrap_env: Callable[[gym.Env], gym.Env] | None = None,
+             pairs: Sequence[tuple[str, int]] | None = None) -> dict[str, Any]:
     """Evaluate a policy on an env id; returns the summary (module docstring).
 
     :param env_id: a registered env id
@@ -282,13 +288,16 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
     :param envs_per_actor: with Ray, envs per actor
     :param wrap_env: applied to the env before the episodes (e.g. :class:`harness_gym_baselines.report.episode_view.EpisodeRecorder`);
         sequential runs only
+    :param pairs: play exactly these ``(task id, reset seed)`` pairs instead of ``episodes`` drawn ones
+        (:func:`run_episodes`); sequential runs only
     :warns LLMErrorRateWarning: when more than :data:`LLM_ERROR_RATE_WARNING` of the LLM requests failed
     """
     pol = make_policy(policy) if isinstance(policy, str) else policy
     start = time.perf_counter()
     if is_concurrent(num_envs, backend):  # each slot makes its own env; no env is made here
-        if wrap_env is not None:
-            raise ValueError("wrap_env needs the sequential path (num_envs=1, backend='local')")
+        if wrap_env is not None or pairs is not None:
+            raise ValueError(f"{'wrap_env' if wrap_env is not None else 'pairs'} needs the sequential path "
+                             "(num_envs=1, backend='local')")
         cost_weight = float((env_kwargs or {}).get("cost_weight", HARNESS_DEFAULT_COST_WEIGHT))
         records = run_episodes_concurrently(env_id, pol, episodes, split=split, seed=seed, env_kwargs=env_kwargs,
                                             progress=progress, num_envs=num_envs, parallel=parallel,
@@ -299,7 +308,7 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
             env = wrap_env(env)
         cost_weight = env.unwrapped.cost_weight
         try:
-            records = run_episodes(env, pol, episodes, split=split, seed=seed, progress=progress)
+            records = run_episodes(env, pol, episodes, split=split, seed=seed, progress=progress, pairs=pairs)
         finally:
             env.close()
     seconds = time.perf_counter() - start

@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import subprocess
 import sys
+from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
+from harness_gym.paths import data_path
+from harness_gym.rollout import episode_seed
 from harness_gym_baselines.cli import (
     COMMAND_OPTIONS,
     WORKER_FLAGS,
@@ -152,6 +159,19 @@ def test_module_callable_policies_run_on_every_command_that_takes_a_policy(user_
     assert json.loads(capsys.readouterr().out)["episodes"] == 2
 
 
+def test_the_installed_script_finds_a_module_callable_in_the_current_folder(tmp_path):
+    script = Path(sys.executable).parent / "harness-gym"
+    if not script.is_file():
+        pytest.skip(f"no harness-gym script beside {sys.executable}")
+    (tmp_path / "my_policy.py").write_text(USER_MODULE + "\n\ndef make():\n    return FirstApplicable()\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # this checkout, not the folder
+    done = subprocess.run([str(script), "eval", "HarnessPlan-v1", "--policy", "my_policy:make", "--episodes", "2",
+                           "--json", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["policy"] == "my_policy:make"
+
+
 def test_a_bad_policy_is_the_same_one_line_on_every_command(capsys, tmp_path):
     for argv in (["eval", "HarnessPlan-v1"], ["compare", "HarnessPlan-v1"], ["play", "HarnessPlan-v1"],
                  ["collect", "HarnessPlan-v1", "--episodes", "1", "--out", "harness/x-v0"],
@@ -273,6 +293,27 @@ def test_recollecting_with_other_settings_names_the_settings_that_differ(tmp_pat
 
 
 # ----- replaying a recording ----------------------------------------------------------------------------------
+def test_compare_with_the_shipped_recording_replays_exactly_its_pairs_and_names_them_on_a_miss(capsys):
+    rec = str(data_path("recordings", "smollm2.json"))
+    recorded = [ep for ep in json.loads(Path(rec).read_text())["episodes"]
+                if ep["env_id"] == "HarnessCode-v1" and ep["policy"] == "forced-check"]
+    assert main(["compare", "HarnessCode-v1", "--recording", rec, "--policy", "forced-check", "--policy", "static",
+                 "--json", "--no-progress"]) == 0
+    summaries = json.loads(capsys.readouterr().out)
+    assert [s["episodes"] for s in summaries] == [len(recorded)] * 2
+    assert summaries[0]["quality_mean"] == pytest.approx(np.mean([ep["quality"] for ep in recorded]))
+    assert main(["eval", "HarnessCode-v1", "--recording", rec, "--policy", "static", "--episodes", "3", "--json",
+                 "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"] == 3
+    assert main(["eval", "HarnessCode-v1", "--recording", rec, "--policy", "static", "--episodes", "11"]) == 2
+    assert "holds 10 (task, seed) pairs" in capsys.readouterr().err
+    # a controller the recording never saw: one line naming the pairs it holds, not a bare CacheMissError
+    assert main(["compare", "HarnessCode-v1", "--recording", rec, "--policy", "random", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("harness-gym compare: replaying the 10 recorded (task, seed) pairs")
+    assert len(err) == 2 and "(code-strings-longest_word, 0)" in err[1] and "--cache-mode auto" in err[1]
+
+
 def test_a_recording_replays_with_its_own_settings_and_a_wrong_one_is_named(tmp_path, capsys):
     from harness_gym.workers.fake_server import FakeOpenAIServer
     from tests.test_llm_worker import ReferenceModel
@@ -284,9 +325,14 @@ def test_a_recording_replays_with_its_own_settings_and_a_wrong_one_is_named(tmp_
                      "--cache", str(cache), "--cache-mode", "record"]) == 0
     recorded = json.loads(capsys.readouterr().out)
     manifest = tmp_path / "rec.json"
+    probe = gym.make(env)
+    seeds = [episode_seed(0, i) for i in range(2)]
+    pairs = [(probe.reset(seed=s, options={"split": "test"})[1]["task_id"], s) for s in seeds]
+    probe.close()
     manifest.write_text(json.dumps({"cache": cache.name, "worker": {"model": "fake", "max_tokens": 256,
                                                                     "temperature": 0.0},
-                                    "episodes": [{"env_id": env, "task_id": "?", "seed": 0}]}))
+                                    "episodes": [{"env_id": env, "task_id": t, "seed": s, "policy": "forced-check"}
+                                                 for t, s in pairs]}))
     assert main([*run, "--recording", str(manifest)]) == 0  # no server: every call from the cache
     replayed = json.loads(capsys.readouterr().out)
     assert replayed["quality_mean"] == recorded["quality_mean"] and replayed["cost_mean"] == recorded["cost_mean"]
