@@ -17,6 +17,7 @@ import dataclasses
 import difflib
 import json
 import math
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -35,7 +36,7 @@ from harness_gym.rollout import Policy
 from harness_gym.workers import WORKER_NAMES, WorkerProfile
 from harness_gym.workers.calibrate import collect_events, fit_profile
 from harness_gym.workers.llm_cache import CacheMissError
-from harness_gym_baselines.common.dataclass_flags import add_dataclass_arguments, config_from_args
+from harness_gym_baselines.common.dataclass_flags import add_dataclass_arguments, config_from_args, doc_summary
 from harness_gym_baselines.common.options import (
     ONLINE_CONFIG_KEYWORDS,
     UsageError,
@@ -45,6 +46,7 @@ from harness_gym_baselines.common.options import (
     check_env_kwargs,
     check_policy_value,
     check_task_id,
+    closest,
     make_env,
     parse_key_values,
     positive_int,
@@ -377,7 +379,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     manifest_path = Path(args.manifest) if args.manifest else Path(data_path("recordings", "smollm2.json"))
     if not manifest_path.is_file():
-        raise UsageError(f"--manifest {manifest_path}: no such file")
+        raise UsageError(f"--recording {manifest_path}: no such file")
     manifest = json.loads(manifest_path.read_text())
     recorded = sorted({ep["env_id"] for ep in manifest["episodes"]})
     episodes = [ep for ep in manifest["episodes"] if ep["env_id"] == args.env_id]
@@ -956,7 +958,25 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        choice = re.match(r"argument (\S+): invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if choice:
+            message += closest(choice.group(2), re.findall(r"'([^']*)'", choice.group(3)))
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        """``ArgumentParser.parse_args``, with unrecognised arguments reported by the subcommand that got them
+        and the closest flags of that subcommand suggested (``--episods``: did you mean ``--episodes``?)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser: argparse.ArgumentParser = self
+            for action in self._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    parser = action.choices.get(getattr(parsed, action.dest, None), self)
+            flags = [flag for action in parser._actions for flag in action.option_strings]
+            hints = "".join(closest(extra.split("=", 1)[0], flags) for extra in extras if extra.startswith("-"))
+            parser.error(f"unrecognized arguments: {' '.join(extras)}{hints}")
+        return parsed
 
 
 def share_value(value: str) -> float:
@@ -1057,8 +1077,8 @@ def add_shared_options(p: argparse.ArgumentParser, groups: Sequence[str], *, jso
                             "trained at (models of one label trained at several weights are joined into a curve)")
     if "run" in groups:
         p.add_argument("--episodes", type=positive_int, default=None,
-                       help=f"episodes per policy (default: {DEFAULT_EPISODES}; with --recording, every recorded "
-                            "(task, seed) pair of the env)")
+                       help=f"episodes per policy (default: {DEFAULT_EPISODES}); with --recording, every recorded "
+                            "(task, seed) pair of the env unless given")
         p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"), help="task split")
         p.add_argument("--seed", type=int, default=0,
                        help="episode i resets with seed * 1000003 + i: the same tasks for every policy")
@@ -1086,7 +1106,7 @@ def add_shared_options(p: argparse.ArgumentParser, groups: Sequence[str], *, jso
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(prog="harness-gym", description=__doc__.splitlines()[0],
+    parser = OneLineErrorParser(prog="harness-gym", description=doc_summary(__doc__),
                                 epilog="A mistake in the arguments is reported in one line with exit status 2; "
                                        "--debug (anywhere on the line) shows the traceback instead.")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
@@ -1108,9 +1128,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("calibrate", "fit the simulated worker's profile to recorded real-model episodes", cmd_calibrate,
                 "print the fitted profile (with its intervals and held-out fit) as JSON")
     p.add_argument("env_id")
-    p.add_argument("--manifest", default=None,
-                   help="recording manifest (JSON naming the cache file, worker settings and episodes; "
-                        "default: the shipped SmolLM2 recording, envs_data/recordings/smollm2.json)")
+    p.add_argument("--recording", "--manifest", dest="manifest", default=None, metavar="MANIFEST",
+                   help="recording manifest (JSON naming the cache file, worker settings and episodes, as --recording "
+                        "of the other commands; default: the shipped SmolLM2 recording, "
+                        "envs_data/recordings/smollm2.json)")
     p.add_argument("--profile", default=None, help="profile to start from (default: the domain's shipped one)")
     p.add_argument("--bootstrap", type=positive_int, default=200, help="bootstrap resamples for the intervals")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the held-out split")
@@ -1155,8 +1176,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="successive halving on train: per round, episodes per script and how many to keep per "
                         "cost weight")
     p.add_argument("--val-episodes", type=positive_int, default=300, help="val episodes per finalist")
-    p.add_argument("--test-episodes", type=positive_int, default=500,
-                   help="test episodes of the winners and the named scripts")
+    p.add_argument("--episodes", "--test-episodes", dest="test_episodes", type=positive_int, default=500,
+                   help="test episodes of the winners and the named scripts, the episodes the result is judged on "
+                        "(as --episodes of eval and compare)")
     p.add_argument("--num-workers", type=int, default=1, metavar="N", help="processes playing scripts at once")
     p.add_argument("--out", default="results/scripts", help="results folder, one JSON per env")
     shared(p)

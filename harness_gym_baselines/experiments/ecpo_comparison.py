@@ -51,6 +51,7 @@ import numpy as np
 
 import harness_gym  # noqa: F401
 from harness_gym.rollout import Episode, Policy, episode_seed, play_episode
+from harness_gym_baselines.common.dataclass_flags import doc_summary
 from harness_gym_baselines.experiments.fixed_references import KINDS, ReferenceSizes, fixed_references, reference_name
 from harness_gym_baselines.experiments.paper_claims import SEED_REPORTED
 from harness_gym_baselines.policies.registry import make_policy
@@ -502,7 +503,7 @@ def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: P
 
 
 def main(argv: list[str] | None = None) -> Any:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("experiment", choices=("table", "corruption"))
     parser.add_argument("--out", type=Path, default=Path("results/ecpo"))
     parser.add_argument("--env", action="append", default=None, help=f"repeatable; default {', '.join(ENVS)} "
