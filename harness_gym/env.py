@@ -22,7 +22,15 @@ from gymnasium import spaces
 from harness_gym.core import budgets as budget_rule
 from harness_gym.core.actions import DEFAULT_ACTION_COST, N_ACTIONS, Action
 from harness_gym.core.bounds import accept_check, accept_confidence, accept_draft, accept_tool_call
-from harness_gym.core.cost import add_bill, checked_bill, cost_info, estimate_tokens, step_bill, zero_cost
+from harness_gym.core.cost import (
+    add_bill,
+    checked_bill,
+    cost_info,
+    estimate_tokens,
+    llm_faults_info,
+    step_bill,
+    zero_cost,
+)
 from harness_gym.core.domain import Domain
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
@@ -328,6 +336,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._signals: dict[str, tuple[Task, TaskSignals]] = {}
         self._action_bill: dict[str, float] = {}
         self._episode_bill: dict[str, float] = {}
+        self._step_llm_faults: dict[str, int] = {}  # the last step's Usage.faults, for its info
 
     # ----- helpers -----------------------------------------------------------------------------------
     @property
@@ -417,7 +426,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     def _info(self, action: Action | None, *, invalid: bool = False, forced: bool = False,
               evidence: dict[str, float] | None = None, cached: bool = False,
-              cost: dict[str, int | float] | None = None) -> StepInfo:
+              cost: dict[str, int | float] | None = None, llm_faults: dict[str, int] | None = None) -> StepInfo:
         ctx, st, task = self._ctx, self._state, self._task
         assert ctx is not None and st is not None and task is not None
         return StepInfo(
@@ -436,6 +445,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             draft_version=int(ctx.draft.version) if ctx.draft is not None else 0,
             exec_cached=cached,
             cost=cost if cost is not None else zero_cost(),
+            llm_faults=llm_faults if llm_faults is not None else llm_faults_info(),
         )
 
     def _bill(self, bill: Mapping[str, Any] | None, where: str) -> None:
@@ -455,6 +465,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         cost = cost_info(usage.as_dict(), jobs, self.prices, bill)
         assert self._state is not None
         self._state.spent_units += cost["units"]
+        self._step_llm_faults = usage.faults
         return cost
 
     @property
@@ -653,7 +664,8 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             patterns = episode_patterns(self._trace, ctx.draft.version if ctx.draft else 0,
                                         ctx.draft is not None and ctx.checked_version == ctx.draft.version)
         info = self._info(act, invalid=not valid, forced=forced, evidence=evidence,
-                          cached=self._sandbox is not None and self._sandbox.served_from_cache, cost=cost)
+                          cached=self._sandbox is not None and self._sandbox.served_from_cache, cost=cost,
+                          llm_faults=llm_faults_info(self._step_llm_faults))
         reward = -self.cost_weight * cost["units"] + quality
         if terminated:
             info.update(quality=quality, success=quality >= self.domain.success_threshold, hms=hms(patterns),

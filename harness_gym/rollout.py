@@ -88,7 +88,8 @@ class Episode:
         return self.infos[-1]
 
 
-def play_episode(env: gym.Env, policy: Policy, *, seed: int, split: str, record_masks: bool = False) -> Episode:
+def play_episode(env: gym.Env, policy: Policy, *, seed: int, split: str, record_masks: bool = False,
+                 task_id: str | None = None) -> Episode:
     """Play one episode of ``policy`` on ``env``: reset both with ``seed``, step until terminated or truncated.
 
     :param env: a harness env (wrapped or not)
@@ -96,9 +97,10 @@ def play_episode(env: gym.Env, policy: Policy, *, seed: int, split: str, record_
     :param seed: reset seed of the env and of the policy
     :param split: the task split the episode's task is drawn from
     :param record_masks: also record the action mask after the reset and after every step
+    :param task_id: play this task instead of one drawn from ``split``
     """
     henv = harness_env(env)
-    obs, info = env.reset(seed=seed, options={"split": split})
+    obs, info = env.reset(seed=seed, options={"split": split} if task_id is None else {"task_id": task_id})
     policy.reset(env, seed=seed)
     episode = Episode(seed=seed, observations=[obs], infos=[info])
     if record_masks:

@@ -17,6 +17,7 @@ import dataclasses
 import difflib
 import json
 import math
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -34,7 +35,8 @@ from harness_gym.paths import data_path
 from harness_gym.rollout import Policy
 from harness_gym.workers import WORKER_NAMES, WorkerProfile
 from harness_gym.workers.calibrate import collect_events, fit_profile
-from harness_gym_baselines.common.dataclass_flags import add_dataclass_arguments, config_from_args
+from harness_gym.workers.llm_cache import CacheMissError
+from harness_gym_baselines.common.dataclass_flags import add_dataclass_arguments, config_from_args, doc_summary
 from harness_gym_baselines.common.options import (
     ONLINE_CONFIG_KEYWORDS,
     UsageError,
@@ -44,6 +46,7 @@ from harness_gym_baselines.common.options import (
     check_env_kwargs,
     check_policy_value,
     check_task_id,
+    closest,
     make_env,
     parse_key_values,
     positive_int,
@@ -51,7 +54,14 @@ from harness_gym_baselines.common.options import (
     refuse_config_keywords,
 )
 from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
-from harness_gym_baselines.evaluate import LLM_ERROR_RATE_WARNING, LLMErrorRateWarning, evaluate, llm_error_text
+from harness_gym_baselines.evaluate import (
+    LLM_ERROR_RATE_WARNING,
+    LLM_SERVER_ERROR_RATE_LIMIT,
+    LLMErrorRateWarning,
+    evaluate,
+    llm_error_text,
+    llm_faults_text,
+)
 from harness_gym_baselines.policies.open_loop import is_script_name
 from harness_gym_baselines.policies.registry import POLICIES, make_policy, policy_help
 from harness_gym_baselines.policies.trained_on import OtherEnvWarning
@@ -101,7 +111,8 @@ walks every parser against it):
 - ``run``: ``--episodes``, ``--split``, ``--seed``; ``scale``: ``--num-envs``, ``--parallel``, ``--backend``,
   ``--address``, ``--envs-per-actor``; ``width``: ``--width``;
 - ``llm-errors``: ``--max-llm-error-rate X``, exit 1 when more than that share of the LLM worker's requests
-  failed (:func:`llm_error_status`);
+  failed; without it, exit 1 when more than :data:`~harness_gym_baselines.evaluate.LLM_SERVER_ERROR_RATE_LIMIT`
+  failed for a fault of the server (:func:`llm_error_status`);
 - ``progress``: ``--no-progress`` (every command that draws progress bars); ``json``: ``--json`` (every command
   that ends with a summary prints it as JSON instead).
 
@@ -163,6 +174,56 @@ def recording_options(manifest: str, env_ids: Sequence[str]) -> dict[str, Any]:
     return {**worker, "cache": str(cache), "cache_mode": "replay"}
 
 
+def recorded_pairs(manifest: str, env_id: str) -> tuple[list[tuple[str, int]], list[str]]:
+    """The ``(task id, reset seed)`` pairs a recording holds episodes of on ``env_id``, in recorded order, and
+    the controllers it recorded there.
+
+    :param manifest: a recording manifest (:func:`recording_options` has checked it)
+    :param env_id: the env id
+    """
+    episodes = [ep for ep in json.loads(Path(manifest).read_text()).get("episodes", ())
+                if ep.get("env_id") == env_id]
+    pairs = list(dict.fromkeys((str(ep["task_id"]), int(ep["seed"])) for ep in episodes))
+    return pairs, list(dict.fromkeys(str(ep.get("policy", "?")) for ep in episodes))
+
+
+def recording_pairs(args: argparse.Namespace) -> list[tuple[str, int]] | None:
+    """The episodes ``eval`` / ``compare`` play with ``--recording``: the recorded ``(task id, seed)`` pairs of
+    the env (the first ``--episodes`` of them when given), said on stderr; ``None`` without ``--recording``.
+
+    :param args: the parsed command line
+    """
+    if args.recording is None:
+        return None
+    pairs, controllers = recorded_pairs(args.recording, args.env_id)
+    if args.episodes is not None and args.episodes > len(pairs):
+        raise UsageError(f"--episodes {args.episodes}: --recording {args.recording} holds {len(pairs)} (task, seed) "
+                         f"pairs of {args.env_id}; drop --episodes to replay them all")
+    if args.num_envs != 1 or args.backend != "local":
+        raise UsageError("--recording replays its episodes one after another: drop --num-envs / --backend")
+    pairs = pairs[:args.episodes] if args.episodes is not None else pairs
+    if not args.json:
+        print(f"harness-gym {args.command}: replaying the {len(pairs)} recorded (task, seed) pairs of {args.env_id} "
+              f"(recorded controllers: {', '.join(controllers)}); --split and --seed do not apply", file=sys.stderr)
+    return pairs
+
+
+def recording_miss(args: argparse.Namespace, policy: str, exc: Exception) -> UsageError:
+    """The one-line error of a replay that asked for a call the recording does not hold: what the recording
+    holds ((task, seed) pairs and controllers) and how to run past it.
+
+    :param args: the parsed command line (``recording``, ``env_id``)
+    :param policy: the ``--policy`` value that missed
+    :param exc: the :class:`~harness_gym.workers.llm_cache.CacheMissError`
+    """
+    pairs, controllers = recorded_pairs(args.recording, args.env_id)
+    shown = ", ".join(f"({task}, {seed})" for task, seed in pairs[:12]) + (", ..." if len(pairs) > 12 else "")
+    return UsageError(f"--recording {args.recording}: --policy {policy} asked for an LLM call it does not hold; it "
+                      f"holds {len(pairs)} episodes of {args.env_id} by the controllers {', '.join(controllers)} on the "
+                      f"(task, seed) pairs {shown}, and a controller that acts otherwise needs the live model (record the "
+                      f"rest with --worker openai --base-url URL --cache FILE --cache-mode auto). Cache: {exc}")
+
+
 def worker_options(args: argparse.Namespace, env_ids: Sequence[str] = ()) -> dict[str, Any]:
     """The ``--worker openai`` options given on the command line (see :data:`WORKER_FLAGS`), with those of
     ``--recording``; a flag that contradicts the recording is a :class:`UsageError`.
@@ -220,6 +281,18 @@ def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return command_env_kwargs(args, [args.env_id])
 
 
+DEFAULT_EPISODES = 100
+"""``--episodes`` of the ``run`` option group when not given (and no ``--recording`` sets the episodes)"""
+
+
+def episode_count(args: argparse.Namespace) -> int:
+    """``--episodes``, or :data:`DEFAULT_EPISODES` when not given.
+
+    :param args: the parsed command line
+    """
+    return DEFAULT_EPISODES if args.episodes is None else int(args.episodes)
+
+
 def load_policy_arg(value: str) -> Policy:
     """The controller of a ``--policy`` value; a model file that does not load is a :class:`UsageError`
     naming the file.
@@ -251,17 +324,42 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int | None = None,
+                right: Sequence[int] = ()) -> None:
+    """Print a table: drawn by Rich on a terminal or with ``--width`` (long cells wrap within the width), else
+    (output piped or redirected) as plain columns padded with spaces, one line per row and nothing wrapped or
+    cut, so that ``grep``, ``column`` and a log keep every value whole.
+
+    :param title: the line above the table
+    :param headers: the column names
+    :param rows: the cells, one sequence per row
+    :param width: ``--width``: the columns of the output (drawn by Rich)
+    :param right: indices of the columns aligned right
+    """
+    if width is None and not sys.stdout.isatty():
+        cells = [list(headers), *[list(map(str, row)) for row in rows]]
+        sizes = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+        print(title)
+        for row in cells:
+            print("  ".join((c.rjust(n) if i in right else c.ljust(n)) for i, (c, n) in enumerate(zip(row, sizes)))
+                  .rstrip())
+        return
+    table = Table(title=title)
+    for i, header in enumerate(headers):
+        table.add_column(header, justify="right" if i in right else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*map(str, row))
+    Console(width=width).print(table)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    table = Table(title="harness_gym environments")
-    for col in ("env id", "domain", "train", "val", "test", "ood", "total"):
-        table.add_column(col)
-    rows = []
+    rows, cells = [], []
     for env_id in harness_gym.ENV_IDS:
         try:
             env = gym.make(env_id)
         except Exception as exc:  # an adapter may need data the user has not given
             rows.append({"env_id": env_id, "error": f"{type(exc).__name__}: {exc}"})
-            table.add_row(env_id, f"[red]{type(exc).__name__}: {exc}[/red]", "", "", "", "", "")
+            cells.append((env_id, f"{type(exc).__name__}: {exc}", "", "", "", "", ""))
             continue
         domain = env.unwrapped.domain
         counts = domain.counts()
@@ -269,19 +367,20 @@ def cmd_list(args: argparse.Namespace) -> int:
         left_out = [str(record) for record in getattr(domain, "load_report", ())]
         rows.append({"env_id": env_id, "domain": domain.name, **counts, "total": sum(counts.values()),
                      "left_out": left_out})
-        table.add_row(env_id, domain.name, *(str(counts[s]) for s in ("train", "val", "test", "ood")),
-                      str(sum(counts.values())))
+        cells.append((env_id, domain.name, *(str(counts[s]) for s in ("train", "val", "test", "ood")),
+                      str(sum(counts.values()))))
     if args.json:
         print(json.dumps(rows))
     else:
-        Console().print(table)
+        print_table("harness_gym environments", ("env id", "domain", "train", "val", "test", "ood", "total"), cells,
+                    right=(2, 3, 4, 5, 6))
     return 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     manifest_path = Path(args.manifest) if args.manifest else Path(data_path("recordings", "smollm2.json"))
     if not manifest_path.is_file():
-        raise UsageError(f"--manifest {manifest_path}: no such file")
+        raise UsageError(f"--recording {manifest_path}: no such file")
     manifest = json.loads(manifest_path.read_text())
     recorded = sorted({ep["env_id"] for ep in manifest["episodes"]})
     episodes = [ep for ep in manifest["episodes"] if ep["env_id"] == args.env_id]
@@ -302,15 +401,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_clean({"out": str(out), **fit.to_json(domain, source)}), default=_json_default))
         return 0
-    table = Table(title=f"{domain} profile fitted to {source}")
-    for col in ("parameter", "default", "fitted", "95% CI"):
-        table.add_column(col)
     fitted = vars(fit.profile)
+    cells = []
     for name, value in vars(fit.default).items():
         ci = fit.ci95[name]
-        table.add_row(name, f"{value:.3f}", f"{fitted[name]:.3f}",
-                      f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "not estimated (no events)")
-    Console().print(table)
+        cells.append((name, f"{value:.3f}", f"{fitted[name]:.3f}",
+                      f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "not estimated (no events)"))
+    print_table(f"{domain} profile fitted to {source}", ("parameter", "default", "fitted", "95% CI"), cells)
     print(f"events: {fit.events}; held-out log-likelihood per event: fitted {fit.heldout_loglik:.3f}, "
           f"default {fit.heldout_loglik_default:.3f} ({fit.heldout_events} events)")
     print(f"wrote {out} (use it with --env-kwarg profile={out})")
@@ -364,10 +461,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
             recorded.append(EpisodeRecorder(env, policy=args.policy))
             return recorded[-1]
 
-    result = evaluate_with_one_line_warnings(args, args.env_id, load_policy_arg(args.policy),
-                                             episodes=args.episodes, split=args.split, seed=args.seed,
-                                             env_kwargs=kwargs, progress=args.progress and not args.json,
-                                             wrap_env=wrap, **scale_options(args))
+    pairs = recording_pairs(args)
+    try:
+        result = evaluate_with_one_line_warnings(args, args.env_id, load_policy_arg(args.policy),
+                                                 episodes=episode_count(args), split=args.split, seed=args.seed,
+                                                 env_kwargs=kwargs, progress=args.progress and not args.json,
+                                                 wrap_env=wrap, pairs=pairs, **scale_options(args))
+    except CacheMissError as exc:
+        if pairs is None:
+            raise
+        raise recording_miss(args, args.policy, exc) from exc
     result["policy"] = args.policy
     if recorded:
         from harness_gym_baselines.report.episode_view import save_episodes
@@ -381,24 +484,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_clean(result), default=_json_default))
     else:
-        table = Table(title=f"{args.env_id} / {result['policy']} / {args.split} ({result['episodes']} episodes)")
-        table.add_column("metric")
-        table.add_column("value")
         lo, hi = result["quality_ci95"]
-        table.add_row("quality", f"{result['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]")
+        cells = [("quality", f"{result['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]")]
         for key in ("success_rate", "hms_mean", "mean_steps", "invalid_action_rate", "forced_submit_rate",
                     "unfinished_rate", "seconds"):
-            table.add_row(key, f"{result[key]:.3f}")
+            cells.append((key, f"{result[key]:.3f}"))
         clo, chi = result["cost_ci95"]
-        table.add_row("cost (units per episode)", f"{result['cost_mean']:.3f} [{clo:.3f}, {chi:.3f}]")
-        table.add_row(f"return (cost_weight {result['cost_weight']:g})", f"{result['return_mean']:.3f}")
+        cells.append(("cost (units per episode)", f"{result['cost_mean']:.3f} [{clo:.3f}, {chi:.3f}]"))
+        cells.append((f"return (cost_weight {result['cost_weight']:g})", f"{result['return_mean']:.3f}"))
         if kwargs.get("worker") == "openai":
-            table.add_row("llm_calls (requests)", str(result["llm_calls"]))
-            table.add_row("llm_errors (failed requests)", str(result["llm_errors"]))
-            table.add_row("llm_error_rate", f"{result['llm_error_rate']:.3f}")
+            cells += [("llm_calls (requests)", str(result["llm_calls"])),
+                      ("llm_errors (failed requests)", str(result["llm_errors"])),
+                      ("llm_error_rate", f"{result['llm_error_rate']:.3f}"),
+                      ("llm_server_error_rate", f"{result['llm_server_error_rate']:.3f}"),
+                      ("llm failures (call: cause)", llm_faults_text(result["llm_faults"]).removeprefix(": ") or "none")]
         for name, rate in result["patterns"].items():
-            table.add_row(f"pattern {name}", "n/a" if math.isnan(rate) else f"{rate:.3f}")
-        Console().print(table)
+            cells.append((f"pattern {name}", "n/a" if math.isnan(rate) else f"{rate:.3f}"))
+        where = (f"{args.split}" if pairs is None else "recorded pairs")
+        print_table(f"{args.env_id} / {result['policy']} / {where} ({result['episodes']} episodes)", ("metric", "value"),
+                    cells)
     return llm_error_status(args, [result])
 
 
@@ -430,16 +534,24 @@ def evaluate_with_one_line_warnings(args: argparse.Namespace, *pos: Any, **kwarg
 
 def llm_error_status(args: argparse.Namespace, results: Sequence[dict[str, Any]]) -> int:
     """The exit status of ``eval`` / ``compare`` after the summary: 1, with one line on stderr naming the first
-    policy over the limit, when a policy's ``llm_error_rate`` is above ``--max-llm-error-rate``; else 0.
+    policy over the limit, when a policy's ``llm_error_rate`` is above ``--max-llm-error-rate``, or, without
+    that option, its ``llm_server_error_rate`` above
+    :data:`~harness_gym_baselines.evaluate.LLM_SERVER_ERROR_RATE_LIMIT` (a server that stopped answering); else 0.
 
     :param args: the parsed command line (``max_llm_error_rate``)
     :param results: the printed summaries
     """
     limit = args.max_llm_error_rate
-    over = [r for r in results if limit is not None and r["llm_error_rate"] > limit]
+    if limit is not None:
+        over = [r for r in results if r["llm_error_rate"] > limit]
+        rule = f"above --max-llm-error-rate {limit:g}"
+    else:
+        over = [r for r in results if r.get("llm_server_error_rate", 0.0) > LLM_SERVER_ERROR_RATE_LIMIT]
+        rule = (f"{100 * over[0]['llm_server_error_rate']:.1f}% for a fault of the server, above the default limit "
+                f"{LLM_SERVER_ERROR_RATE_LIMIT:g} (--max-llm-error-rate X sets another; 1 accepts any)") if over else ""
     if not over:
         return 0
-    print(f"harness-gym {args.command}: error: {llm_error_text(over[0])}, above --max-llm-error-rate {limit:g}"
+    print(f"harness-gym {args.command}: error: {llm_error_text(over[0])}; {rule}"
           + (f" ({len(over)} policies over it)" if len(over) > 1 else ""), file=sys.stderr)
     return 1
 
@@ -471,35 +583,40 @@ def row_labels(specs: Sequence[str]) -> list[str]:
 def cmd_compare(args: argparse.Namespace) -> int:
     kwargs = env_kwargs(args)
     policies = [load_policy_arg(p) for p in args.policy]
+    pairs = recording_pairs(args)
     results = []
     for spec, policy in zip(args.policy, policies):
-        result = evaluate_with_one_line_warnings(args, args.env_id, policy, episodes=args.episodes,
-                                                 split=args.split, seed=args.seed, env_kwargs=kwargs,
-                                                 progress=args.progress and not args.json, **scale_options(args))
+        try:
+            result = evaluate_with_one_line_warnings(args, args.env_id, policy, episodes=episode_count(args),
+                                                     split=args.split, seed=args.seed, env_kwargs=kwargs,
+                                                     progress=args.progress and not args.json, pairs=pairs,
+                                                     **scale_options(args))
+        except CacheMissError as exc:
+            if pairs is None:
+                raise
+            raise recording_miss(args, spec, exc) from exc
         results.append({**result, "policy": spec})
     if args.json:
         print(json.dumps(_clean(results), default=_json_default))
         return llm_error_status(args, results)
-    console = Console(width=args.width)
-    table = Table(title=f"{args.env_id}, {args.split} split, {args.episodes} episodes, seed {args.seed} "
-                        "(same task sequence for every policy)")
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("policy", overflow="fold", ratio=2)
+    title = (f"{args.env_id}, {args.split} split, {results[0]['episodes']} episodes, seed {args.seed} (same task "
+             "sequence for every policy)" if pairs is None else
+             f"{args.env_id}, the {len(pairs)} recorded (task, seed) pairs of {args.recording}")
     llm = kwargs.get("worker") == "openai"
-    for col in ("quality [95% CI]", "success", "HMS", "check before submit", "mean steps", "forced submit",
-                "invalid actions", "cost", "return", *(("LLM errors",) if llm else ())):
-        table.add_column(col, ratio=1, overflow="fold")
-    labels = row_labels(args.policy)
-    for i, (label, r) in enumerate(zip(labels, results), start=1):
+    headers = ("#", "policy", "quality [95% CI]", "success", "HMS", "check before submit", "mean steps",
+               "forced submit", "invalid actions", "cost", "return", *(("LLM errors",) if llm else ()))
+    cells = []
+    for i, (label, r) in enumerate(zip(row_labels(args.policy), results), start=1):
         lo, hi = r["quality_ci95"]
         cbs = r["patterns"]["check_before_submit"]
-        llm_cell = (f"{r['llm_errors']}/{r['llm_calls']} {100 * r['llm_error_rate']:.0f}%",) if llm else ()
-        table.add_row(str(i), label, f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
+        llm_cell = (f"{r['llm_errors']}/{r['llm_calls']} {100 * r['llm_error_rate']:.0f}%"
+                    + llm_faults_text(r["llm_faults"]).replace(": ", " ", 1),) if llm else ()
+        cells.append((str(i), label, f"{r['quality_mean']:.3f} [{lo:.3f}, {hi:.3f}]", f"{r['success_rate']:.3f}",
                       f"{r['hms_mean']:.3f}", "n/a" if math.isnan(cbs) else f"{cbs:.3f}", f"{r['mean_steps']:.1f}",
                       f"{100 * r['forced_submit_rate']:.0f}%", f"{100 * r['invalid_action_rate']:.0f}%",
-                      f"{r['cost_mean']:.2f}",
-                      f"{r['return_mean']:.3f}", *llm_cell)
-    console.print(table)
+                      f"{r['cost_mean']:.2f}", f"{r['return_mean']:.3f}", *llm_cell))
+    print_table(title, headers, cells, width=args.width, right=(0,))
+    console = Console(width=args.width)
     for i, spec in enumerate(args.policy, start=1):  # the full values, never cut, whatever the width
         console.print(f"#{i}: {spec}", soft_wrap=True, markup=False, highlight=False)
     return llm_error_status(args, results)
@@ -513,6 +630,18 @@ def _draft_text(previous: str | None, content: str, *, version: int, mode: str) 
     diff = list(difflib.unified_diff(previous.splitlines(), content.splitlines(), f"v{version - 1}", f"v{version}",
                                      lineterm="", n=1))
     return "\n".join(diff) if diff else f"draft v{version}: unchanged"
+
+
+FALLBACKS: dict[str, str] = {"draft": "an empty draft", "revise": "an empty draft",
+                             "tool": "a malformed tool call", "self_check": "a failed self-check",
+                             "confidence": "the neutral confidence 0.5"}
+"""what the LLM worker puts in place of a call that got no usable reply (docs/llm_worker.md)"""
+
+
+def _fallback_note(faults: dict[str, int]) -> str:
+    """`` -> fallback: ...`` naming what replaced each call of the step that got no usable reply, else ``""``."""
+    used = [f"{FALLBACKS[call]} ({call})" for call in FALLBACKS if faults.get(f"{call}.fallback")]
+    return f" -> fallback: {', '.join(used)}" if used else ""
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -538,6 +667,10 @@ def cmd_play(args: argparse.Namespace) -> int:
                       f"{ev['env']:+.2f} cons {ev['consistency']:.2f} know {ev['knowledge']:+.0f} self "
                       f"{ev['self']:+.2f}", highlight=False)
         console.print(f"     {env.render() or ''}", markup=False, highlight=False)
+        if info["cost"]["llm_errors"] or any(info["llm_faults"].values()):
+            console.print(f"     LLM FAILURE: {info['cost']['llm_errors']} of {info['cost']['llm_calls']} requests "
+                          f"failed{llm_faults_text(info['llm_faults'])}" + _fallback_note(info["llm_faults"]),
+                          markup=False, highlight=False)
         draft = henv.context.draft
         if (info["action_name"] in ("DRAFT", "REVISE") and not info["invalid_action"] and draft is not None
                 and args.drafts != "none"):
@@ -602,7 +735,7 @@ def cmd_frontier(args: argparse.Namespace) -> int:
     specs = list(FIXED_POLICIES) + list(args.policy)
     for spec in args.policy:
         load_policy_arg(parse_policy_spec(spec)[1])  # a model file that does not load, said before any episode
-    rows = frontier_rows(args.env_id, specs, weights, episodes=args.episodes, split=args.split, seed=args.seed,
+    rows = frontier_rows(args.env_id, specs, weights, episodes=episode_count(args), split=args.split, seed=args.seed,
                          env_kwargs=env_kwargs(args), progress=args.progress and not args.json)
     paths = write_frontier(Path(args.out), args.env_id, rows, weights)
     if args.json:
@@ -866,7 +999,25 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        choice = re.match(r"argument (\S+): invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if choice:
+            message += closest(choice.group(2), re.findall(r"'([^']*)'", choice.group(3)))
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        """``ArgumentParser.parse_args``, with unrecognised arguments reported by the subcommand that got them
+        and the closest flags of that subcommand suggested (``--episods``: did you mean ``--episodes``?)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser: argparse.ArgumentParser = self
+            for action in self._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    parser = action.choices.get(getattr(parsed, action.dest, None), self)
+            flags = [flag for action in parser._actions for flag in action.option_strings]
+            hints = "".join(closest(extra.split("=", 1)[0], flags) for extra in extras if extra.startswith("-"))
+            parser.error(f"unrecognized arguments: {' '.join(extras)}{hints}")
+        return parsed
 
 
 def share_value(value: str) -> float:
@@ -967,7 +1118,9 @@ def add_shared_options(p: argparse.ArgumentParser, groups: Sequence[str], *, jso
                             "value of harness-gym eval, optionally labelled, with @W the cost weight it was "
                             "trained at (models of one label trained at several weights are joined into a curve)")
     if "run" in groups:
-        p.add_argument("--episodes", type=positive_int, default=100, help="episodes per policy")
+        p.add_argument("--episodes", type=positive_int, default=None,
+                       help=f"episodes per policy (default: {DEFAULT_EPISODES}); with --recording, every recorded "
+                            "(task, seed) pair of the env unless given")
         p.add_argument("--split", default="test", choices=("train", "val", "test", "ood"), help="task split")
         p.add_argument("--seed", type=int, default=0,
                        help="episode i resets with seed * 1000003 + i: the same tasks for every policy")
@@ -981,7 +1134,9 @@ def add_shared_options(p: argparse.ArgumentParser, groups: Sequence[str], *, jso
     if "llm-errors" in groups:
         p.add_argument("--max-llm-error-rate", type=share_value, default=None, metavar="X",
                        help="exit 1 after the summary when more than this share (0..1) of the LLM worker's requests "
-                            f"failed (default: none; above {LLM_ERROR_RATE_WARNING:g} a warning on stderr)")
+                            f"failed (default: exit 1 when more than {LLM_SERVER_ERROR_RATE_LIMIT:g} failed for a "
+                            f"fault of the server, i.e. not counting unparseable replies; above "
+                            f"{LLM_ERROR_RATE_WARNING:g} of any kind a warning on stderr)")
     if "width" in groups:
         p.add_argument("--width", type=positive_int, default=None,
                        help="columns of the output (default: the terminal's); long text wraps, nothing is cut")
@@ -993,7 +1148,7 @@ def add_shared_options(p: argparse.ArgumentParser, groups: Sequence[str], *, jso
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(prog="harness-gym", description=__doc__.splitlines()[0],
+    parser = OneLineErrorParser(prog="harness-gym", description=doc_summary(__doc__),
                                 epilog="A mistake in the arguments is reported in one line with exit status 2; "
                                        "--debug (anywhere on the line) shows the traceback instead.")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
@@ -1015,9 +1170,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("calibrate", "fit the simulated worker's profile to recorded real-model episodes", cmd_calibrate,
                 "print the fitted profile (with its intervals and held-out fit) as JSON")
     p.add_argument("env_id")
-    p.add_argument("--manifest", default=None,
-                   help="recording manifest (JSON naming the cache file, worker settings and episodes; "
-                        "default: the shipped SmolLM2 recording, envs_data/recordings/smollm2.json)")
+    p.add_argument("--recording", "--manifest", dest="manifest", default=None, metavar="MANIFEST",
+                   help="recording manifest (JSON naming the cache file, worker settings and episodes, as --recording "
+                        "of the other commands; default: the shipped SmolLM2 recording, "
+                        "envs_data/recordings/smollm2.json)")
     p.add_argument("--profile", default=None, help="profile to start from (default: the domain's shipped one)")
     p.add_argument("--bootstrap", type=positive_int, default=200, help="bootstrap resamples for the intervals")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the held-out split")
@@ -1082,8 +1238,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="successive halving on train: per round, episodes per script and how many to keep per "
                         "cost weight")
     p.add_argument("--val-episodes", type=positive_int, default=300, help="val episodes per finalist")
-    p.add_argument("--test-episodes", type=positive_int, default=500,
-                   help="test episodes of the winners and the named scripts")
+    p.add_argument("--episodes", "--test-episodes", dest="test_episodes", type=positive_int, default=500,
+                   help="test episodes of the winners and the named scripts, the episodes the result is judged on "
+                        "(as --episodes of eval and compare)")
     p.add_argument("--num-workers", type=int, default=1, metavar="N", help="processes playing scripts at once")
     p.add_argument("--out", default="results/scripts", help="results folder, one JSON per env")
     shared(p)

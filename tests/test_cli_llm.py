@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
 
 import gymnasium as gym
 import pytest
@@ -50,3 +55,72 @@ def test_calibrate_names_the_envs_a_recording_has(capsys, tmp_path):
     assert main(["calibrate", "HarnessPlan-v1", "--out", str(tmp_path / "p.json")]) == 2
     err = capsys.readouterr().err
     assert "records no episode of HarnessPlan-v1" in err and "HarnessCode-v1" in err
+
+
+# ----- the fake server on the command line -------------------------------------------------------------------
+@contextlib.contextmanager
+def fake_server(*flags: str) -> Iterator[str]:
+    """``python -m harness_gym.workers.fake_server`` as a subprocess on 127.0.0.1 (a free port); yields its
+    ``/v1`` root, read from the line it prints."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness_gym.workers.fake_server", "--port", "0", *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+/v1", line)
+        assert found, (line, proc.stderr.read() if proc.poll() is not None else "")
+        yield found.group(0)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+LLM_EVAL = ["--worker", "openai", "--model", "fake", "--episodes", "3", "--no-progress", "--max-retries", "1",
+            "--timeout-s", "5"]
+
+
+def test_harness_gym_eval_runs_episodes_against_the_fake_server_deterministically(tmp_path):
+    with fake_server() as url:
+        runs = [subprocess.run([sys.executable, "-m", "harness_gym_baselines.cli", "eval", "HarnessCode-v1",
+                                "--policy", "thorough", "--base-url", url, *LLM_EVAL, "--json"],
+                               capture_output=True, text=True, timeout=300) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr
+    first, second = (json.loads(r.stdout) for r in runs)
+    assert first["llm_calls"] > 3 * 2 and first["llm_errors"] == 0 and not any(first["llm_faults"].values())
+    drop = ("seconds",)
+    assert {k: v for k, v in first.items() if k not in drop} == {k: v for k, v in second.items() if k not in drop}
+
+
+def test_a_server_that_stops_answering_fails_the_run_by_default_naming_call_and_cause(capsys):
+    dies = ("--answer-first", "4", "--mode", "500")
+    with fake_server(*dies) as url:
+        status = main(["eval", "HarnessCode-v1", "--policy", "thorough", "--base-url", url, *LLM_EVAL])
+    out, err = capsys.readouterr()
+    assert status == 1
+    line = err.strip().splitlines()[-1]
+    assert "error:" in line and "http_status" in line and "tool" in line and "default limit 0.25" in line
+    assert "llm failures (call: cause)" in out and "fallback" in out
+    with fake_server(*dies) as url:  # the option overrides the default; compare's JSON carries the breakdown
+        assert main(["compare", "HarnessCode-v1", "--policy", "static", "--base-url", url, *LLM_EVAL, "--json",
+                     "--max-llm-error-rate", "1"]) == 0
+    (summary,) = json.loads(capsys.readouterr().out)
+    assert summary["llm_faults"]["draft.http_status"] > 0 and summary["llm_faults"]["draft.fallback"] > 0
+    assert summary["llm_server_error_rate"] == summary["llm_error_rate"] > 0.25
+
+
+def test_unparseable_replies_alone_do_not_fail_the_run_but_are_named(capsys):
+    with fake_server("--mode", "unparseable", "--answer-first", "1") as url:
+        status = main(["compare", "HarnessCode-v1", "--policy", "static", "--base-url", url, *LLM_EVAL,
+                       "--width", "200"])
+        out, err = capsys.readouterr()
+    assert status == 0 and "unparseable" in out and "unparseable" in err  # the table and the warning
+
+
+def test_play_marks_the_failed_calls_and_their_fallback(capsys):
+    with fake_server("--answer-first", "1", "--mode", "503") as url:
+        assert main(["play", "HarnessCode-v1", "--policy", "static", "--worker", "openai", "--base-url", url,
+                     "--model", "fake", "--max-retries", "1", "--width", "200"]) == 0
+    out = capsys.readouterr().out
+    marked = [line for line in out.splitlines() if "LLM FAILURE" in line]
+    assert marked and "http_status" in marked[0] and "fallback:" in marked[0]

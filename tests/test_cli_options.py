@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import subprocess
 import sys
+from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
+from harness_gym.paths import data_path
+from harness_gym.rollout import episode_seed
 from harness_gym_baselines.cli import (
     COMMAND_OPTIONS,
     WORKER_FLAGS,
@@ -21,7 +28,7 @@ from harness_gym_baselines.cli import (
     policy_name,
     train_parser,
 )
-from harness_gym_baselines.common.trainer_registry import TRAINERS
+from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
 
 ONLINE = ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
 ENV_FLAGS = {"--env-kwarg", "--worker", "--sandbox", "--prices", "--budget-units", "--recording",
@@ -72,8 +79,8 @@ def test_each_command_has_the_shared_options_it_needs_and_the_same_everywhere(co
                                                                           theirs.default, theirs.help), flag
         # the reward's cost weight: one weight where one reward is run, a list where every weight is scored
         assert ("--cost-weight" in flags) != ("--cost-weights" in flags), command
-    else:
-        assert not ENV_FLAGS & set(flags), command
+    else:  # calibrate makes its env from a recording: --recording, as everywhere, and no other env flag
+        assert not (ENV_FLAGS - ({"--recording"} if command == "calibrate" else set())) & set(flags), command
     if command in TAKES_POLICY:
         assert flags["--policy"].type in (policy_name, labelled_policy)
     assert ("--no-progress" in flags) == (command in DRAWS_PROGRESS), command
@@ -150,6 +157,19 @@ def test_module_callable_policies_run_on_every_command_that_takes_a_policy(user_
     assert main(["collect", env, "--policy", user_module, "--episodes", "2", "--out", "harness/cli-user-v0",
                  "--ref-episodes", "0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["episodes"] == 2
+
+
+def test_the_installed_script_finds_a_module_callable_in_the_current_folder(tmp_path):
+    script = Path(sys.executable).parent / "harness-gym"
+    if not script.is_file():
+        pytest.skip(f"no harness-gym script beside {sys.executable}")
+    (tmp_path / "my_policy.py").write_text(USER_MODULE + "\n\ndef make():\n    return FirstApplicable()\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # this checkout, not the folder
+    done = subprocess.run([str(script), "eval", "HarnessPlan-v1", "--policy", "my_policy:make", "--episodes", "2",
+                           "--json", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["policy"] == "my_policy:make"
 
 
 def test_a_bad_policy_is_the_same_one_line_on_every_command(capsys, tmp_path):
@@ -273,8 +293,29 @@ def test_recollecting_with_other_settings_names_the_settings_that_differ(tmp_pat
 
 
 # ----- replaying a recording ----------------------------------------------------------------------------------
+def test_compare_with_the_shipped_recording_replays_exactly_its_pairs_and_names_them_on_a_miss(capsys):
+    rec = str(data_path("recordings", "smollm2.json"))
+    recorded = [ep for ep in json.loads(Path(rec).read_text())["episodes"]
+                if ep["env_id"] == "HarnessCode-v1" and ep["policy"] == "forced-check"]
+    assert main(["compare", "HarnessCode-v1", "--recording", rec, "--policy", "forced-check", "--policy", "static",
+                 "--json", "--no-progress"]) == 0
+    summaries = json.loads(capsys.readouterr().out)
+    assert [s["episodes"] for s in summaries] == [len(recorded)] * 2
+    assert summaries[0]["quality_mean"] == pytest.approx(np.mean([ep["quality"] for ep in recorded]))
+    assert main(["eval", "HarnessCode-v1", "--recording", rec, "--policy", "static", "--episodes", "3", "--json",
+                 "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"] == 3
+    assert main(["eval", "HarnessCode-v1", "--recording", rec, "--policy", "static", "--episodes", "11"]) == 2
+    assert "holds 10 (task, seed) pairs" in capsys.readouterr().err
+    # a controller the recording never saw: one line naming the pairs it holds, not a bare CacheMissError
+    assert main(["compare", "HarnessCode-v1", "--recording", rec, "--policy", "random", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("harness-gym compare: replaying the 10 recorded (task, seed) pairs")
+    assert len(err) == 2 and "(code-strings-longest_word, 0)" in err[1] and "--cache-mode auto" in err[1]
+
+
 def test_a_recording_replays_with_its_own_settings_and_a_wrong_one_is_named(tmp_path, capsys):
-    from tests.fake_openai_server import FakeOpenAIServer
+    from harness_gym.workers.fake_server import FakeOpenAIServer
     from tests.test_llm_worker import ReferenceModel
 
     env, cache = "HarnessCode-v1", tmp_path / "calls.sqlite"
@@ -284,9 +325,14 @@ def test_a_recording_replays_with_its_own_settings_and_a_wrong_one_is_named(tmp_
                      "--cache", str(cache), "--cache-mode", "record"]) == 0
     recorded = json.loads(capsys.readouterr().out)
     manifest = tmp_path / "rec.json"
+    probe = gym.make(env)
+    seeds = [episode_seed(0, i) for i in range(2)]
+    pairs = [(probe.reset(seed=s, options={"split": "test"})[1]["task_id"], s) for s in seeds]
+    probe.close()
     manifest.write_text(json.dumps({"cache": cache.name, "worker": {"model": "fake", "max_tokens": 256,
                                                                     "temperature": 0.0},
-                                    "episodes": [{"env_id": env, "task_id": "?", "seed": 0}]}))
+                                    "episodes": [{"env_id": env, "task_id": t, "seed": s, "policy": "forced-check"}
+                                                 for t, s in pairs]}))
     assert main([*run, "--recording", str(manifest)]) == 0  # no server: every call from the cache
     replayed = json.loads(capsys.readouterr().out)
     assert replayed["quality_mean"] == recorded["quality_mean"] and replayed["cost_mean"] == recorded["cost_mean"]
@@ -300,3 +346,88 @@ def test_a_recording_replays_with_its_own_settings_and_a_wrong_one_is_named(tmp_
     assert "--max-tokens 512: --recording" in capsys.readouterr().err
     assert main(["eval", "HarnessPlan-v1", "--policy", "static", "--recording", str(manifest)]) == 2
     assert f"records episodes of {env}, not of HarnessPlan-v1" in capsys.readouterr().err
+
+
+# ----- the edges a newcomer hits first ------------------------------------------------------------------------
+def test_piped_compare_prints_plain_columns_that_never_wrap(capsys):
+    assert main(["compare", "HarnessPlan-v1", "--policy", "static", "--policy", "forced-check", "--episodes", "2",
+                 "--no-progress"]) == 0  # capsys is no terminal, as a pipe is not
+    lines = capsys.readouterr().out.splitlines()
+    assert not any("│" in line or "┃" in line for line in lines)
+    header = next(line for line in lines if line.lstrip().startswith("#"))
+    assert "quality [95% CI]" in header and "check before submit" in header and "return" in header
+    for i, name in enumerate(("static", "forced-check"), start=1):
+        row = next(line for line in lines if re.match(rf"{i}\s+{name}\s", line))
+        assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", row) and len(row.split()) >= 12
+
+
+def _placeholder(action: argparse.Action) -> list[str]:
+    """A value the action accepts, for parsing a command line up to its unknown flag."""
+    if action.dest == "policy":
+        return ["static"]
+    if action.choices:
+        return [next(iter(action.choices))]
+    if action.type in (int, float) or getattr(action.type, "__name__", "") == "positive_int":
+        return ["1"]
+    return ["HarnessPlan-v1" if "env" in action.dest else "x"]
+
+
+def _minimal_argv(parser: argparse.ArgumentParser) -> list[str]:
+    argv: list[str] = []
+    for action in parser._actions:
+        if not action.option_strings and action.nargs != argparse.REMAINDER:
+            argv += _placeholder(action)
+        elif action.required:
+            argv += [action.option_strings[0], *_placeholder(action)]
+    return argv
+
+
+@pytest.mark.parametrize("command", sorted(c for c in PARSERS if c != "train"))
+def test_an_unknown_flag_on_any_command_gets_the_closest_flag(command, capsys):
+    parser = PARSERS[command]
+    flag = max((f for a in parser._actions for f in a.option_strings if f.startswith("--") and f != "--help"),
+               key=len)
+    typo = flag[:3] + flag[4] + flag[3] + flag[5:]  # two letters swapped
+    argv = [*_minimal_argv(parser), typo, "1"]
+    with pytest.raises(SystemExit) as exc:
+        if command.startswith("train "):
+            train_parser(command.split()[1]).parse_args(argv)
+        else:
+            build_parser().parse_args([command, *argv])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"unrecognized arguments: {typo}" in err and f"did you mean '{flag}'" in err, err
+    assert err.startswith(f"{parser.prog}: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_a_mistyped_command_gets_the_closest_one(capsys):
+    with pytest.raises(SystemExit):
+        main(["evl", "HarnessPlan-v1"])
+    assert "did you mean 'eval'?" in capsys.readouterr().err
+
+
+SYNONYMS = {"--manifest": "--recording", "--test-episodes": "--episodes"}
+"""a flag some command once spelled its own way -> the name every command uses for the same thing"""
+RUNS_EPISODES = {"eval", "compare", "frontier", "search-script", "collect"}
+"""the commands that play and report episodes: each takes --episodes and --seed, as the README says"""
+
+
+def test_options_that_mean_the_same_thing_have_the_same_name_on_every_command():
+    for command, parser in PARSERS.items():
+        flags = options(parser)
+        for alias, name in SYNONYMS.items():
+            if alias in flags:
+                assert name in flags and flags[name] is flags[alias], f"{command}: {alias} without {name}"
+        if command in RUNS_EPISODES:
+            assert {"--episodes", "--seed"} <= set(flags), command
+
+
+@pytest.mark.parametrize("name", sorted(TRAINERS))
+def test_every_trainer_describes_itself_with_whole_sentences(name, capsys):
+    summary = load_trainer(name).summary
+    assert summary.endswith(".") and ":mod:" not in summary and "``" not in summary, summary
+    with pytest.raises(SystemExit):
+        main(["train", name, "--help"])
+    def joined(text: str) -> str:  # argparse breaks lines after hyphens
+        return re.sub(r"-\s+", "-", " ".join(text.split()))
+
+    assert joined(summary) in joined(capsys.readouterr().out)

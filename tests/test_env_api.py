@@ -187,6 +187,31 @@ def test_torchrl_gym_env_makes_and_steps_every_id(env_id):
     env.close()
 
 
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_the_torchrl_recipe_runs_a_masked_policy_that_respects_the_mask(env_id):
+    """The TorchRL block of docs/harness_mdp.md, run as written on each id: the mask reaches the policy."""
+    pytest.importorskip("torchrl")
+    import re
+    from pathlib import Path
+
+    import torch
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "harness_mdp.md").read_text()
+    section = doc.split("## TorchRL", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert 'ENV_ID = "HarnessCode-v1"' in block
+    scope: dict = {}
+    exec(compile(block.replace('ENV_ID = "HarnessCode-v1"', f"ENV_ID = {env_id!r}"), "harness_mdp.md", "exec"), scope)
+    rollout, env = scope["rollout"], scope["env"]
+    masks, actions = rollout["action_mask"], rollout["action"]
+    assert masks.dtype == torch.bool and masks.shape == (len(actions), len(harness_gym.Action))
+    assert not masks.all(), "a mask that allows everything would not show that it is respected"
+    assert bool(masks.gather(-1, actions.unsqueeze(-1)).all()) and bool(rollout["next", "done"][-1])
+    random = env.rollout(200, break_when_any_done=True)  # the masked action spec: random play stays applicable
+    assert bool(random["action_mask"].gather(-1, random["action"].unsqueeze(-1)).all())
+    env.close()
+
+
 def _same_structure(a: object, b: object) -> bool:
     """Equal values, types and (for arrays) dtype, shape and bytes, container by container."""
     if type(a) is not type(b):

@@ -14,9 +14,11 @@ import pytest
 
 import harness_gym
 from harness_gym.core.cost import COST_KEYS as LEDGER_KEYS
+from harness_gym.core.cost import LLM_FAULT_KEYS
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 from harness_gym.workers import LLMUnreachableError, OpenAIWorker, make_worker
+from harness_gym.workers.fake_server import FakeOpenAIServer
 from harness_gym.workers.llm_cache import CacheMissError, CallOutcome, LLMCache, request_key
 from harness_gym.workers.prompting import (
     DRAFT_FORMATS,
@@ -31,7 +33,6 @@ from harness_gym.workers.prompting import (
     parse_verdict,
     render_context,
 )
-from tests.fake_openai_server import FakeOpenAIServer
 from tests.test_envs import same
 
 pytest.importorskip("openai")
@@ -479,3 +480,67 @@ def test_record_mode_sends_each_key_once_per_run_so_every_episode_replays(tmp_pa
     strip = [[(o, r, t, {k: v for k, v in i.items() if k != "exec_cached"}) for o, r, t, i in ep] for ep in recorded]
     strip_re = [[(o, r, t, {k: v for k, v in i.items() if k != "exec_cached"}) for o, r, t, i in ep] for ep in replayed]
     assert same(strip, strip_re)
+
+
+# ----- why calls failed ------------------------------------------------------------------------------------
+def _faults(steps) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for s in steps:
+        for key, count in s[3]["llm_faults"].items():
+            if count:
+                out[key] = out.get(key, 0) + count
+    return out
+
+
+def test_failures_say_their_call_type_and_cause_with_the_same_keys_at_every_step():
+    # DRAFT: timeout, 429, malformed body, dropped connection, then a reply; its confidence: 500 on all 5 requests
+    faults = ["timeout", "429", "malformed", "drop", "ok"] + ["500"] * 5
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), faults, slow_s=0.6) as srv:
+        env = gym.make("HarnessCode-v1", worker="openai", base_url=srv.base_url, model="fake", timeout_s=0.3,
+                       max_retries=4, backoff_s=0.0)
+        steps = run_episode(env, [3, 4, 6])
+        env.close()
+    assert all(tuple(s[3]["llm_faults"]) == LLM_FAULT_KEYS for s in steps)  # reset's included
+    assert not any(steps[0][3]["llm_faults"].values())
+    assert _faults(steps[1:2]) == {"draft.timeout": 1, "draft.http_status": 1, "draft.malformed_body": 1,
+                                   "draft.connection": 1, "confidence.http_status": 5, "confidence.fallback": 1}
+    assert steps[1][3]["cost"]["llm_errors"] == 9  # the breakdown sums to the count
+    assert env.unwrapped._state.confidence == 0.5 and steps[-1][3]["quality"] == 1.0
+
+
+def test_an_unparseable_reply_is_the_model_s_fault_and_its_fallback_is_counted():
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), ["ok", "unparseable"]) as srv:
+        worker = OpenAIWorker("code", base_url=srv.base_url, model="fake", backoff_s=0.0)
+        env = gym.make("HarnessCode-v1").unwrapped
+        env.reset(seed=0)
+        worker.reset(np.random.default_rng(0))
+        worker.draft(env.context)
+        assert worker.confidence(env.context, env.context.draft if env.context.draft else Draft("x", -1, 1)) == 0.5
+        env.close()
+    assert worker.pop_usage().faults == {"confidence.unparseable": 1, "confidence.fallback": 1}
+
+
+def test_a_replayed_call_reports_the_recorded_causes_and_old_entries_their_last_fault(tmp_path):
+    cache = tmp_path / "c.sqlite"
+    with FakeOpenAIServer(ReferenceModel("HarnessCode-v1"), ["500", "timeout"], slow_s=0.6) as srv:
+        env = gym.make("HarnessCode-v1", worker="openai", base_url=srv.base_url, model="fake", timeout_s=0.3,
+                       backoff_s=0.0, cache=cache, cache_mode="record")
+        recorded = run_episode(env, [3, 6])
+        env.close()
+    replay = gym.make("HarnessCode-v1", worker="openai", model="fake", cache=cache, cache_mode="replay")
+    replayed = run_episode(replay, [3, 6])
+    replay.close()
+    assert _faults(replayed) == _faults(recorded) == {"draft.http_status": 1, "draft.timeout": 1}
+    # an entry stored before causes were: its errors under the cause of its last fault
+    legacy = CallOutcome.from_json(json.dumps({"text": "", "ok": False, "error": "connection error: refused",
+                                               "requests": 4, "errors": 4, "prompt_tokens": 0,
+                                               "completion_tokens": 0, "latency_s": 1.5}))
+    assert legacy.error_causes() == {"connection": 4}
+    assert CallOutcome(text="x", ok=True, error="unparseable reply", errors=1).error_causes() == {"unparseable": 1}
+
+
+def test_the_simulated_worker_reports_no_llm_fault_with_the_same_keys():
+    env = gym.make("HarnessCode-v1")
+    steps = run_episode(env, [0, 3, 4, 6])
+    env.close()
+    assert all(tuple(s[3]["llm_faults"]) == LLM_FAULT_KEYS and not any(s[3]["llm_faults"].values()) for s in steps)

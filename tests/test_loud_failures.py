@@ -9,9 +9,9 @@ import warnings
 
 import pytest
 
+from harness_gym.workers.fake_server import FakeOpenAIServer
 from harness_gym_baselines.cli import main
 from harness_gym_baselines.evaluate import LLM_ERROR_RATE_WARNING, LLMErrorRateWarning, evaluate
-from tests.fake_openai_server import FakeOpenAIServer
 from tests.test_llm_worker import ReferenceModel
 
 pytest.importorskip("openai")

@@ -538,3 +538,52 @@ def test_data_without_a_test_split_is_refused_before_any_stage(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "--tau-data" in err and "no test-split tasks" in err and "train 455" in err
     assert not out.exists()
+
+
+# ----- generated text from the run's own numbers (no run needed) ----------------------------------------------
+def test_the_reading_s_cost_sentences_follow_the_run_s_numbers():
+    from harness_gym_baselines.report.writer import reading
+
+    def text(best: dict, trained_at: list[float]) -> str:
+        return " ".join(reading([], [], [], {}, [], "meaningful", "meaningful", best, False, trained_at))
+
+    best = {"0": {"fixed": {"thorough": 2, "static": 1}, "learned_wins": 1, "envs": 3},
+            "0.1": {"fixed": {"static": 3}, "learned_wins": 0, "envs": 3}}
+    first = text(best, [0.01])
+    assert "thorough (2 of 3 env(s)) at w = 0 and static (3 of 3 env(s)) at w = 0.1" in first
+    assert "this run agrees" in first and "trained at w = 0.01" in first and "trained at w = 0)" not in first
+    best["0"]["fixed"] = {"forced-check": 2, "thorough": 1}
+    second = text(best, [0.0, 0.1])
+    assert "forced-check (2 of 3 env(s)) at w = 0" in second and "this run does not show that" in second
+    assert "trained at w = 0 and 0.1" in second and "(thorough) is the best fixed script" not in second
+
+
+def test_a_seed_spread_is_printed_only_with_two_seeds_or_more():
+    from harness_gym_baselines.experiments.ecpo_comparison import corruption_lines
+
+    def run(seed: int, success: float) -> dict:
+        return {"method": "ecpo", "arm": "adaptive", "seed": seed, "test_success": success, "steps": 10,
+                "steps_after_switch": 5, "history": [{"weight_knowledge": 0.5}]}
+
+    one = "\n".join(corruption_lines({"a": run(0, 0.4)}, "HarnessCode-v1", 5))
+    two = "\n".join(corruption_lines({"a": run(0, 0.4), "b": run(1, 0.6)}, "HarnessCode-v1", 5))
+    assert "| 40.0% |" in one and "(0.0%)" not in one
+    assert "| 50.0% (10.0%) |" in two
+
+
+def test_a_figure_draws_at_most_eight_controllers_with_the_fixed_scripts_and_learned_ones_first():
+    from harness_gym_baselines.experiments.frontier import series_to_draw
+    from harness_gym_baselines.report.writer import MAX_SERIES, figure_controllers
+
+    names = ["static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql", "ppo-sparse", "ecpo",
+             "ecpo-pb", *(f"best-script-w{w}" for w in (0, 0.01, 0.1)), *(f"probe-w{w}" for w in (0, 0.01, 0.1))]
+    rows = [{"env_id": e, "policy": n, "quality_mean": (0.9 if n.startswith(("best", "probe")) else i / 40)}
+            for e in ("A", "B") for i, n in enumerate(names)]
+    drawn = figure_controllers(rows)
+    assert len(drawn) == MAX_SERIES == 8 and drawn[:3] == ["static", "forced-check", "thorough"]
+    assert drawn[3:] == ["ecpo-pb", "ecpo", "ppo-sparse", "cql", "iql"]  # learned first, by mean Q
+    groups = {n: [{"return_at": {"0": (0.9 if n.startswith(("best", "probe")) else i / 40)}}]
+              for i, n in enumerate([*names, "random", "oracle"])}
+    kept = series_to_draw(groups)
+    assert len(kept) == 8 and {"static", "forced-check", "thorough", "oracle"} <= set(kept)
+    assert not any(n.startswith(("best-script", "probe")) for n in kept)

@@ -18,12 +18,12 @@ import pytest
 import harness_gym  # noqa: F401
 from harness_gym import datasets
 from harness_gym.parallel import EpisodeError, EpisodeSpec, default_parallel, map_episodes
+from harness_gym.workers.fake_server import FakeOpenAIServer
 from harness_gym.workers.latency import CallMeter, LatencyWorker
 from harness_gym.workers.llm_cache import LLMCache, merge_caches
 from harness_gym_baselines.cli import main
 from harness_gym_baselines.evaluate import evaluate
 from harness_gym_baselines.policies.registry import make_policy
-from tests.fake_openai_server import FakeOpenAIServer
 
 ENV_ID = "HarnessKnowledge-v1"  # no sandbox: cheap episodes, so the tests time the machinery, not the domain
 

@@ -24,6 +24,10 @@ step's bill priced, in **hundredths of a US cent**, 1 unit = US$0.0001), and the
 ``index_queries``, ``embedding_tokens``, ``api_calls`` (requests of every ``api_call:<api>`` item, free ones
 included) and ``db_queries``. Billed quantities only, never wall time, so seeded episodes keep their returns.
 
+``info["llm_faults"]`` (also the same keys at reset and every step, :data:`LLM_FAULT_KEYS`) says why: per call
+type (:data:`LLM_CALL_TYPES`) the failed requests by cause (:data:`LLM_ERROR_CAUSES`) and the calls that ended in
+the worker's fallback.
+
 The env's reward is ``-cost_weight * units`` on every step plus the quality Q on the last one, so an episode's
 return is ``Q - cost_weight * total units`` (:class:`~harness_gym.env.HarnessEnv`, ``cost_weight=``).
 """
@@ -36,8 +40,9 @@ from typing import Any
 
 from harness_gym.core.prices import API_PREFIX, UNIT_DOLLARS, PriceTable
 
-__all__ = ["CHARS_PER_TOKEN", "COST_KEYS", "UNIT_DOLLARS", "add_bill", "checked_bill", "cost_info", "estimate_tokens",
-           "step_bill", "zero_cost"]
+__all__ = ["CHARS_PER_TOKEN", "COST_KEYS", "LLM_CALL_TYPES", "LLM_ERROR_CAUSES", "LLM_FAULT_KEYS", "LLM_SERVER_CAUSES",
+           "UNIT_DOLLARS",
+           "add_bill", "checked_bill", "cost_info", "estimate_tokens", "llm_faults_info", "step_bill", "zero_cost"]
 
 CHARS_PER_TOKEN = 4.0
 """The token estimate's ratio: OpenAI's rule of thumb, "one token generally corresponds to ~4 characters of
@@ -52,6 +57,21 @@ COST_KEYS: tuple[str, ...] = ("llm_calls", "llm_errors", "prompt_tokens", "compl
                               "sandbox_jobs", "tool_seconds", "units", "search_queries", "index_queries",
                               "embedding_tokens", "api_calls", "db_queries")
 """The keys of ``info["cost"]``, in order."""
+
+LLM_CALL_TYPES: tuple[str, ...] = ("draft", "revise", "tool", "self_check", "confidence")
+"""The worker's call types (the methods of the Worker protocol that may call a model)."""
+LLM_ERROR_CAUSES: tuple[str, ...] = ("connection", "timeout", "http_status", "malformed_body", "unparseable")
+"""Why a request failed: ``connection`` (refused, unknown host, dropped), ``timeout``, ``http_status`` (429, 5xx
+and any other error status), ``malformed_body`` (a 200 whose body is no chat completion) and ``unparseable``
+(the model answered; the parser could not read its reply)."""
+LLM_SERVER_CAUSES: tuple[str, ...] = LLM_ERROR_CAUSES[:4]
+"""The causes that are faults of the server, not of what the model wrote."""
+LLM_FAULT_KEYS: tuple[str, ...] = tuple(f"{call}.{what}" for call in LLM_CALL_TYPES
+                                        for what in (*LLM_ERROR_CAUSES, "fallback"))
+"""The keys of ``info["llm_faults"]``: ``CALL.CAUSE`` counts the call type's failed requests of that cause,
+``CALL.fallback`` its calls that ended with no usable reply, so the worker used its fallback (an empty draft, a
+malformed tool call, a failed self-check, a neutral confidence)."""
+_NO_LLM_FAULTS: dict[str, int] = dict.fromkeys(LLM_FAULT_KEYS, 0)
 
 
 def estimate_tokens(text: str) -> int:
@@ -135,6 +155,22 @@ def cost_info(usage: Mapping[str, int | float], sandbox_jobs: int, prices: Price
             "search_queries": float(get("search_query", 0.0)), "index_queries": float(get("index_query", 0.0)),
             "embedding_tokens": float(get("embedding_token", 0.0)), "api_calls": api_calls,
             "db_queries": float(get("db_query", 0.0))}
+
+
+def llm_faults_info(counts: Mapping[str, int] | None = None) -> dict[str, int]:
+    """``info["llm_faults"]`` of a step: every key of :data:`LLM_FAULT_KEYS`, 0 unless ``counts`` has it.
+
+    :param counts: the step's non-zero counts (a worker's :attr:`~harness_gym.workers.base.Usage.faults`)
+    :raises KeyError: for a key outside :data:`LLM_FAULT_KEYS`
+    """
+    out = _NO_LLM_FAULTS.copy()
+    if counts:
+        for key, count in counts.items():
+            if key not in out:
+                raise KeyError(f"LLM fault {key!r} is not one of CALL.CAUSE with CALL in {LLM_CALL_TYPES} and CAUSE "
+                               f"in {(*LLM_ERROR_CAUSES, 'fallback')}")
+            out[key] += int(count)
+    return out
 
 
 def zero_cost() -> dict[str, int | float]:

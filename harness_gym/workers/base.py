@@ -10,7 +10,7 @@ API key, a server that cannot be reached after its retries).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -96,6 +96,9 @@ class Usage:
     :param prompt_tokens: prompt tokens the server reported in its ``usage``
     :param completion_tokens: completion tokens the server reported in its ``usage``
     :param latency_s: wall-clock seconds spent waiting for the model, retries and back-off included
+    :param faults: why requests failed, the non-zero counts of ``info["llm_faults"]``
+        (:data:`~harness_gym.core.cost.LLM_FAULT_KEYS`: ``CALL.CAUSE`` failed requests, ``CALL.fallback`` calls
+        that got no usable reply); a worker that leaves it empty reports its ``llm_errors`` without causes
     """
 
     llm_calls: int = 0
@@ -103,6 +106,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    faults: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Usage) -> None:
         """Add ``other``'s counts to this one in place.
@@ -114,6 +118,8 @@ class Usage:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.latency_s += other.latency_s
+        for key, count in other.faults.items():
+            self.faults[key] = self.faults.get(key, 0) + count
 
     def as_dict(self) -> dict[str, int | float]:
         """The counts as a plain dict (ints and a float), the form they take in ``info["cost"]``."""

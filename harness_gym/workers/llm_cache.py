@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,8 @@ class CallOutcome:
     :param prompt_tokens: prompt tokens the server reported, summed over the requests
     :param completion_tokens: completion tokens the server reported, summed over the requests
     :param latency_s: seconds from the first request to the end of the last, back-off included
+    :param causes: the failed requests by cause (:data:`~harness_gym.core.cost.LLM_ERROR_CAUSES`); entries
+        recorded before causes were stored have none, and :meth:`error_causes` reads their ``error``
     """
 
     text: str
@@ -79,6 +81,14 @@ class CallOutcome:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    causes: dict[str, int] = field(default_factory=dict)
+
+    def error_causes(self) -> dict[str, int]:
+        """The failed requests by cause: :attr:`causes`, or for an entry recorded without them all of its
+        ``errors`` under the cause its last fault (``error``) names (``unparseable`` when it names none)."""
+        if self.causes or not self.errors:
+            return dict(self.causes)
+        return {error_cause(self.error): self.errors}
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -97,9 +107,14 @@ class CallOutcome:
             fields = json.loads(raw)
         except (ValueError, RecursionError) as exc:
             raise CacheFileError(f"{where}: outcome is not JSON ({exc})") from None
-        if not isinstance(fields, dict) or set(fields) != set(_OUTCOME_TYPES):
+        if not isinstance(fields, dict) or set(fields) - {"causes"} != set(_OUTCOME_TYPES):
             keys = sorted(fields) if isinstance(fields, dict) else type(fields).__name__
-            raise CacheFileError(f"{where}: outcome holds {keys}, not the fields {sorted(_OUTCOME_TYPES)}")
+            raise CacheFileError(f"{where}: outcome holds {keys}, not the fields {sorted(_OUTCOME_TYPES)} "
+                                 "(and causes)")
+        causes = fields.get("causes", {})
+        if not isinstance(causes, dict) or not all(
+                type(k) is str and type(v) is int and 0 <= v < 1e12 for k, v in causes.items()):
+            raise CacheFileError(f"{where}: outcome field 'causes' is {causes!r}, not a dict of counts by cause")
         for name, kind in _OUTCOME_TYPES.items():
             value = fields[name]
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)) or (
@@ -107,6 +122,19 @@ class CallOutcome:
                 raise CacheFileError(f"{where}: outcome field {name!r} is {value!r}, not a valid "
                                      f"{getattr(kind, '__name__', 'number')}")
         return cls(**fields)
+
+
+def error_cause(error: str) -> str:
+    """The cause (:data:`~harness_gym.core.cost.LLM_ERROR_CAUSES`) a worker's fault text names, e.g.
+    ``"http 503"`` -> ``"http_status"``; ``"unparseable"`` for a text naming none.
+
+    :param error: a :attr:`CallOutcome.error`
+    """
+    for prefix, cause in (("connection", "connection"), ("timeout", "timeout"), ("http", "http_status"),
+                          ("malformed", "malformed_body")):
+        if error.startswith(prefix):
+            return cause
+    return "unparseable"
 
 
 def request_key(request: dict[str, Any]) -> str:

@@ -12,7 +12,9 @@ HTTP 429 (its ``Retry-After`` is honoured), 5xx, malformed response bodies and, 
 unparseable replies are retried with exponential back-off up to ``max_retries`` times (the client library's
 own retries are off, so every attempt is counted); a call that still fails gives an empty draft, a malformed
 tool call (``ToolCall(name="", args={})``, which the domain reports as a tool error), a failed self-check or a
-neutral confidence of 0.5, and its failed requests are counted in ``info["cost"]["llm_errors"]``. A server
+neutral confidence of 0.5, and its failed requests are counted in ``info["cost"]["llm_errors"]``, with their
+call type and cause (connection, timeout, http status, malformed body, unparseable reply) and the fallback in
+``info["llm_faults"]`` (:data:`harness_gym.core.cost.LLM_FAULT_KEYS`). A server
 that never answered is a configuration fault, not a model fault: when the worker's first call gets no
 readable reply from any of its requests (refused connection, unknown host, wrong ``base_url``, HTTP errors or
 garbage bodies throughout), it raises :class:`LLMUnreachableError` naming the URL and the last error, so a
@@ -32,6 +34,7 @@ import json
 import math
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -192,10 +195,14 @@ class OpenAIWorker:
             outcome = self._send(request, parse)
             if self.cache is not None:
                 outcome = self.cache.put(key, request, outcome, replace=self.cache_mode == "record")
+        parsed = parse(outcome.text) if outcome.ok else None
+        faults = {f"{action}.{cause}": count for cause, count in outcome.error_causes().items()}
+        if parsed is None:
+            faults[f"{action}.fallback"] = 1
         self._usage.add(Usage(llm_calls=outcome.requests, llm_errors=outcome.errors,
                               prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-                              latency_s=outcome.latency_s))
-        return parse(outcome.text) if outcome.ok else None
+                              latency_s=outcome.latency_s, faults=faults))
+        return parsed
 
     def _send(self, request: dict[str, Any], parse: Callable[[str], Any]) -> CallOutcome:
         """Send the request, retrying faults with exponential back-off; never raises for a model fault.
@@ -207,7 +214,8 @@ class OpenAIWorker:
 
         params = dict(request["params"])
         start = time.perf_counter()
-        requests = errors = prompt_tokens = completion_tokens = 0
+        requests = prompt_tokens = completion_tokens = 0
+        causes: Counter[str] = Counter()  # failed requests by cause
         last_error = ""
         last_retry_after: float | None = None
         text = ""
@@ -226,21 +234,21 @@ class OpenAIWorker:
                 completion_tokens += c_tok
                 self._answered = True
             except openai.RateLimitError as exc:
-                errors += 1
+                causes["http_status"] += 1
                 last_error = "http 429"
                 last_retry_after = _retry_after(exc)
                 continue
             except openai.APITimeoutError:
-                errors += 1
+                causes["timeout"] += 1
                 last_error = f"timeout after {self.timeout_s:g} s"
                 continue
             except openai.APIConnectionError as exc:
-                errors += 1
+                causes["connection"] += 1
                 cause = exc.__cause__  # the transport's own error names the cause (refused, unknown host)
                 last_error = f"connection error: {cause or exc}"
                 continue
             except openai.APIStatusError as exc:
-                errors += 1
+                causes["http_status"] += 1
                 last_error = f"http {exc.status_code}"
                 last_retry_after = _retry_after(exc)
                 if exc.status_code < 500 and exc.status_code not in (408, 409):
@@ -248,13 +256,14 @@ class OpenAIWorker:
                 continue
             except (openai.APIResponseValidationError, ValueError, TypeError, KeyError, IndexError,
                     AttributeError) as exc:
-                errors += 1
+                causes["malformed_body"] += 1
                 last_error = f"malformed body: {type(exc).__name__}: {exc}"[:300]
                 continue
             if parse(text) is not None:
-                return CallOutcome(text=text, ok=True, requests=requests, errors=errors, prompt_tokens=prompt_tokens,
-                                   completion_tokens=completion_tokens, latency_s=time.perf_counter() - start)
-            errors += 1
+                return CallOutcome(text=text, ok=True, requests=requests, errors=causes.total(),
+                                   prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                                   latency_s=time.perf_counter() - start, causes=dict(causes))
+            causes["unparseable"] += 1
             last_error = "unparseable reply"
             if self.temperature == 0:
                 break  # a greedy decode of the same prompt gives the same reply
@@ -264,8 +273,9 @@ class OpenAIWorker:
                 f"({requests} request{'s' if requests != 1 else ''}, model {self.model!r}): {last_error}; check "
                 "base_url (--base-url) and that the server is running")
         return CallOutcome(text=text if last_error == "unparseable reply" else "", ok=last_error == "unparseable reply",
-                           error=last_error, requests=requests, errors=errors, prompt_tokens=prompt_tokens,
-                           completion_tokens=completion_tokens, latency_s=time.perf_counter() - start)
+                           error=last_error, requests=requests, errors=causes.total(), prompt_tokens=prompt_tokens,
+                           completion_tokens=completion_tokens, latency_s=time.perf_counter() - start,
+                           causes=dict(causes))
 
     def _wait(self, attempt: int, retry_after: float | None) -> float:
         backoff = self.backoff_s * 2 ** (attempt - 1)

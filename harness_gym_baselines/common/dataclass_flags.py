@@ -9,7 +9,7 @@ docstring), ``flags`` (other spellings, e.g.
 ``("--dataset",)``), ``required`` (the flag must be given even though the dataclass has a default) and, for a
 ``tuple[T, ...]`` field, ``metavar`` (the value's name in the help) and ``repeat`` (one value per occurrence of a repeated flag, ``--env-kwarg A=1
 --env-kwarg B=2``, as every ``harness-gym`` command takes ``--env-kwarg``, instead of one flag with several
-values).
+values). :func:`doc_summary` makes a help text of a module's docstring: its whole first paragraph.
 """
 
 from __future__ import annotations
@@ -18,11 +18,27 @@ import argparse
 import ast
 import dataclasses
 import inspect
+import re
 import textwrap
 import typing
 from typing import Any, TypeVar
 
 ConfigT = TypeVar("ConfigT")
+
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+
+
+def doc_summary(doc: str | None, default: str = "") -> str:
+    """The first paragraph of a docstring as one line of plain text, for a ``--help`` description: every line up to
+    the first blank one (a sentence that goes on to the next line is never cut), Sphinx roles reduced to their
+    target (``:mod:`a.b``` -> ``a.b``) and double backquotes to plain text.
+
+    :param doc: a docstring
+    :param default: what to return for an empty docstring
+    """
+    paragraph = (doc or "").strip().split("\n\n", 1)[0]
+    text = " ".join(paragraph.split())
+    return _ROLE.sub(r"\1", text).replace("``", "") or default
 
 
 def field_docs(cls: type) -> dict[str, str]:

@@ -17,6 +17,8 @@ import importlib
 import inspect
 import json
 import math
+import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -190,7 +192,9 @@ def check_task_id(env: gym.Env, task_id: str) -> str:
 # ----- policies ---------------------------------------------------------------------------------------------
 def resolve_callable(spec: str) -> Any:
     """The object named by ``module:attribute`` (the attribute may be dotted), with a :class:`UsageError`
-    naming what could not be imported or found.
+    naming what could not be imported or found. The module is imported from ``sys.path`` and, when it is not
+    found there, from the current folder (added at the end of ``sys.path``, so an installed package of the same
+    name wins): the ``harness-gym`` script's own folder is first on its path, not the current one.
 
     :param spec: ``"package.module:name"``
     """
@@ -198,10 +202,10 @@ def resolve_callable(spec: str) -> Any:
     if not module_name or not attr:
         raise UsageError(f"--policy {spec}: expected module:callable, e.g. my_agents:make_policy")
     try:
-        module = importlib.import_module(module_name)
+        module = _import_here_too(module_name)
     except ImportError as exc:
-        raise UsageError(f"--policy {spec}: cannot import module {module_name!r} ({exc}); is it on PYTHONPATH?") \
-            from exc
+        raise UsageError(f"--policy {spec}: cannot import module {module_name!r} ({exc}); it is looked for on "
+                         f"PYTHONPATH and in the current folder {os.getcwd()}") from exc
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -210,6 +214,20 @@ def resolve_callable(spec: str) -> Any:
                              f"{part!r}{closest(part, names)}")
         obj = getattr(obj, part)
     return obj
+
+
+def _import_here_too(module_name: str) -> Any:
+    """``importlib.import_module``, retried with the current folder appended to ``sys.path`` when the module's
+    top-level package is not found."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        if exc.name != module_name.split(".")[0] or here in sys.path or "" in sys.path:
+            raise
+        sys.path.append(here)
+        importlib.invalidate_caches()
+        return importlib.import_module(module_name)
 
 
 def looks_like_path(value: str) -> bool:

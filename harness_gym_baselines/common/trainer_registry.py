@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass
 from typing import Any
 
+from harness_gym_baselines.common.dataclass_flags import doc_summary
+
 TRAINERS: dict[str, str] = {
     "bc": "harness_gym_baselines.algos.bc:BCConfig",
     "awr": "harness_gym_baselines.algos.awr:AWRConfig",
@@ -78,5 +80,5 @@ def load_trainer(name: str) -> Trainer:
         raise TypeError(f"trainer {name!r} ({TRAINERS[name]}): a trainer module needs the dataclass its registry "
                         "entry names (module:ConfigClass), a function `train(cfg, data=None)` and a function "
                         "`load(path)`")
-    summary = (module.__doc__ or name).strip().splitlines()[0]
+    summary = doc_summary(module.__doc__, name)
     return Trainer(name=name, config=config, train=train, load=load, summary=summary)

@@ -51,6 +51,7 @@ import numpy as np
 
 import harness_gym  # noqa: F401
 from harness_gym.rollout import Episode, Policy, episode_seed, play_episode
+from harness_gym_baselines.common.dataclass_flags import doc_summary
 from harness_gym_baselines.experiments.fixed_references import KINDS, ReferenceSizes, fixed_references, reference_name
 from harness_gym_baselines.experiments.paper_claims import SEED_REPORTED
 from harness_gym_baselines.policies.registry import make_policy
@@ -281,7 +282,8 @@ def summarise(cells: dict[str, dict[str, Any]], envs: list[str], methods: tuple[
             success = float(np.mean(test_success))
             rows.append({
                 "env_id": env_id, "method": method, "seeds": len(runs), "episodes": len(test),
-                "success": success, "success_seed_std": float(np.std(test_success)),
+                "success": success,
+                "success_seed_std": float(np.std(test_success)) if len(runs) >= 2 else math.nan,
                 "quality": float(np.mean([r["quality"] for r in test])),
                 "rubric": float(np.mean([r["rubric"] for r in test])),
                 "ood_success": float(np.mean(ood_success)),
@@ -315,10 +317,19 @@ def _pct(value: float) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{100 * value:.1f}%"
 
 
+def seed_spread(std: float) -> str:
+    """`` (12.3%)``, the seed standard deviation of a success rate beside it, or ``""`` where it is NaN: a
+    spread needs two seeds or more, and one seed's "(0.0%)" would read as a measured agreement.
+
+    :param std: the standard deviation over seeds (NaN with fewer than two)
+    """
+    return "" if math.isnan(std) else f" ({_pct(std)})"
+
+
 def table_lines(rows: list[dict[str, Any]]) -> list[str]:
     """One Markdown table of summarised rows, with the seed's reported figures beside ours."""
     cost_label = "mean cost (units)" if rows and all(r["cost_is_units"] for r in rows) else "mean cost (steps)"
-    lines = [f"| env | method | seeds x episodes | success (seed std) | quality score 1-5 | OOD retention | "
+    lines = [f"| env | method | seeds x episodes | success (seed std, 2+ seeds) | quality score 1-5 | OOD retention | "
              f"val-return std, last {STABILITY_LAST} evals | {cost_label} | HMS | farming share | seed blog: "
              "success / score / OOD retention |", "|---" * 11 + "|"]
     for r in rows:
@@ -326,7 +337,7 @@ def table_lines(rows: list[dict[str, Any]]) -> list[str]:
         hms = "n/a" if math.isnan(r["hms"]) else f"{r['hms']:.3f}"
         stability = "n/a" if math.isnan(r["val_return_std_last"]) else f"{r['val_return_std_last']:.3f}"
         lines.append(f"| {r['env_id']} | {r['method']} | {r['seeds']} x {r['episodes'] // r['seeds']} | "
-                     f"{_pct(r['success'])} ({_pct(r['success_seed_std'])}) | {r['rubric']:.2f} | "
+                     f"{_pct(r['success'])}{seed_spread(r['success_seed_std'])} | {r['rubric']:.2f} | "
                      f"{_pct(r['ood_retention'])} ({_pct(r['ood_success'])} ood) | {stability} | "
                      f"{r['cost']:.1f} | {hms} | {_pct(r.get('farming_share', math.nan))} | {reported} |")
     return lines
@@ -399,7 +410,7 @@ def corruption_lines(runs: dict[str, Any], env_id: str, corrupt_from: int) -> li
     :param corrupt_from: the step the corruption starts
     """
     lines = [f"Knowledge corruption on {env_id} from step {corrupt_from}: adaptive vs frozen trust weights.", "",
-             "| method | arm | seeds | steps (after the switch) | test success (seed std) | final w_knowledge |",
+             "| method | arm | seeds | steps (after the switch) | test success (seed std, 2+ seeds) | final w_knowledge |",
              "|---|---|---|---|---|---|"]
     for method in ECPO_METHODS:
         for arm in ("adaptive", "frozen"):
@@ -410,8 +421,9 @@ def corruption_lines(runs: dict[str, Any], env_id: str, corrupt_from: int) -> li
             steps = min(r.get("steps", 0) for r in arm_runs)
             after = min(r.get("steps_after_switch", steps - corrupt_from) for r in arm_runs)
             weight = [r["history"][-1]["weight_knowledge"] for r in arm_runs if r["history"]]
-            lines.append(f"| {method} | {arm} | {len(arm_runs)} | {steps} ({after}) | {_pct(float(np.mean(success)))} "
-                         f"({_pct(float(np.std(success)))}) | {_f3(weight)} |")
+            spread = float(np.std(success)) if len(success) >= 2 else math.nan
+            lines.append(f"| {method} | {arm} | {len(arm_runs)} | {steps} ({after}) | {_pct(float(np.mean(success)))}"
+                         f"{seed_spread(spread)} | {_f3(weight)} |")
     lines.append("")
     lines.extend(f"- {method}: {separation_sentence(runs, method)}" for method in ECPO_METHODS
                  if any(r.get("method", "ecpo") == method for r in runs.values()))
@@ -502,7 +514,7 @@ def plot_corruption(runs: dict[str, Any], env_id: str, corrupt_from: int, out: P
 
 
 def main(argv: list[str] | None = None) -> Any:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("experiment", choices=("table", "corruption"))
     parser.add_argument("--out", type=Path, default=Path("results/ecpo"))
     parser.add_argument("--env", action="append", default=None, help=f"repeatable; default {', '.join(ENVS)} "

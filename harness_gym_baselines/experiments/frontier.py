@@ -142,8 +142,32 @@ def marker_styles(n: int) -> list[dict[str, Any]]:
              "markerfacecolor": "none", "markeredgewidth": 1.2, "color": COLOURS[i % len(COLOURS)]} for i in range(n)]
 
 
+MAX_SERIES = 8
+"""the most controllers a frontier plot draws with their own marker and legend entry"""
+NAMED_FIRST = ("static", "forced-check", "thorough", "oracle")
+"""the controllers a frontier plot always draws (when present), before those with the best returns"""
+
+
+def series_to_draw(groups: dict[str, list[dict[str, Any]]], limit: int = MAX_SERIES) -> list[str]:
+    """The labels a frontier plot draws with markers and legend entries: :data:`NAMED_FIRST`, then the others by
+    their best return at any cost weight, the controllers before the references (``best-script-*``, ``probe-*``,
+    which have their own tables), at most ``limit``; the order of ``groups`` is kept.
+
+    :param groups: label -> its rows (``return_at``)
+    :param limit: the most labels
+    """
+    named = [label for label in NAMED_FIRST if label in groups]
+    best = {label: max(v for r in members for v in r["return_at"].values()) for label, members in groups.items()}
+    others = sorted((label for label in groups if label not in named),
+                    key=lambda label: (label.startswith(("best-script", "probe")), -best[label]))
+    keep = set((named + others)[:limit])
+    return [label for label in groups if label in keep]
+
+
 def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float], path: Path, title: str) -> Path:
-    """Draw quality against episode cost: one marker with CI bars per controller, controllers sharing a label
+    """Draw quality against episode cost: one marker with CI bars per controller for at most :data:`MAX_SERIES`
+    of them (:func:`series_to_draw`; the others as small grey outlines, their numbers in frontier.md), the legend
+    right of the axes, controllers sharing a label
     and trained at several cost weights joined in order of the weight, dashed iso-return lines
     ``Q = R* + w * cost`` through the best return R* at each positive cost weight w.
 
@@ -158,11 +182,19 @@ def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float],
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 5.0))
+    fig, ax = plt.subplots(figsize=(9.0, 5.0))
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(row["policy"], []).append(row)
-    for (label, members), style in zip(groups.items(), marker_styles(len(groups))):
+    drawn = series_to_draw(groups)
+    for label, members in groups.items():  # the rest: small grey outlines, named in frontier.md's table
+        if label not in drawn:
+            ax.plot([r["cost_mean"] for r in members], [r["quality_mean"] for r in members], "o", color="grey",
+                    markerfacecolor="none", markersize=4, zorder=2)
+    if len(drawn) < len(groups):
+        ax.plot([], [], "o", color="grey", markerfacecolor="none", markersize=4,
+                label=f"{len(groups) - len(drawn)} more (frontier.md)")
+    for (label, members), style in zip(((k, groups[k]) for k in drawn), marker_styles(len(drawn))):
         members = sorted(members, key=lambda r: r["trained_at"] or 0.0)
         x = [r["cost_mean"] for r in members]
         y = [r["quality_mean"] for r in members]
@@ -193,10 +225,10 @@ def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float],
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlim(0, xmax)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right", markerscale=0.6)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), markerscale=0.6, frameon=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # the legend sits right of the axes, outside the data
     plt.close(fig)
     return path
 
@@ -204,7 +236,8 @@ def plot_frontier(rows: Sequence[dict[str, Any]], cost_weights: Sequence[float],
 def plot_frontier_panels(panels: dict[str, Sequence[dict[str, Any]]], learned: Sequence[str], path: Path,
                          title: str) -> Path:
     """Quality against episode cost, one panel per env, the learned controllers in colour on the scripts' field:
-    each learned controller (a name of ``learned``) is a filled marker of its own colour with CI bars, at the cost
+    each learned controller (a name of ``learned``; the ``MAX_SERIES - 2`` with the highest mean Q, the others
+    grey) is a filled marker of its own colour with CI bars, at the cost
     weight it was trained at; the fixed scripts, the searched scripts and probes and the random and oracle
     references are small grey outlines, the best searched script at each cost weight a black diamond. The same
     rows as :func:`plot_frontier`'s per-env figures.
@@ -225,6 +258,10 @@ def plot_frontier_panels(panels: dict[str, Sequence[dict[str, Any]]], learned: S
     fig, axes = plt.subplots(rows_n, cols, figsize=(max(4.2 * cols, 7.5), 3.6 * rows_n + 1.2), squeeze=False,
                              sharey=True)
     present = [name for name in learned if any(r["policy"] == name for rows in panels.values() for r in rows)]
+    mean_q = {name: np.mean([r["quality_mean"] for rows in panels.values() for r in rows if r["policy"] == name])
+              for name in present}
+    keep = set(sorted(present, key=lambda name: -mean_q[name])[:MAX_SERIES - 2])  # 2 entries: the scripts' marks
+    present = [name for name in present if name in keep]
     hues = [c for c in COLOURS if c not in ("C7", "black")]  # grey and black are the scripts'
     colour = {name: hues[i % len(hues)] for i, name in enumerate(present)}
     shapes = [m for m in MARKERS if m not in "oD"]  # those two mark the scripts and the best searched one
@@ -258,11 +295,13 @@ def plot_frontier_panels(panels: dict[str, Sequence[dict[str, Any]]], learned: S
     handles += [plt.Line2D([], [], linestyle="none", marker="D", color="black", label="best searched script (each w)"),
                 plt.Line2D([], [], linestyle="none", marker="o", markerfacecolor="none", color="grey",
                            label="named scripts, probes, random, oracle")]
-    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6), fontsize=8, frameon=False)
+    ncol = min(len(handles), 4)
+    legend_rows = -(-len(handles) // ncol)
+    fig.legend(handles=handles, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.1 if rows_n == 1 else 0.06, 1, 0.95))
+    fig.tight_layout(rect=(0, (0.3 * legend_rows + 0.1) / fig.get_figheight(), 1, 0.95))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # a title wider than the panels widens the image, uncut
     plt.close(fig)
     return path
 

@@ -73,6 +73,7 @@ import numpy as np
 from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the env ids, also in worker processes)
+from harness_gym_baselines.common.dataclass_flags import doc_summary
 from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
 from harness_gym_baselines.experiments.frontier import parse_cost_weights
 from harness_gym_baselines.experiments.headroom import HeadroomConfig
@@ -548,7 +549,7 @@ def parse_envs(text: str) -> tuple[str, ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("--envs", required=True, help="comma-separated env ids")
     parser.add_argument("--cost-weights", default="0,0.01,0.1", help="comma-separated cost weights w")
     parser.add_argument("--out", required=True, help="output folder (rerun with the same folder to resume)")

@@ -57,6 +57,7 @@ import numpy as np
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.actions import Action
 from harness_gym.core.maturity import PATTERNS
+from harness_gym_baselines.common.dataclass_flags import doc_summary
 
 FIXED = ("static", "forced-check", "thorough")
 """The fixed scripts evaluated beside the learned controllers (:mod:`harness_gym_baselines.policies.scripted`)."""
@@ -333,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     from harness_gym_baselines.algos.awr import AWRConfig
     from harness_gym_baselines.algos.iql import IQLConfig
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc_summary(__doc__))
     parser.add_argument("env_ids", nargs="+")
     parser.add_argument("--out", required=True, help="output folder (rerun with the same folder to resume)")
     parser.add_argument("--seeds", type=int, default=5)

@@ -20,6 +20,7 @@ from typing import Any
 from tqdm import tqdm
 
 import harness_gym
+from harness_gym_baselines.common.dataclass_flags import doc_summary
 from harness_gym_baselines.evaluate import evaluate
 
 POLICIES = ("static", "forced-check", "thorough", "random", "oracle")
@@ -48,7 +49,7 @@ def fmt(value: float) -> str:
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Run (or resume) the table; returns its rows."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=doc_summary(__doc__))
     ap.add_argument("--out", type=Path, default=Path("results/reference_policies"))
     ap.add_argument("--episodes", type=int, default=300)
     ap.add_argument("--code-episodes", type=int, default=500)
