@@ -24,7 +24,8 @@ import gymnasium as gym
 
 import harness_gym
 from harness_gym.core import budgets as budget_rule
-from harness_gym.env import budgets_file, price_profiles
+from harness_gym.core.prices import price_profiles
+from harness_gym.env import budgets_file
 
 
 def env_entry(env_id: str, profiles: Sequence[str]) -> dict[str, Any]:

@@ -26,11 +26,11 @@ from harness_gym.core.cost import add_bill, checked_bill, cost_info, estimate_to
 from harness_gym.core.domain import Domain
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
-from harness_gym.core.prices import PriceTable, price_book
+from harness_gym.core.paths import data_path
+from harness_gym.core.prices import PriceTable, price_table
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCoverage, TaskSignals, features_table
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
-from harness_gym.paths import data_path
 from harness_gym.references import play_reference_bills
 from harness_gym.sandbox import CACHE_MODES, SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Usage, Worker, WorkerProfile, check_worker_options, make_worker
@@ -46,23 +46,6 @@ MAX_BUDGET = 100
 episode before the time limit can."""
 AUTO = "auto"
 """``budget_units="auto"``: the cost budget of the documented rule (:mod:`harness_gym.core.budgets`)."""
-
-
-def price_table(prices: str | Mapping[str, Any] | PriceTable | None) -> PriceTable:
-    """The :class:`~harness_gym.core.prices.PriceTable` of a ``prices=`` value: a profile name
-    (``BASE[+OVERLAY...]``), a dict of item -> US$ over the default profile, a table, or ``None`` (the default
-    profile, ``cheap-hosted``), from the shipped files in ``envs_data/prices``.
-
-    :param prices: what ``prices=`` was given
-    :raises ValueError: naming an unknown profile, overlay or item and the closest known ones
-    """
-    return price_book(str(data_path("prices"))).table(prices)
-
-
-def price_profiles() -> tuple[str, ...]:
-    """Every shipped price profile: each base profile at its default retrieval, then with each other retrieval
-    overlay (``cheap-hosted``, ``cheap-hosted+web-search``, ...)."""
-    return price_book(str(data_path("prices"))).names
 
 
 def budgets_file() -> Any:

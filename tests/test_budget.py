@@ -14,7 +14,8 @@ import harness_gym.env as env_module
 from examples.toy_domain.env import HarnessToyEnv
 from harness_gym.core import budgets as rule
 from harness_gym.core.actions import Action
-from harness_gym.env import budgets_file, price_profiles, price_table
+from harness_gym.core.prices import price_profiles, price_table
+from harness_gym.env import budgets_file
 from harness_gym.references import BUDGET_REFERENCES, play_reference_bills, reference_policy
 from harness_gym.rollout import episode_seed, play_episode
 from harness_gym_baselines.evaluate import evaluate
