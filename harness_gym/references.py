@@ -8,7 +8,7 @@
   correct candidate: the **upper reference**, the top of the normalised score (100). It is not a baseline.
 
 The named scripts read only the observation vector and the action mask, as a hand-written harness would.
-Each is a :class:`harness_gym.rollout.Policy`; ``harness_gym_baselines.policies.registry`` names them for the
+Each is a :class:`harness_gym.running.rollout.Policy`; ``harness_gym_baselines.policies.registry`` names them for the
 command line. The cost-budget rule (:mod:`harness_gym.core.budgets`) plays these four controllers, so that the
 default budget never cuts the upper reference or a named script (docs/cost.md, "Budget").
 
@@ -35,7 +35,7 @@ _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
 
 def harness_env(env: gym.Env) -> Any:
-    """The harness env under a (possibly wrapped) env (:func:`harness_gym.rollout.harness_env` checks its type)."""
+    """The harness env under a (possibly wrapped) env (:func:`harness_gym.running.rollout.harness_env` checks its type)."""
     return env.unwrapped
 
 
@@ -226,7 +226,7 @@ of them room to finish as designed."""
 
 
 ReferencePolicy = Union["RandomPolicy", "StaticPolicy", "ThoroughPolicy", "OraclePolicy"]
-"""Any reference controller (each is a :class:`harness_gym.rollout.Policy`)."""
+"""Any reference controller (each is a :class:`harness_gym.running.rollout.Policy`)."""
 
 
 def reference_policy(name: str) -> ReferencePolicy:

@@ -17,7 +17,7 @@ from harness_gym.core.actions import Action
 from harness_gym.core.prices import price_profiles, price_table
 from harness_gym.env import budgets_file
 from harness_gym.references import BUDGET_REFERENCES, play_reference_bills, reference_policy
-from harness_gym.rollout import episode_seed, play_episode
+from harness_gym.running.rollout import episode_seed, play_episode
 from harness_gym_baselines.evaluate import evaluate
 from tests.shared_data import SHARED_DATA, shared_data_mark
 

@@ -39,7 +39,7 @@ from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the ids in worker processes)
 from harness_gym.references import NAMED_SCRIPTS
-from harness_gym.rollout import Policy, episode_seed, play_episode
+from harness_gym.running.rollout import Policy, episode_seed, play_episode
 from harness_gym_baselines.evaluate import bootstrap_ci
 from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy, is_script_name, script_shape
 from harness_gym_baselines.policies.registry import make_policy

@@ -5,7 +5,7 @@ partial oracles.
 A policy maps the observation (and, for the oracles only, the env's hidden state) to an action id. The static,
 forced-check and thorough policies read nothing but the observation vector and the action mask, as a
 hand-written harness would; the oracles read hidden state and are references, not baselines. Each is a
-:class:`harness_gym.rollout.Policy`; :mod:`harness_gym_baselines.policies.registry` names them.
+:class:`harness_gym.running.rollout.Policy`; :mod:`harness_gym_baselines.policies.registry` names them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from harness_gym.references import (
     ThoroughPolicy,
     budget_units_left,
 )
-from harness_gym.rollout import harness_env
+from harness_gym.running.rollout import harness_env
 from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
 
 __all__ = ["CorrectnessOraclePolicy", "EvidenceOraclePolicy", "OraclePolicy", "RandomPolicy", "StaticPolicy",

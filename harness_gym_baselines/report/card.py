@@ -4,7 +4,7 @@
         [--out docs/benchmark_card.md] [--readme README.md]
     harness-gym card --check [--env ID ...]
 
-Per env, on the same seeded episodes of the test split (``harness_gym.rollout.episode_seed``), at the env's
+Per env, on the same seeded episodes of the test split (``harness_gym.running.rollout.episode_seed``), at the env's
 default settings (prices ``cheap-hosted``, ``budget_units="auto"``: docs/cost.md) and the card's cost weight
 :data:`CARD_COST_WEIGHT`:
 
@@ -44,7 +44,7 @@ import gymnasium as gym
 import numpy as np
 
 from harness_gym.references import NAMED_SCRIPTS, normalized_score
-from harness_gym.rollout import episode_seed
+from harness_gym.running.rollout import episode_seed
 from harness_gym_baselines.evaluate import bootstrap_ci
 from harness_gym_baselines.experiments.script_search import SearchConfig, choose_winners, fixed_policy, play_outcomes
 from harness_gym_baselines.policies.registry import make_policy
