@@ -1,13 +1,13 @@
 """HarnessEnv: the finite-horizon Harness MDP over a Domain, a Worker and a Sandbox (docs/harness_mdp.md).
 
 The env is the one place where the layers meet: it sits above :mod:`harness_gym.core` (the MDP's pieces and
-the Domain contract), :mod:`harness_gym.workers` and :mod:`harness_gym.sandbox`, none of which imports it.
+the Domain contract), :mod:`harness_gym.workers`, :mod:`harness_gym.sandbox` and :mod:`harness_gym.budget` (the
+cost budget of ``budget_units="auto"``), none of which imports it; :mod:`harness_gym.running` (playing episodes)
+and the domains' env classes sit above it.
 """
 
 from __future__ import annotations
 
-import copy
-import inspect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,10 +24,12 @@ from harness_gym.core.actions import DEFAULT_ACTION_COST, N_ACTIONS, Action
 from harness_gym.core.bounds import accept_check, accept_confidence, accept_draft, accept_tool_call
 from harness_gym.core.cost import add_bill, checked_bill, cost_info, estimate_tokens, step_bill, zero_cost
 from harness_gym.core.domain import Domain
+from harness_gym.core.env_class import MAKE_KEYWORDS, env_keywords
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
+from harness_gym.core.info import StepInfo
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
 from harness_gym.core.prices import PriceTable, price_table
-from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCoverage, TaskSignals, features_table
+from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCoverage, TaskSignals
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
 from harness_gym.sandbox import CACHE_MODES, SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
@@ -62,23 +64,6 @@ class UnsupportedRenderMode(TypeError, ValueError):
     """
 
 
-MAKE_KEYWORDS: tuple[str, ...] = ("max_episode_steps", "disable_env_checker", "autoreset")
-"""Keywords ``gym.make`` itself takes (suggested for a misspelt keyword that reaches the env)."""
-
-
-def env_keywords(cls: type) -> tuple[str, ...]:
-    """Every keyword the constructor of a :class:`HarnessEnv` subclass takes itself (its own and those of the
-    classes it extends), without the worker options it passes through."""
-    names: dict[str, None] = {}
-    for klass in cls.__mro__:
-        if not (isinstance(klass, type) and issubclass(klass, HarnessEnv)):
-            continue
-        for name, param in inspect.signature(klass.__init__).parameters.items():
-            if name not in ("self", "domain") and param.kind not in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
-                names[name] = None
-    return tuple(names)
-
-
 _ACTIONS: tuple[Action, ...] = tuple(sorted(Action))
 """Every action, indexed by its id."""
 
@@ -97,36 +82,6 @@ def _is_int(value: Any) -> bool:
 
 def _pending_patterns() -> dict[str, float]:
     return dict.fromkeys(PATTERNS, PENDING)
-
-
-_ATOMIC_TYPES: frozenset[type] = frozenset({int, float, bool, str, type(None)})
-"""Types :func:`copy.deepcopy` returns as they are."""
-
-
-class StepInfo(dict):  # type: ignore[type-arg]
-    """The ``info`` dict of a reset or step. A plain ``dict`` in all but its deep copy, which Stable-Baselines3's
-    ``DummyVecEnv`` makes of every step's infos: a nested dict of atomic keys and values is copied with
-    ``dict(...)`` and an array with its own ``__deepcopy__``, not element by element; anything else goes through
-    :func:`copy.deepcopy`. The copy is as deep and as shared as :func:`copy.deepcopy` makes it
-    (``tests/test_env_api.py`` holds the two equal)."""
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> StepInfo:
-        copied = StepInfo()
-        memo[id(self)] = copied
-        for key, value in self.items():
-            kind = type(value)
-            if kind in _ATOMIC_TYPES:
-                copied[key] = value
-            elif id(value) in memo:
-                copied[key] = memo[id(value)]
-            elif kind is dict and _ATOMIC_TYPES.issuperset(map(type, value.values())) \
-                    and _ATOMIC_TYPES.issuperset(map(type, value)):
-                copied[key] = memo[id(value)] = dict(value)
-            elif kind is np.ndarray:
-                copied[key] = memo[id(value)] = value.__deepcopy__(memo)
-            else:
-                copied[key] = copy.deepcopy(value, memo)
-        return copied
 
 
 class HarnessEnv(gym.Env[np.ndarray, np.int64]):
@@ -215,7 +170,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
                                 f"exec_cache={exec_cache!r}; give one")
             exec_cache = worker_options.pop("cache")
         check_worker_options(worker, worker_options, f"{type(self).__name__}.__init__",
-                             (*env_keywords(type(self)), *MAKE_KEYWORDS))
+                             (*env_keywords(type(self), HarnessEnv), *MAKE_KEYWORDS))
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         if not _is_int(budget):
@@ -724,30 +679,3 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             self._sandbox.close()
         self._sandbox = None
         super().close()
-
-
-EPISODE_END = """- Termination: SUBMIT, or the step budget or the cost budget (``budget_units``) runs out: the current
-      draft is graded as a forced submit, ``info["forced_submit"]`` is True; without a draft the quality is 0.
-    - Truncation: none before the registered limit of 100 steps, which the step budget always reaches first.
-      An outer limit (``gym.make(..., max_episode_steps=N)`` or ``gym.wrappers.TimeLimit``) can cut an episode
-      short: it ends with ``truncated=True`` and ``info["quality"] == -1.0`` (nothing was graded); evaluation
-      summaries count it as unfinished and leave it out of the quality means."""
-
-INFO = """The same keys at reset and at every step (docs/harness_mdp.md, "Info"), among them:
-
-    - ``action_mask``: ``np.int8`` array of the 7 actions, 1 where the action is applicable now (Gymnasium's
-      convention, as in Taxi); the values of ``env.unwrapped.action_masks()``, which sb3-contrib's
-      ``MaskablePPO`` reads. Through the wrappers ``gym.make`` adds, call
-      ``env.get_wrapper_attr("action_masks")()``; on a vector env, ``env_method("action_masks")``.
-    - ``quality``, ``success``, ``hms``, ``patterns``: the outcome, ``-1.0`` (``PENDING``) until the episode ends.
-    - ``invalid_action``, ``forced_submit``, ``action_name``, ``evidence``, ``cost`` (the step's bill),
-      ``budget_left``, ``draft_version``, ``task_id``, ``split``, ``exec_cached``."""
-
-
-def document_env(cls: type) -> type:
-    """Fill the shared parts of an env class docstring: ``{observation_table}`` (from :data:`FEATURES`),
-    ``{episode_end}`` and ``{info}`` (the same for every Harness MDP)."""
-    if cls.__doc__:
-        cls.__doc__ = (cls.__doc__.replace("{observation_table}", features_table())
-                       .replace("{episode_end}", EPISODE_END).replace("{info}", INFO))
-    return cls
