@@ -35,8 +35,8 @@ from typing import Any
 import gymnasium as gym
 
 import harness_gym
-from harness_gym.parallel import map_episodes
-from harness_gym.rollout import episode_seed
+from harness_gym.running.parallel import map_episodes
+from harness_gym.running.rollout import episode_seed
 from harness_gym.workers.latency import CallMeter, LatencyWorker
 from harness_gym_baselines.evaluate import episode_record
 from harness_gym_baselines.policies.registry import make_policy

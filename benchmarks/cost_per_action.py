@@ -25,7 +25,7 @@ import numpy as np
 
 import harness_gym
 from harness_gym.core.actions import Action
-from harness_gym.env import price_table
+from harness_gym.core.prices import price_table
 
 PROFILES = ("cheap-hosted", "frontier-hosted", "self-hosted", "cheap-hosted+web-search")
 FREE_BY_DESIGN = {Action.SUBMIT: "the hidden grader is evaluation, never billed"}

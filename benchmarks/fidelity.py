@@ -28,8 +28,8 @@ import gymnasium as gym
 import numpy as np
 
 from harness_gym.core.actions import Action
+from harness_gym.core.paths import data_path
 from harness_gym.core.state import FEATURE_NAMES
-from harness_gym.paths import data_path
 
 DOMAIN_ENVS: dict[str, str] = {"code": "HarnessCode", "knowledge": "HarnessKnowledge",
                                "research_qa": "HarnessResearchQA", "multitool": "HarnessMultiTool",

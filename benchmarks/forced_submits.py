@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 import harness_gym
-from harness_gym.rollout import episode_seed
+from harness_gym.running.rollout import episode_seed
 from harness_gym_baselines.experiments.script_search import NAMED_SCRIPTS, play_outcomes
 from harness_gym_baselines.policies.registry import make_policy
 

@@ -29,7 +29,7 @@ import gymnasium as gym
 import openai  # noqa: F401  (imported before timing: the worker imports it at its first request, ~1 s)
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.paths import data_path
+from harness_gym.core.paths import data_path
 from harness_gym.workers.llm_cache import LLMCache, request_key
 
 WORKER_METHODS = ("draft", "revise", "propose_tool_call", "self_check", "confidence")

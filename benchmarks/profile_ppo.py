@@ -7,7 +7,7 @@ Issue 28 asks for SB3 PPO at no less than 0.8x CartPole-v1's steps/s in every en
 the profile that says what is left. ``benchmarks/throughput.py`` gives the ratio; this script splits it.
 
 **PPO breakdown.** The PPO run of ``throughput.py`` (``MlpPolicy``, its ``PPO_SETTINGS``, one env through
-:func:`harness_gym.sb3.make_sb3_vec_env`, one torch thread, ``--ppo-steps`` steps), warm: a new ``spawn``
+:func:`harness_gym.running.sb3.make_sb3_vec_env`, one torch thread, ``--ppo-steps`` steps), warm: a new ``spawn``
 process on the execution-cache folder a first (untimed) run left. Timers wrap, on the made objects only,
 ``PPO.train``, ``DummyVecEnv.step_wait``, the ``Monitor``'s ``step``/``reset`` and the unwrapped env's
 ``step``/``reset``; ``gc.callbacks`` time the garbage collector. Per step (all in microseconds, wall):
@@ -55,8 +55,7 @@ import gymnasium as gym
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import (BASELINE, PPO_SETTINGS, chosen_env_ids, in_new_process, script_parser,  # noqa: E402
-                        write_json)
+from throughput import BASELINE, PPO_SETTINGS, chosen_env_ids, in_new_process, script_parser, write_json  # noqa: E402
 
 NULL_ENV = "NullHarness"
 PARTS = ("total", "train", "policy_buffer", "vec_copies", "wrappers", "env", "gc")
@@ -121,7 +120,7 @@ def _make_vec_env(env_id: str, seed: int) -> Any:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from harness_gym.sb3 import make_sb3_vec_env
+    from harness_gym.running.sb3 import make_sb3_vec_env
 
     if env_id == NULL_ENV:
         info = harness_info()

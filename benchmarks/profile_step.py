@@ -20,7 +20,8 @@ parsing                ``harness_gym`` functions whose name contains ``parse``, 
 BM25 / retrieval       ``harness_gym/core/retrieval.py``
 SQL                    ``sqlite3``, ``sqlglot``, ``harness_gym/domains/dbbench/engines.py`` and ``statements.py``
 feature encoding       ``harness_gym/core/state.py``
-cost ledger            ``harness_gym/core/cost.py``, ``prices.py``, ``budgets.py``, ``harness_gym/budgets.py``
+cost ledger            ``harness_gym/core/cost.py``, ``prices.py``, ``harness_gym/budget/rule.py``, ``fingerprint.py``,
+                       ``__main__.py``
 simulated worker       ``harness_gym/workers/``
 gymnasium wrappers     ``gymnasium/``
 env + domain code      the rest of ``harness_gym/`` (``env.py``, the domains' tools, checkers, graders, ...)
@@ -86,8 +87,9 @@ _PATH_RULES: tuple[tuple[str, str], ...] = (
     ("harness_gym/core/state.py", "feature encoding"),
     ("harness_gym/core/cost.py", "cost ledger"),
     ("harness_gym/core/prices.py", "cost ledger"),
-    ("harness_gym/core/budgets.py", "cost ledger"),
-    ("harness_gym/budgets.py", "cost ledger"),
+    ("harness_gym/budget/rule.py", "cost ledger"),
+    ("harness_gym/budget/fingerprint.py", "cost ledger"),
+    ("harness_gym/budget/__main__.py", "cost ledger"),
     ("harness_gym/workers/", "simulated worker"),
     ("/gymnasium/", "gymnasium wrappers"),
     ("harness_gym/", "env + domain code"),

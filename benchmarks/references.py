@@ -4,7 +4,7 @@ episode ended in a forced submit and how often the submitted draft had been chec
     python benchmarks/references.py [ENV ...] [--episodes 300] [--seed 0] [--split test]
         [--budget-units auto|none|UNITS] [--env-kwarg KEY=VALUE ...] [--json OUT.json]
 
-Every controller plays the same seeded episodes (``harness_gym.rollout.episode_seed``). Columns: mean Q with a 95%
+Every controller plays the same seeded episodes (``harness_gym.running.rollout.episode_seed``). Columns: mean Q with a 95%
 bootstrap CI, mean episode cost (units of US$0.0001), the share of episodes that ended in a forced submit (the cost or the
 step budget ran out before SUBMIT) and the check-before-submit rate (the HMS pattern). The script reads only the
 public API that every version of the package has, so the same file measures an older checkout
@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 import harness_gym
-from harness_gym.rollout import episode_seed, play_episode
+from harness_gym.running.rollout import episode_seed, play_episode
 from harness_gym_baselines.policies.registry import make_policy
 
 CONTROLLERS: tuple[str, ...] = ("random", "static", "forced-check", "thorough", "oracle")

@@ -16,7 +16,7 @@ What a user training a controller sees (issue 28), each figure as a ratio to Car
   its wall time and its CPU time (``time.process_time``: the process's own, so other jobs on the machine barely
   move it); the step-time ratios are given for both.
 - **SB3 PPO** (``MlpPolicy``, ``n_steps`` 512, batch 64, 4 epochs, one env built by
-  :func:`harness_gym.sb3.make_sb3_vec_env`, ``torch.set_num_threads(1)``, ``--ppo-steps`` steps): steps/s of
+  :func:`harness_gym.running.sb3.make_sb3_vec_env`, ``torch.set_num_threads(1)``, ``--ppo-steps`` steps): steps/s of
   ``learn``, cold in a new process on an empty cache folder, then warm in a second new process on the same
   folder (same seed, so largely the same episodes, whose jobs the on-disk cache answers). ``--ppo-steps 0``
   skips it.
@@ -125,7 +125,7 @@ def _ppo_in_this_process(env_id: str, steps: int, seed: int, cache_dir: str) -> 
     from stable_baselines3 import PPO
     from stable_baselines3.common.logger import Logger
 
-    from harness_gym.sb3 import make_sb3_vec_env
+    from harness_gym.running.sb3 import make_sb3_vec_env
 
     torch.set_num_threads(1)
     venv = make_sb3_vec_env(env_id, n_envs=1, seed=seed)

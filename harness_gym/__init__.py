@@ -13,6 +13,12 @@ Each domain has two versions of one code (Gymnasium's rule: a changed MDP is a n
   evidence, irrelevant context that costs accuracy;
 - ``-v1`` (:data:`ENV_IDS_V1`): the earlier worker (``envs_data/profiles/<domain>.json``), kept with its numbers
   (``benchmarks/step_digest.py`` prints the same digests for it).
+
+The package, from the ground floor up: :mod:`~harness_gym.core` (the MDP's pieces, the Domain contract, prices,
+where ``envs_data`` lives), :mod:`~harness_gym.sandbox`, :mod:`~harness_gym.workers`, :mod:`~harness_gym.budget`
+(the cost budget of ``budget_units="auto"``), :mod:`~harness_gym.env` (the MDP), :mod:`~harness_gym.domains`
+(one package per env), :mod:`~harness_gym.running` (playing episodes: one, many in processes or on Ray, SB3
+vector envs) and :mod:`~harness_gym.datasets` (Minari datasets collected with :mod:`~harness_gym.running`).
 """
 
 from __future__ import annotations

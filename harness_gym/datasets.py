@@ -35,7 +35,7 @@ same settings skips the episodes found there, so an interruption loses at most t
 duplicates one. When all episodes exist the Minari dataset is built from them and the work folder removed.
 
 This module is part of the env library and does not import ``harness_gym_baselines``: controllers (any
-:class:`harness_gym.rollout.Policy`) are passed in. It needs the ``offline`` extra (``pip install
+:class:`harness_gym.running.rollout.Policy`) are passed in. It needs the ``offline`` extra (``pip install
 "harness-gym[offline]"``: Minari, h5py).
 """
 
@@ -66,8 +66,8 @@ except ImportError as exc:  # the env library installs without the offline stack
     raise ImportError(f"harness_gym.datasets needs Minari ({exc}); install it with "
                       'pip install "harness-gym[offline]"') from exc
 
-from harness_gym.parallel import is_concurrent, map_episodes
-from harness_gym.rollout import Policy, episode_seed, harness_env, play_episode
+from harness_gym.running.parallel import is_concurrent, map_episodes
+from harness_gym.running.rollout import Policy, episode_seed, harness_env, play_episode
 
 WORK_DIR = ".harness_gym_work"
 MASK_KEY = "action_mask"
@@ -333,10 +333,10 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
     the same settings it is returned as it is.
 
     :param env_id: a registered env id
-    :param policy: the controller (any :class:`harness_gym.rollout.Policy`)
+    :param policy: the controller (any :class:`harness_gym.running.rollout.Policy`)
     :param dataset_id: Minari id, ``namespace/name-vN`` (e.g. ``harness/code-behaviour-v0``)
     :param episodes: number of episodes
-    :param seed: episode ``i`` is reset with :func:`harness_gym.rollout.episode_seed` ``(seed, i)``, the rule
+    :param seed: episode ``i`` is reset with :func:`harness_gym.running.rollout.episode_seed` ``(seed, i)``, the rule
         evaluation uses
     :param split: the task split episodes are drawn from
     :param env_kwargs: constructor keywords for ``gym.make``
@@ -346,7 +346,7 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
     :param info_keys: the info keys stored at every step (default :data:`STEP_INFO_KEYS`; ``None``: all);
         ``action_mask`` is always stored, the final step's :data:`OUTCOME_KEYS` always once per episode
     :param eval_split: the split of the dataset's ``eval_env_spec`` (``recover_environment(eval_env=True)``)
-    :param num_envs: episodes played at once (:func:`harness_gym.parallel.map_episodes`); the dataset is the
+    :param num_envs: episodes played at once (:func:`harness_gym.running.parallel.map_episodes`); the dataset is the
         same for any value (with the simulated worker), and a rerun may resume with another one
     :param parallel: ``"process"`` or ``"thread"`` (default: threads for an LLM worker, else processes)
     :param backend: ``"local"`` or ``"ray"`` (``docs/scale_out.md``)

@@ -1,15 +1,14 @@
 """HarnessEnv: the finite-horizon Harness MDP over a Domain, a Worker and a Sandbox (docs/harness_mdp.md).
 
 The env is the one place where the layers meet: it sits above :mod:`harness_gym.core` (the MDP's pieces and
-the Domain contract), :mod:`harness_gym.workers` and :mod:`harness_gym.sandbox`, none of which imports it.
+the Domain contract), :mod:`harness_gym.workers`, :mod:`harness_gym.sandbox` and :mod:`harness_gym.budget` (the
+cost budget of ``budget_units="auto"``), none of which imports it; :mod:`harness_gym.running` (playing episodes)
+and the domains' env classes sit above it.
 """
 
 from __future__ import annotations
 
-import copy
-import inspect
 import math
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -19,7 +18,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from harness_gym.core import budgets as budget_rule
+from harness_gym.budget import resolve as budget_resolve
+from harness_gym.budget.rule import AUTO
 from harness_gym.core.actions import DEFAULT_ACTION_COST, N_ACTIONS, Action
 from harness_gym.core.bounds import accept_check, accept_confidence, accept_draft, accept_tool_call
 from harness_gym.core.cost import (
@@ -32,18 +32,17 @@ from harness_gym.core.cost import (
     zero_cost,
 )
 from harness_gym.core.domain import Domain
+from harness_gym.core.env_class import MAKE_KEYWORDS, env_keywords
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
+from harness_gym.core.info import StepInfo
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
-from harness_gym.core.prices import PriceTable, price_book
-from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCoverage, TaskSignals, features_table
+from harness_gym.core.prices import PriceTable, price_table
+from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCoverage, TaskSignals
 from harness_gym.core.tools import validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
-from harness_gym.paths import data_path
-from harness_gym.references import play_reference_bills
 from harness_gym.sandbox import CACHE_MODES, SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Usage, Worker, WorkerProfile, check_worker_options, make_worker
 from harness_gym.workers.profile import PROFILE_VERSIONS
-from harness_gym.workers.prompting import PromptSet
 
 PENDING = -1.0
 """Value of ``quality``, ``hms`` and every pattern in ``info`` before the episode ends (not NaN: Gymnasium's
@@ -52,30 +51,6 @@ At the end a pattern that does not apply is NaN."""
 MAX_BUDGET = 100
 """Upper bound on ``budget``; the registered ``max_episode_steps`` equals it, so the budget always ends an
 episode before the time limit can."""
-AUTO = "auto"
-"""``budget_units="auto"``: the cost budget of the documented rule (:mod:`harness_gym.core.budgets`)."""
-
-
-def price_table(prices: str | Mapping[str, Any] | PriceTable | None) -> PriceTable:
-    """The :class:`~harness_gym.core.prices.PriceTable` of a ``prices=`` value: a profile name
-    (``BASE[+OVERLAY...]``), a dict of item -> US$ over the default profile, a table, or ``None`` (the default
-    profile, ``cheap-hosted``), from the shipped files in ``envs_data/prices``.
-
-    :param prices: what ``prices=`` was given
-    :raises ValueError: naming an unknown profile, overlay or item and the closest known ones
-    """
-    return price_book(str(data_path("prices"))).table(prices)
-
-
-def price_profiles() -> tuple[str, ...]:
-    """Every shipped price profile: each base profile at its default retrieval, then with each other retrieval
-    overlay (``cheap-hosted``, ``cheap-hosted+web-search``, ...)."""
-    return price_book(str(data_path("prices"))).names
-
-
-def budgets_file() -> Any:
-    """Where the precomputed budgets of the shipped profiles live (``envs_data/budgets.json``)."""
-    return data_path("budgets.json")
 
 
 @dataclass
@@ -95,23 +70,6 @@ class UnsupportedRenderMode(TypeError, ValueError):
     for ``render_mode="rgb_array"`` and, on a ``TypeError``, makes it again without a render mode, which is
     what a text env needs (docs/harness_mdp.md, "Rendering").
     """
-
-
-MAKE_KEYWORDS: tuple[str, ...] = ("max_episode_steps", "disable_env_checker", "autoreset")
-"""Keywords ``gym.make`` itself takes (suggested for a misspelt keyword that reaches the env)."""
-
-
-def env_keywords(cls: type) -> tuple[str, ...]:
-    """Every keyword the constructor of a :class:`HarnessEnv` subclass takes itself (its own and those of the
-    classes it extends), without the worker options it passes through."""
-    names: dict[str, None] = {}
-    for klass in cls.__mro__:
-        if not (isinstance(klass, type) and issubclass(klass, HarnessEnv)):
-            continue
-        for name, param in inspect.signature(klass.__init__).parameters.items():
-            if name not in ("self", "domain") and param.kind not in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
-                names[name] = None
-    return tuple(names)
 
 
 _ACTIONS: tuple[Action, ...] = tuple(sorted(Action))
@@ -134,43 +92,6 @@ def _pending_patterns() -> dict[str, float]:
     return dict.fromkeys(PATTERNS, PENDING)
 
 
-_ATOMIC_TYPES: frozenset[type] = frozenset({int, float, bool, str, type(None)})
-"""Types :func:`copy.deepcopy` returns as they are."""
-
-
-class StepInfo(dict):  # type: ignore[type-arg]
-    """The ``info`` dict of a reset or step. A plain ``dict`` in all but its deep copy, which Stable-Baselines3's
-    ``DummyVecEnv`` makes of every step's infos: a nested dict of atomic keys and values is copied with
-    ``dict(...)`` and an array with its own ``__deepcopy__``, not element by element; anything else goes through
-    :func:`copy.deepcopy`. The copy is as deep and as shared as :func:`copy.deepcopy` makes it
-    (``tests/test_env_api.py`` holds the two equal)."""
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> StepInfo:
-        copied = StepInfo()
-        memo[id(self)] = copied
-        for key, value in self.items():
-            kind = type(value)
-            if kind in _ATOMIC_TYPES:
-                copied[key] = value
-            elif id(value) in memo:
-                copied[key] = memo[id(value)]
-            elif kind is dict and _ATOMIC_TYPES.issuperset(map(type, value.values())) \
-                    and _ATOMIC_TYPES.issuperset(map(type, value)):
-                copied[key] = memo[id(value)] = dict(value)
-            elif kind is np.ndarray:
-                copied[key] = memo[id(value)] = value.__deepcopy__(memo)
-            else:
-                copied[key] = copy.deepcopy(value, memo)
-        return copied
-
-
-_BUDGETS: dict[tuple[str, str], float] = {}
-"""(reference fingerprint, prices digest) -> the auto cost budget, for this process"""
-_REFERENCE_BILLS: dict[tuple[str, str], list[dict[str, float]]] = {}
-"""(reference fingerprint, retrieval mode) -> the reference episodes' bills, for this process"""
-_DOMAIN_FINGERPRINTS: weakref.WeakKeyDictionary[Domain, str] = weakref.WeakKeyDictionary()
-"""domain -> fingerprint of its tasks (every split), corpus and tools"""
-
 class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     """The Harness MDP shared by every domain; each registered env is a thin subclass naming its domain.
 
@@ -189,7 +110,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         ``"cheap-hosted"`` (the default), ``"frontier-hosted"``, ``"self-hosted"``, ``"cheap-hosted+web-search"``,
         a dict of item -> US$ over the default profile, or a :class:`~harness_gym.core.prices.PriceTable`
     :param budget_units: the cost budget per episode, in cost units: a number > 0, ``None`` (no cost budget) or
-        ``"auto"`` (the default, :mod:`harness_gym.core.budgets`: in a controlled domain twice the largest episode
+        ``"auto"`` (the default, :mod:`harness_gym.budget.rule`: in a controlled domain twice the largest episode
         cost of the reference controllers at this env's prices, so that no named harness and not the oracle is ever
         cut; in a public-benchmark adapter no cost budget, as the published benchmarks have step limits only;
         precomputed for the shipped profiles, else computed on the first ``reset`` and kept for the process; no
@@ -257,7 +178,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
                                 f"exec_cache={exec_cache!r}; give one")
             exec_cache = worker_options.pop("cache")
         check_worker_options(worker, worker_options, f"{type(self).__name__}.__init__",
-                             (*env_keywords(type(self)), *MAKE_KEYWORDS))
+                             (*env_keywords(type(self), HarnessEnv), *MAKE_KEYWORDS))
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         if not _is_int(budget):
@@ -482,25 +403,15 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     def _budget(self) -> tuple[float | None, float]:
         """(the cost budget, what ``cost_spent`` divides by), resolved once."""
         if self._resolved_budget is None:
-            spec = self._budget_units_spec
-            reference = self.reference_budget() if spec in (None, AUTO) else None
-            if spec == AUTO:
-                budget = None if self.domain.follows_published_limits or not reference else reference
-            else:
-                budget = spec
-            assert budget is None or isinstance(budget, float)
-            self._resolved_budget = (budget, budget if budget is not None else float(reference or 0.0))
+            self._resolved_budget = budget_resolve.resolve(self._budget_units_spec, self.reference_budget,
+                                                           self.domain.follows_published_limits)
         return self._resolved_budget
 
     @property
     def budget_rule(self) -> str:
         """Which cost budget is in force, in words: ``"auto (rule 2): 57.3 units"``, ``"auto (rule 2): none, the
         published step limits"``, ``"none"`` or ``"12.5 units"`` (written into every summary)."""
-        spec, budget = self._budget_units_spec, self.budget_units
-        if spec == AUTO:
-            what = "none, the published step limits" if budget is None else f"{budget:.6g} units"
-            return f"auto (rule {budget_rule.RULE_VERSION}): {what}"
-        return "none" if spec is None else f"{budget:.6g} units"
+        return budget_resolve.in_words(self._budget_units_spec, self.budget_units)
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -508,66 +419,39 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         profile's name, the cost budget as asked (``budget_spec``: ``"auto (rule N)"``, ``"none"`` or the number
         of units given) and as in force (:attr:`budget_rule` in words, ``budget_units``: a number or ``None``),
         and the cost weight."""
-        spec = self._budget_units_spec
-        asked = f"auto (rule {budget_rule.RULE_VERSION})" if spec == AUTO else "none" if spec is None else spec
-        return {"prices": self.prices.name, "budget_spec": asked, "budget": self.budget_rule,
-                "budget_units": self.budget_units, "cost_weight": float(self.cost_weight)}
+        return {"prices": self.prices.name, "budget_spec": budget_resolve.as_asked(self._budget_units_spec),
+                "budget": self.budget_rule, "budget_units": self.budget_units, "cost_weight": float(self.cost_weight)}
 
     def reference_budget(self) -> float:
-        """The rule's value for this env (:mod:`harness_gym.core.budgets`): :data:`~harness_gym.core.budgets.FACTOR`
+        """The rule's value for this env (:mod:`harness_gym.budget.rule`): :data:`~harness_gym.budget.rule.FACTOR`
         times the largest cost of the reference controllers' episodes, read from ``envs_data/budgets.json`` when
         it holds this configuration and these prices, else computed by playing them and kept for the process. 0
         when nothing the reference episodes do is priced. The cost budget of ``"auto"`` in a controlled
         domain, and the scale of the ``cost_spent`` feature everywhere."""
-        fingerprint = self.reference_fingerprint()
-        key = (fingerprint, self.prices.digest())
-        if key not in _BUDGETS:
-            stored = budget_rule.stored_budget(budgets_file(), self.domain.name, fingerprint, self.prices.digest())
-            if stored is None:
-                stored = budget_rule.budget_from_costs([self.prices.units(b) for b in self.reference_bills()])
-            _BUDGETS[key] = stored
-        return _BUDGETS[key]
+        return budget_resolve.reference_budget(self)
 
     def reference_fingerprint(self) -> str:
         """A fingerprint of everything the reference episodes depend on besides the prices: the domain's tasks,
         corpus and tools, the simulated worker's profile and prompts, the step budget and the action costs
-        (:func:`~harness_gym.core.budgets.fingerprint`)."""
-        per_domain = _DOMAIN_FINGERPRINTS.get(self.domain)
-        if per_domain is None:
-            d = self.domain
-            per_domain = budget_rule.fingerprint(
-                type(d).__qualname__, d.name, [d.tasks(split) for split in SPLITS], d.corpus,
-                sorted(d.tools.items()),
-                [d.uses_sandbox, d.tool_needs_draft, d.check_false_alarm_rate, d.relevant_looking_ratio,
-                 d.wrong_calls_per_call, d.success_threshold, d.follows_published_limits])
-            _DOMAIN_FINGERPRINTS[self.domain] = per_domain
-        profile = self._profile_spec
-        if profile is None:
-            profile = WorkerProfile.for_domain(self.domain.name)
-        elif not isinstance(profile, WorkerProfile):
-            profile = WorkerProfile.load(profile)
-        prompts = PromptSet.for_domain(self.domain.name, self._prompts_dir)
-        return budget_rule.fingerprint(per_domain, profile, [prompts.system, prompts.templates,
-                                       prompts.draft_format, prompts.self_check_specificity], self.budget,
-                                       sorted((int(a), c) for a, c in self.action_costs.items()),
-                                       budget_rule.SEED, budget_rule.FACTOR)
+        (:func:`~harness_gym.budget.fingerprint.fingerprint`)."""
+        return budget_resolve.reference_fingerprint(self.domain, self._profile_spec, self._prompts_dir, self.budget,
+                                                    self.action_costs)
 
     def reference_bills(self) -> list[dict[str, float]]:
-        """The bills of the reference episodes (:data:`harness_gym.references.BUDGET_REFERENCES`, each once on
-        every task of every split, reset seed :data:`~harness_gym.core.budgets.SEED`) in this env's configuration
+        """The bills of the reference episodes (:data:`harness_gym.budget.references.BUDGET_REFERENCES`, each once on
+        every task of every split, reset seed :data:`~harness_gym.budget.rule.SEED`) in this env's configuration
         and retrieval mode (simulated worker, no cost budget), computed once per process."""
-        key = (self.reference_fingerprint(), self.prices.retrieval_mode)
-        if key not in _REFERENCE_BILLS:
-            options = {"prompts_dir": self._prompts_dir} if self._prompts_dir is not None else {}
-            env = HarnessEnv(self.domain, budget=self.budget, prices=self.prices, budget_units=None,
-                             worker="simulated", profile=self._profile_spec, sandbox=self._sandbox_spec,
-                             action_costs=self.action_costs, require_isolation=self._require_isolation, **options)
-            env._resolved_budget = (None, 0.0)  # the reference env itself has no budget to resolve
-            try:
-                _REFERENCE_BILLS[key] = play_reference_bills(env, seed=budget_rule.SEED)
-            finally:
-                env.close()
-        return _REFERENCE_BILLS[key]
+        return budget_resolve.reference_bills(self.reference_fingerprint(), self.prices.retrieval_mode,
+                                              self._reference_env)
+
+    def _reference_env(self) -> HarnessEnv:
+        """A fresh env of this configuration to play the reference episodes in: the simulated worker, no cost budget."""
+        options = {"prompts_dir": self._prompts_dir} if self._prompts_dir is not None else {}
+        env = HarnessEnv(self.domain, budget=self.budget, prices=self.prices, budget_units=None, worker="simulated",
+                         profile=self._profile_spec, sandbox=self._sandbox_spec, action_costs=self.action_costs,
+                         require_isolation=self._require_isolation, **options)
+        env._resolved_budget = (None, 0.0)  # the reference env itself has no budget to resolve
+        return env
 
     def _task_signals(self, task: Task) -> TaskSignals:
         """The task's visible signals (the domain's hooks), read once per task id."""
@@ -807,30 +691,3 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             self._sandbox.close()
         self._sandbox = None
         super().close()
-
-
-EPISODE_END = """- Termination: SUBMIT, or the step budget or the cost budget (``budget_units``) runs out: the current
-      draft is graded as a forced submit, ``info["forced_submit"]`` is True; without a draft the quality is 0.
-    - Truncation: none before the registered limit of 100 steps, which the step budget always reaches first.
-      An outer limit (``gym.make(..., max_episode_steps=N)`` or ``gym.wrappers.TimeLimit``) can cut an episode
-      short: it ends with ``truncated=True`` and ``info["quality"] == -1.0`` (nothing was graded); evaluation
-      summaries count it as unfinished and leave it out of the quality means."""
-
-INFO = """The same keys at reset and at every step (docs/harness_mdp.md, "Info"), among them:
-
-    - ``action_mask``: ``np.int8`` array of the 7 actions, 1 where the action is applicable now (Gymnasium's
-      convention, as in Taxi); the values of ``env.unwrapped.action_masks()``, which sb3-contrib's
-      ``MaskablePPO`` reads. Through the wrappers ``gym.make`` adds, call
-      ``env.get_wrapper_attr("action_masks")()``; on a vector env, ``env_method("action_masks")``.
-    - ``quality``, ``success``, ``hms``, ``patterns``: the outcome, ``-1.0`` (``PENDING``) until the episode ends.
-    - ``invalid_action``, ``forced_submit``, ``action_name``, ``evidence``, ``cost`` (the step's bill),
-      ``budget_left``, ``draft_version``, ``task_id``, ``split``, ``exec_cached``."""
-
-
-def document_env(cls: type) -> type:
-    """Fill the shared parts of an env class docstring: ``{observation_table}`` (from :data:`FEATURES`),
-    ``{episode_end}`` and ``{info}`` (the same for every Harness MDP)."""
-    if cls.__doc__:
-        cls.__doc__ = (cls.__doc__.replace("{observation_table}", features_table())
-                       .replace("{episode_end}", EPISODE_END).replace("{info}", INFO))
-    return cls

@@ -29,10 +29,10 @@ from rich.console import Console
 from rich.table import Table
 
 import harness_gym
-from harness_gym.env import price_profiles
-from harness_gym.parallel import BACKENDS, PARALLEL_MODES
-from harness_gym.paths import data_path
-from harness_gym.rollout import Policy
+from harness_gym.core.paths import data_path
+from harness_gym.core.prices import price_profiles
+from harness_gym.running.parallel import BACKENDS, PARALLEL_MODES
+from harness_gym.running.rollout import Policy
 from harness_gym.workers import WORKER_NAMES, WorkerProfile
 from harness_gym.workers.calibrate import collect_events, fit_profile
 from harness_gym.workers.llm_cache import CacheMissError

@@ -46,8 +46,8 @@ from tqdm import tqdm
 
 from harness_gym.core.cost import LLM_CALL_TYPES, LLM_ERROR_CAUSES, LLM_SERVER_CAUSES, llm_faults_info
 from harness_gym.core.maturity import PATTERNS
-from harness_gym.parallel import is_concurrent, map_episodes
-from harness_gym.rollout import Policy, episode_seed, play_episode
+from harness_gym.running.parallel import is_concurrent, map_episodes
+from harness_gym.running.rollout import Policy, episode_seed, play_episode
 from harness_gym_baselines.policies.registry import make_policy
 
 LLM_ERROR_RATE_WARNING: float = 0.05
@@ -118,7 +118,7 @@ def iqm(values: np.ndarray) -> float:
 
 def run_episodes(env: gym.Env, policy: Policy, episodes: int, *, split: str, seed: int,
                  progress: bool = False, pairs: Sequence[tuple[str, int]] | None = None) -> list[dict[str, Any]]:
-    """Play ``episodes`` episodes (episode ``i`` resets with :func:`harness_gym.rollout.episode_seed`
+    """Play ``episodes`` episodes (episode ``i`` resets with :func:`harness_gym.running.rollout.episode_seed`
     ``(seed, i)``); one record per episode with quality, success, hms, patterns, steps, cost (units), return.
 
     :param env: a harness env
@@ -185,7 +185,7 @@ def finished_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def run_episodes_concurrently(env_id: str, policy: Policy, episodes: int, *, split: str, seed: int,
                               env_kwargs: dict[str, Any] | None = None, progress: bool = False,
                               **scale: Any) -> list[dict[str, Any]]:
-    """:func:`run_episodes` with several episodes at once (:func:`harness_gym.parallel.map_episodes`); the
+    """:func:`run_episodes` with several episodes at once (:func:`harness_gym.running.parallel.map_episodes`); the
     records come back in episode order, the same records as the sequential loop's for a simulated worker.
 
     :param env_id: a registered env id

@@ -30,7 +30,7 @@ export HG_REQUIRE_ISOLATION=1
 "$venv/bin/python" - "$venv" <<'PY'
 import sys
 import harness_gym
-from harness_gym.paths import data_path
+from harness_gym.core.paths import data_path
 
 venv = sys.argv[1]
 for what, path in (("package", harness_gym.__file__), ("data", str(data_path()))):

@@ -13,7 +13,7 @@ import json
 import pytest
 
 import harness_gym
-from harness_gym.paths import data_path
+from harness_gym.core.paths import data_path
 
 MANIFEST = data_path("recordings", "smollm2.json")
 RECORDED_ENV_IDS: tuple[str, ...] = tuple(sorted({ep["env_id"] for ep in json.loads(MANIFEST.read_text())["episodes"]}))

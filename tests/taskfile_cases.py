@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from harness_gym.core.paths import data_path
 from harness_gym.core.taskfile import TaskFileError
-from harness_gym.paths import data_path
 
 
 class RawEdit(NamedTuple):

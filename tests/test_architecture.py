@@ -47,7 +47,7 @@ import importlib, json, pkgutil
 import gymnasium as gym
 import numpy as np
 import harness_gym
-from harness_gym.rollout import episode_seed, play_episode
+from harness_gym.running.rollout import episode_seed, play_episode
 
 class FirstApplicable:
     name = "first-applicable"
@@ -159,14 +159,14 @@ def test_find_cycle_finds_one_hidden_in_a_function(tmp_path):
     assert find_cycle(graph) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
     src = tmp_path / "m.py"
-    src.write_text("def f():\n    from harness_gym_baselines import evaluate\n    import harness_gym.rollout\n"
+    src.write_text("def f():\n    from harness_gym_baselines import evaluate\n    import harness_gym.running.rollout\n"
                    "if __name__ == '__main__':\n    from harness_gym_baselines.cli import run_trainer\n")
-    assert imported_modules("harness_gym_baselines.x", src, project_modules()) == {"harness_gym_baselines.evaluate", "harness_gym.rollout"}
+    assert imported_modules("harness_gym_baselines.x", src, project_modules()) == {"harness_gym_baselines.evaluate", "harness_gym.running.rollout"}
 
 
 def test_no_import_circle_among_the_project_modules():
     graph = import_graph()
-    assert "harness_gym_baselines.cli" in graph and "harness_gym.rollout" in graph["harness_gym_baselines.evaluate"]
+    assert "harness_gym_baselines.cli" in graph and "harness_gym.running.rollout" in graph["harness_gym_baselines.evaluate"]
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle)
 
@@ -270,7 +270,7 @@ def test_train_flags_come_from_the_config_dataclass():
 
 # ----- (e) import harness_gym and harness-gym --help stay light ----------------------------------------------
 def test_import_harness_gym_imports_nothing_heavy():
-    out = run_python("import json, sys\nimport harness_gym, harness_gym.rollout\n"
+    out = run_python("import json, sys\nimport harness_gym, harness_gym.running.rollout\n"
                      f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
     assert json.loads(out) == []
 

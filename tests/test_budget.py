@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 import harness_gym
-import harness_gym.env as env_module
+import harness_gym.budget.resolve as budget_resolve
 from examples.toy_domain.env import HarnessToyEnv
-from harness_gym.core import budgets as rule
+from harness_gym.budget import rule
+from harness_gym.budget.references import BUDGET_REFERENCES, play_reference_bills, reference_policy
+from harness_gym.budget.rule import budgets_file
 from harness_gym.core.actions import Action
-from harness_gym.env import budgets_file, price_profiles, price_table
-from harness_gym.references import BUDGET_REFERENCES, play_reference_bills, reference_policy
-from harness_gym.rollout import episode_seed, play_episode
+from harness_gym.core.prices import price_profiles, price_table
+from harness_gym.running.rollout import episode_seed, play_episode
 from harness_gym_baselines.evaluate import evaluate
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
@@ -36,9 +37,9 @@ def test_budgets_json_holds_every_shipped_profile_for_the_current_data(stored, e
     assert entry["env_id"] == env_id and entry["domain"] == henv.domain.name and set(entry["profiles"]) == set(price_profiles())
     assert entry["fingerprint"] == henv.reference_fingerprint(), (
         f"envs_data/budgets.json is stale for {env_id} (tasks, corpus, tools, worker profile or prompts changed): "
-        "run python -m harness_gym.budgets")
+        "run python -m harness_gym.budget")
     for name, profile in entry["profiles"].items():
-        assert profile["prices"] == price_table(name).digest(), f"{name}: prices changed; rerun harness_gym.budgets"
+        assert profile["prices"] == price_table(name).digest(), f"{name}: prices changed; rerun harness_gym.budget"
         assert profile["budget_units"] == pytest.approx(rule.FACTOR * profile["max_units"])
         assert profile["max_units"] >= profile["median_units"] > 0
     env.reset(seed=0)  # the env reads its budget from the file
@@ -64,13 +65,13 @@ def test_the_fingerprint_does_not_move_as_episodes_fill_the_domains_caches(env_i
             action = int(rng.choice(np.flatnonzero(info["action_mask"])))
             _, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
-    monkeypatch.setattr(env_module, "_DOMAIN_FINGERPRINTS", {})  # computed again from the domain's objects
+    monkeypatch.setattr(budget_resolve, "_DOMAIN_FINGERPRINTS", {})  # computed again from the domain's objects
     assert henv.reference_fingerprint() == before
     env.close()
 
 
 def test_a_stored_budget_is_what_the_rule_recomputes(stored, monkeypatch):
-    monkeypatch.setattr(env_module, "_REFERENCE_BILLS", {})  # recompute, whatever this process has seen
+    monkeypatch.setattr(budget_resolve, "_REFERENCE_BILLS", {})  # recompute, whatever this process has seen
     for prices in ("cheap-hosted", "frontier-hosted+web-search"):
         env = gym.make("HarnessPlan-v2", prices=prices)
         henv = env.unwrapped
@@ -100,7 +101,7 @@ def test_the_reference_episodes_are_every_reference_controller_on_every_task():
 
 
 def test_auto_is_computed_on_first_use_for_a_configuration_the_file_does_not_hold(monkeypatch):
-    monkeypatch.setattr(env_module, "_BUDGETS", {})
+    monkeypatch.setattr(budget_resolve, "_BUDGETS", {})
     env = HarnessToyEnv()  # the toy domain is not in budgets.json
     env.reset(seed=0)
     costs = [env.prices.units(bill) for bill in env.reference_bills()]

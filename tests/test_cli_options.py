@@ -16,8 +16,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from harness_gym.paths import data_path
-from harness_gym.rollout import episode_seed
+from harness_gym.core.paths import data_path
+from harness_gym.running.rollout import episode_seed
 from harness_gym_baselines.cli import (
     COMMAND_OPTIONS,
     WORKER_FLAGS,

@@ -13,6 +13,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
+from harness_gym.core.paths import data_path
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, ToolCall, ToolResult
 from harness_gym.domains.code.domain import CodeDomain, load_code_domain
@@ -29,7 +30,6 @@ from harness_gym.domains.code.problems import OOD_FAMILIES, all_specs
 from harness_gym.domains.code.sandbox_jobs import expected_value, same
 from harness_gym.domains.code.tools import TOOLS
 from harness_gym.domains.generation import quota
-from harness_gym.paths import data_path
 from harness_gym.sandbox import make_sandbox
 from harness_gym.workers.profile import WorkerProfile
 from harness_gym.workers.simulated import SimulatedWorker

@@ -20,6 +20,7 @@ import gymnasium as gym
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.paths import data_path
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, Draft, Task, ToolCall
 from harness_gym.domains.data import domain as data_domain
@@ -35,7 +36,6 @@ from harness_gym.domains.data.generate import (
 )
 from harness_gym.domains.data.programs import analysis_only
 from harness_gym.domains.generation import quota
-from harness_gym.paths import data_path
 from harness_gym.sandbox import make_sandbox
 
 SLOW = os.environ.get("HARNESS_GYM_SLOW") == "1"

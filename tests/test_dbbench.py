@@ -19,6 +19,7 @@ import pytest
 from sqlglot import exp
 
 import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.paths import data_path
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.dbbench.domain import (
@@ -48,7 +49,6 @@ from harness_gym.domains.dbbench.grader import (
 )
 from harness_gym.domains.dbbench.statements import parse_mysql
 from harness_gym.domains.dbbench.upstream import MUTATION_TYPES, content_split, read_records
-from harness_gym.paths import data_path
 from tests.domain_cases import draft
 from tests.hook_cases import assert_hooks_read_no_hidden_field
 from tests.shared_data import SHARED_DATA, shared_data_mark

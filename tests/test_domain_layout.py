@@ -16,11 +16,11 @@ import pytest
 import harness_gym
 import harness_gym.domains
 from harness_gym.core.domain import Domain
+from harness_gym.core.paths import data_root
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.domains.code.problems import read_problems
 from harness_gym.domains.sources import fill_placeholders, read_markdown_documents, read_vocabulary, source_path
 from harness_gym.domains.tooling import ToolTable, object_schema
-from harness_gym.paths import data_root
 
 DOMAINS = tuple(sorted(m.name for m in pkgutil.iter_modules(harness_gym.domains.__path__) if m.ispkg))
 DOMAINS_DIR = Path(harness_gym.domains.__file__).resolve().parent

@@ -14,7 +14,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 import harness_gym  # noqa: F401
 from harness_gym.core.state import FEATURE_NAMES
-from harness_gym.rollout import play_episode
+from harness_gym.running.rollout import play_episode
 from harness_gym_baselines.algos.ecpo import (
     SOURCES,
     Calibrator,

@@ -231,7 +231,7 @@ def _same_structure(a: object, b: object) -> bool:
 def test_an_info_deep_copies_as_copy_deepcopy_copies_a_plain_dict(env_id):
     import copy
 
-    from harness_gym.env import StepInfo
+    from harness_gym.core.info import StepInfo
 
     env = gym.make(env_id)
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""The reference-budget fingerprint (harness_gym.core.budgets.fingerprint): a function of the data's values alone,
+"""The reference-budget fingerprint (harness_gym.budget.fingerprint.fingerprint): a function of the data's values alone,
 which every change of a value moves."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import pytest
 
-from harness_gym.core.budgets import fingerprint
+from harness_gym.budget.fingerprint import fingerprint
 from harness_gym.core.types import Candidate, Document, Task, ToolCall
 
 

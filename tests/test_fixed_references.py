@@ -9,7 +9,7 @@ import json
 import gymnasium as gym
 import pytest
 
-from harness_gym.rollout import episode_seed, play_episode
+from harness_gym.running.rollout import episode_seed, play_episode
 from harness_gym_baselines.experiments import ecpo_comparison, fixed_references, offline_comparison
 from harness_gym_baselines.experiments.fixed_references import (
     ReferenceSizes,

@@ -22,11 +22,10 @@ import gymnasium as gym
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
-from harness_gym.core.prices import PriceBook, PriceProfileError
+from harness_gym.core.paths import data_path
+from harness_gym.core.prices import PriceBook, PriceProfileError, price_table
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.domains.tau_retail.v1_tasks import read_v1_task_list
-from harness_gym.env import price_table
-from harness_gym.paths import data_path
 from harness_gym.workers.profile import WorkerProfile
 
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import harness_gym  # noqa: F401
+from harness_gym.core.paths import data_path
 from harness_gym.core.taskfile import TaskFileError, read_json
 from harness_gym.domains.code.domain import CodeDomain
-from harness_gym.paths import data_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

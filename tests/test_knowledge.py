@@ -9,12 +9,12 @@ import json
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.paths import data_path
 from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.generation import mix_counts
 from harness_gym.domains.knowledge.datamodel import parse_record_prompt
 from harness_gym.domains.knowledge.domain import KnowledgeDomain, load_knowledge_domain
 from harness_gym.domains.knowledge.generate import MIX_WEIGHTS, generate
-from harness_gym.paths import data_path
 from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.taskfile_cases import RawEdit, assert_rejects_corrupt_line
 

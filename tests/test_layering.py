@@ -1,6 +1,6 @@
 """The floors of ``harness_gym``: ``core`` is the ground floor and imports nothing else of the package, no domain
-imports another, sandbox and workers import no domain and not the env above them, and the subpackages form no
-import cycle. The graph is derived from the source with :mod:`ast` (every import, inside functions too)."""
+imports another, sandbox and workers import no domain and not the env above them, the rooms (``running``,
+``budget``, ...) and the subpackages form no import cycle, and nothing imports a program (``python -m`` module). The graph is derived from the source with :mod:`ast` (every import, inside functions too)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,16 @@ DOMAIN_PACKAGES = tuple(sorted(m.name for m in pkgutil.iter_modules(harness_gym.
 
 
 def unit(module: str) -> str:
-    """The floor a module of ``harness_gym`` belongs to: ``core``, ``workers``, ``sandbox``, ``domains.<name>``
-    for a domain package, ``domains`` for the modules the domains share, a top-level module's own name
-    (``env``, ``rollout``, ...), or ``harness_gym`` for the package's ``__init__``."""
+    """The floor a module of ``harness_gym`` belongs to: ``core``, ``workers``, ``sandbox``, ``running``,
+    ``budget``, ``domains.<name>`` for a domain package, ``domains`` for the modules the domains share, a top-level
+    module's own name (``env``, ``datasets``), ``harness_gym`` for the package's ``__init__``, or, for a program
+    (``<room>.__main__``, what ``python -m harness_gym.<room>`` runs), the program itself: a floor above its room
+    that nothing imports (test_nothing_imports_a_program)."""
     parts = module.split(".")
     if len(parts) == 1:
         return "harness_gym"
+    if parts[-1] == "__main__":
+        return ".".join(parts[1:])
     if parts[1] == "domains" and len(parts) > 2 and parts[2] in DOMAIN_PACKAGES:
         return f"domains.{parts[2]}"
     return parts[1]
@@ -57,6 +61,8 @@ def test_the_domain_packages_are_found_from_the_package():
         DOMAIN_PACKAGES)
     assert unit("harness_gym.domains.dbbench.tools") == "domains.dbbench"
     assert unit("harness_gym.domains.tooling") == "domains" and unit("harness_gym.env") == "env"
+    assert unit("harness_gym.running.parallel") == "running" and unit("harness_gym.budget.rule") == "budget"
+    assert unit("harness_gym.budget.__main__") == "budget.__main__"
 
 
 def test_core_imports_only_core(modules):
@@ -89,10 +95,19 @@ def test_sandbox_and_workers_import_no_domain_and_not_the_env(modules, floor):
 
 def test_the_subpackages_form_no_cycle(modules):
     graph = package_graph(modules)
-    assert {"core", "workers", "sandbox", "env", "domains", "domains.code"} <= set(graph)
+    assert {"core", "workers", "sandbox", "env", "domains", "domains.code", "running", "budget",
+            "budget.__main__"} <= set(graph)
     assert "core" in graph["env"] and "workers" in graph["env"] and "sandbox" in graph["env"]
+    # the budget rule sits below the env and the running room above it; the budget command is a program on top
+    assert "budget" in graph["env"] and "env" in graph["running"] and "harness_gym" in graph["budget.__main__"]
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle between floors: " + " -> ".join(cycle)
+
+
+def test_nothing_imports_a_program(modules):
+    programs = {m for m in modules if m.endswith(".__main__")}
+    assert "harness_gym.budget.__main__" in programs
+    assert not {m: sorted(targets & programs) for m, targets in modules.items() if targets & programs}
 
 
 def test_a_two_floor_cycle_is_found_even_when_no_module_cycle_exists():

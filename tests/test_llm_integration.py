@@ -24,7 +24,7 @@ import gymnasium as gym
 import pytest
 
 from harness_gym.core.actions import Action
-from harness_gym.paths import data_path
+from harness_gym.core.paths import data_path
 from tests.recording import needs_v1_recording
 from tests.test_envs import same
 from tests.test_llm_worker import run_episode

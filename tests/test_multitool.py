@@ -10,13 +10,13 @@ import json
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.paths import data_path
 from harness_gym.core.types import SPLITS, Context, ToolCall, ToolResult
 from harness_gym.domains.generation import mix_counts
 from harness_gym.domains.multitool.checker import run_plan
 from harness_gym.domains.multitool.domain import MultiToolDomain, load_multitool_domain
 from harness_gym.domains.multitool.generate import LENGTH_WEIGHTS, generate
 from harness_gym.domains.multitool.tools import TOOL_SPECS, ToolError, Value, calculate, convert, parse_unit
-from harness_gym.paths import data_path
 from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.shared_data import SHARED_DATA, shared_data_mark
 from tests.taskfile_cases import assert_rejects_corrupt_line

@@ -182,7 +182,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness_gym.env import HarnessEnv, document_env
+from harness_gym.core.env_class import document_env
+from harness_gym.env import HarnessEnv
 from letters_domain.domain import load_letters_domain
 
 HERE = Path(__file__).resolve().parent

@@ -13,7 +13,7 @@ import torch
 
 from harness_gym import datasets
 from harness_gym.core.actions import Action
-from harness_gym.rollout import episode_seed
+from harness_gym.running.rollout import episode_seed
 from harness_gym_baselines.algos.awr import AWRConfig, advantage_weights
 from harness_gym_baselines.algos.awr import train as train_awr
 from harness_gym_baselines.algos.bc import BCConfig

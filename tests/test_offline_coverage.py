@@ -13,7 +13,7 @@ import torch
 
 from harness_gym import datasets
 from harness_gym.core.actions import Action
-from harness_gym.rollout import episode_seed, play_episode
+from harness_gym.running.rollout import episode_seed, play_episode
 from harness_gym_baselines.experiments import offline_comparison
 from harness_gym_baselines.policies.coverage import (
     NAMED,

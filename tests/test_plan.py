@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.paths import data_path
 from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.plan.domain import PlanDomain, load_plan_domain
 from harness_gym.domains.plan.generate import generate
 from harness_gym.domains.plan.instance import BUSINESS_RULE_KINDS, Instance
 from harness_gym.domains.plan.prompt import prompt_has_attachment, prompt_people
 from harness_gym.domains.plan.tools import TOOLS
-from harness_gym.paths import data_path
 from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.hook_cases import assert_hooks_read_no_hidden_field
 from tests.taskfile_cases import assert_rejects_corrupt_line

@@ -12,10 +12,10 @@ from examples.toy_domain.domain import ToyDomain
 from examples.toy_domain.env import HERE as TOY_DIR
 from harness_gym.core.actions import Action
 from harness_gym.core.cost import COST_KEYS, estimate_tokens
-from harness_gym.core.prices import BASE_ITEMS, PriceBook, PriceProfileError
+from harness_gym.core.paths import data_path
+from harness_gym.core.prices import BASE_ITEMS, PriceBook, PriceProfileError, price_profiles, price_table
 from harness_gym.core.types import CheckResult, ToolCall
-from harness_gym.env import HarnessEnv, price_profiles, price_table
-from harness_gym.paths import data_path
+from harness_gym.env import HarnessEnv
 
 A = Action
 

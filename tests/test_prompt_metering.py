@@ -139,7 +139,7 @@ def _reference_cost_info(usage: dict, sandbox_jobs: int, prices, bill: dict) -> 
 
 def test_cost_info_is_the_reference_definition() -> None:
     from harness_gym.core.cost import cost_info
-    from harness_gym.env import price_table
+    from harness_gym.core.prices import price_table
 
     rng = np.random.default_rng(3)
     for profile in ("cheap-hosted", "frontier-hosted", "cheap-hosted+web-search"):

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
+from harness_gym.budget.references import normalized_score
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.datasets import Transitions
-from harness_gym.references import normalized_score
 from harness_gym_baselines.algos.bc import BCConfig
 from harness_gym_baselines.cli import build_parser, main, pricing_options
 from harness_gym_baselines.evaluate import evaluate

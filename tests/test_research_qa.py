@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.paths import data_path
 from harness_gym.core.types import SPLITS, Context, ToolCall
 from harness_gym.domains.fictional_world import normalize_answer
 from harness_gym.domains.generation import mix_counts
@@ -22,7 +23,6 @@ from harness_gym.domains.research_qa.generate import (
     generate,
 )
 from harness_gym.domains.research_qa.grader import answer_quality, token_f1
-from harness_gym.paths import data_path
 from harness_gym.workers import SimulatedWorker, WorkerProfile
 from tests.domain_cases import assert_env_runs_episodes, draft
 from tests.taskfile_cases import RawEdit, assert_rejects_corrupt_line

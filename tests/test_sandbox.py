@@ -689,7 +689,7 @@ def installed_copy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     from site import getsitepackages
 
     import harness_gym
-    from harness_gym.paths import data_root
+    from harness_gym.core.paths import data_root
 
     venv = Path(tempfile.mkdtemp(prefix="hg-test-venv-", dir="/tmp"))
     venv.chmod(0o755)  # as a virtualenv made by hand is
@@ -717,7 +717,7 @@ def _in_venv(venv: Path, code: str, **env: str) -> subprocess.CompletedProcess:
 _PROBE_INSTALLED = """
 import json, os, warnings
 import harness_gym
-from harness_gym.paths import data_path
+from harness_gym.core.paths import data_path
 from harness_gym.sandbox import ProcessSandbox
 warnings.simplefilter("ignore")
 tasks = str(data_path("code", "tasks.jsonl"))

@@ -1,4 +1,4 @@
-"""Concurrent episodes (harness_gym/parallel.py) and Ray (harness_gym/ray_backend.py): the same episodes as
+"""Concurrent episodes (harness_gym/running/parallel.py) and Ray (harness_gym/running/ray_backend.py): the same episodes as
 the sequential loop, nothing lost or duplicated, N threads keeping N model calls in flight.
 
 The Ray tests are skipped when Ray is not installed, unless HG_REQUIRE_RAY=1 (then its absence fails them).
@@ -17,7 +17,7 @@ import pytest
 
 import harness_gym  # noqa: F401
 from harness_gym import datasets
-from harness_gym.parallel import EpisodeError, EpisodeSpec, default_parallel, map_episodes
+from harness_gym.running.parallel import EpisodeError, EpisodeSpec, default_parallel, map_episodes
 from harness_gym.workers.fake_server import FakeOpenAIServer
 from harness_gym.workers.latency import CallMeter, LatencyWorker
 from harness_gym.workers.llm_cache import LLMCache, merge_caches
@@ -202,7 +202,7 @@ def test_bad_scale_flags_are_one_line_usage_errors(capsys):
 @pytest.mark.parametrize("vec_env, cls", [("subproc", "SubprocVecEnv"), ("dummy", "DummyVecEnv")])
 def test_sb3_vec_env_seeds_env_i_with_seed_plus_i(vec_env, cls):
     pytest.importorskip("stable_baselines3")
-    from harness_gym.sb3 import make_sb3_vec_env
+    from harness_gym.running.sb3 import make_sb3_vec_env
 
     venv = make_sb3_vec_env(ENV_ID, 2, seed=11, vec_env=vec_env)
     try:
@@ -253,7 +253,7 @@ def test_ray_collect_equals_the_sequential_dataset(local_ray, minari_root):
 
 
 def test_a_killed_ray_actor_is_replaced_and_every_episode_comes_back_once(local_ray):
-    from harness_gym.ray_backend import map_episodes_ray
+    from harness_gym.running.ray_backend import map_episodes_ray
 
     jobs = [(i, datasets.episode_seed(4, i)) for i in range(10)]
     spec = EpisodeSpec(ENV_ID, make_policy("behaviour"), datasets.rollout, "train")

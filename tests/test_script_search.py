@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness_gym.core.actions import Action
-from harness_gym.rollout import episode_seed, play_episode
+from harness_gym.running.rollout import episode_seed, play_episode
 from harness_gym_baselines.cli import main
 from harness_gym_baselines.experiments.headroom import LinearPolicy, _steps_of, fit_imitation
 from harness_gym_baselines.experiments.script_search import SearchConfig, candidate_scripts, search

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness_gym.paths import data_path
+from harness_gym.core.paths import data_path
 from harness_gym_baselines.experiments.sim_to_real import (
     FIXED,
     LEARNED,

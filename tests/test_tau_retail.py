@@ -13,6 +13,7 @@ import gymnasium as gym
 import pytest
 
 import harness_gym  # noqa: F401  (registers the env ids)
+from harness_gym.core.paths import data_path
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.types import Context, Draft, ToolCall
 from harness_gym.domains.tau_retail import generate
@@ -25,7 +26,6 @@ from harness_gym.domains.tau_retail.store import RetailDB
 from harness_gym.domains.tau_retail.ticket import ticket_changes
 from harness_gym.domains.tau_retail.tools import WRITE_TOOLS, call_once
 from harness_gym.domains.tau_retail.upstream import OOD_HELD_OUT_TOOL, TAU2_FAILING_GOLD_WRITES, load_dataset
-from harness_gym.paths import data_path
 from harness_gym_baselines.cli import main as cli_main
 from tests.hook_cases import assert_hooks_read_no_hidden_field
 from tests.shared_data import SHARED_DATA, shared_data_mark

@@ -21,7 +21,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMoni
 
 import harness_gym
 from harness_gym.env import UnsupportedRenderMode
-from harness_gym.sb3 import SB3VecEnv, to_sb3_vec_env
+from harness_gym.running.sb3 import SB3VecEnv, to_sb3_vec_env
 from harness_gym_baselines.cli import main, row_labels
 from harness_gym_baselines.evaluate import evaluate
 from harness_gym_baselines.policies.registry import make_policy

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from examples.toy_domain.domain import HERE, load_toy_domain
-from harness_gym.env import HarnessEnv, document_env
+from harness_gym.core.env_class import document_env
+from harness_gym.env import HarnessEnv
 
 
 @document_env

@@ -128,7 +128,7 @@ class Domain(ABC):
     follows_published_limits: bool = False
     """True for an adapter of a public benchmark (τ-bench retail, AgentBench DB-Bench): the published benchmark
     bounds an episode by its steps, not its cost, so ``budget_units="auto"`` sets no cost budget there
-    (:mod:`harness_gym.core.budgets`)."""
+    (:mod:`harness_gym.budget.rule`)."""
     success_threshold: float = 1.0 - 1e-9
     """An episode counts as a success when its quality reaches this value."""
     check_false_alarm_rate: float = 0.0

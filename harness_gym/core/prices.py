@@ -27,6 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from harness_gym.core.paths import data_path
+
 UNIT_DOLLARS = 0.0001
 """US dollars per cost unit: ``info["cost"]["units"]`` is in hundredths of a cent."""
 DEFAULT_PROFILE = "cheap-hosted"
@@ -337,3 +339,20 @@ def price_book(folder: str) -> PriceBook:
     :param folder: the folder of price files
     """
     return PriceBook(Path(folder))
+
+
+def price_table(prices: str | Mapping[str, Any] | PriceTable | None) -> PriceTable:
+    """The :class:`PriceTable` of a ``prices=`` value: a profile name (``BASE[+OVERLAY...]``), a dict of item ->
+    US$ over the default profile, a table, or ``None`` (the default profile, ``cheap-hosted``), from the shipped
+    files in ``envs_data/prices``.
+
+    :param prices: what ``prices=`` was given
+    :raises ValueError: naming an unknown profile, overlay or item and the closest known ones
+    """
+    return price_book(str(data_path("prices"))).table(prices)
+
+
+def price_profiles() -> tuple[str, ...]:
+    """Every shipped price profile: each base profile at its default retrieval, then with each other retrieval
+    overlay (``cheap-hosted``, ``cheap-hosted+web-search``, ...)."""
+    return price_book(str(data_path("prices"))).names

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from harness_gym.paths import data_path
+from harness_gym.core.paths import data_path
 
 F = TypeVar("F")
 T = TypeVar("T")

@@ -5,7 +5,7 @@ content, the episodes and their results are the wrapped worker's; only the wall 
 (draft, revise, tool proposal, self-check, confidence) sleeps ``latency_s`` first, the way a call to a
 server blocks on the network and the model. Since it waits without using the CPU, its episodes scale with
 threads far past the number of cores (``benchmarks/collect_scaling.py``, ``docs/scale_out.md``). It sets
-``io_bound = True``, so :func:`harness_gym.parallel.default_parallel` runs it in threads.
+``io_bound = True``, so :func:`harness_gym.running.parallel.default_parallel` runs it in threads.
 
 A :class:`CallMeter` shared by the copies of one worker (each env of a concurrent run plays with its own
 copy) counts the calls in flight and the most seen at once::

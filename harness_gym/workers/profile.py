@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from harness_gym.core.paths import data_path
 from harness_gym.core.taskfile import TaskFileError, read_json, require
-from harness_gym.paths import data_path
 
 PROFILE_VERSIONS: tuple[str, ...] = ("v1", "v2")
 """The shipped profile sets: ``profile="v2"`` (what the ``-v2`` env ids pass) picks ``envs_data/profiles/v2``."""

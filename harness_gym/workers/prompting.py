@@ -23,10 +23,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from harness_gym.core.paths import data_path
 from harness_gym.core.taskfile import TaskFileError, read_json
 from harness_gym.core.tools import ToolSpec
 from harness_gym.core.types import Context, ToolCall
-from harness_gym.paths import data_path
 
 MAX_ITEM_CHARS = 1500
 """Longest text of one context item (an observation, a document, a tool output, the draft) before it is

@@ -59,7 +59,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from harness_gym.core.actions import N_ACTIONS
 from harness_gym.core.evidence import EVIDENCE_SOURCES
-from harness_gym.rollout import Episode, episode_seed, play_episode
+from harness_gym.running.rollout import Episode, episode_seed, play_episode
 from harness_gym_baselines.algos.ppo import (
     OnlineConfig,
     TransitionRewardWrapper,

@@ -46,8 +46,8 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.actions import Action
 from harness_gym.core.prices import DEFAULT_PROFILE
 from harness_gym.core.state import FEATURE_NAMES
-from harness_gym.rollout import Episode, episode_seed, play_episode
-from harness_gym.sb3 import make_sb3_vec_env
+from harness_gym.running.rollout import Episode, episode_seed, play_episode
+from harness_gym.running.sb3 import make_sb3_vec_env
 from harness_gym_baselines.algos.training import seed_everything
 from harness_gym_baselines.common.options import (
     budget_units_value,
@@ -92,7 +92,7 @@ class OnlineConfig:
     """envs stepped together (a rollout step sends one worker call per env)"""
     vec_env: Literal["dummy", "subproc"] = "dummy"
     """"dummy": the envs step one after another in this process (SB3's DummyVecEnv); "subproc": one process
-    each (:func:`harness_gym.sb3.make_sb3_vec_env`), so a live LLM worker's calls and slow tools
+    each (:func:`harness_gym.running.sb3.make_sb3_vec_env`), so a live LLM worker's calls and slow tools
     overlap. Both give the same training for the same seed."""
     n_steps: int = 128
     """steps per env per rollout (a PPO update uses n_envs * n_steps transitions)"""
@@ -166,7 +166,7 @@ def config_env_kwargs(cfg: OnlineConfig) -> dict[str, Any]:
 
 
 def make_training_env(cfg: OnlineConfig) -> VecEnv:
-    """The training env of ``cfg``: :func:`harness_gym.sb3.make_sb3_vec_env` with ``cfg.n_envs`` envs seeded from
+    """The training env of ``cfg``: :func:`harness_gym.running.sb3.make_sb3_vec_env` with ``cfg.n_envs`` envs seeded from
     ``cfg.seed``, in this process (``vec_env="dummy"``) or one process each (``"subproc"``).
 
     :param cfg: the trainer's settings

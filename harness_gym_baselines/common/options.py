@@ -28,7 +28,7 @@ from gymnasium.envs.registration import load_env_creator
 
 import harness_gym
 from harness_gym import HarnessEnv
-from harness_gym.env import price_table
+from harness_gym.core.prices import price_table
 from harness_gym.workers import OPENAI_OPTIONS
 
 GYM_MAKE_KEYWORDS = ("max_episode_steps", "disable_env_checker")

@@ -12,7 +12,7 @@ line) the best searched script and the closed-loop probe (``best-script-w<w>``, 
 is evaluated on ``--episodes`` test-split and ood-split episodes, acting deterministically (the mode of a
 trained policy, what ``harness-gym eval --policy`` runs) and, for the trained methods, also sampling from
 the policy (as during training), with the reset seeds of
-:func:`harness_gym.rollout.episode_seed` ``(s, i)`` (every method sees the same tasks). Writes
+:func:`harness_gym.running.rollout.episode_seed` ``(s, i)`` (every method sees the same tasks). Writes
 ``cells_<env id>.json`` (one record per method and seed; a rerun skips finished cells, and runs for
 different envs can go in parallel), ``table.md`` and ``table.csv``.
 
@@ -50,7 +50,7 @@ import gymnasium as gym
 import numpy as np
 
 import harness_gym  # noqa: F401
-from harness_gym.rollout import Episode, Policy, episode_seed, play_episode
+from harness_gym.running.rollout import Episode, Policy, episode_seed, play_episode
 from harness_gym_baselines.common.dataclass_flags import doc_summary
 from harness_gym_baselines.experiments.fixed_references import KINDS, ReferenceSizes, fixed_references, reference_name
 from harness_gym_baselines.experiments.paper_claims import SEED_REPORTED

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness_gym.rollout import Policy
+from harness_gym.running.rollout import Policy
 from harness_gym_baselines.experiments.headroom import HeadroomConfig, LinearPolicy, fit_probe
 from harness_gym_baselines.experiments.script_search import SearchConfig, choose_winners, fixed_policy
 
@@ -90,7 +90,7 @@ ReferenceSizes.QUICK = ReferenceSizes(rounds=((2, 16), (8, 6), (24, 3)), val_epi
 
 @dataclass
 class FixedReferences:
-    """The references of one env, weight and seed, ready for :func:`harness_gym.rollout.play_episode`."""
+    """The references of one env, weight and seed, ready for :func:`harness_gym.running.rollout.play_episode`."""
 
     cost_weight: float
     script: Policy

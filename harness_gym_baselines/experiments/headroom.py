@@ -43,7 +43,7 @@ import numpy as np
 from tqdm import tqdm
 
 from harness_gym.core.actions import N_ACTIONS
-from harness_gym.rollout import episode_seed, harness_env, play_episode
+from harness_gym.running.rollout import episode_seed, harness_env, play_episode
 from harness_gym_baselines.evaluate import bootstrap_ci
 from harness_gym_baselines.experiments.script_search import (
     SearchConfig,

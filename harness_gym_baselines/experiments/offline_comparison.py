@@ -18,7 +18,7 @@ controller (``harness/<env>-coverage-seed<s>-v0``, train split), train BC, AWR, 
 config's defaults; ``--epochs`` sets the policy fit of BC, AWR and IQL, ``--value-steps`` the value learning of
 IQL and CQL), train AWR again on the same buffer minus every episode with a *successful revise* (below), and
 evaluate every controller on the same test-split episodes (reset seeds from
-``harness_gym.rollout.episode_seed(s, i)``).
+``harness_gym.running.rollout.episode_seed(s, i)``).
 
 Outputs under ``--out``: ``cells/<env>/<policy>-seed<s>.json`` (one per evaluated cell, with per-episode
 records: the run resumes by skipping finished cells, models and datasets), ``summary.csv`` / ``summary.json``

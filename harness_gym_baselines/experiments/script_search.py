@@ -38,8 +38,8 @@ import numpy as np
 from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the ids in worker processes)
-from harness_gym.references import NAMED_SCRIPTS
-from harness_gym.rollout import Policy, episode_seed, play_episode
+from harness_gym.budget.references import NAMED_SCRIPTS
+from harness_gym.running.rollout import Policy, episode_seed, play_episode
 from harness_gym_baselines.evaluate import bootstrap_ci
 from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy, is_script_name, script_shape
 from harness_gym_baselines.policies.registry import make_policy
@@ -100,7 +100,7 @@ def candidate_scripts(env_id: str, cfg: SearchConfig) -> list[Script]:
 def fixed_policy(name: str) -> Policy:
     """The fixed strategy a name stands for: a script name (``O1-R2-T0-D-T0-C2``) or a named harness.
 
-    :param name: a script name or one of :data:`~harness_gym.references.NAMED_SCRIPTS`
+    :param name: a script name or one of :data:`~harness_gym.budget.references.NAMED_SCRIPTS`
     """
     return ScriptPolicy(name) if is_script_name(name) else make_policy(name)
 

@@ -30,8 +30,8 @@ import gymnasium as gym
 import numpy as np
 
 import harness_gym
-from harness_gym.paths import data_path
-from harness_gym.rollout import Policy
+from harness_gym.core.paths import data_path
+from harness_gym.running.rollout import Policy
 from harness_gym.workers.calibrate import ProfileFit, collect_events, fit_profile
 from harness_gym.workers.profile import WorkerProfile
 from harness_gym_baselines.policies.scripted import StaticPolicy, ThoroughPolicy

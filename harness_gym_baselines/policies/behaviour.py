@@ -16,7 +16,7 @@ import numpy as np
 
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
-from harness_gym.rollout import harness_env
+from harness_gym.running.rollout import harness_env
 from harness_gym_baselines.policies.scripted import StaticPolicy, budget_units_left
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}

@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from harness_gym.rollout import Policy, episode_seed, harness_env
+from harness_gym.running.rollout import Policy, episode_seed, harness_env
 from harness_gym_baselines.policies.behaviour import check_probabilities
 from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy, is_script_name
 from harness_gym_baselines.policies.scripted import RandomPolicy, StaticPolicy, ThoroughPolicy
@@ -130,7 +130,7 @@ class CoveragePolicy:
 
 def episode_components(policy: CoveragePolicy, seed: int, episodes: int) -> list[str]:
     """The component of each episode of a collection run with ``seed`` (reset seeds
-    :func:`harness_gym.rollout.episode_seed`), in episode order.
+    :func:`harness_gym.running.rollout.episode_seed`), in episode order.
 
     :param policy: the coverage policy that collected
     :param seed: the collection's seed

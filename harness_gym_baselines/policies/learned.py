@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness_gym.rollout import harness_env
+from harness_gym.running.rollout import harness_env
 from harness_gym_baselines.policies.trained_on import TrainedOn
 
 if TYPE_CHECKING:

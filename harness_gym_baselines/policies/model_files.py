@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from harness_gym.rollout import Policy
+from harness_gym.running.rollout import Policy
 from harness_gym_baselines.common.options import UsageError
 from harness_gym_baselines.common.trainer_registry import TRAINERS, load_trainer
 

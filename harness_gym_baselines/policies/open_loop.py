@@ -29,7 +29,7 @@ import numpy as np
 
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
-from harness_gym.rollout import harness_env
+from harness_gym.running.rollout import harness_env
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 SCRIPT_PATTERN = re.compile(r"^O(\d+)-R(\d+)-T(\d+)-D-T(\d+)-C(\d+)$")
@@ -88,7 +88,7 @@ def is_script_name(name: str) -> bool:
 
 
 class ScriptPolicy:
-    """Plays a :class:`Script` (a :class:`harness_gym.rollout.Policy`).
+    """Plays a :class:`Script` (a :class:`harness_gym.running.rollout.Policy`).
 
     :param script: the script, or its name
     """

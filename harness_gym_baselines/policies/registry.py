@@ -3,7 +3,7 @@
 ``harness-gym eval/compare/play/collect --policy NAME`` accept a name of :data:`POLICIES`, the path of a
 model file written by a trainer (loaded by that trainer, :mod:`harness_gym_baselines.policies.model_files`) or
 ``module:callable``, the import path of a function or class returning any object that implements
-:class:`harness_gym.rollout.Policy` (or of such an object itself; see docs/evaluate.md). Their choices and help
+:class:`harness_gym.running.rollout.Policy` (or of such an object itself; see docs/evaluate.md). Their choices and help
 text come from here. Adding a controller is one entry in :data:`POLICIES`.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness_gym.rollout import Policy
+from harness_gym.running.rollout import Policy
 from harness_gym_baselines.policies.behaviour import BehaviourPolicy
 from harness_gym_baselines.policies.coverage import CoveragePolicy
 from harness_gym_baselines.policies.open_loop import ScriptPolicy, is_script_name
@@ -50,11 +50,11 @@ def policy_help() -> str:
     names = "; ".join(f"{name}: {entry.summary}" for name, entry in POLICIES.items())
     return (f"a registered policy ({names}), an open-loop script O<a>-R<b>-T<c>-D-T<p>-C<k> (e.g. the winner of "
             "harness-gym search-script), the path of a trained model file, or module:callable returning a "
-            "harness_gym.rollout.Policy (docs/evaluate.md)")
+            "harness_gym.running.rollout.Policy (docs/evaluate.md)")
 
 
 def is_policy(obj: object) -> bool:
-    """Whether ``obj`` has what :class:`harness_gym.rollout.Policy` asks: ``name``, ``reset`` and ``act``."""
+    """Whether ``obj`` has what :class:`harness_gym.running.rollout.Policy` asks: ``name``, ``reset`` and ``act``."""
     return (isinstance(getattr(obj, "name", None), str) and callable(getattr(obj, "reset", None))
             and callable(getattr(obj, "act", None)) and not isinstance(obj, type))
 
@@ -79,7 +79,7 @@ def load_callable_policy(spec: str) -> Policy:
                          "or something that returns one when called without arguments") from exc
     if not is_policy(policy):
         raise UsageError(f"--policy {spec}: {spec}() returned a {type(policy).__name__}, which lacks the "
-                         "harness_gym.rollout.Policy protocol (a str `name`, `reset(env, seed)`, `act(obs, env)`)")
+                         "harness_gym.running.rollout.Policy protocol (a str `name`, `reset(env, seed)`, `act(obs, env)`)")
     return policy
 
 

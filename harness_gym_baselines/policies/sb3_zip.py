@@ -33,13 +33,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from harness_gym.rollout import harness_env
+from harness_gym.running.rollout import harness_env
 from harness_gym_baselines.common.options import UsageError
 from harness_gym_baselines.policies.trained_on import TrainedOn
 
 
 class SB3Policy:
-    """A loaded SB3 model as a :class:`harness_gym.rollout.Policy`.
+    """A loaded SB3 model as a :class:`harness_gym.running.rollout.Policy`.
 
     :param model: the SB3 model (``MaskablePPO``, ``PPO``, ``A2C`` or ``DQN``), or an :class:`SB3Network` loaded from
         a zip

@@ -1,11 +1,11 @@
 """Reference controllers: random, the static harness, forced-CHECK, the thorough harness, the oracle (all
-defined in :mod:`harness_gym.references`, where the cost-budget rule plays them) and the headroom benchmark's
+defined in :mod:`harness_gym.budget.references`, where the cost-budget rule plays them) and the headroom benchmark's
 partial oracles.
 
 A policy maps the observation (and, for the oracles only, the env's hidden state) to an action id. The static,
 forced-check and thorough policies read nothing but the observation vector and the action mask, as a
 hand-written harness would; the oracles read hidden state and are references, not baselines. Each is a
-:class:`harness_gym.rollout.Policy`; :mod:`harness_gym_baselines.policies.registry` names them.
+:class:`harness_gym.running.rollout.Policy`; :mod:`harness_gym_baselines.policies.registry` names them.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from harness_gym.core.actions import Action
-from harness_gym.core.state import FEATURE_NAMES
-from harness_gym.references import (
+from harness_gym.budget.references import (
     EvidenceGatherer,
     OraclePolicy,
     RandomPolicy,
@@ -23,7 +21,9 @@ from harness_gym.references import (
     ThoroughPolicy,
     budget_units_left,
 )
-from harness_gym.rollout import harness_env
+from harness_gym.core.actions import Action
+from harness_gym.core.state import FEATURE_NAMES
+from harness_gym.running.rollout import harness_env
 from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
 
 __all__ = ["CorrectnessOraclePolicy", "EvidenceOraclePolicy", "OraclePolicy", "RandomPolicy", "StaticPolicy",

@@ -27,7 +27,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from harness_gym.rollout import harness_env
+from harness_gym.running.rollout import harness_env
 
 
 class ObservationLayoutError(ValueError):

@@ -4,14 +4,14 @@
         [--out docs/benchmark_card.md] [--readme README.md]
     harness-gym card --check [--env ID ...]
 
-Per env, on the same seeded episodes of the test split (``harness_gym.rollout.episode_seed``), at the env's
+Per env, on the same seeded episodes of the test split (``harness_gym.running.rollout.episode_seed``), at the env's
 default settings (prices ``cheap-hosted``, ``budget_units="auto"``: docs/cost.md) and the card's cost weight
 :data:`CARD_COST_WEIGHT`:
 
 - **random** (uniform over the applicable actions) and the **upper reference** (the oracle, which reads the
   hidden task and is never budget-cut): 0 and 100 of the normalised score
-  (:func:`harness_gym.references.normalized_score`, on Q);
-- the named harnesses **static**, **forced-check** and **thorough** (:mod:`harness_gym.references`);
+  (:func:`harness_gym.budget.references.normalized_score`, on Q);
+- the named harnesses **static**, **forced-check** and **thorough** (:mod:`harness_gym.budget.references`);
 - the **best fixed** strategy: the best of the named harnesses and the searched open-loop scripts, chosen on
   train and val at the card's cost weight (:func:`harness_gym_baselines.experiments.script_search.choose_winners`,
   the one definition every table uses);
@@ -43,8 +43,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from harness_gym.references import NAMED_SCRIPTS, normalized_score
-from harness_gym.rollout import episode_seed
+from harness_gym.budget.references import NAMED_SCRIPTS, normalized_score
+from harness_gym.running.rollout import episode_seed
 from harness_gym_baselines.evaluate import bootstrap_ci
 from harness_gym_baselines.experiments.script_search import SearchConfig, choose_winners, fixed_policy, play_outcomes
 from harness_gym_baselines.policies.registry import make_policy

@@ -426,7 +426,7 @@ def examples_stage(out: Path, env_id: str, sizes: Sizes) -> dict[str, Any]:
     """
     import gymnasium as gym
 
-    from harness_gym.rollout import episode_seed, play_episode
+    from harness_gym.running.rollout import episode_seed, play_episode
     from harness_gym_baselines.policies.learned import load_policy
     from harness_gym_baselines.policies.registry import make_policy
     from harness_gym_baselines.report.episode_view import EpisodeRecorder, save_episodes

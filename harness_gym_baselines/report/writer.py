@@ -794,7 +794,7 @@ def _versions() -> dict[str, str | None]:
 
 def data_hashes(settings: dict[str, Any]) -> dict[str, str]:
     """SHA-256 of the worker profiles, the shipped recording, the task banks and any public data given."""
-    from harness_gym.paths import data_path
+    from harness_gym.core.paths import data_path
 
     root = Path(data_path("profiles")).parent
     files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
@@ -819,7 +819,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     :param machine: the CPUs and the load average sampled during the run
         (:class:`harness_gym_baselines.report.reproduce.LoadSampler`), for the manifest
     """
-    from harness_gym.paths import data_path
+    from harness_gym.core.paths import data_path
     from harness_gym_baselines.experiments.ecpo_comparison import corruption_lines, plot_corruption
 
     quick, sizes = settings["quick"], settings["sizes"]

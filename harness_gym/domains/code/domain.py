@@ -33,6 +33,7 @@ from typing import Any
 
 from harness_gym.core.bounds import InputLimitError, parse_source
 from harness_gym.core.domain import Domain
+from harness_gym.core.paths import data_path
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolCall, ToolResult
@@ -47,7 +48,6 @@ from harness_gym.domains.code.sandbox_jobs import (
     same,
 )
 from harness_gym.domains.code.tools import TOOLS
-from harness_gym.paths import data_path
 
 
 def defines(source: str, name: str) -> bool:

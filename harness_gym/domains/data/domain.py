@@ -31,6 +31,7 @@ import pandas as pd
 
 from harness_gym.core.domain import Domain
 from harness_gym.core.lru import ByteLRU
+from harness_gym.core.paths import data_path
 from harness_gym.core.sandbox import ExecResult, Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.tools import validate_call
@@ -39,7 +40,6 @@ from harness_gym.domains.data.answers import ANSWER_KINDS, AnswerSpec
 from harness_gym.domains.data.checker import TIMEOUT_S, check_run, sanity, validations
 from harness_gym.domains.data.grader import grade_run
 from harness_gym.domains.data.tools import TOOLS, Table, run_tool
-from harness_gym.paths import data_path
 
 MEMORY_MB = 768
 CACHE_MAX_BYTES = 8 * 1024 * 1024

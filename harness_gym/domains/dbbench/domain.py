@@ -31,6 +31,7 @@ from pathlib import Path
 from sqlglot import exp
 
 from harness_gym.core.domain import Domain
+from harness_gym.core.paths import data_path
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError
@@ -58,7 +59,6 @@ from harness_gym.domains.dbbench.statements import analyse_statement, parse_mysq
 from harness_gym.domains.dbbench.statements import tables_and_columns as _tables_and_columns
 from harness_gym.domains.dbbench.tools import TOOLS
 from harness_gym.domains.dbbench.upstream import DBRecord, DBTaskPayload, LeftOutRecord, load_records
-from harness_gym.paths import data_path
 
 MAX_WRONG_CANDIDATES = 7
 HEAD_ROWS = 5

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from harness_gym.core.env_class import document_env
 from harness_gym.domains.dbbench.domain import DBBenchDomain, load_dbbench_domain
-from harness_gym.env import HarnessEnv, document_env
+from harness_gym.env import HarnessEnv
 
 DSN_ENV_VAR = "HG_MYSQL_DSN"
 

@@ -209,7 +209,7 @@ class SourceIndex:
     """
 
     CACHE_ATTRIBUTES = ("_states",)
-    """kept results, not data: :func:`harness_gym.core.budgets.fingerprint` leaves them out"""
+    """kept results, not data: :func:`harness_gym.budget.fingerprint.fingerprint` leaves them out"""
 
     def __init__(self, sources: Sequence[Source]) -> None:
         self.sources = {s.doc_id: s for s in sources}

@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness_gym.core.domain import Domain
+from harness_gym.core.paths import data_path
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_jsonl
 from harness_gym.core.types import CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
@@ -34,7 +35,6 @@ from harness_gym.domains.knowledge.datamodel import (
 )
 from harness_gym.domains.knowledge.grader import grade_record
 from harness_gym.domains.knowledge.tools import TOOLS, Library
-from harness_gym.paths import data_path
 
 _DOC_ID = re.compile(r"kn-s[0-9]{4}")
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.domain import Domain
+from harness_gym.core.paths import data_path
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_json, read_jsonl, require
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
@@ -38,7 +39,6 @@ from harness_gym.domains.multitool.tools import (
     format_unit,
     parse_unit,
 )
-from harness_gym.paths import data_path
 
 
 class MultiToolDomain(Domain):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.domain import WHOLE_PAYLOAD, Domain
+from harness_gym.core.paths import data_path
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
@@ -29,7 +30,6 @@ from harness_gym.domains.plan.grader import grade_schedule
 from harness_gym.domains.plan.instance import Instance, InstanceError
 from harness_gym.domains.plan.prompt import prompt_has_attachment, prompt_people, prompt_rooms, prompt_verified_rules
 from harness_gym.domains.plan.tools import TOOLS
-from harness_gym.paths import data_path
 
 
 class PlanDomain(Domain):

@@ -82,7 +82,7 @@ class Instance:
     """
 
     CACHE_ATTRIBUTES = ("_violations_of",)
-    """kept results, not data: :func:`harness_gym.core.budgets.fingerprint` leaves them out"""
+    """kept results, not data: :func:`harness_gym.budget.fingerprint.fingerprint` leaves them out"""
 
     def __init__(self, spec: Mapping[str, Any]) -> None:
         self.days: list[str] = list(spec["days"])

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.domain import Domain, Retrieved
+from harness_gym.core.paths import data_path
 from harness_gym.core.retrieval import tokenize
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_jsonl, require
@@ -30,7 +31,6 @@ from harness_gym.domains.fictional_world import normalize_answer
 from harness_gym.domains.research_qa.grader import answer_quality
 from harness_gym.domains.research_qa.questions import ParsedQuestion, QuestionParser, read_templates
 from harness_gym.domains.research_qa.tools import TOOLS, Encyclopedia
-from harness_gym.paths import data_path
 
 STOPWORDS = frozenset(["a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "is", "was", "were", "who", "what", "which", "where", "when", "whose", "did", "does", "do", "that", "this", "with", "and", "or", "its", "it", "as", "from", "has", "have"])
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness_gym.core.env_class import document_env
 from harness_gym.domains.research_qa.domain import load_research_qa_domain
-from harness_gym.env import HarnessEnv, document_env
+from harness_gym.env import HarnessEnv
 
 
 @document_env

@@ -21,6 +21,7 @@ from functools import lru_cache
 
 from harness_gym.core.domain import Domain
 from harness_gym.core.lru import ByteLRU
+from harness_gym.core.paths import data_path
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.core.tools import validate_call
@@ -42,7 +43,6 @@ from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.ticket import ticket_changes, ticket_ids, ticket_products
 from harness_gym.domains.tau_retail.tools import EVIDENCE_TOOLS, ORDER_SERVICE, WRITE_TOOLS, call_once, tool_specs
 from harness_gym.domains.tau_retail.upstream import RawTask, RetailDataset, load_dataset
-from harness_gym.paths import data_path
 
 POLICY_FILE = source_path("tau_retail", "policy.md")
 """The retail policy as retrieval documents (this project's wording of the benchmark's rules)."""

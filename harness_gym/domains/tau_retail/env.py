@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness_gym.core.env_class import document_env
 from harness_gym.domains.tau_retail.domain import load_tau_retail_domain
 from harness_gym.domains.tau_retail.grader import OUTPUT_MATCHES, rewards
-from harness_gym.env import PENDING, HarnessEnv, document_env
+from harness_gym.env import PENDING, HarnessEnv
 
 
 @document_env

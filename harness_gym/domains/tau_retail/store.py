@@ -65,7 +65,7 @@ class RetailSnapshot:
     """
 
     FINGERPRINT_ATTRIBUTES = ("semantics", "fingerprint")
-    """what :func:`harness_gym.core.budgets.fingerprint` reads: the tool semantics and the SHA-256 of the
+    """what :func:`harness_gym.budget.fingerprint.fingerprint` reads: the tool semantics and the SHA-256 of the
     canonical tables, taken when the snapshot is made (the tables are never changed: edits copy records into
     the episode's store), which determine everything else the snapshot holds"""
 

@@ -20,7 +20,7 @@ value for value. Results come back as they finish; callers that need the sequent
 
 :func:`default_parallel` picks one from the worker: threads for ``"openai"`` or a worker instance whose
 class sets ``io_bound = True``, processes otherwise. ``backend="ray"`` hands the same jobs to
-:mod:`harness_gym.ray_backend` (imported only then).
+:mod:`harness_gym.running.ray_backend` (imported only then).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from harness_gym.episode_jobs import EpisodeError, EpisodeFn, EpisodeSpec
-from harness_gym.rollout import Policy
+from harness_gym.running.episode_jobs import EpisodeError, EpisodeFn, EpisodeSpec
+from harness_gym.running.rollout import Policy
 from harness_gym.workers.openai_worker import LLMUnreachableError
 
 PARALLEL_MODES: tuple[str, ...] = ("process", "thread")
@@ -161,7 +161,7 @@ def map_episodes(env_id: str, policy: Policy, jobs: Sequence[tuple[int, int]], e
     :param env_kwargs: constructor keywords for ``gym.make``
     :param num_envs: episodes in flight at once (the number of slots)
     :param parallel: ``"process"`` or ``"thread"``; default :func:`default_parallel`
-    :param backend: ``"local"`` (this machine) or ``"ray"`` (:mod:`harness_gym.ray_backend`)
+    :param backend: ``"local"`` (this machine) or ``"ray"`` (:mod:`harness_gym.running.ray_backend`)
     :param address: the Ray cluster to join (``backend="ray"``; default: a local Ray instance)
     :param envs_per_actor: with Ray, envs per actor (their episodes run in the actor's threads)
     :param slot_env_kwargs: per-slot additions to ``env_kwargs`` (see :class:`EpisodeSpec`)
@@ -184,7 +184,7 @@ def map_episodes(env_id: str, policy: Policy, jobs: Sequence[tuple[int, int]], e
         return iter(())
     spec = EpisodeSpec(env_id, policy, episode_fn, split, env_kwargs, tuple(slot_env_kwargs))
     if backend == "ray":
-        from harness_gym import ray_backend
+        from harness_gym.running import ray_backend
 
         return ray_backend.map_episodes_ray(spec, jobs, num_envs=int(num_envs), address=address,
                                             envs_per_actor=envs_per_actor)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_HERE = Path(__file__).resolve().parent
-_CANDIDATES = (_HERE / "envs_data", _HERE.parent / "envs_data")
+_PACKAGE = Path(__file__).resolve().parents[1]
+_CANDIDATES = (_PACKAGE / "envs_data", _PACKAGE.parent / "envs_data")
 
 
 def data_root() -> Path:

@@ -8,8 +8,8 @@
   correct candidate: the **upper reference**, the top of the normalised score (100). It is not a baseline.
 
 The named scripts read only the observation vector and the action mask, as a hand-written harness would.
-Each is a :class:`harness_gym.rollout.Policy`; ``harness_gym_baselines.policies.registry`` names them for the
-command line. The cost-budget rule (:mod:`harness_gym.core.budgets`) plays these four controllers, so that the
+Each is a :class:`harness_gym.running.rollout.Policy`; ``harness_gym_baselines.policies.registry`` names them for the
+command line. The cost-budget rule (:mod:`harness_gym.budget.rule`) plays these four controllers, so that the
 default budget never cuts the upper reference or a named script (docs/cost.md, "Budget").
 
 :func:`normalized_score` is the one definition of a normalised score: 0 = random, 100 = the upper reference.
@@ -35,7 +35,7 @@ _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
 
 def harness_env(env: gym.Env) -> Any:
-    """The harness env under a (possibly wrapped) env (:func:`harness_gym.rollout.harness_env` checks its type)."""
+    """The harness env under a (possibly wrapped) env (:func:`harness_gym.running.rollout.harness_env` checks its type)."""
     return env.unwrapped
 
 
@@ -192,7 +192,7 @@ class OraclePolicy(EvidenceGatherer):
     """The upper reference. Reads the hidden state: gathers exactly the task's required evidence (while the step
     budget leaves room for a DRAFT and the SUBMIT), drafts, and redrafts until the worker's draft is a correct
     candidate or the step budget leaves room for nothing but the SUBMIT, then submits. Under the default cost
-    budget (:mod:`harness_gym.core.budgets`) it always ends in its own SUBMIT, never a forced one."""
+    budget (:mod:`harness_gym.budget.rule`) it always ends in its own SUBMIT, never a forced one."""
 
     name = "oracle"
 
@@ -221,12 +221,12 @@ UPPER_REFERENCE = "oracle"
 LOWER_REFERENCE = "random"
 """The name of the lower reference (0 on the normalised scale)."""
 BUDGET_REFERENCES: tuple[str, ...] = (*NAMED_SCRIPTS, UPPER_REFERENCE)
-"""The controllers the cost-budget rule plays (:mod:`harness_gym.core.budgets`): the default budget leaves each
+"""The controllers the cost-budget rule plays (:mod:`harness_gym.budget.rule`): the default budget leaves each
 of them room to finish as designed."""
 
 
 ReferencePolicy = Union["RandomPolicy", "StaticPolicy", "ThoroughPolicy", "OraclePolicy"]
-"""Any reference controller (each is a :class:`harness_gym.rollout.Policy`)."""
+"""Any reference controller (each is a :class:`harness_gym.running.rollout.Policy`)."""
 
 
 def reference_policy(name: str) -> ReferencePolicy:

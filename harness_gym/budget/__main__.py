@@ -1,7 +1,7 @@
-"""Write the precomputed cost budgets of the shipped price profiles: ``python -m harness_gym.budgets``.
+"""Write the precomputed cost budgets of the shipped price profiles: ``python -m harness_gym.budget``.
 
 For every registered env id (``-v2`` and ``-v1``: their worker profiles differ) and every shipped profile (each base profile with each retrieval overlay), plays the
-reference controllers of the budget rule (:mod:`harness_gym.core.budgets`) and writes ``envs_data/budgets.json``:
+reference controllers of the budget rule (:mod:`harness_gym.budget.rule`) and writes ``envs_data/budgets.json``:
 per env id, its domain, the fingerprint of the configuration the values hold for, whether the domain follows a
 published benchmark's step limits (then ``auto`` sets no cost budget and the value only scales ``cost_spent``) and, per
 profile, the rule's value in units, the largest and the median reference episode cost and the digest of the
@@ -23,8 +23,9 @@ from typing import Any
 import gymnasium as gym
 
 import harness_gym
-from harness_gym.core import budgets as budget_rule
-from harness_gym.env import budgets_file, price_profiles
+from harness_gym.budget import rule as budget_rule
+from harness_gym.budget.rule import budgets_file
+from harness_gym.core.prices import price_profiles
 
 
 def env_entry(env_id: str, profiles: Sequence[str]) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     :param argv: the arguments (default ``sys.argv[1:]``)
     """
-    parser = argparse.ArgumentParser(prog="python -m harness_gym.budgets", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m harness_gym.budget", description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", default=[], choices=harness_gym.ALL_ENV_IDS, metavar="ENV_ID",
                         help="recompute only this env (repeatable; default every registered env)")
     parser.add_argument("--out", default=None, help="the file to write (default envs_data/budgets.json)")
@@ -77,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         stale = sorted(name for name, entry in fresh.items() if old["envs"].get(name) != entry)
         if stale:
-            print(f"{path}: stale for {', '.join(stale)}; rerun python -m harness_gym.budgets")
+            print(f"{path}: stale for {', '.join(stale)}; rerun python -m harness_gym.budget")
             return 1
         print(f"{path}: current")
         return 0

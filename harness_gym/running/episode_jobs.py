@@ -1,6 +1,6 @@
 """What one concurrent episode job is: the episode function, the :class:`EpisodeSpec` every env slot builds its
-env and controller from, and the error a failed job raises. Shared by :mod:`harness_gym.parallel` (threads
-and processes) and :mod:`harness_gym.ray_backend` (Ray actors).
+env and controller from, and the error a failed job raises. Shared by :mod:`harness_gym.running.parallel` (threads
+and processes) and :mod:`harness_gym.running.ray_backend` (Ray actors).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
 
-from harness_gym.rollout import Policy
+from harness_gym.running.rollout import Policy
 
 EpisodeFn = Callable[..., Any]
 """``fn(env, policy, *, index, seed, split) -> result``: plays one episode (a module-level function, so that

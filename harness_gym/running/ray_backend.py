@@ -1,4 +1,4 @@
-"""Episodes on a Ray cluster: the ``backend="ray"`` of :func:`harness_gym.parallel.map_episodes`
+"""Episodes on a Ray cluster: the ``backend="ray"`` of :func:`harness_gym.running.parallel.map_episodes`
 (``docs/scale_out.md``).
 
 The driver (the process that calls ``collect`` or ``evaluate``) keeps the queue of jobs ``(index, reset
@@ -33,7 +33,7 @@ try:
 except ImportError as exc:  # the env library installs without Ray
     raise ImportError(f"backend='ray' needs Ray ({exc}); install it with pip install \"harness-gym[ray]\"") from exc
 
-from harness_gym.episode_jobs import EpisodeError, EpisodeSpec
+from harness_gym.running.episode_jobs import EpisodeError, EpisodeSpec
 
 
 class EpisodeActor:

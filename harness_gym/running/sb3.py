@@ -8,7 +8,7 @@ seeded ``seed + i``), in this process (``DummyVecEnv``) or one process per env (
 
     import gymnasium as gym
     import harness_gym
-    from harness_gym.sb3 import to_sb3_vec_env
+    from harness_gym.running.sb3 import to_sb3_vec_env
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import VecMonitor
 
@@ -50,7 +50,7 @@ try:
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 except ImportError as exc:  # SB3 is an optional extra
-    raise ImportError(f"harness_gym.sb3 needs Stable-Baselines3 ({exc}); install it with "
+    raise ImportError(f"harness_gym.running.sb3 needs Stable-Baselines3 ({exc}); install it with "
                       'pip install "harness-gym[train]"') from exc
 
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
