@@ -18,8 +18,8 @@ import harness_gym.domains
 from harness_gym.core.domain import Domain
 from harness_gym.core.taskfile import TaskFileError
 from harness_gym.domains.code.problems import read_problems
-from harness_gym.domains.sources import fill_placeholders, read_markdown_documents, read_vocabulary, source_path
-from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.domains.source_files import fill_placeholders, read_markdown_documents, read_vocabulary, source_path
+from harness_gym.domains.tool_table import ToolTable, object_schema
 from harness_gym.paths import data_root
 
 DOMAINS = tuple(sorted(m.name for m in pkgutil.iter_modules(harness_gym.domains.__path__) if m.ispkg))
@@ -89,7 +89,7 @@ def test_the_layout_check_names_each_missing_file(tmp_path):
 
 def test_no_domain_declares_a_tool_without_the_tool_table():
     raw = {str(p.relative_to(DOMAINS_DIR)) for p in DOMAINS_DIR.rglob("*.py")
-           if p.name != "tooling.py" and "ToolSpec(" in p.read_text(encoding="utf-8")}
+           if p.name != "tool_table.py" and "ToolSpec(" in p.read_text(encoding="utf-8")}
     assert not raw
 
 

@@ -98,7 +98,7 @@ def wrong_counts(count: int) -> list[tuple[str, int]]:
 from __future__ import annotations
 
 from harness_gym.core.types import ToolResult
-from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.domains.tool_table import ToolTable, object_schema
 
 TOOLS = ToolTable()
 

@@ -20,7 +20,7 @@ from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.state import mentions
 from harness_gym.core.taskfile import TaskFileError
-from harness_gym.core.tools import ToolSpec, validate_call
+from harness_gym.core.tool_calls import ToolSpec, validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 
 

@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from harness_gym.core.tools import ToolSpec
+from harness_gym.core.tool_calls import ToolSpec
 from harness_gym.core.types import Task, ToolCall
 from harness_gym.workers.base import Usage, Worker
 from harness_gym.workers.openai_worker import OPTION_NAMES as OPENAI_OPTIONS

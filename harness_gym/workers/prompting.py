@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.taskfile import TaskFileError, read_json
-from harness_gym.core.tools import ToolSpec
+from harness_gym.core.tool_calls import ToolSpec
 from harness_gym.core.types import Context, ToolCall
 from harness_gym.paths import data_path
 

@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, parse_source
+from harness_gym.core.intake import InputLimitError, parse_source
 from harness_gym.core.domain import Domain
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
@@ -51,7 +51,7 @@ from harness_gym.paths import data_path
 
 
 def defines(source: str, name: str) -> bool:
-    """Whether ``source`` parses (within :func:`~harness_gym.core.bounds.parse_source`'s bounds) and binds ``name``
+    """Whether ``source`` parses (within :func:`~harness_gym.core.intake.parse_source`'s bounds) and binds ``name``
     at module level (a def, a class or an assignment)."""
     return _defines_cached(source, name) if len(source) <= 16384 else _defines(source, name)
 

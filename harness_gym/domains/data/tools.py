@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness_gym.core.types import ToolCall, ToolResult
-from harness_gym.domains.tooling import ToolTable
+from harness_gym.domains.tool_table import ToolTable
 
 TOOLS = ToolTable()
 """The data tools; each takes the task's :class:`Table` before its call arguments and returns the report."""

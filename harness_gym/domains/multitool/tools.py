@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, parse_expression
-from harness_gym.core.tools import ToolSpec
-from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.core.intake import InputLimitError, parse_expression
+from harness_gym.core.tool_calls import ToolSpec
+from harness_gym.domains.tool_table import ToolTable, object_schema
 
 Unit = tuple[tuple[str, int], ...]
 """A unit as sorted (atom, exponent) pairs; ``()`` is a plain number."""

@@ -39,11 +39,11 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, parse_expression
-from harness_gym.core.tools import ToolSpec, validate_call
+from harness_gym.core.intake import InputLimitError, parse_expression
+from harness_gym.core.tool_calls import ToolSpec, validate_call
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import Record, RetailDB
-from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.domains.tool_table import ToolTable, object_schema
 
 
 class RetailToolError(Exception):
@@ -167,7 +167,7 @@ _OPS: dict[type, Callable[..., float]] = {
 
 MAX_EXPRESSION_CHARS = 1000
 """The longest expression ``calculate`` evaluates (its tree nests at most
-:data:`~harness_gym.core.bounds.MAX_NESTING` levels and its integers fit a float)."""
+:data:`~harness_gym.core.intake.MAX_NESTING` levels and its integers fit a float)."""
 
 
 def _evaluate(node: ast.AST) -> float:

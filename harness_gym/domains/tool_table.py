@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from harness_gym.core.tools import ToolSpec
+from harness_gym.core.tool_calls import ToolSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,7 +56,7 @@ class ToolTable(Mapping[str, Tool]):
         :param writes: True when the tool changes state; such tools form a draft's plan, not evidence
         :param name: the tool's name (default: the function's name)
         :param bills: what one call costs, billable item -> quantity (default: nothing; see
-            :attr:`~harness_gym.core.tools.ToolSpec.bills`)
+            :attr:`~harness_gym.core.tool_calls.ToolSpec.bills`)
         """
         def register(func: F) -> F:
             tool_name = name or func.__name__
