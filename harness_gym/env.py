@@ -21,10 +21,10 @@ from gymnasium import spaces
 
 from harness_gym.core import budgets as budget_rule
 from harness_gym.core.actions import DEFAULT_ACTION_COST, N_ACTIONS, Action
-from harness_gym.core.intake import accept_check, accept_confidence, accept_draft, accept_tool_call
 from harness_gym.core.cost import add_bill, checked_bill, cost_info, estimate_tokens, step_bill, zero_cost
 from harness_gym.core.domain import Domain
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
+from harness_gym.core.intake import accept_check, accept_confidence, accept_draft, accept_tool_call
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
 from harness_gym.core.prices import PriceTable, price_book
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCoverage, TaskSignals, features_table

@@ -31,8 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.intake import InputLimitError, parse_source
 from harness_gym.core.domain import Domain
+from harness_gym.core.intake import InputLimitError, parse_source
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolCall, ToolResult
