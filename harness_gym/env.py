@@ -765,6 +765,18 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         Action.CHECK: _check, Action.REVISE: _revise, Action.SUBMIT: _submit}
     """Each action's handler: it runs the (valid) action and records what the step produced in the outcome."""
 
+    def grade_draft(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: Any = None) -> float:
+        """The hidden quality of the submitted ``draft``: the domain's grader (:meth:`Domain.grade`). An env
+        overrides it to grade under a setting of its own (τ-bench retail's output match) or to keep more of the
+        grading for its ``info``; whatever it returns is checked to be a number in [0, 1].
+
+        :param task: the episode's task
+        :param draft: the draft being graded (never ``None``: no draft is quality 0 without grading)
+        :param sandbox: where the grader runs code (its jobs are not metered), ``None`` for a domain without one
+        :param resource: the episode resource (:meth:`Domain.begin_episode`)
+        """
+        return self.domain.grade(task, draft, sandbox, resource=resource)
+
     def _grade(self) -> float:
         ctx = self._ctx
         assert ctx is not None
@@ -774,7 +786,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         if recorder is not None:
             recorder.metering = False  # the hidden grader's jobs are evaluation, not what the harness spends
         try:
-            quality = float(self.domain.grade(self.task, ctx.draft, recorder, resource=self._resource))
+            quality = float(self.grade_draft(self.task, ctx.draft, recorder, resource=self._resource))
         finally:
             if recorder is not None:
                 recorder.metering = True

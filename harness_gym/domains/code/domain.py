@@ -184,7 +184,7 @@ class CodeDomain(Domain):
                   *, resource: None = None) -> ToolResult:
         if ctx.draft is None:
             return ToolResult(ok=False, output="", error=f"{call.name} needs a draft to run")
-        return TOOLS.implementation(call.name)(self._box(sandbox), ctx.draft.content, **call.args)
+        return TOOLS.call(call.name, self._box(sandbox), ctx.draft.content, **call.args)
 
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         """Run the visible tests; the feedback names the first failing case."""
