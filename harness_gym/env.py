@@ -35,7 +35,7 @@ from harness_gym.references import play_reference_bills
 from harness_gym.sandbox import CACHE_MODES, SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Usage, Worker, WorkerProfile, check_worker_options, make_worker
 from harness_gym.workers.profile import PROFILE_VERSIONS
-from harness_gym.workers.prompting import PromptSet
+from harness_gym.workers.prompting import PromptSet, prompts_dir_of
 
 PENDING = -1.0
 """Value of ``quality``, ``hms`` and every pattern in ``info`` before the episode ends (not NaN: Gymnasium's
@@ -301,13 +301,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._resolved_budget: tuple[float | None, float] | None = None
         # a shipped profile set's name ("v1", "v2": what the -v2 ids pass) is read here, so that everything below
         # (the worker, the budget's fingerprint) sees the profile itself
-        self._profile_spec = (WorkerProfile.for_domain(domain.name, profile)
+        self._profile_spec = (WorkerProfile.for_domain(domain.name, profile, domain.assets_dir)
                               if isinstance(profile, str) and profile in PROFILE_VERSIONS else profile)
-        self._prompts_dir = worker_options.get("prompts_dir")
+        self._prompts_dir = worker_options.get("prompts_dir", prompts_dir_of(domain.assets_dir))
         self.action_costs = costs
         self.render_mode = render_mode
         self.worker: Worker = make_worker(worker, domain.name, self._profile_spec, tools=domain.tools, options=worker_options,
-                                          wrong_tool_calls=domain.wrong_tool_calls)
+                                          wrong_tool_calls=domain.wrong_tool_calls, assets_dir=domain.assets_dir)
         self._sandbox_spec = sandbox
         self._exec_cache: bool | str = exec_cache if isinstance(exec_cache, str) else bool(exec_cache)
         self._require_isolation = require_isolation
@@ -532,7 +532,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             _DOMAIN_FINGERPRINTS[self.domain] = per_domain
         profile = self._profile_spec
         if profile is None:
-            profile = WorkerProfile.for_domain(self.domain.name)
+            profile = WorkerProfile.for_domain(self.domain.name, "v1", self.domain.assets_dir)
         elif not isinstance(profile, WorkerProfile):
             profile = WorkerProfile.load(profile)
         prompts = PromptSet.for_domain(self.domain.name, self._prompts_dir)

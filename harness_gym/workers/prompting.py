@@ -537,3 +537,12 @@ def parse_verdict(reply: str) -> tuple[bool, str] | None:
     assert hit is not None
     reason = (reply[:hit.start()] + reply[hit.end():]).strip(" :.-\n") or reply.strip()
     return passed, reason
+
+
+def prompts_dir_of(assets_dir: str | Path | None) -> Path | None:
+    """The prompt folder of a domain's assets folder (``<assets_dir>/prompts``); ``None`` for the shipped domains,
+    whose prompts are :meth:`PromptSet.for_domain`'s default, ``envs_data/prompts``.
+
+    :param assets_dir: the domain's :attr:`~harness_gym.core.domain.Domain.assets_dir`
+    """
+    return None if assets_dir is None else Path(assets_dir) / "prompts"
