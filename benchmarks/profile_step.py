@@ -15,7 +15,7 @@ that matches wins:
 sandbox jobs / IPC     ``harness_gym/sandbox/`` (client, server, process; not ``cache.py``),
                        ``harness_gym/core/sandbox.py``, ``harness_gym/domains/*/sandbox_jobs.py``
 execution cache        ``harness_gym/sandbox/cache.py``, ``harness_gym/core/lru.py``
-parsing                ``harness_gym`` functions whose name contains ``parse``, ``harness_gym/core/bounds.py``,
+parsing                ``harness_gym`` functions whose name contains ``parse``, ``harness_gym/core/intake.py``,
                        ``harness_gym/workers/prompting.py``, stdlib ``ast.py`` and ``tokenize.py``
 BM25 / retrieval       ``harness_gym/core/retrieval.py``
 SQL                    ``sqlite3``, ``sqlglot``, ``harness_gym/domains/dbbench/engines.py`` and ``statements.py``
@@ -77,7 +77,7 @@ _PATH_RULES: tuple[tuple[str, str], ...] = (
     ("harness_gym/sandbox/", "sandbox jobs / IPC"),
     ("harness_gym/core/sandbox.py", "sandbox jobs / IPC"),
     ("/sandbox_jobs.py", "sandbox jobs / IPC"),
-    ("harness_gym/core/bounds.py", "parsing"),
+    ("harness_gym/core/intake.py", "parsing"),
     ("harness_gym/workers/prompting.py", "parsing"),
     ("harness_gym/core/retrieval.py", "BM25 / retrieval"),
     ("/sqlite3/", "SQL"),

@@ -52,15 +52,30 @@ ENV_IDS_V1: tuple[str, ...] = tuple(f"{name}-v1" for name in _ENTRY_POINTS)
 ALL_ENV_IDS: tuple[str, ...] = ENV_IDS + ENV_IDS_V1
 """Every registered id."""
 
+
+
+def register_env(name: str, entry_point: str) -> tuple[str, ...]:
+    """Register ``<name>-v1`` and ``<name>-v2`` as every shipped env is registered (:data:`VERSION_KWARGS`: the
+    ``-v2`` id passes ``profile="v2"``, read from ``profiles/v2/<domain>.json`` in the domain's assets folder), each
+    once, and return the ids. A domain outside the package calls it once (docs/extending.md, "A new domain").
+
+    :param name: the id without its version, e.g. ``"HarnessLetters"``
+    :param entry_point: ``"module:EnvClass"``
+    """
+    ids = tuple(f"{name}-{version}" for version in VERSION_KWARGS)
+    for env_id, kwargs in zip(ids, VERSION_KWARGS.values()):
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=entry_point, max_episode_steps=MAX_BUDGET, kwargs=dict(kwargs))
+    return ids
+
+
 for _name, _entry in _ENTRY_POINTS.items():
-    for _version, _kwargs in VERSION_KWARGS.items():
-        if f"{_name}-{_version}" not in gym.registry:
-            gym.register(id=f"{_name}-{_version}", entry_point=_entry, max_episode_steps=MAX_BUDGET,
-                         kwargs=dict(_kwargs))
+    register_env(_name, _entry)
 
 # -v1 is a kept preset with its own published numbers, not a mistake to warn about on every make (the docs and
 # ENV_IDS point to -v2): Gymnasium's "is out of date" warning is silenced for these ids only
 warnings.filterwarnings("ignore", message=r".*The environment Harness[A-Za-z]+-v1 is out of date",
                         category=DeprecationWarning)
 
-__all__ = ["Action", "HarnessEnv", "ENV_IDS", "ENV_IDS_V1", "ALL_ENV_IDS", "VERSION_KWARGS", "__version__"]
+__all__ = ["Action", "HarnessEnv", "ENV_IDS", "ENV_IDS_V1", "ALL_ENV_IDS", "VERSION_KWARGS", "register_env",
+           "__version__"]

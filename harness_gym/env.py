@@ -21,7 +21,6 @@ from gymnasium import spaces
 from harness_gym.budget import resolve as budget_resolve
 from harness_gym.budget.rule import AUTO
 from harness_gym.core.actions import DEFAULT_ACTION_COST, N_ACTIONS, Action
-from harness_gym.core.bounds import accept_check, accept_confidence, accept_draft, accept_tool_call
 from harness_gym.core.cost import (
     add_bill,
     checked_bill,
@@ -35,14 +34,16 @@ from harness_gym.core.domain import Domain
 from harness_gym.core.env_class import MAKE_KEYWORDS, env_keywords
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
 from harness_gym.core.info import StepInfo
+from harness_gym.core.intake import accept_check, accept_confidence, accept_draft, accept_tool_call
 from harness_gym.core.maturity import PATTERNS, StepRecord, episode_patterns, hms
 from harness_gym.core.prices import PriceTable, price_table
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW, HarnessState, KeyCoverage, TaskSignals
-from harness_gym.core.tools import validate_call
+from harness_gym.core.tool_calls import validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Draft, Task, ToolResult
 from harness_gym.sandbox import CACHE_MODES, SANDBOX_NAMES, ExecRecorder, Sandbox, make_sandbox
 from harness_gym.workers import Usage, Worker, WorkerProfile, check_worker_options, make_worker
 from harness_gym.workers.profile import PROFILE_VERSIONS
+from harness_gym.workers.prompting import prompts_dir_of
 
 PENDING = -1.0
 """Value of ``quality``, ``hms`` and every pattern in ``info`` before the episode ends (not NaN: Gymnasium's
@@ -230,13 +231,13 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._resolved_budget: tuple[float | None, float] | None = None
         # a shipped profile set's name ("v1", "v2": what the -v2 ids pass) is read here, so that everything below
         # (the worker, the budget's fingerprint) sees the profile itself
-        self._profile_spec = (WorkerProfile.for_domain(domain.name, profile)
+        self._profile_spec = (WorkerProfile.for_domain(domain.name, profile, domain.assets_dir)
                               if isinstance(profile, str) and profile in PROFILE_VERSIONS else profile)
-        self._prompts_dir = worker_options.get("prompts_dir")
+        self._prompts_dir = worker_options.get("prompts_dir", prompts_dir_of(domain.assets_dir))
         self.action_costs = costs
         self.render_mode = render_mode
         self.worker: Worker = make_worker(worker, domain.name, self._profile_spec, tools=domain.tools, options=worker_options,
-                                          wrong_tool_calls=domain.wrong_tool_calls)
+                                          wrong_tool_calls=domain.wrong_tool_calls, assets_dir=domain.assets_dir)
         self._sandbox_spec = sandbox
         self._exec_cache: bool | str = exec_cache if isinstance(exec_cache, str) else bool(exec_cache)
         self._require_isolation = require_isolation
@@ -447,9 +448,9 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
     def _reference_env(self) -> HarnessEnv:
         """A fresh env of this configuration to play the reference episodes in: the simulated worker, no cost budget."""
         options = {"prompts_dir": self._prompts_dir} if self._prompts_dir is not None else {}
-        env = HarnessEnv(self.domain, budget=self.budget, prices=self.prices, budget_units=None, worker="simulated",
-                         profile=self._profile_spec, sandbox=self._sandbox_spec, action_costs=self.action_costs,
-                         require_isolation=self._require_isolation, **options)
+        env = HarnessEnv(self.domain, split=self.split, budget=self.budget, prices=self.prices, budget_units=None,
+                         worker="simulated", profile=self._profile_spec, sandbox=self._sandbox_spec,
+                         action_costs=self.action_costs, require_isolation=self._require_isolation, **options)
         env._resolved_budget = (None, 0.0)  # the reference env itself has no budget to resolve
         return env
 
@@ -661,6 +662,18 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         Action.CHECK: _check, Action.REVISE: _revise, Action.SUBMIT: _submit}
     """Each action's handler: it runs the (valid) action and records what the step produced in the outcome."""
 
+    def grade_draft(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: Any = None) -> float:
+        """The hidden quality of the submitted ``draft``: the domain's grader (:meth:`Domain.grade`). An env
+        overrides it to grade under a setting of its own (τ-bench retail's output match) or to keep more of the
+        grading for its ``info``; whatever it returns is checked to be a number in [0, 1].
+
+        :param task: the episode's task
+        :param draft: the draft being graded (never ``None``: no draft is quality 0 without grading)
+        :param sandbox: where the grader runs code (its jobs are not metered), ``None`` for a domain without one
+        :param resource: the episode resource (:meth:`Domain.begin_episode`)
+        """
+        return self.domain.grade(task, draft, sandbox, resource=resource)
+
     def _grade(self) -> float:
         ctx = self._ctx
         assert ctx is not None
@@ -670,7 +683,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         if recorder is not None:
             recorder.metering = False  # the hidden grader's jobs are evaluation, not what the harness spends
         try:
-            quality = float(self.domain.grade(self.task, ctx.draft, recorder, resource=self._resource))
+            quality = float(self.grade_draft(self.task, ctx.draft, recorder, resource=self._resource))
         finally:
             if recorder is not None:
                 recorder.metering = True

@@ -13,7 +13,7 @@ from examples.toy_domain.env import HarnessToyEnv as make_toy_env
 from harness_gym.core.actions import Action
 from harness_gym.core.cost import COST_KEYS, estimate_tokens
 from harness_gym.core.prices import PriceProfileError
-from harness_gym.core.tools import validate_call
+from harness_gym.core.tool_calls import validate_call
 from harness_gym.running.rollout import play_episode
 from harness_gym.workers.prompting import PromptSet, render_context
 from harness_gym_baselines.cli import main

@@ -48,7 +48,7 @@ from harness_gym.domains.dbbench.grader import (
     table_hash,
 )
 from harness_gym.domains.dbbench.statements import parse_mysql
-from harness_gym.domains.dbbench.upstream import MUTATION_TYPES, content_split, read_records
+from harness_gym.domains.dbbench.upstream import MUTATION_TYPES, content_split, load_records
 from tests.domain_cases import draft
 from tests.hook_cases import assert_hooks_read_no_hidden_field
 from tests.shared_data import SHARED_DATA, shared_data_mark
@@ -108,7 +108,7 @@ def test_malformed_records_name_file_line_and_field(tmp_path, mutate, field):
     mutate(rec)
     path = _write(tmp_path, [json.dumps(GOOD), json.dumps(rec)])
     with pytest.raises(TaskFileError) as err:
-        read_records(path)
+        list(load_records(path, strict=True).records)
     assert err.value.line == 2 and err.value.field == field
     assert str(path) in str(err.value) and "line 2" in str(err.value)
 
@@ -116,7 +116,7 @@ def test_malformed_records_name_file_line_and_field(tmp_path, mutate, field):
 def test_bad_json_names_the_line(tmp_path):
     path = _write(tmp_path, [json.dumps(GOOD), "{not json"])
     with pytest.raises(TaskFileError, match="line 2.*invalid JSON"):
-        read_records(path)
+        list(load_records(path, strict=True).records)
 
 
 def test_env_rejects_a_missing_file(tmp_path):
@@ -135,7 +135,7 @@ def test_content_split_is_stable_and_explicit_splits_win():
 
 def test_generated_set_covers_every_type_with_reference_sql():
     path = data_path("dbbench", "generated.jsonl")
-    records = read_records(path)
+    records = list(load_records(path, strict=True).records)
     assert len(records) >= 200
     types = {r.qtype for r in records}
     assert {"INSERT", "UPDATE", "DELETE", "counting", "comparison", "ranking", "other"} <= types
@@ -218,7 +218,7 @@ def test_same_episodes_same_rewards_on_both_engines():
 @needs_real
 @pytest.mark.parametrize("engine", ENGINES)
 def test_real_tables_load_and_mutations_reproduce_answer_md5(engine):
-    records = read_records(REAL_FILE)
+    records = list(load_records(REAL_FILE, strict=True).records)
     assert len(records) == 300
     eng = engine_named(engine)
     mutations = [r for r in records if r.qtype in MUTATION_TYPES]
@@ -250,7 +250,7 @@ def test_real_tables_load_and_mutations_reproduce_answer_md5(engine):
 
 @needs_real
 def test_real_select_labels_score_against_themselves_and_not_a_perturbation():
-    records = [r for r in read_records(REAL_FILE) if r.qtype not in MUTATION_TYPES]
+    records = [r for r in load_records(REAL_FILE, strict=True).records if r.qtype not in MUTATION_TYPES]
     assert len(records) == 100
     for rec in records:
         assert answers_match(list(rec.label), list(rec.label)), rec.record_id

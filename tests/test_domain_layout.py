@@ -18,9 +18,10 @@ import harness_gym.domains
 from harness_gym.core.domain import Domain
 from harness_gym.core.paths import data_root
 from harness_gym.core.taskfile import TaskFileError
+from harness_gym.core.types import ToolResult
 from harness_gym.domains.code.problems import read_problems
-from harness_gym.domains.sources import fill_placeholders, read_markdown_documents, read_vocabulary, source_path
-from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.domains.source_files import fill_placeholders, read_markdown_documents, read_vocabulary, source_path
+from harness_gym.domains.tool_table import ToolError, ToolTable, object_schema
 
 DOMAINS = tuple(sorted(m.name for m in pkgutil.iter_modules(harness_gym.domains.__path__) if m.ispkg))
 DOMAINS_DIR = Path(harness_gym.domains.__file__).resolve().parent
@@ -89,7 +90,7 @@ def test_the_layout_check_names_each_missing_file(tmp_path):
 
 def test_no_domain_declares_a_tool_without_the_tool_table():
     raw = {str(p.relative_to(DOMAINS_DIR)) for p in DOMAINS_DIR.rglob("*.py")
-           if p.name != "tooling.py" and "ToolSpec(" in p.read_text(encoding="utf-8")}
+           if p.name != "tool_table.py" and "ToolSpec(" in p.read_text(encoding="utf-8")}
     assert not raw
 
 
@@ -118,6 +119,28 @@ def test_decorator_registers_spec_and_write_flag_in_order():
         table.tool("Again.", name="change")(_change)
     with pytest.raises(KeyError, match="unknown tool 'nope'; known: read_thing, change"):
         table.implementation("nope")
+
+
+def test_table_call_always_returns_a_tool_result():
+    """The one tool rule: a value is rendered, a ToolResult passes, a ToolError or an error hostile arguments provoke
+    is an error result; a failure of the harness itself (RuntimeError, OSError) propagates."""
+    table = ToolTable(render=lambda value: f"<{value}>")
+
+    @table.tool("Look a key up.", object_schema({"key": {"type": "string"}}))
+    def look(state, key):
+        if key == "refuse":
+            raise ToolError(f"no entry {key!r}")
+        if key == "lost":
+            raise OSError("database connection lost")
+        return ToolResult(ok=True, output="own", ran_code=True) if key == "own" else state[key]
+
+    state = {"a": 1}
+    assert table.call("look", state, key="a") == ToolResult(ok=True, output="<1>")
+    assert table.call("look", state, key="own") == ToolResult(ok=True, output="own", ran_code=True)
+    assert table.call("look", state, key="refuse") == ToolResult(ok=False, output="", error="no entry 'refuse'")
+    assert table.call("look", state, key="zz") == ToolResult(ok=False, output="", error="KeyError: 'zz'")
+    with pytest.raises(OSError, match="connection lost"):
+        table.call("look", state, key="lost")
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

@@ -60,7 +60,7 @@ def test_the_domain_packages_are_found_from_the_package():
     assert {"code", "data", "dbbench", "knowledge", "multitool", "plan", "research_qa", "tau_retail"} <= set(
         DOMAIN_PACKAGES)
     assert unit("harness_gym.domains.dbbench.tools") == "domains.dbbench"
-    assert unit("harness_gym.domains.tooling") == "domains" and unit("harness_gym.env") == "env"
+    assert unit("harness_gym.domains.tool_table") == "domains" and unit("harness_gym.env") == "env"
     assert unit("harness_gym.running.parallel") == "running" and unit("harness_gym.budget.rule") == "budget"
     assert unit("harness_gym.budget.__main__") == "budget.__main__"
 

@@ -78,7 +78,7 @@ def test_parse_answer_tool_call_confidence_and_verdict():
         ToolCall("lookup", {"table": "t", "key": "k"})
     assert parse_tool_call('{"tool": "search", "args": {"query": "x"}}') == ToolCall("search", {"query": "x"})
     assert parse_tool_call('{"function": {"name": "f", "arguments": "{\\"a\\": 1}"}}') == ToolCall("f", {"a": 1})
-    from harness_gym.core.tools import ToolSpec
+    from harness_gym.core.tool_calls import ToolSpec
 
     assert parse_tool_call('{"run_example": {"call": "f(1)"}}', {"run_example": ToolSpec("run_example", "")}) == \
         ToolCall("run_example", {"call": "f(1)"})

@@ -1,6 +1,8 @@
 """docs/extending.md, "A new domain", followed literally: the test writes a domain outside ``harness_gym`` with
-exactly the files the recipe's table lists (read from the doc), generates its data with its own generator,
-registers it with one ``gymnasium.register`` line and runs Gymnasium's ``check_env`` and episodes on it."""
+exactly the files the recipe's table lists (read from the doc, and counted), generates its data with its own
+generator into its own assets folder, registers it with one ``register_env`` call and runs Gymnasium's
+``check_env`` and episodes on its ``-v1`` and ``-v2`` ids. Nothing inside ``harness_gym`` is edited or injected: the
+domain names its assets folder (profiles, prompts, data)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ DOC = ROOT / "docs" / "extending.md"
 PACKAGE = "letters_domain"
 NAME = "letters"
 ENV_ID = "HarnessLetters-v1"
+ENV_ID_V2 = "HarnessLetters-v2"
 
 FILES: dict[str, str] = {
     "__init__.py": '''"""The letters domain: how many times does a letter occur in a word (the recipe of docs/extending.md)."""
@@ -40,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from harness_gym.core.taskfile import read_json, write_jsonl
-from harness_gym.domains.generation import generator_main
+from harness_gym.extend import generator_main, read_json, write_jsonl
+from letters_domain.domain import LettersDomain
 from letters_domain.grader import grade
 from letters_domain.mutations import wrong_counts
 
@@ -76,7 +79,8 @@ def generate(out: Path, seed: int = 0) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    generator_main(__doc__, "letters", generate, 0, lambda n, out: f"wrote {n} tasks to {out}", argv)
+    generator_main(__doc__, "letters", generate, 0, lambda n, out: f"wrote {n} tasks to {out}", argv,
+                   assets_dir=LettersDomain.assets_dir)
 
 
 if __name__ == "__main__":
@@ -97,21 +101,22 @@ def wrong_counts(count: int) -> list[tuple[str, int]]:
 
 from __future__ import annotations
 
-from harness_gym.core.types import ToolResult
-from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.extend import ToolError, ToolTable, object_schema
 
 TOOLS = ToolTable()
 
 
 @TOOLS.tool("Spell a word letter by letter.", object_schema({"word": {"type": "string", "maxLength": 40}}))
-def spell(word: str) -> ToolResult:
-    return ToolResult(ok=True, output=" ".join(word))
+def spell(word: str) -> str:
+    if not word.isalpha():
+        raise ToolError(f"{word!r} is not a word")
+    return " ".join(word)
 ''',
     "checker.py": '''"""CHECK: the answer is a whole number the word could hold (at least 1, at most its length)."""
 
 from __future__ import annotations
 
-from harness_gym.core.types import CheckResult
+from harness_gym.extend import CheckResult
 
 
 def check(word: str, answer: str) -> CheckResult:
@@ -135,18 +140,27 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from harness_gym.core.domain import Domain
-from harness_gym.core.sandbox import Sandbox
-from harness_gym.core.taskfile import parse_task, read_documents, read_jsonl, require
-from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
+from harness_gym.extend import (
+    CheckResult,
+    Context,
+    Domain,
+    Draft,
+    Sandbox,
+    Task,
+    ToolCall,
+    ToolResult,
+    parse_task,
+    read_documents,
+    read_jsonl,
+    require,
+)
 from letters_domain import checker, grader
 from letters_domain.tools import TOOLS
-
-DATA = Path(__file__).resolve().parent / "data"
 
 
 class LettersDomain(Domain):
     name = "letters"
+    assets_dir = Path(__file__).resolve().parent / "assets"
 
     def __init__(self, data_dir: Path) -> None:
         super().__init__()
@@ -162,7 +176,7 @@ class LettersDomain(Domain):
 
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None, *,
                   resource: None = None) -> ToolResult:
-        return TOOLS.implementation(call.name)(**call.args)
+        return TOOLS.call(call.name, **call.args)
 
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         return checker.check(task.payload[0], draft.content)
@@ -173,7 +187,7 @@ class LettersDomain(Domain):
 
 @lru_cache(maxsize=8)
 def load_letters_domain(data_dir: str | None = None) -> LettersDomain:
-    return LettersDomain(Path(data_dir) if data_dir is not None else DATA)
+    return LettersDomain(Path(data_dir) if data_dir is not None else LettersDomain.assets_dir / "letters")
 ''',
     "env.py": '''"""HarnessLetters: the Harness MDP over the letters domain."""
 
@@ -182,11 +196,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.env_class import document_env
-from harness_gym.env import HarnessEnv
+from harness_gym.extend import HarnessEnv, document_env
 from letters_domain.domain import load_letters_domain
-
-HERE = Path(__file__).resolve().parent
 
 
 @document_env
@@ -225,14 +236,13 @@ class HarnessLettersEnv(HarnessEnv):
     """
 
     def __init__(self, data_dir: str | None = None, **kwargs: Any) -> None:
-        kwargs["profile"] = kwargs.get("profile") or str(HERE / "profile.json")
-        kwargs["prompts_dir"] = kwargs.get("prompts_dir") or str(HERE / "prompts")
         super().__init__(load_letters_domain(data_dir), **kwargs)
 ''',
-    "prompts/letters.json": json.dumps({"draft_format": "answer", "templates": {"draft": [
+    "assets/prompts/letters.json": json.dumps({"draft_format": "answer", "templates": {"draft": [
         "{{context}}", "", "Count the letter in the word. Reply with the count only, in digits."]}}, indent=1),
 }
-"""The hand-written files, by path in the package (the profile is the toy example's, renamed)."""
+"""The hand-written files, by path in the package (the profiles are written by the fixture: the toy example's for
+``-v1`` and the shipped Plan domain's ``-v2`` profile, renamed)."""
 
 
 def recipe_paths() -> tuple[list[str], int]:
@@ -250,7 +260,8 @@ def recipe_paths() -> tuple[list[str], int]:
 def test_the_recipe_lists_every_role_of_a_domain():
     paths, _ = recipe_paths()
     assert paths == ["__init__.py", "sources/", "generate.py", "mutations.py", "tools.py", "checker.py",
-                     "grader.py", "domain.py", "env.py", "data/", "profile.json", f"prompts/{NAME}.json"]
+                     "grader.py", "domain.py", "env.py", f"assets/{NAME}/", f"assets/profiles/{NAME}.json",
+                     f"assets/profiles/v2/{NAME}.json", f"assets/prompts/{NAME}.json"]
 
 
 @pytest.fixture
@@ -260,36 +271,42 @@ def letters_package(tmp_path, monkeypatch):
     for rel, text in FILES.items():
         (package / rel).parent.mkdir(parents=True, exist_ok=True)
         (package / rel).write_text(text, encoding="utf-8")
-    profile = json.loads((ROOT / "examples" / "toy_domain" / "profile.json").read_text(encoding="utf-8"))
-    (package / "profile.json").write_text(json.dumps({**profile, "domain": NAME}, indent=1), encoding="utf-8")
+    for shipped, rel in ((ROOT / "examples" / "toy_domain" / "profiles" / "toy.json", f"profiles/{NAME}.json"),
+                         (ROOT / "envs_data" / "profiles" / "v2" / "plan.json", f"profiles/v2/{NAME}.json")):
+        profile = json.loads(shipped.read_text(encoding="utf-8"))
+        (package / "assets" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / "assets" / rel).write_text(json.dumps({**profile, "domain": NAME}, indent=1), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     from letters_domain import generate  # imported from the folder just written
 
-    generate.main(["--out", str(package / "data")])
-    if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point="letters_domain.env:HarnessLettersEnv", max_episode_steps=100)
+    from harness_gym.extend import register_env
+
+    generate.main([])  # no --out: the domain's own assets folder, never harness_gym's envs_data
+    assert not (ROOT / "envs_data" / NAME).exists()
+    assert register_env("HarnessLetters", "letters_domain.env:HarnessLettersEnv") == (ENV_ID, ENV_ID_V2)
     yield package
     for name in [m for m in sys.modules if m.split(".")[0] == PACKAGE]:
         del sys.modules[name]  # the next test imports its own copy from its own folder
 
 
 def test_a_domain_with_exactly_the_recipes_files_passes_check_env_and_runs(letters_package):
-    assert len((letters_package / "data" / "tasks.jsonl").read_text(encoding="utf-8").splitlines()) == 20
+    assert len((letters_package / "assets" / NAME / "tasks.jsonl").read_text(encoding="utf-8").splitlines()) == 20
     written = sorted(str(p.relative_to(letters_package)) for p in letters_package.rglob("*")
                      if p.is_file() and "__pycache__" not in p.parts)
     paths, stated = recipe_paths()
     files = [p for p in paths if not p.endswith("/")]
     folders = [p for p in paths if p.endswith("/")]
-    assert {w for w in written if "/" not in w or w.startswith("prompts/")} == set(files)
+    assert {w for w in written if not any(w.startswith(f) for f in folders)} == set(files)
     assert all(any(w.startswith(f) for w in written) for f in folders)
-    assert all(w in files or any(w.startswith(f) for f in folders) for w in written)
-    assert len(written) == stated == 13, written
+    assert len(written) == stated == 14, written  # all inside the package: nothing in harness_gym is edited
 
+    for env_id in (ENV_ID, ENV_ID_V2):
+        made = gym.make(env_id)  # (-v1 is a kept preset: harness_gym silences Gymnasium's "out of date" for it)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(made.unwrapped, skip_render_check=True)
+        assert [str(w.message) for w in caught] == []
     env = gym.make(ENV_ID)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env.unwrapped, skip_render_check=True)
-    assert [str(w.message) for w in caught] == []
     outcomes = set()
     for seed in range(30):
         env.reset(seed=seed, options={"task_id": "letters-0"})  # 'banana'
@@ -307,10 +324,45 @@ def test_a_domain_with_exactly_the_recipes_files_passes_check_env_and_runs(lette
     env.close()
 
 
+def test_each_version_reads_its_profile_from_the_domains_assets(letters_package):
+    from harness_gym.extend import TaskFileError
+    from harness_gym.workers import WorkerProfile
+
+    profiles = letters_package / "assets" / "profiles"
+    for env_id, path in ((ENV_ID, profiles / f"{NAME}.json"), (ENV_ID_V2, profiles / "v2" / f"{NAME}.json")):
+        assert gym.make(env_id).unwrapped.worker.profile == WorkerProfile.load(path)
+    assert WorkerProfile.load(profiles / f"{NAME}.json") != WorkerProfile.load(profiles / "v2" / f"{NAME}.json")
+    (profiles / "v2" / f"{NAME}.json").unlink()
+    with pytest.raises(TaskFileError, match=r"assets/profiles/v2/letters\.json"):
+        gym.make(ENV_ID_V2)
+
+
+def test_the_recipes_tool_refusal_and_grade_are_checked_by_the_env(letters_package):
+    from harness_gym.extend import Context, ToolCall, ToolResult
+
+    env = gym.make(ENV_ID).unwrapped
+    task = env.domain.task("letters-0")
+    refused = env.domain.run_tool(task, ToolCall("spell", {"word": "b4n"}), Context(task=task), None)
+    assert refused == ToolResult(ok=False, output="", error="'b4n' is not a word")
+    env.reset(seed=0, options={"task_id": "letters-0"})
+    env.step(3)  # DRAFT
+    env.grade_draft = lambda *args, **kwargs: 1.5  # an env's own grading still meets the [0, 1] check
+    with pytest.raises(RuntimeError, match="grader returned 1.5 for task letters-0"):
+        env.step(6)
+
+
+def test_the_generator_of_an_outside_domain_without_an_assets_folder_needs_out(letters_package, capsys):
+    from harness_gym.extend import generator_main
+
+    with pytest.raises(SystemExit):
+        generator_main("Write nothing.", NAME, lambda out, seed: 0, argv=[])
+    assert "the following arguments are required: --out" in capsys.readouterr().err
+
+
 def test_the_recipes_domain_without_its_prompt_file_fails_with_either_worker(letters_package):
     from harness_gym.core.taskfile import TaskFileError
 
-    (letters_package / "prompts" / f"{NAME}.json").unlink()
+    (letters_package / "assets" / "prompts" / f"{NAME}.json").unlink()
     for worker, options in (("simulated", {}), ("openai", {"model": "m", "base_url": "http://127.0.0.1:9/v1"})):
         with pytest.raises(TaskFileError, match=r"letters\.json: no prompt file for domain 'letters'"):
             gym.make(ENV_ID, worker=worker, **options)

@@ -9,7 +9,7 @@ import string
 import numpy as np
 import pytest
 
-from harness_gym.core.bounds import InputLimitError, loads_json
+from harness_gym.core.intake import InputLimitError, loads_json
 from harness_gym.domains import fictional_world
 from harness_gym.domains.fictional_world import normalize_answer
 

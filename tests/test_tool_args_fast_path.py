@@ -6,13 +6,13 @@ import math
 
 import numpy as np
 
-from harness_gym.core import bounds
-from harness_gym.core.bounds import MAX_ARG_INT_BITS, MAX_TOOL_ARGS_CHARS, accept_tool_call
+from harness_gym.core import intake
+from harness_gym.core.intake import MAX_ARG_INT_BITS, MAX_TOOL_ARGS_CHARS, accept_tool_call
 from harness_gym.core.types import ToolCall
 
 
 def _by_the_general_walk(raw: ToolCall) -> tuple[ToolCall, str]:
-    args, problem = bounds._json_problem(raw.args, "arguments", 0, [MAX_TOOL_ARGS_CHARS])
+    args, problem = intake._json_problem(raw.args, "arguments", 0, [MAX_TOOL_ARGS_CHARS])
     if problem:
         return ToolCall(name=raw.name, args={}), f"malformed tool call {raw.name}: {problem}"
     return ToolCall(name=raw.name, args=args), ""
@@ -84,5 +84,5 @@ def test_accept_tool_call_equals_the_general_walk_on_generated_arguments() -> No
         assert (got[0].name, _typed(dict(got[0].args)), got[1]) == (want[0].name, _typed(dict(want[0].args)),
                                                                     want[1]), args
         assert got[0].args is not args
-        fast += bounds._flat_plain_args(args) is not None
+        fast += intake._flat_plain_args(args) is not None
     assert 500 < fast < len(cases) - 500  # both paths were taken

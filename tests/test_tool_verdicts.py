@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness_gym.core import tools as tools_module
-from harness_gym.core.tools import ToolSpec, validate_call
+from harness_gym.core import tool_calls
+from harness_gym.core.tool_calls import ToolSpec, validate_call
 from harness_gym.core.types import ToolCall
 
 SPEC = ToolSpec("lookup", "look up", {"type": "object", "properties": {"id": {"type": "integer"}},
@@ -16,7 +16,7 @@ CALLS = [{"id": 3}, {"id": 3.0}, {"id": True}, {"id": "3"}, {}, {"id": 3, "b": 1
 
 
 def fresh(args):
-    tools_module._verdicts.clear()
+    tool_calls._verdicts.clear()
     return validate_call(TOOLS, ToolCall("lookup", args))
 
 
@@ -37,9 +37,9 @@ def test_types_and_orders_are_told_apart():
 
 
 def test_arguments_that_are_not_plain_json_are_validated_every_time():
-    tools_module._verdicts.clear()
+    tool_calls._verdicts.clear()
     assert "is not of type 'integer'" in validate_call(TOOLS, ToolCall("lookup", {"id": (1,)}))
-    assert len(tools_module._verdicts) == 0
+    assert len(tool_calls._verdicts) == 0
     other = ToolSpec("lookup", "look up", {"type": "object", "properties": {"id": {"type": "string"}}})
     assert validate_call({"lookup": other}, ToolCall("lookup", {"id": 3})) != ""
     assert validate_call(TOOLS, ToolCall("lookup", {"id": 3})) == ""  # another schema, another verdict
@@ -82,7 +82,7 @@ def _generated_cases(seed: int = 0, n: int = 4000):
 def test_surely_valid_agrees_with_jsonschema_on_generated_cases():
     import jsonschema
 
-    from harness_gym.core.tools import surely_valid
+    from harness_gym.core.tool_calls import surely_valid
 
     said_valid = 0
     for schema, args in _generated_cases():
@@ -98,7 +98,7 @@ def test_validate_call_gives_jsonschemas_verdict_and_message_with_or_without_the
 
     for schema, args in _generated_cases(seed=1, n=1500):
         spec = ToolSpec("t", "a tool", schema)
-        tools_module._verdicts.clear()
+        tool_calls._verdicts.clear()
         got = validate_call({"t": spec}, ToolCall("t", args))
         error = jsonschema.exceptions.best_match(jsonschema.validators.validator_for(schema)(schema).iter_errors(args))
         if error is None:

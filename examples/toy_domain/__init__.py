@@ -3,8 +3,9 @@ answer and a grader that verifies its value (so ``a + b + 2`` passes CHECK and f
 
 Files, one role each (the layout every domain in ``harness_gym/domains`` follows):
 
-- ``tasks.jsonl``, ``corpus.jsonl``, ``profile.json``: the data (tasks in the shared task-file format, the
-  retrieval corpus, the simulated worker's profile);
+- ``tasks.jsonl``, ``corpus.jsonl``: the data (tasks in the shared task-file format, the retrieval corpus);
+- ``profiles/toy.json``, ``prompts/toy.json``: the simulated worker's profile and the prompts, found through the
+  domain's assets folder (:attr:`~harness_gym.core.domain.Domain.assets_dir`, this folder);
 - ``tools.py``: the tool specs and what each tool does;
 - ``checker.py``: what CHECK verifies; ``grader.py``: the hidden quality;
 - ``domain.py``: the :class:`~harness_gym.core.domain.Domain` that ties them together, and its cached loader;
@@ -12,6 +13,5 @@ Files, one role each (the layout every domain in ``harness_gym/domains`` follows
 
 Register it with one line (docs/extending.md, "A new domain")::
 
-    gymnasium.register(id="HarnessToy-v1", entry_point="examples.toy_domain.env:HarnessToyEnv",
-                       max_episode_steps=100)
+    harness_gym.register_env("HarnessToy", "examples.toy_domain.env:HarnessToyEnv")
 """

@@ -23,6 +23,8 @@ class ToyDomain(Domain):
     """
 
     name = "toy"
+    assets_dir = HERE
+    """``profiles/toy.json`` and ``prompts/toy.json`` are in this folder (its tasks, written by hand, too)."""
 
     def __init__(self, root: Path = HERE) -> None:
         super().__init__()
@@ -40,7 +42,7 @@ class ToyDomain(Domain):
 
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
                   *, resource: None = None) -> ToolResult:
-        return tools.TOOLS.implementation(call.name)(**call.args)
+        return tools.TOOLS.call(call.name, **call.args)
 
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         return checker.check(task.payload, draft.content)

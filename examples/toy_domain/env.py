@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from examples.toy_domain.domain import HERE, load_toy_domain
+from examples.toy_domain.domain import load_toy_domain
 from harness_gym.core.env_class import document_env
 from harness_gym.env import HarnessEnv
 
@@ -51,14 +51,10 @@ class HarnessToyEnv(HarnessEnv):
                    prices="cheap-hosted", budget_units="auto")
     ```
 
-    ``profile`` defaults to this folder's ``profile.json`` and ``prompts_dir`` to its ``prompts/`` folder (a
-    domain outside ``harness_gym`` keeps them beside its code); the keywords are those of
+    The worker's profile (``profiles/toy.json``) and prompts (``prompts/toy.json``) are read from the domain's
+    assets folder, this folder (:attr:`ToyDomain.assets_dir`); the keywords are those of
     :class:`~harness_gym.env.HarnessEnv`.
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        if kwargs.get("profile") is None:
-            kwargs["profile"] = str(HERE / "profile.json")
-        if kwargs.get("prompts_dir") is None:
-            kwargs["prompts_dir"] = str(HERE / "prompts")
         super().__init__(load_toy_domain(), **kwargs)

@@ -1,10 +1,10 @@
-"""The toy domain's one tool, ``add``: declared once in a :class:`~harness_gym.domains.tooling.ToolTable` (its
+"""The toy domain's one tool, ``add``: declared once in a :class:`~harness_gym.domains.tool_table.ToolTable` (its
 JSON schema, its description and the function that runs it)."""
 
 from __future__ import annotations
 
 from harness_gym.core.types import ToolResult
-from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.domains.tool_table import ToolTable, object_schema
 
 TOOLS = ToolTable()
 """The toy tools; the env validates every call against the schema before the function sees it."""

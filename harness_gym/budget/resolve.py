@@ -107,7 +107,7 @@ def reference_fingerprint(domain: Domain, profile: WorkerProfile | str | None, p
              d.wrong_calls_per_call, d.success_threshold, d.follows_published_limits])
         _DOMAIN_FINGERPRINTS[domain] = per_domain
     if profile is None:
-        profile = WorkerProfile.for_domain(domain.name)
+        profile = WorkerProfile.for_domain(domain.name, "v1", domain.assets_dir)
     elif not isinstance(profile, WorkerProfile):
         profile = WorkerProfile.load(profile)
     prompts = PromptSet.for_domain(domain.name, prompts_dir)

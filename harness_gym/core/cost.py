@@ -9,7 +9,7 @@ with quantities, priced at the env's :class:`~harness_gym.core.prices.PriceTable
 - RETRIEVE: one query in the table's retrieval mode (``index_query`` + the query's ``embedding_token``, or one
   ``search_query``);
 - OBSERVE: :meth:`~harness_gym.core.domain.Domain.observe_bill` (reading the task statement is free);
-- TOOL: the tool's declared :attr:`~harness_gym.core.tools.ToolSpec.bills`, or the result's own ``billed``, for
+- TOOL: the tool's declared :attr:`~harness_gym.core.tool_calls.ToolSpec.bills`, or the result's own ``billed``, for
   every call that passed schema validation;
 - CHECK: the checker's :attr:`~harness_gym.core.types.CheckResult.billed`, beside its sandbox jobs and model calls;
 - sandbox jobs (tool calls and CHECK; the hidden grader's jobs at SUBMIT are evaluation and are not metered):

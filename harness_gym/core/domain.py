@@ -14,13 +14,14 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from itertools import chain
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.state import mentions
 from harness_gym.core.taskfile import TaskFileError
-from harness_gym.core.tools import ToolSpec, validate_call
+from harness_gym.core.tool_calls import ToolSpec, validate_call
 from harness_gym.core.types import SPLITS, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
 
 
@@ -119,6 +120,13 @@ class Domain(ABC):
     """
 
     name: str = ""
+    """The domain's name: the file name of its worker profile and prompts in :attr:`assets_dir`."""
+    assets_dir: str | Path | None = None
+    """The folder of the domain's assets, laid out as harness_gym's ``envs_data``: the simulated worker's profiles
+    (``profiles/<name>.json``, the ``-v1`` worker; ``profiles/v2/<name>.json`` for ``profile="v2"``), the prompts
+    (``prompts/<name>.json``; ``prompts/defaults.json`` optional) and what the generator writes (``<name>/``).
+    ``None``, the shipped domains' value, is ``envs_data`` itself; a domain outside the package names its own
+    folder, so nothing is injected and nothing is written into the installed package."""
     uses_sandbox: bool = False
     """True when tools, checker or grader execute code (the env then opens a sandbox)."""
     sandbox_options: dict = {}

@@ -63,7 +63,7 @@ class ToolResult:
     """True when the tool executed code (the ``env`` evidence signal rewards code that runs)."""
     billed: Mapping[str, float] | None = None
     """What this call cost, as billable item -> quantity (docs/cost.md); ``None``: the tool's declared
-    :attr:`~harness_gym.core.tools.ToolSpec.bills`. Sandbox jobs are metered separately, never listed here."""
+    :attr:`~harness_gym.core.tool_calls.ToolSpec.bills`. Sandbox jobs are metered separately, never listed here."""
 
 
 @dataclass(frozen=True)

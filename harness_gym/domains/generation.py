@@ -1,6 +1,7 @@
 """Pieces shared by the task-bank generators: a uniform pick, the kinds of a documented task mix in exact
 proportions (:func:`quota`), the split of each template family's tasks, and the command line
-(``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``)."""
+(``python -m harness_gym.domains.<name>.generate [--out DIR] [--seed N]``; the default ``--out`` is the domain's
+folder in its assets folder, ``envs_data/<name>`` for a shipped domain)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import numpy as np
 
 from harness_gym.core.paths import data_path
 
+_DOMAINS = Path(__file__).resolve().parent
+"""The folder of the shipped domains' packages."""
 F = TypeVar("F")
 T = TypeVar("T")
 
@@ -93,20 +96,25 @@ def deal(n: int, cycle: Sequence[T], rng: random.Random | np.random.Generator) -
 
 def generator_main(doc: str, domain: str, generate: Callable[[Path, int], Any], seed: int = 0,
                    report: Callable[[Any, Path], object] = lambda result, out: result,
-                   argv: Sequence[str] | None = None) -> None:
+                   argv: Sequence[str] | None = None, *, assets_dir: str | Path | None = None) -> None:
     """The command line of every domain's generator: parse ``[--out DIR] [--seed N]``, run
     ``generate(out, seed)`` and print ``report(result, out)``.
 
     :param doc: the generator module's docstring; its first line describes the command
-    :param domain: the output folder when ``--out`` is not given is ``envs_data/<domain>``
+    :param domain: the domain's name: the output folder when ``--out`` is not given is ``<assets_dir>/<domain>``
     :param generate: writes the domain's shipped data files into a folder, deterministically for a seed
     :param seed: the default ``--seed``
     :param report: what to print from ``generate``'s result and the folder
     :param argv: the arguments (default ``sys.argv[1:]``)
+    :param assets_dir: the domain's :attr:`~harness_gym.core.domain.Domain.assets_dir`; ``None`` is ``envs_data``
+        and only for a domain shipped in ``harness_gym/domains`` (any other must then be given ``--out``, so that
+        no generator writes into the installed package by default)
     """
+    shipped = assets_dir is None and (_DOMAINS / domain / "generate.py").is_file()
+    default = Path(assets_dir) / domain if assets_dir is not None else data_path(domain) if shipped else None
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help=f"output folder (default envs_data/{domain})")
+    parser.add_argument("--out", type=Path, default=default, required=default is None,
+                        help="output folder" + (f" (default {default})" if default is not None else ""))
     parser.add_argument("--seed", type=int, default=seed)
     args = parser.parse_args(argv)
-    out = args.out or data_path(domain)
-    print(report(generate(out, args.seed), out))
+    print(report(generate(args.out, args.seed), args.out))

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from harness_gym.core.tools import ToolSpec
+from harness_gym.core.tool_calls import ToolSpec
 from harness_gym.core.types import Task, ToolCall
 from harness_gym.workers.base import Usage, Worker
 from harness_gym.workers.openai_worker import OPTION_NAMES as OPENAI_OPTIONS
 from harness_gym.workers.openai_worker import LLMUnreachableError, OpenAIWorker
 from harness_gym.workers.profile import WorkerProfile
+from harness_gym.workers.prompting import prompts_dir_of
 from harness_gym.workers.simulated import SimulatedWorker
 
 WORKER_NAMES: tuple[str, ...] = ("simulated", "openai")
@@ -64,17 +66,21 @@ def check_worker_options(spec: str | Worker, options: Mapping[str, Any], owner: 
 
 def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | None = None, *,
                 tools: Mapping[str, ToolSpec] | None = None, options: Mapping[str, Any] | None = None,
-                wrong_tool_calls: Callable[[Task], Sequence[ToolCall]] | None = None) -> Worker:
+                wrong_tool_calls: Callable[[Task], Sequence[ToolCall]] | None = None,
+                assets_dir: str | Path | None = None) -> Worker:
     """Build a worker from a name (``"simulated"``, ``"openai"``) or pass an instance through.
 
     :param spec: a worker name or a ready :class:`Worker`
     :param domain: the domain name, used to find the default profile and the prompts
-    :param profile: a profile, a path to a profile JSON file, or ``None`` for the domain's shipped profile
+    :param profile: a profile, a path to a profile JSON file, or ``None`` for the domain's ``-v1`` profile in its
+        assets folder
     :param tools: the domain's tools (a live worker shows them to the model)
     :param options: keyword arguments of the named worker, e.g. ``base_url``, ``model``, ``cache`` for
         ``"openai"`` (see :data:`OPENAI_OPTIONS`); the simulated worker takes only ``prompts_dir``
     :param wrong_tool_calls: the domain's well-formed wrong calls per task, for the simulated worker
         (:meth:`~harness_gym.core.domain.Domain.wrong_tool_calls`)
+    :param assets_dir: the domain's :attr:`~harness_gym.core.domain.Domain.assets_dir`, where its profile and
+        prompts are (``None``: the shipped ``envs_data``); ``prompts_dir`` in ``options`` overrides its prompts
     :raises TypeError: for a ``spec`` that is neither a name nor a :class:`Worker`, or an option the worker
         does not take (:func:`check_worker_options`)
     :raises ValueError: for an unknown worker name
@@ -86,11 +92,13 @@ def make_worker(spec: str | Worker, domain: str, profile: WorkerProfile | str | 
     check_worker_options(spec, options, "make_worker")
     if not isinstance(spec, str):
         return spec
+    if assets_dir is not None:
+        options.setdefault("prompts_dir", prompts_dir_of(assets_dir))
     if spec == "openai":
         return OpenAIWorker(domain, tools, **options)
     if spec == "simulated":
         if profile is None:
-            prof = WorkerProfile.for_domain(domain)
+            prof = WorkerProfile.for_domain(domain, "v1", assets_dir)
         elif isinstance(profile, WorkerProfile):
             profile.validate("profile")
             prof = profile

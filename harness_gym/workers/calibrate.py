@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from harness_gym.core.actions import Action
-from harness_gym.core.tools import validate_call
+from harness_gym.core.tool_calls import validate_call
 from harness_gym.workers.profile import WorkerProfile, param_bounds
 
 EVENT_KINDS: tuple[str, ...] = ("reply", "draft", "fix", "break", "tool", "repeat", "confidence", "self_check",

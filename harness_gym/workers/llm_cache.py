@@ -177,7 +177,6 @@ class LLMCache:
         self._local = threading.local()
         self._pid = -1
         self.hits = 0
-        self.misses = 0
         self._recorded: set[str] = set()
         self._connect()  # create the schema now, so a bad path fails at construction
 
@@ -303,14 +302,12 @@ class LLMCache:
         if self.mode == "record":
             found = self.get(key) if key in self._recorded else None
             if found is None:
-                self.misses += 1
                 return key, None
             self.hits += 1
             return key, found
         found = self.get(key)
         if self.mode == "replay":
             if found is None:
-                self.misses += 1
                 raise CacheMissError(
                     f"replay cache {self.path} has no entry for key {key} (model {request.get('model')!r}, "
                     f"sample {request.get('sample')}, prompt starting {first_prompt_line(request)!r}): "
@@ -321,7 +318,6 @@ class LLMCache:
         if found is not None and found.ok:
             self.hits += 1
             return key, found
-        self.misses += 1
         return key, None
 
     def settings_hint(self, request: dict[str, Any]) -> str:

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from harness_gym.core.tools import ToolSpec
+from harness_gym.core.tool_calls import ToolSpec
 from harness_gym.core.types import CheckResult, Context, Draft, ToolCall
 from harness_gym.workers.base import Usage
 from harness_gym.workers.llm_cache import CACHE_MODES, CallOutcome, LLMCache, request_key

@@ -125,16 +125,20 @@ class WorkerProfile:
         return profile
 
     @classmethod
-    def for_domain(cls, domain: str, version: str = "v1") -> WorkerProfile:
-        """The profile shipped for ``version`` (:data:`PROFILE_VERSIONS`): ``envs_data/profiles/<domain>.json`` for
-        ``"v1"``, ``envs_data/profiles/<version>/<domain>.json`` otherwise.
+    def for_domain(cls, domain: str, version: str = "v1", assets_dir: str | Path | None = None) -> WorkerProfile:
+        """The profile of ``version`` (:data:`PROFILE_VERSIONS`) in a domain's assets folder:
+        ``profiles/<domain>.json`` for ``"v1"``, ``profiles/<version>/<domain>.json`` otherwise.
 
+        :param domain: the domain's name
+        :param version: the profile set
+        :param assets_dir: the domain's :attr:`~harness_gym.core.domain.Domain.assets_dir` (``None``: the shipped
+            ``envs_data``)
         :raises ValueError: for an unknown version
         """
         if version not in PROFILE_VERSIONS:
             raise ValueError(f"unknown worker profile version {version!r}; expected one of {PROFILE_VERSIONS}")
         parts = ("profiles", f"{domain}.json") if version == "v1" else ("profiles", version, f"{domain}.json")
-        return cls.load(data_path(*parts))
+        return cls.load(data_path(*parts) if assets_dir is None else Path(assets_dir).joinpath(*parts))
 
     def validate(self, where: str = "profile") -> None:
         """Raise :class:`TaskFileError` naming ``where`` and the parameter unless every probability lies in [0, 1]

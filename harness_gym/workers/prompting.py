@@ -25,7 +25,7 @@ from typing import Any
 
 from harness_gym.core.paths import data_path
 from harness_gym.core.taskfile import TaskFileError, read_json
-from harness_gym.core.tools import ToolSpec
+from harness_gym.core.tool_calls import ToolSpec
 from harness_gym.core.types import Context, ToolCall
 
 MAX_ITEM_CHARS = 1500
@@ -537,3 +537,12 @@ def parse_verdict(reply: str) -> tuple[bool, str] | None:
     assert hit is not None
     reason = (reply[:hit.start()] + reply[hit.end():]).strip(" :.-\n") or reply.strip()
     return passed, reason
+
+
+def prompts_dir_of(assets_dir: str | Path | None) -> Path | None:
+    """The prompt folder of a domain's assets folder (``<assets_dir>/prompts``); ``None`` for the shipped domains,
+    whose prompts are :meth:`PromptSet.for_domain`'s default, ``envs_data/prompts``.
+
+    :param assets_dir: the domain's :attr:`~harness_gym.core.domain.Domain.assets_dir`
+    """
+    return None if assets_dir is None else Path(assets_dir) / "prompts"

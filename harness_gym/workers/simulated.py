@@ -56,7 +56,7 @@ from statistics import NormalDist
 import numpy as np
 
 from harness_gym.core.cost import CHARS_PER_TOKEN, estimate_tokens
-from harness_gym.core.tools import ToolSpec
+from harness_gym.core.tool_calls import ToolSpec
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall
 from harness_gym.workers.base import Usage
 from harness_gym.workers.profile import WorkerProfile, WorkerProfileV2

@@ -276,9 +276,7 @@ def _policy_kwargs(path: Path, data: dict[str, Any]) -> dict[str, Any]:
                 raise SB3ZipError(f"{path}: entry 'policy_kwargs.activation_fn' names {value!r}, not one of the "
                                   f"torch.nn activations {', '.join(_ACTIVATIONS)}")
             kwargs[key] = getattr(nn, name)
-        elif key == "net_arch" and _is_net_arch(value):
-            kwargs[key] = value
-        elif key in ("ortho_init", "share_features_extractor", "normalize_images") and isinstance(value, bool):
+        elif key == "net_arch" and _is_net_arch(value) or key in ("ortho_init", "share_features_extractor", "normalize_images") and isinstance(value, bool):
             kwargs[key] = value
         else:
             where = "a cloudpickle blob" if blob else "'data'"

@@ -31,8 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, parse_source
 from harness_gym.core.domain import Domain
+from harness_gym.core.intake import InputLimitError, parse_source
 from harness_gym.core.paths import data_path
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
@@ -51,7 +51,7 @@ from harness_gym.domains.code.tools import TOOLS
 
 
 def defines(source: str, name: str) -> bool:
-    """Whether ``source`` parses (within :func:`~harness_gym.core.bounds.parse_source`'s bounds) and binds ``name``
+    """Whether ``source`` parses (within :func:`~harness_gym.core.intake.parse_source`'s bounds) and binds ``name``
     at module level (a def, a class or an assignment)."""
     return _defines_cached(source, name) if len(source) <= 16384 else _defines(source, name)
 
@@ -184,7 +184,7 @@ class CodeDomain(Domain):
                   *, resource: None = None) -> ToolResult:
         if ctx.draft is None:
             return ToolResult(ok=False, output="", error=f"{call.name} needs a draft to run")
-        return TOOLS.implementation(call.name)(self._box(sandbox), ctx.draft.content, **call.args)
+        return TOOLS.call(call.name, self._box(sandbox), ctx.draft.content, **call.args)
 
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:
         """Run the visible tests; the feedback names the first failing case."""

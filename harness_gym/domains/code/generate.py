@@ -57,7 +57,7 @@ from harness_gym.domains.code.mutations import Mutant, mutants
 from harness_gym.domains.code.problems import OOD_FAMILIES, TaskSpec, all_specs
 from harness_gym.domains.code.sandbox_jobs import SOLUTION_FILE, RunReport, TestCase, decode_literal, run_tests, same
 from harness_gym.domains.generation import generator_main, quota
-from harness_gym.domains.sources import source_path
+from harness_gym.domains.source_files import source_path
 from harness_gym.sandbox import Sandbox, make_sandbox
 
 BANK_SIZE = 6

@@ -22,7 +22,7 @@ from string import Template
 from typing import Any
 
 from harness_gym.core.taskfile import TaskFileError, read_json, require
-from harness_gym.domains.sources import source_path
+from harness_gym.domains.source_files import source_path
 
 PROBLEMS_FILE = source_path("code", "problems.json")
 OOD_FAMILIES: tuple[str, ...] = ("dates", "classes")

@@ -41,8 +41,8 @@ exception's type derives from the builtin class of that name, and only when no t
 a value raised that class too (a draft that raises it everywhere has not told the bad inputs from the good).
 
 The host reads a reported value with :func:`decode_literal` within the bounds of
-:func:`~harness_gym.core.bounds.parse_expression` (at most :data:`MAX_MESSAGE_BYTES` characters, nested at
-most 100 levels, integers of at most :data:`~harness_gym.core.bounds.MAX_INT_BITS` bits), so a report a draft
+:func:`~harness_gym.core.intake.parse_expression` (at most :data:`MAX_MESSAGE_BYTES` characters, nested at
+most 100 levels, integers of at most :data:`~harness_gym.core.intake.MAX_INT_BITS` bits), so a report a draft
 forged on its descriptor is a failed test, never an exception on the host.
 """
 
@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, parse_expression
+from harness_gym.core.intake import InputLimitError, parse_expression
 from harness_gym.core.sandbox import ExecResult, Sandbox
 
 TEST_CPU_LIMIT_S = 0.25

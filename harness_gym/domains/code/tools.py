@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.types import ToolResult
 from harness_gym.domains.code.sandbox_jobs import call_once
-from harness_gym.domains.tooling import ToolTable
+from harness_gym.domains.tool_table import ToolTable
 
 TOOLS = ToolTable()
 """The code domain's tools; each takes the sandbox and the draft's source before its call arguments."""

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, loads_json
+from harness_gym.core.intake import InputLimitError, loads_json
 
 ANSWER_KINDS: tuple[str, ...] = ("number", "integer", "mapping", "label")
 
@@ -54,7 +54,7 @@ class AnswerSpec:
 
 def parse_output(stdout: str) -> tuple[Any, str]:
     """The JSON value on the last non-blank line of ``stdout`` and ``""``, or ``None`` and why it failed (the
-    line is read within the bounds of :func:`~harness_gym.core.bounds.loads_json`: nesting, integer digits)."""
+    line is read within the bounds of :func:`~harness_gym.core.intake.loads_json`: nesting, integer digits)."""
     lines = [ln for ln in stdout.splitlines() if ln.strip()]
     if not lines:
         return None, "the program printed nothing"

@@ -34,7 +34,7 @@ from harness_gym.core.lru import ByteLRU
 from harness_gym.core.paths import data_path
 from harness_gym.core.sandbox import ExecResult, Sandbox
 from harness_gym.core.taskfile import TaskFileError, parse_task, read_documents, read_jsonl, require
-from harness_gym.core.tools import validate_call
+from harness_gym.core.tool_calls import validate_call
 from harness_gym.core.types import CheckResult, Context, Draft, Task, ToolCall, ToolResult
 from harness_gym.domains.data.answers import ANSWER_KINDS, AnswerSpec
 from harness_gym.domains.data.checker import TIMEOUT_S, check_run, sanity, validations

@@ -69,7 +69,7 @@ from harness_gym.domains.data.grader import score
 from harness_gym.domains.data.mutations import CLEANING_OF, mutants
 from harness_gym.domains.data.programs import ANALYSIS_CODE, CLEANING_STEPS, analysis_only, program
 from harness_gym.domains.generation import generator_main, quota
-from harness_gym.domains.sources import read_vocabulary, source_path
+from harness_gym.domains.source_files import read_vocabulary, source_path
 
 SEED = 7301
 IN_DIST_DATASETS = 12

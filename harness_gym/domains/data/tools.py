@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness_gym.core.types import ToolCall, ToolResult
-from harness_gym.domains.tooling import ToolTable
+from harness_gym.domains.tool_table import ToolTable
 
 TOOLS = ToolTable()
 """The data tools; each takes the task's :class:`Table` before its call arguments and returns the report."""
@@ -93,7 +93,7 @@ def run_tool(table: Table, call: ToolCall) -> ToolResult:
     if unknown:
         return ToolResult(ok=False, output="", error=f"{table.file} has no column {unknown[0]!r}; columns: "
                                                      f"{', '.join(frame.columns)}")
-    return ToolResult(ok=True, output=TOOLS.implementation(call.name)(table, **call.args))
+    return TOOLS.call(call.name, table, **call.args)
 
 
 def profile(frame: pd.DataFrame, column: str, unit_columns: dict[str, str]) -> str:

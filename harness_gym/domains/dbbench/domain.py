@@ -432,7 +432,7 @@ class DBBenchDomain(Domain):
     # ----- TOOL ------------------------------------------------------------------------------------------
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None, *,
                   resource: DatabaseSession | None = None) -> ToolResult:
-        return TOOLS.implementation(call.name)(lambda: self._session(task, resource), **call.args)
+        return TOOLS.call(call.name, lambda: self._session(task, resource), **call.args)
 
     # ----- CHECK -----------------------------------------------------------------------------------------
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *,

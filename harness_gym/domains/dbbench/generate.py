@@ -47,7 +47,7 @@ from harness_gym.domains.dbbench.domain import DEFAULT_DATA
 from harness_gym.domains.dbbench.engines import SQLiteEngine, TableSpec, run_statement
 from harness_gym.domains.dbbench.grader import rows_to_answer, table_hash
 from harness_gym.domains.generation import deal, generator_main
-from harness_gym.domains.sources import read_vocabulary, source_path
+from harness_gym.domains.source_files import read_vocabulary, source_path
 
 VOCABULARY = read_vocabulary(source_path("dbbench", "vocabulary.json"),
                              ("first_names", "last_names", "title_words", "title_nouns"))

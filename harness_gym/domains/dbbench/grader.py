@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
-from harness_gym.core.bounds import literal_value
+from harness_gym.core.intake import literal_value
 from harness_gym.domains.dbbench.engines import DatabaseSession, SQLError, run_statement
 
 
@@ -116,7 +116,7 @@ def normalize_value(value: Any) -> str:
 
 def normalize_answer(answer: Any) -> list[str]:
     """An answer (a list of values, a result repr such as ``"[('x',), (3,)]"``, or one value) as cleaned values.
-    A list literal is read within the bounds of :func:`~harness_gym.core.bounds.literal_value` (an answer draft
+    A list literal is read within the bounds of :func:`~harness_gym.core.intake.literal_value` (an answer draft
     is at most :data:`MAX_ANSWER_CHARS` long, see :func:`answer_problem`)."""
     if isinstance(answer, str):
         text = answer.strip()

@@ -8,7 +8,7 @@ Each entry is ``(doc_id, title, text)``; :data:`TYPE_DOCS` names the note each q
 from __future__ import annotations
 
 from harness_gym.core.taskfile import read_documents
-from harness_gym.domains.sources import source_path
+from harness_gym.domains.source_files import source_path
 
 NOTES_FILE = source_path("dbbench", "mysql_notes.jsonl")
 MYSQL_NOTES: tuple[tuple[str, str, str], ...] = tuple((d.doc_id, d.title, d.text) for d in read_documents(NOTES_FILE))

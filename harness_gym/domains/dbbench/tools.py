@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from harness_gym.core.types import ToolResult
 from harness_gym.domains.dbbench.engines import READ_KINDS, DatabaseSession, SQLError, statement_kind
 from harness_gym.domains.dbbench.grader import format_result
-from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.domains.tool_table import ToolTable, object_schema
 
 TOOLS = ToolTable()
 """The DB-Bench tool; it takes the episode's database scope first."""

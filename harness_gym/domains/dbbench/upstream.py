@@ -223,12 +223,6 @@ def load_records(path: str | Path, *, strict: bool = False) -> RecordSet:
     return RecordSet(tuple(records), tuple(left_out))
 
 
-def read_records(path: str | Path) -> list[DBRecord]:
-    """Every record of a DB-Bench JSONL file, raising on the first that cannot be read (see
-    :func:`load_records`)."""
-    return list(load_records(path, strict=True).records)
-
-
 @dataclass(frozen=True)
 class DBTaskPayload:
     """What the checker and grader of a task need: its record and whether drafts are SQL or answer lists."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 
-from harness_gym.core.tools import compile_surely_valid
+from harness_gym.core.tool_calls import compile_surely_valid
 from harness_gym.core.types import CheckResult
 from harness_gym.domains.knowledge.datamodel import RecordSpec, SourceIndex, parse_record
 

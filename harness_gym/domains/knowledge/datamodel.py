@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, loads_json
+from harness_gym.core.intake import InputLimitError, loads_json
 from harness_gym.core.taskfile import TaskFileError, require
 from harness_gym.domains.fictional_world import normalize_answer
 
@@ -103,22 +103,6 @@ class RecordSpec:
         _, typ, enum = next(f for f in self.fields if f[0] == name)
         return {"type": typ, **({"enum": list(enum)} if enum else {})}
 
-    def json_schema(self) -> dict[str, Any]:
-        """The JSON schema a record for this task must satisfy."""
-        props = {name: self.field_schema(name) for name, _, _ in self.fields}
-        names = [name for name, _, _ in self.fields]
-        return {
-            "type": "object",
-            "required": ["entity", "values", "citations"],
-            "additionalProperties": False,
-            "properties": {
-                "entity": {"const": self.entity},
-                "values": {"type": "object", "properties": props, "required": names, "additionalProperties": False},
-                "citations": {"type": "object", "required": names, "additionalProperties": False,
-                              "properties": {name: {"type": "string"} for name in names}},
-            },
-        }
-
 
 def record_prompt(kind: str, entity: str, fields: Sequence[str], year: int | None) -> str:
     """The prompt of a record task: the entity, the period the record must describe (``None``: none named) and the
@@ -190,7 +174,7 @@ def same_value(value: Any, gold: Any) -> bool:
 
 def parse_record(content: str) -> dict[str, Any] | None:
     """The draft as a JSON object, or ``None`` when it is not one (or is past the bounds of
-    :func:`~harness_gym.core.bounds.loads_json`)."""
+    :func:`~harness_gym.core.intake.loads_json`)."""
     try:
         rec = loads_json(content)
     except (json.JSONDecodeError, InputLimitError):

@@ -130,7 +130,7 @@ class KnowledgeDomain(Domain):
     # ----- tools -------------------------------------------------------------------------------------
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
                   *, resource: None = None) -> ToolResult:
-        return TOOLS.implementation(call.name)(self.library, **call.args)
+        return TOOLS.call(call.name, self.library, **call.args)
 
     # ----- checker / grader --------------------------------------------------------------------------
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:

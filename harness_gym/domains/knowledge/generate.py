@@ -51,7 +51,7 @@ from harness_gym.domains.knowledge.datamodel import (
 )
 from harness_gym.domains.knowledge.grader import grade_record
 from harness_gym.domains.knowledge.mutations import record_candidates
-from harness_gym.domains.sources import source_path
+from harness_gym.domains.source_files import source_path
 
 FIELDS_FILE = source_path("knowledge", "fields.json")
 SOURCE_KINDS_FILE = source_path("knowledge", "source_kinds.json")

@@ -15,7 +15,7 @@ import numpy as np
 from harness_gym.core.retrieval import BM25Index
 from harness_gym.core.types import Document, ToolResult
 from harness_gym.domains.knowledge.datamodel import SourceIndex
-from harness_gym.domains.tooling import ToolTable
+from harness_gym.domains.tool_table import ToolTable
 
 TOOLS = ToolTable()
 """The knowledge tools; each takes the :class:`Library` of the domain before its call arguments."""

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, loads_json
-from harness_gym.core.tools import ToolSpec, validate_call
+from harness_gym.core.intake import InputLimitError, loads_json
+from harness_gym.core.tool_calls import ToolSpec, validate_call
 from harness_gym.core.types import CheckResult, ToolCall
 from harness_gym.domains.multitool.tools import DATE, ToolError, Unit, Value, World, answer_close, execute, format_unit
 
@@ -28,7 +28,7 @@ PARSE_CACHE_MAX_CHARS = 4096
 
 def parse_draft(content: str) -> tuple[list[Any], Any] | str:
     """``(plan, answer)`` of a draft, or a message saying why it cannot be read (JSON read within the bounds of
-    :func:`~harness_gym.core.bounds.loads_json`)."""
+    :func:`~harness_gym.core.intake.loads_json`)."""
     return _parse_cached(content) if len(content) <= PARSE_CACHE_MAX_CHARS else _parse(content)
 
 

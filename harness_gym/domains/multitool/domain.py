@@ -15,6 +15,7 @@ dates and currencies it names).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,7 +36,6 @@ from harness_gym.domains.multitool.tools import (
     ToolError,
     Value,
     World,
-    execute,
     format_unit,
     parse_unit,
 )
@@ -162,11 +162,8 @@ class MultiToolDomain(Domain):
     # ----- TOOL --------------------------------------------------------------------------------------
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
                   *, resource: None = None) -> ToolResult:
-        try:
-            value = execute(self.world, call.name, call.args)
-        except ToolError as exc:
-            return ToolResult(ok=False, output="", error=f"{call.name}: {exc}")
-        return ToolResult(ok=True, output=value.render())
+        result = TOOLS.call(call.name, self.world, (), {}, **call.args)
+        return result if result.ok else dataclasses.replace(result, error=f"{call.name}: {result.error}")
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
     def check(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> CheckResult:

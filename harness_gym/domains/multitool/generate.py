@@ -48,7 +48,7 @@ from harness_gym.domains.multitool.checker import run_plan
 from harness_gym.domains.multitool.mutations import WEIGHT_UNITS, Plan, answer_slip, lookup, step
 from harness_gym.domains.multitool.requests import REQUESTS_FILE, RequestType, read_requests
 from harness_gym.domains.multitool.tools import TOOL_SPECS, UNITS, World, answer_close, format_unit
-from harness_gym.domains.sources import fill_placeholders, source_path
+from harness_gym.domains.source_files import fill_placeholders, source_path
 
 START = dt.date(2024, 1, 1)
 DAYS = 182

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_gym.core.taskfile import TaskFileError, read_json, require
-from harness_gym.domains.sources import source_path
+from harness_gym.domains.source_files import source_path
 
 REQUESTS_FILE = source_path("multitool", "requests.json")
 MAX_STEPS = 5

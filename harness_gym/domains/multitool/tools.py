@@ -29,18 +29,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, parse_expression
-from harness_gym.core.tools import ToolSpec
-from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.core.intake import InputLimitError, parse_expression
+from harness_gym.core.tool_calls import ToolSpec
+from harness_gym.domains.tool_table import ToolError, ToolTable, object_schema
 
 Unit = tuple[tuple[str, int], ...]
 """A unit as sorted (atom, exponent) pairs; ``()`` is a plain number."""
 DATE: Unit = (("date", 1),)
 TEXT: Unit = (("text", 1),)
-
-
-class ToolError(Exception):
-    """A tool refused its arguments (unknown unit, bad date, no such row, unit mismatch)."""
 
 
 # ----- units -----------------------------------------------------------------------------------------
@@ -371,9 +367,11 @@ TABLES_SERVICE_CALL = {"api_call:internal": 1}
 FX_API_CALL = {"api_call:fx_rates": 1}
 """One request to a paid currency exchange-rate API."""
 
-TOOLS = ToolTable()
+TOOLS = ToolTable(render=Value.render)
 """The multi-tool tools. Each takes the :class:`World`, the values of earlier plan steps (``refs``) and the units
-of the arguments that came from ``$n`` references (``units``) before its call arguments."""
+of the arguments that came from ``$n`` references (``units``) before its call arguments, returns a :class:`Value`
+(the output of a TOOL step is its :meth:`Value.render`) and refuses with :class:`ToolError` (unknown unit, bad
+date, no such row, unit mismatch)."""
 
 
 @TOOLS.tool("Arithmetic on numbers with units: + - * / ** round abs min max. Inside a plan $n is the result of "
@@ -443,7 +441,8 @@ TOOL_SPECS: dict[str, ToolSpec] = TOOLS.specs
 
 def execute(world: World, name: str, args: Mapping[str, Any], refs: Sequence[Value | None] = (),
             arg_units: Mapping[str, Unit] | None = None) -> Value:
-    """Run one schema-valid call. ``arg_units`` gives the units of arguments that came from ``$n`` references,
+    """Run one schema-valid call of a plan, for its typed value (TOOL runs a call through ``TOOLS.call``, which
+    turns the :class:`ToolError` this raises into an error result). ``arg_units`` gives the units of arguments that came from ``$n`` references,
     so that a step that claims a value is in ``lb`` while the referenced value is in ``kg`` is refused.
 
     :param world: the rate and lookup tables

@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, loads_json
+from harness_gym.core.intake import InputLimitError, loads_json
 from harness_gym.core.types import CheckResult
 from harness_gym.domains.plan.instance import Assignment, Instance, Violation
 
@@ -37,7 +37,7 @@ PARSE_CACHE_MAX_CHARS = 4096
 
 def parse_draft(content: str) -> Assignment | str:
     """The schedule of a draft, or a message saying why it cannot be read (JSON read within the bounds of
-    :func:`~harness_gym.core.bounds.loads_json`)."""
+    :func:`~harness_gym.core.intake.loads_json`)."""
     return _parse_cached(content) if len(content) <= PARSE_CACHE_MAX_CHARS else _parse(content)
 
 

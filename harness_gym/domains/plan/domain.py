@@ -84,7 +84,7 @@ class PlanDomain(Domain):
     # ----- TOOL --------------------------------------------------------------------------------------
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
                   *, resource: None = None) -> ToolResult:
-        return TOOLS.implementation(call.name)(self.instance(task), **call.args)
+        return TOOLS.call(call.name, self.instance(task), **call.args)
 
     def argument_values(self, task: Task, tool: str, arg: str) -> list[Any]:
         """A person is one of the task's team (their calendar exists), a room one of its rooms."""

@@ -54,7 +54,7 @@ from harness_gym.domains.generation import deal, family_splits, generator_main
 from harness_gym.domains.plan.instance import BUSINESS_RULE_KINDS, Assignment, Instance, slot_name
 from harness_gym.domains.plan.mutations import suboptimal_plans, violating_plans
 from harness_gym.domains.plan.prompt import write_prompt
-from harness_gym.domains.sources import read_vocabulary, source_path
+from harness_gym.domains.source_files import read_vocabulary, source_path
 
 VOCABULARY = read_vocabulary(source_path("plan", "vocabulary.json"), ("people", "rooms", "meeting_titles", "equipment"))
 NAMES, ROOMS, TITLES, EQUIPMENT = (VOCABULARY[k] for k in ("people", "rooms", "meeting_titles", "equipment"))

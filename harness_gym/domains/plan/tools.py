@@ -8,7 +8,7 @@ from typing import Any
 from harness_gym.core.types import ToolResult
 from harness_gym.domains.plan.checker import VERIFIER_BILL, describe, read_assignments, verified_violations
 from harness_gym.domains.plan.instance import Instance
-from harness_gym.domains.tooling import ToolTable, object_schema
+from harness_gym.domains.tool_table import ToolTable, object_schema
 
 TOOLS = ToolTable()
 """The planning tools; each takes the task's :class:`~harness_gym.domains.plan.instance.Instance` first."""

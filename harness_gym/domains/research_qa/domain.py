@@ -175,7 +175,7 @@ class ResearchQADomain(Domain):
     # ----- tools -------------------------------------------------------------------------------------
     def call_tool(self, task: Task, call: ToolCall, ctx: Context, sandbox: Sandbox | None,
                   *, resource: None = None) -> ToolResult:
-        return TOOLS.implementation(call.name)(self.encyclopedia, **call.args)
+        return TOOLS.call(call.name, self.encyclopedia, **call.args)
 
     # ----- CHECK / SUBMIT ----------------------------------------------------------------------------
     def grade(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: None = None) -> float:

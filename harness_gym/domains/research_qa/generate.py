@@ -58,7 +58,7 @@ from harness_gym.domains.research_qa.questions import (
     question_prompt,
     read_templates,
 )
-from harness_gym.domains.sources import source_path
+from harness_gym.domains.source_files import source_path
 
 __all__ = ["QUESTIONS_FILE", "generate", "read_templates"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness_gym.core.taskfile import TaskFileError, read_json, require
 from harness_gym.domains.fictional_world import ATTRIBUTES, RELATIONS
-from harness_gym.domains.sources import source_path
+from harness_gym.domains.source_files import source_path
 
 QUESTIONS_FILE = source_path("research_qa", "questions.json")
 _PASSAGE = "Passage: "

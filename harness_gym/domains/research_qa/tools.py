@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness_gym.core.types import ToolResult
-from harness_gym.domains.tooling import ToolTable
+from harness_gym.domains.tool_table import ToolTable
 
 TOOLS = ToolTable()
 """The research-QA tools; each takes the :class:`Encyclopedia` before its call arguments."""

@@ -23,7 +23,7 @@ passes, and only the grader catches it.
 
 from __future__ import annotations
 
-from harness_gym.core.tools import validate_call
+from harness_gym.core.tool_calls import validate_call
 from harness_gym.core.types import CheckResult, ToolCall
 from harness_gym.domains.tau_retail.drafts import DraftFormatError, RetailTaskData, parse_draft
 from harness_gym.domains.tau_retail.store import RetailDB

@@ -24,9 +24,9 @@ from harness_gym.core.lru import ByteLRU
 from harness_gym.core.paths import data_path
 from harness_gym.core.sandbox import Sandbox
 from harness_gym.core.taskfile import TaskFileError
-from harness_gym.core.tools import validate_call
+from harness_gym.core.tool_calls import validate_call
 from harness_gym.core.types import Candidate, CheckResult, Context, Document, Draft, Task, ToolCall, ToolResult
-from harness_gym.domains.sources import read_markdown_documents, source_path
+from harness_gym.domains.source_files import read_markdown_documents, source_path
 from harness_gym.domains.tau_retail.checker import verify
 from harness_gym.domains.tau_retail.drafts import (
     DraftFormatError,

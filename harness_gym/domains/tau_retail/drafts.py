@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
-from harness_gym.core.bounds import InputLimitError, loads_json
+from harness_gym.core.intake import InputLimitError, loads_json
 from harness_gym.core.lru import ByteLRU
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
@@ -91,7 +91,7 @@ def encode_draft(calls: Sequence[ToolCall], reply: str) -> str:
 
 
 def parse_draft(content: str) -> PlanDraft:
-    """Parse draft content (JSON within the bounds of :func:`~harness_gym.core.bounds.loads_json`); raise
+    """Parse draft content (JSON within the bounds of :func:`~harness_gym.core.intake.loads_json`); raise
     :class:`DraftFormatError` naming what is wrong."""
     try:
         raw = loads_json(content)

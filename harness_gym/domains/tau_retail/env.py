@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.env_class import document_env
+from harness_gym.core.sandbox import Sandbox
+from harness_gym.core.types import Draft, Task
 from harness_gym.domains.tau_retail.domain import load_tau_retail_domain
 from harness_gym.domains.tau_retail.grader import OUTPUT_MATCHES, rewards
 from harness_gym.env import PENDING, HarnessEnv
@@ -162,14 +164,13 @@ class HarnessTauRetailEnv(HarnessEnv):
         self.output_match = output_match
         self._final_rewards: dict[str, float] = {}
 
-    def _grade(self) -> float:
+    def grade_draft(self, task: Task, draft: Draft, sandbox: Sandbox | None, *, resource: Any = None) -> float:
         """The reward under :attr:`output_match`; both matches are kept for the episode's last ``info``."""
-        draft = self.context.draft
-        self._final_rewards = rewards(self.task.payload, draft.content) if draft is not None else \
-            dict.fromkeys(OUTPUT_MATCHES, 0.0)
+        self._final_rewards = rewards(task.payload, draft.content)
         return self._final_rewards[self.output_match]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        self._final_rewards = dict.fromkeys(OUTPUT_MATCHES, 0.0)  # an episode ended without a draft scores 0
         obs, info = super().reset(seed=seed, options=options)
         info.update({f"reward_{match}": PENDING for match in OUTPUT_MATCHES})
         return obs, info

@@ -46,7 +46,7 @@ from typing import Any
 from harness_gym.core.taskfile import TaskFileError, read_json, require
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.generation import deal, generator_main
-from harness_gym.domains.sources import read_vocabulary, source_path
+from harness_gym.domains.source_files import read_vocabulary, source_path
 from harness_gym.domains.tau_retail.store import RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import CANCEL_REASONS, call_once
 

@@ -39,16 +39,11 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness_gym.core.bounds import InputLimitError, parse_expression
-from harness_gym.core.tools import ToolSpec, validate_call
+from harness_gym.core.intake import InputLimitError, parse_expression
+from harness_gym.core.tool_calls import ToolSpec, validate_call
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import Record, RetailDB
-from harness_gym.domains.tooling import ToolTable, object_schema
-
-
-class RetailToolError(Exception):
-    """A tool refused the call; the message is what the agent sees."""
-
+from harness_gym.domains.tool_table import ToolError, ToolTable, object_schema
 
 _STR = {"type": "string"}
 _IDS = {"type": "array", "items": {"type": "string"}}
@@ -70,7 +65,8 @@ FREE_LOCAL: dict[str, float] = {"api_call:free": 1}
 """``calculate``: arithmetic done locally, free in reality."""
 
 TOOLS = ToolTable()
-"""Every retail tool, registered by the decorator on its function below, with what one call costs."""
+"""Every retail tool, registered by the decorator on its function below, with what one call costs. Each takes the
+:class:`RetailDB` first, returns its answer text and refuses with :class:`ToolError`."""
 
 # ----- lookups ---------------------------------------------------------------------------------------
 
@@ -78,21 +74,21 @@ TOOLS = ToolTable()
 def _order(db: RetailDB, order_id: str) -> Record:
     rec = db.get("orders", order_id)
     if rec is None:
-        raise RetailToolError("order not found")
+        raise ToolError("order not found")
     return rec
 
 
 def _user(db: RetailDB, user_id: str) -> Record:
     rec = db.get("users", user_id)
     if rec is None:
-        raise RetailToolError("user not found")
+        raise ToolError("user not found")
     return rec
 
 
 def _payment_method(db: RetailDB, user_id: str, payment_method_id: str) -> Record:
     method = _user(db, user_id)["payment_methods"].get(payment_method_id)
     if method is None:
-        raise RetailToolError("payment method not found")
+        raise ToolError("payment method not found")
     return method
 
 
@@ -104,22 +100,22 @@ def _check_item_counts(order: Record, item_ids: list[str]) -> None:
     held = [item["item_id"] for item in order["items"]]
     for item_id in item_ids:
         if item_ids.count(item_id) > held.count(item_id):
-            raise RetailToolError(f"item {item_id} not found in order {order['order_id']} (as many times as listed)")
+            raise ToolError(f"item {item_id} not found in order {order['order_id']} (as many times as listed)")
 
 
 def _new_variants(db: RetailDB, order: Record, item_ids: list[str], new_item_ids: list[str]) -> list[Record]:
     """The available variants the items are changed to, each of the same product as the item it replaces."""
     if len(item_ids) != len(new_item_ids):
-        raise RetailToolError("the number of items to be exchanged should match the number of new items")
+        raise ToolError("the number of items to be exchanged should match the number of new items")
     variants = []
     for item_id, new_id in zip(item_ids, new_item_ids):
         item = next(i for i in order["items"] if i["item_id"] == item_id)
         product = db.get("products", item["product_id"])
         variant = product["variants"].get(new_id) if product is not None else None
         if variant is None:
-            raise RetailToolError(f"new item {new_id} is not a variant of product {item['product_id']} ({item['name']})")
+            raise ToolError(f"new item {new_id} is not a variant of product {item['product_id']} ({item['name']})")
         if not variant["available"]:
-            raise RetailToolError(f"new item {new_id} is not available")
+            raise ToolError(f"new item {new_id} is not available")
         variants.append(variant)
     return variants
 
@@ -131,7 +127,7 @@ def _price_difference(order: Record, item_ids: list[str], variants: list[Record]
 
 def _check_covers(method: Record, amount: float) -> None:
     if is_gift_card(method) and method["balance"] < amount:
-        raise RetailToolError(f"gift card balance {method['balance']} is insufficient for {amount}")
+        raise ToolError(f"gift card balance {method['balance']} is insufficient for {amount}")
 
 
 def _fold(db: RetailDB, text: str) -> str:
@@ -146,7 +142,7 @@ def _check_pending(db: RetailDB, order: Record) -> None:
     status = order["status"]
     pending = status == "pending" if db.snapshot.semantics == "v1" else "pending" in status
     if not pending:
-        raise RetailToolError(f"order {order['order_id']} is {status!r}; only a pending order can be modified")
+        raise ToolError(f"order {order['order_id']} is {status!r}; only a pending order can be modified")
 
 
 def _dump(rec: Any) -> str:
@@ -167,7 +163,7 @@ _OPS: dict[type, Callable[..., float]] = {
 
 MAX_EXPRESSION_CHARS = 1000
 """The longest expression ``calculate`` evaluates (its tree nests at most
-:data:`~harness_gym.core.bounds.MAX_NESTING` levels and its integers fit a float)."""
+:data:`~harness_gym.core.intake.MAX_NESTING` levels and its integers fit a float)."""
 
 
 def _evaluate(node: ast.AST) -> float:
@@ -177,7 +173,7 @@ def _evaluate(node: ast.AST) -> float:
         return _OPS[type(node.op)](_evaluate(node.left), _evaluate(node.right))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
         return _OPS[type(node.op)](_evaluate(node.operand))
-    raise RetailToolError("invalid expression")
+    raise ToolError("invalid expression")
 
 
 @TOOLS.tool("Evaluate an arithmetic expression (numbers, + - * /, parentheses); result rounded to "
@@ -185,11 +181,11 @@ def _evaluate(node: ast.AST) -> float:
 def calculate(db: RetailDB, expression: str) -> str:
     """Local arithmetic, free in reality (``api_call:free``)."""
     if not expression.strip() or any(c not in "0123456789+-*/(). " for c in expression):
-        raise RetailToolError("invalid characters in expression")
+        raise ToolError("invalid characters in expression")
     try:
         value = _evaluate(parse_expression(expression, max_chars=MAX_EXPRESSION_CHARS, max_bits=1000))
     except (SyntaxError, ZeroDivisionError, InputLimitError) as exc:
-        raise RetailToolError(f"invalid expression: {exc}") from None
+        raise ToolError(f"invalid expression: {exc}") from None
     return str(round(value, 2)) if math.isfinite(value) else str(value)
 
 
@@ -206,7 +202,7 @@ def find_user_id_by_email(db: RetailDB, email: str) -> str:
     for user_id, user in db.records("users"):
         if _fold(db, user["email"]) == wanted:
             return user_id
-    raise RetailToolError("user not found")
+    raise ToolError("user not found")
 
 
 @TOOLS.tool("Find a user id by first name, last name and zip code.",
@@ -218,7 +214,7 @@ def find_user_id_by_name_zip(db: RetailDB, first_name: str, last_name: str, zip:
         if (_fold(db, user["name"]["first_name"]) == first and _fold(db, user["name"]["last_name"]) == last
                 and user["address"]["zip"] == zip):
             return user_id
-    raise RetailToolError("user not found")
+    raise ToolError("user not found")
 
 
 @TOOLS.tool("A user's profile: name, address, email, payment methods, order ids.",
@@ -227,7 +223,7 @@ def get_user_details(db: RetailDB, user_id: str) -> str:
     """A profile read from the operator's order service (``api_call:internal``)."""
     text = db.record_json("users", user_id)
     if text is None:
-        raise RetailToolError("user not found")
+        raise ToolError("user not found")
     return text
 
 
@@ -237,7 +233,7 @@ def get_order_details(db: RetailDB, order_id: str) -> str:
     """An order read from the operator's order service (``api_call:internal``)."""
     text = db.record_json("orders", order_id)
     if text is None:
-        raise RetailToolError("order not found")
+        raise ToolError("order not found")
     return text
 
 
@@ -247,7 +243,7 @@ def get_product_details(db: RetailDB, product_id: str) -> str:
     """A catalogue read from the operator's order service (``api_call:internal``)."""
     text = db.record_json("products", product_id)
     if text is None:
-        raise RetailToolError("product not found")
+        raise ToolError("product not found")
     return text
 
 
@@ -255,10 +251,10 @@ def get_product_details(db: RetailDB, product_id: str) -> str:
 def get_item_details(db: RetailDB, item_id: str) -> str:
     """A catalogue read from the operator's order service (``api_call:internal``)."""
     if db.snapshot.semantics == "v1":
-        raise RetailToolError("Unknown action get_item_details (tau-bench v1 has no such tool)")
+        raise ToolError("Unknown action get_item_details (tau-bench v1 has no such tool)")
     product_id = db.snapshot.item_product.get(item_id)
     if product_id is None:
-        raise RetailToolError("item not found")
+        raise ToolError("item not found")
     return _dump(db.get("products", product_id)["variants"][item_id])
 
 
@@ -286,9 +282,9 @@ def cancel_pending_order(db: RetailDB, order_id: str, reason: str) -> str:
     """A write to the operator's order service (``api_call:internal``)."""
     order = _order(db, order_id)
     if order["status"] != "pending":
-        raise RetailToolError(f"order {order_id} is {order['status']!r}; only a pending order can be cancelled")
+        raise ToolError(f"order {order_id} is {order['status']!r}; only a pending order can be cancelled")
     if reason not in CANCEL_REASONS:
-        raise RetailToolError(f"invalid reason {reason!r}; expected one of {list(CANCEL_REASONS)}")
+        raise ToolError(f"invalid reason {reason!r}; expected one of {list(CANCEL_REASONS)}")
     methods = [_payment_method(db, order["user_id"], p["payment_method_id"]) for p in order["payment_history"]]
     order = db.edit("orders", order_id)
     for payment, method in zip(list(order["payment_history"]), methods):
@@ -322,12 +318,12 @@ def modify_pending_order_items(db: RetailDB, order_id: str, item_ids: list[str],
     """A write to the operator's order service (``api_call:internal``)."""
     order = _order(db, order_id)
     if order["status"] != "pending":
-        raise RetailToolError(f"order {order_id} is {order['status']!r}; items of an order can be modified only "
+        raise ToolError(f"order {order_id} is {order['status']!r}; items of an order can be modified only "
                               "while it is pending, and only once")
     _check_item_counts(order, item_ids)
     for item_id, new_id in zip(item_ids, new_item_ids):
         if item_id == new_id and db.snapshot.semantics != "v1":
-            raise RetailToolError(f"new item {new_id} is the same as the old item")
+            raise ToolError(f"new item {new_id} is the same as the old item")
     variants = _new_variants(db, order, item_ids, new_item_ids)
     diff = _price_difference(order, item_ids, variants)
     method = _payment_method(db, order["user_id"], payment_method_id)
@@ -354,10 +350,10 @@ def modify_pending_order_payment(db: RetailDB, order_id: str, payment_method_id:
     method = _payment_method(db, order["user_id"], payment_method_id)
     history = order["payment_history"]
     if len(history) != 1 or history[0]["transaction_type"] != "payment":
-        raise RetailToolError("there should be exactly one payment for a pending order")
+        raise ToolError("there should be exactly one payment for a pending order")
     old_id, amount = history[0]["payment_method_id"], history[0]["amount"]
     if old_id == payment_method_id:
-        raise RetailToolError("the new payment method should be different from the current one")
+        raise ToolError("the new payment method should be different from the current one")
     _check_covers(method, amount)
     old_method = _payment_method(db, order["user_id"], old_id)
     order = db.edit("orders", order_id)
@@ -391,10 +387,10 @@ def return_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[str
     """A write to the operator's order service (``api_call:internal``)."""
     order = _order(db, order_id)
     if order["status"] != "delivered":
-        raise RetailToolError(f"order {order_id} is {order['status']!r}; only a delivered order can be returned, once")
+        raise ToolError(f"order {order_id} is {order['status']!r}; only a delivered order can be returned, once")
     method = _payment_method(db, order["user_id"], payment_method_id)
     if not is_gift_card(method) and payment_method_id != order["payment_history"][0]["payment_method_id"]:
-        raise RetailToolError("the refund must go to the original payment method or a gift card")
+        raise ToolError("the refund must go to the original payment method or a gift card")
     _check_item_counts(order, item_ids)
     order = db.edit("orders", order_id)
     order["status"] = "return requested"
@@ -411,7 +407,7 @@ def exchange_delivered_order_items(db: RetailDB, order_id: str, item_ids: list[s
     """A write to the operator's order service (``api_call:internal``)."""
     order = _order(db, order_id)
     if order["status"] != "delivered":
-        raise RetailToolError(f"order {order_id} is {order['status']!r}; only a delivered order can be exchanged, once")
+        raise ToolError(f"order {order_id} is {order['status']!r}; only a delivered order can be exchanged, once")
     _check_item_counts(order, item_ids)
     variants = _new_variants(db, order, item_ids, new_item_ids)
     diff = _price_difference(order, item_ids, variants)
@@ -450,22 +446,11 @@ def tool_specs(semantics: str) -> dict[str, ToolSpec]:
     return {name: spec for name, spec in TOOL_SPECS.items() if semantics != "v1" or name not in V1_ABSENT_TOOLS}
 
 
-def run_tool(db: RetailDB, name: str, args: Mapping[str, Any]) -> str:
-    """Run a tool whose arguments passed its schema; a refusal raises :class:`RetailToolError`.
-
-    :param db: the database the tool reads and (for a write tool) changes
-    :param name: the tool's name
-    :param args: the schema-valid arguments
-    """
-    return TOOLS.implementation(name)(db, **args)
-
-
 def call_once(db: RetailDB, call: ToolCall) -> tuple[bool, str]:
-    """Run one call: ``(True, output)`` or ``(False, error)``; an error leaves ``db`` unchanged."""
+    """Run one call through :meth:`~harness_gym.domains.tool_table.ToolTable.call`: ``(True, output)`` or
+    ``(False, error)`` (its schema problem or the tool's refusal); an error leaves ``db`` unchanged."""
     problem = validate_call(TOOL_SPECS, call)
     if problem:
         return False, problem
-    try:
-        return True, run_tool(db, call.name, call.args)
-    except RetailToolError as exc:
-        return False, str(exc)
+    result = TOOLS.call(call.name, db, **call.args)
+    return (True, result.output) if result.ok else (False, result.error)

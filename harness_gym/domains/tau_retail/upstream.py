@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_gym.core.taskfile import TaskFileError, read_json, require
-from harness_gym.core.tools import validate_call
+from harness_gym.core.tool_calls import validate_call
 from harness_gym.core.types import ToolCall
 from harness_gym.domains.tau_retail.store import TABLES, RetailDB, RetailSnapshot
 from harness_gym.domains.tau_retail.tools import TOOLS, call_once, tool_specs
