@@ -131,8 +131,8 @@ def test_bad_arguments_name_what_is_wrong(capsys):
         lac.parse_weights("0,x")
     with pytest.raises(ValueError, match="listed twice"):
         lac.parse_weights("0,0")
-    with pytest.raises(ValueError, match="did you mean HarnessPlan-v1"):
-        lac.parse_envs("HarnessPlan-v2")
+    with pytest.raises(ValueError, match="did you mean HarnessPlan-v"):
+        lac.parse_envs("HarnessPlan-v9")
     with pytest.raises(SystemExit):
         lac.main(["--envs", "HarnessPlan-v1", "--cost-weights", "-1", "--out", "unused"])
     assert "must be a finite number >= 0" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from tests.test_llm_worker import ReferenceModel
 
 pytest.importorskip("openai")
 
-ENV_ID = "HarnessCode-v1"
+ENV_ID = "HarnessCode-v2"
 FAULTY = ["ok"] + ["500", "ok", "ok"] * 200  # after a first reply, one request in three fails (each retried once)
 
 

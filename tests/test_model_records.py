@@ -21,7 +21,7 @@ from harness_gym_baselines.policies.learned import MLP, save_model  # noqa: E402
 from harness_gym_baselines.policies.model_files import load_model_file  # noqa: E402
 from harness_gym_baselines.policies.trained_on import ObservationLayoutError, OtherEnvWarning  # noqa: E402
 
-TRAINED_ON, OTHER = "HarnessCode-v1", "HarnessData-v1"
+TRAINED_ON, OTHER = "HarnessCode-v2", "HarnessData-v2"
 
 
 def _torch_model(path, feature_names=FEATURE_NAMES, env_id=TRAINED_ON):
@@ -111,5 +111,5 @@ def test_sb3_zips_record_the_env_and_a_foreign_zip_of_another_shape_is_refused(t
     foreign = tmp_path / "foreign.zip"
     MaskablePPO("MlpPolicy", cartpole, n_steps=8, batch_size=8, device="cpu", seed=0).save(foreign)
     cartpole.close()
-    with pytest.raises(ObservationLayoutError, match=r"shape \(4,\), but HarnessCode-v1 gives shape"):
+    with pytest.raises(ObservationLayoutError, match=r"shape \(4,\), but HarnessCode-v2 gives shape"):
         evaluate(TRAINED_ON, load_model_file(foreign), episodes=1)
