@@ -47,7 +47,7 @@ from tqdm import tqdm
 from harness_gym.core.cost import LLM_CALL_TYPES, LLM_ERROR_CAUSES, LLM_SERVER_CAUSES, llm_faults_info
 from harness_gym.core.maturity import PATTERNS
 from harness_gym.running.parallel import is_concurrent, map_episodes
-from harness_gym.running.rollout import Policy, episode_seed, play_episode
+from harness_gym.running.rollout import Policy, episode_seed, harness_env, play_episode
 from harness_gym_baselines.policies.registry import make_policy
 
 LLM_ERROR_RATE_WARNING: float = 0.05
@@ -163,7 +163,7 @@ def episode_record(env: gym.Env, policy: Policy, *, index: int, seed: int, split
             "return": float(sum(played.rewards)),
             "llm_calls": int(sum(i["cost"]["llm_calls"] for i in played.infos)),
             "llm_errors": int(sum(i["cost"]["llm_errors"] for i in played.infos)),
-            "llm_faults": _nonzero_faults(played.infos)}
+            "llm_faults": _nonzero_faults(played.infos), "settings": harness_env(env).settings}
 
 
 def _nonzero_faults(infos: list[dict[str, Any]]) -> dict[str, int]:
@@ -298,15 +298,13 @@ def evaluate(env_id: str, policy: str | Policy, *, episodes: int = 100, split: s
         if wrap_env is not None or pairs is not None:
             raise ValueError(f"{'wrap_env' if wrap_env is not None else 'pairs'} needs the sequential path "
                              "(num_envs=1, backend='local')")
-        settings_env = gym.make(env_id, **(env_kwargs or {}))
-        try:
-            settings = settings_env.unwrapped.settings
-        finally:
-            settings_env.close()
-        cost_weight = settings["cost_weight"]
         records = run_episodes_concurrently(env_id, pol, episodes, split=split, seed=seed, env_kwargs=env_kwargs,
                                             progress=progress, num_envs=num_envs, parallel=parallel,
                                             backend=backend, address=address, envs_per_actor=envs_per_actor)
+        # read from the slots' envs (a record of an older run has none): making an env here would open what the
+        # slots open, e.g. a per-slot LLM cache path with its {slot} unfilled
+        settings = next((r["settings"] for r in records if r.get("settings")), None)
+        cost_weight = float(settings["cost_weight"] if settings else (env_kwargs or {}).get("cost_weight", 0.0))
     else:
         env = gym.make(env_id, **(env_kwargs or {}))
         if wrap_env is not None:
