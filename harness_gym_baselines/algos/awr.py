@@ -115,6 +115,6 @@ def load(path: str | Path) -> LearnedPolicy:
 
 
 if __name__ == "__main__":  # the same as harness-gym train awr (one way to run a trainer)
-    from harness_gym_baselines.cli import run_trainer
+    from harness_gym_baselines.common.trainer_registry import run_trainer
 
     run_trainer("awr")

@@ -774,6 +774,6 @@ def load(path: str | Path) -> SB3Policy:
 
 
 if __name__ == "__main__":  # the same as harness-gym train ecpo (one way to run a trainer)
-    from harness_gym_baselines.cli import run_trainer
+    from harness_gym_baselines.common.trainer_registry import run_trainer
 
     run_trainer("ecpo")

@@ -28,6 +28,6 @@ class ECPOPBConfig(ECPOConfig):
 __all__ = ["ECPOPBConfig", "load", "train"]
 
 if __name__ == "__main__":  # the same as harness-gym train ecpo-pb (one way to run a trainer)
-    from harness_gym_baselines.cli import run_trainer
+    from harness_gym_baselines.common.trainer_registry import run_trainer
 
     run_trainer("ecpo-pb")

@@ -25,6 +25,6 @@ class PPODenseConfig(PPOConfig):
 __all__ = ["PPODenseConfig", "load", "train"]
 
 if __name__ == "__main__":  # the same as harness-gym train ppo-dense (one way to run a trainer)
-    from harness_gym_baselines.cli import run_trainer
+    from harness_gym_baselines.common.trainer_registry import run_trainer
 
     run_trainer("ppo-dense")

@@ -12,7 +12,8 @@ A trainer is one module (CleanRL's shape: config, network, loss, loop, ``__main_
   trainer's name under the key ``algo`` (:mod:`harness_gym_baselines.policies.model_files` reads it), so
   ``--policy FILE`` on every command is loaded by the trainer that wrote it.
 
-Adding a trainer is that module plus one line in :data:`TRAINERS` (docs/extending.md, "A new trainer").
+Its ``if __name__ == "__main__":`` block calls :func:`run_trainer`, so that ``python -m MODULE ARGS`` is
+``harness-gym train NAME ARGS``. Adding a trainer is that module plus one line in :data:`TRAINERS` (docs/extending.md, "A new trainer").
 Entries name the config class by import path (``"module:Class"``, as Gymnasium's entry points do); a module is
 imported only when its trainer is used, so ``harness-gym --help`` does not import torch. The table sits in
 ``common`` although the trainers are in ``algos``: the policy registry (``policies``) loads model files through
@@ -22,9 +23,11 @@ it, and it imports no trainer until one is asked for.
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from harness_gym_baselines.common.dataclass_flags import doc_summary
 
@@ -82,3 +85,13 @@ def load_trainer(name: str) -> Trainer:
                         "`load(path)`")
     summary = doc_summary(module.__doc__, name)
     return Trainer(name=name, config=config, train=train, load=load, summary=summary)
+
+
+def run_trainer(name: str) -> NoReturn:
+    """``python -m MODULE ARGS`` of a trainer's module: run ``harness-gym train NAME ARGS`` as its own program
+    (``python -m harness_gym_baselines.cli``; the command line is the top layer, which no trainer imports) and
+    exit with its status.
+
+    :param name: the trainer's name in :data:`TRAINERS`
+    """
+    sys.exit(subprocess.call([sys.executable, "-m", "harness_gym_baselines.cli", "train", name, *sys.argv[1:]]))
