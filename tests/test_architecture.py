@@ -317,3 +317,56 @@ def test_the_distribution_installs_no_generic_top_level_package():
     include = cfg["options.packages.find"]["include"].split()
     tops = {name.split(".")[0] for name in find_namespace_packages(where=str(ROOT), include=include)}
     assert tops == {"harness_gym", "harness_gym_baselines"}
+
+
+CONFIG_FAMILIES = {"offline": ("bc", "awr", "iql", "cql"), "online": ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")}
+"""trainers whose flat configs repeat the same settings (dataset and evaluation, or env and PPO)"""
+
+
+@pytest.mark.parametrize("family", list(CONFIG_FAMILIES))
+def test_a_setting_the_flat_configs_repeat_has_one_default_type_flag_and_help(family):
+    """Each config is one flat dataclass (no config inherits another's fields, except a preset of it), so a
+    setting every trainer of the family has is written in each: its default, type, flags and help must agree
+    (``out``, the model file, is each trainer's own, and so is ``learning_rate``, of the policy in BC, AWR and IQL
+    and of Q in CQL; a name only some algorithms use for their own parameter, such as AWR's and IQL's ``beta``,
+    is not a shared setting)."""
+    import dataclasses
+    import typing
+
+    from harness_gym_baselines.common.dataclass_flags import PRESET_OF, field_docs
+
+    configs = {name: trainer_registry.load_trainer(name).config for name in CONFIG_FAMILIES[family]}
+    for name, config in configs.items():
+        flat = getattr(config, PRESET_OF, config)
+        bases = [b for b in flat.__mro__[1:] if dataclasses.is_dataclass(b)]
+        assert not bases, f"{name}: {flat.__name__} inherits fields from {bases}"
+    shared = set.intersection(*({f.name for f in dataclasses.fields(c)} for c in configs.values())) - {"out", "learning_rate"}
+    seen: dict[str, tuple[str, object]] = {}
+    for name, config in configs.items():
+        hints, docs = typing.get_type_hints(config), field_docs(config)
+        for f in dataclasses.fields(config):
+            if f.name not in shared:
+                continue
+            spelled = (f.default, f.default_factory, hints[f.name], dict(f.metadata), docs.get(f.name))
+            first = seen.setdefault(f.name, (name, spelled))
+            assert spelled == first[1], f"{f.name}: {name} has {spelled}, {first[0]} has {first[1]}"
+    assert {"seed", "eval_episodes", "hidden_sizes"} <= set(seen)
+
+
+@pytest.mark.parametrize(("name", "fixed", "out"), [("ppo-sparse", {"reward": "sparse"}, "models/ppo-sparse.zip"),
+                                                    ("ppo-dense", {"reward": "dense"}, "models/ppo-dense.zip"),
+                                                    ("ecpo-pb", {"shaping": "potential"}, "models/ecpo-pb.zip")])
+def test_a_preset_fixes_its_fields_and_keeps_every_other_flag_of_its_config(name, fixed, out):
+    import dataclasses
+
+    from harness_gym_baselines.common.dataclass_flags import PRESET_OF
+
+    trainer = trainer_registry.load_trainer(name)
+    base = getattr(trainer.config, PRESET_OF)
+    cfg = trainer.config(env_id="HarnessPlan-v2")
+    assert {key: getattr(cfg, key) for key in fixed} == fixed and cfg.out == out
+    with pytest.raises(TypeError):
+        trainer.config(env_id="HarnessPlan-v2", **fixed)  # a fixed field is no argument (and no flag)
+    flags = {f.name for f in dataclasses.fields(trainer.config) if f.init}
+    assert flags == {f.name for f in dataclasses.fields(base)} - set(fixed)
+    assert trainer.summary != trainer_registry.load_trainer("ppo-sparse" if name == "ppo-dense" else "ppo-dense").summary
