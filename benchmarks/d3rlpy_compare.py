@@ -46,7 +46,7 @@ MODEL_FORMAT = "harness_gym.learned/1"  # harness_gym_baselines.policies.learned
 
 
 def epochs_to_steps(n_transitions: int, epochs: int) -> int:
-    """Gradient steps of our trainers for ``epochs`` passes (harness_gym_baselines.algos.training.minibatches)."""
+    """Gradient steps of our trainers for ``epochs`` passes (harness_gym_baselines.algos.offline_common.minibatches)."""
     return epochs * max(1, n_transitions // BATCH)
 
 

@@ -2,8 +2,8 @@
 
     python benchmarks/ecpo_overhead.py [--env HarnessResearchQA-v1] [--steps 20000] [--repeats 1]
 
-Plain: ``MaskablePPO.learn`` on the same vector env (:func:`harness_gym_baselines.algos.ppo.make_training_env`) with the same
-hyperparameters (:func:`harness_gym_baselines.algos.ppo.make_model`), no wrapper, no callback, no TensorBoard. ECPO:
+Plain: ``MaskablePPO.learn`` on the same vector env (:func:`harness_gym_baselines.algos.online_common.make_training_env`) with the same
+hyperparameters (:func:`harness_gym_baselines.algos.online_common.make_model`), no wrapper, no callback, no TensorBoard. ECPO:
 :func:`harness_gym_baselines.algos.ecpo.train` end to end: the in-memory behaviour buffer and the Bradley-Terry fit (one-off),
 the evidence wrapper on every step, the calibration episodes on the validation split, logging and the save.
 Runs alternate (plain, ECPO, plain, ...); the medians are reported. Target: ECPO at most 1.15x plain.
@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from harness_gym_baselines.algos.ecpo import ECPOConfig, train
-from harness_gym_baselines.algos.ppo import make_model, make_training_env
-from harness_gym_baselines.algos.training import seed_everything
+from harness_gym_baselines.algos.offline_common import seed_everything
+from harness_gym_baselines.algos.online_common import make_model, make_training_env
 from harness_gym_baselines.policies.sb3_zip import SB3Policy
 
 

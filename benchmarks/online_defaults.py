@@ -11,7 +11,7 @@ return per env and its mean across envs.
 
 The rule, written down before the first run and not changed after it: the (n_steps, n_epochs) cell with the
 best mean val return across envs at the largest budget; then the smallest budget whose mean val return in that
-cell is within 0.01 of that cell's best. Those become :class:`~harness_gym_baselines.algos.ppo.OnlineConfig`'s
+cell is within 0.01 of that cell's best. Those become :class:`~harness_gym_baselines.algos.ppo.PPOConfig`'s
 defaults (docs/online_rl.md holds the table).
 """
 
@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 from stable_baselines3.common.logger import configure
 
-from harness_gym_baselines.algos.ppo import PPOConfig, env_constructor_kwargs, make_model, make_training_env
-from harness_gym_baselines.algos.training import seed_everything
+from harness_gym_baselines.algos.offline_common import seed_everything
+from harness_gym_baselines.algos.online_common import env_constructor_kwargs, make_model, make_training_env
+from harness_gym_baselines.algos.ppo import PPOConfig
 from harness_gym_baselines.evaluate import evaluate
 from harness_gym_baselines.policies.sb3_zip import SB3Policy
 

@@ -26,8 +26,15 @@ from typing import Any
 import gymnasium as gym
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import (BASELINE, RANDOM_WARM_MAX_RATIO, chosen_env_ids, in_new_process,  # noqa: E402
-                        random_masked_steps, script_parser, write_json)
+from throughput import (  # noqa: E402
+    BASELINE,
+    RANDOM_WARM_MAX_RATIO,
+    chosen_env_ids,
+    in_new_process,
+    random_masked_steps,
+    script_parser,
+    write_json,
+)
 
 
 def passes_in_this_process(env_id: str, steps: int, passes: int, cache_dir: str) -> dict[str, Any]:

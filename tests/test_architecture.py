@@ -101,15 +101,16 @@ def is_main_guard(node: ast.stmt) -> bool:
             and test.comparators[0].value == "__main__")
 
 
-def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+def imported_modules(name: str, path: Path, modules: dict[str, Path], *, main_block: bool = False) -> set[str]:
     """The project modules that ``name`` imports, anywhere in the file (inside functions, ``if`` blocks and
-    ``TYPE_CHECKING`` too) except an ``if __name__ == "__main__":`` block: that runs only when the file is
-    executed as a program (then the module is ``__main__``, not ``name``), never on import. ``from pkg import
-    x`` counts as importing ``pkg.x`` when that is a module, else ``pkg``."""
+    ``TYPE_CHECKING`` too); an ``if __name__ == "__main__":`` block only with ``main_block`` (it runs only when the
+    file is executed as a program, never on import, but a program that runs the layer above it still ties the
+    two together). ``from pkg import x`` counts as importing ``pkg.x`` when that is a module, else ``pkg``."""
     is_package = path.name == "__init__.py"
     targets: set[str] = set()
     tree = ast.parse(path.read_text(), filename=str(path))
-    tree.body = [node for node in tree.body if not is_main_guard(node)]
+    if not main_block:
+        tree.body = [node for node in tree.body if not is_main_guard(node)]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
@@ -126,9 +127,16 @@ def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str
     return {t for t in targets if t in modules and t != name}
 
 
-def import_graph() -> dict[str, set[str]]:
-    modules = project_modules()
-    return {name: imported_modules(name, path, modules) for name, path in modules.items()}
+def import_graph(*, main_block: bool = False, package: str = "") -> dict[str, set[str]]:
+    """The import graph of the project modules (of ``package`` alone when given): module -> the modules it imports.
+
+    :param main_block: count the imports of ``if __name__ == "__main__":`` blocks too
+    :param package: only the modules of this top-level package, and their imports of each other
+    """
+    every = project_modules()
+    names = {name for name in every if not package or name.split(".")[0] == package}
+    return {name: {t for t in imported_modules(name, every[name], every, main_block=main_block) if t in names}
+            for name in names}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -162,6 +170,8 @@ def test_find_cycle_finds_one_hidden_in_a_function(tmp_path):
     src.write_text("def f():\n    from harness_gym_baselines import evaluate\n    import harness_gym.running.rollout\n"
                    "if __name__ == '__main__':\n    from harness_gym_baselines.cli import run_trainer\n")
     assert imported_modules("harness_gym_baselines.x", src, project_modules()) == {"harness_gym_baselines.evaluate", "harness_gym.running.rollout"}
+    assert imported_modules("harness_gym_baselines.x", src, project_modules(), main_block=True) == {
+        "harness_gym_baselines.evaluate", "harness_gym.running.rollout", "harness_gym_baselines.cli"}
 
 
 def test_no_import_circle_among_the_project_modules():
@@ -169,6 +179,18 @@ def test_no_import_circle_among_the_project_modules():
     assert "harness_gym_baselines.cli" in graph and "harness_gym.running.rollout" in graph["harness_gym_baselines.evaluate"]
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_no_import_circle_in_the_baselines_not_even_through_a_main_block():
+    """A trainer's file run as a program goes through the trainer registry, never the command line above it, so
+    the baselines hold no circle even when the imports of ``__main__`` blocks count."""
+    graph = import_graph(main_block=True, package="harness_gym_baselines")
+    cycle = find_cycle(graph)
+    assert cycle is None, "import circle (counting __main__ blocks): " + " -> ".join(cycle)
+    from_algos = {m: sorted(t for t in targets if t.split(".")[1] == "cli") for m, targets in graph.items()
+                  if m.startswith("harness_gym_baselines.algos.")}
+    assert not {m: t for m, t in from_algos.items() if t}, "an algorithm imports the command line"
+    assert "harness_gym_baselines.common.trainer_registry" in graph["harness_gym_baselines.algos.bc"]
 
 
 def test_harness_gym_never_imports_baselines_not_even_inside_a_function():
@@ -216,10 +238,9 @@ def test_the_rooms_of_the_baselines_import_only_downwards():
     graph = import_graph()
     baselines = [m for m in graph if m.startswith("harness_gym_baselines.")]
     assert {m.split(".")[1] for m in baselines} == set(LAYERS)  # every room holds modules, and no module is roomless
-    # a trainer's __main__ block runs harness-gym train (the cli, the top layer) and is not an import of the module
-    assert "from harness_gym_baselines.cli import run_trainer" in (ROOT / "harness_gym_baselines/algos/bc.py").read_text()
-    assert "harness_gym_baselines.cli" not in graph["harness_gym_baselines.algos.bc"]
     assert upward_imports(graph) == []
+    # a trainer's __main__ block runs harness-gym train through the registry below it, not the cli above it
+    assert upward_imports(import_graph(main_block=True, package="harness_gym_baselines")) == []
 
 
 def test_the_package_docstring_lists_the_layers_in_order():
@@ -296,3 +317,56 @@ def test_the_distribution_installs_no_generic_top_level_package():
     include = cfg["options.packages.find"]["include"].split()
     tops = {name.split(".")[0] for name in find_namespace_packages(where=str(ROOT), include=include)}
     assert tops == {"harness_gym", "harness_gym_baselines"}
+
+
+CONFIG_FAMILIES = {"offline": ("bc", "awr", "iql", "cql"), "online": ("ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")}
+"""trainers whose flat configs repeat the same settings (dataset and evaluation, or env and PPO)"""
+
+
+@pytest.mark.parametrize("family", list(CONFIG_FAMILIES))
+def test_a_setting_the_flat_configs_repeat_has_one_default_type_flag_and_help(family):
+    """Each config is one flat dataclass (no config inherits another's fields, except a preset of it), so a
+    setting every trainer of the family has is written in each: its default, type, flags and help must agree
+    (``out``, the model file, is each trainer's own, and so is ``learning_rate``, of the policy in BC, AWR and IQL
+    and of Q in CQL; a name only some algorithms use for their own parameter, such as AWR's and IQL's ``beta``,
+    is not a shared setting)."""
+    import dataclasses
+    import typing
+
+    from harness_gym_baselines.common.dataclass_flags import PRESET_OF, field_docs
+
+    configs = {name: trainer_registry.load_trainer(name).config for name in CONFIG_FAMILIES[family]}
+    for name, config in configs.items():
+        flat = getattr(config, PRESET_OF, config)
+        bases = [b for b in flat.__mro__[1:] if dataclasses.is_dataclass(b)]
+        assert not bases, f"{name}: {flat.__name__} inherits fields from {bases}"
+    shared = set.intersection(*({f.name for f in dataclasses.fields(c)} for c in configs.values())) - {"out", "learning_rate"}
+    seen: dict[str, tuple[str, object]] = {}
+    for name, config in configs.items():
+        hints, docs = typing.get_type_hints(config), field_docs(config)
+        for f in dataclasses.fields(config):
+            if f.name not in shared:
+                continue
+            spelled = (f.default, f.default_factory, hints[f.name], dict(f.metadata), docs.get(f.name))
+            first = seen.setdefault(f.name, (name, spelled))
+            assert spelled == first[1], f"{f.name}: {name} has {spelled}, {first[0]} has {first[1]}"
+    assert {"seed", "eval_episodes", "hidden_sizes"} <= set(seen)
+
+
+@pytest.mark.parametrize(("name", "fixed", "out"), [("ppo-sparse", {"reward": "sparse"}, "models/ppo-sparse.zip"),
+                                                    ("ppo-dense", {"reward": "dense"}, "models/ppo-dense.zip"),
+                                                    ("ecpo-pb", {"shaping": "potential"}, "models/ecpo-pb.zip")])
+def test_a_preset_fixes_its_fields_and_keeps_every_other_flag_of_its_config(name, fixed, out):
+    import dataclasses
+
+    from harness_gym_baselines.common.dataclass_flags import PRESET_OF
+
+    trainer = trainer_registry.load_trainer(name)
+    base = getattr(trainer.config, PRESET_OF)
+    cfg = trainer.config(env_id="HarnessPlan-v2")
+    assert {key: getattr(cfg, key) for key in fixed} == fixed and cfg.out == out
+    with pytest.raises(TypeError):
+        trainer.config(env_id="HarnessPlan-v2", **fixed)  # a fixed field is no argument (and no flag)
+    flags = {f.name for f in dataclasses.fields(trainer.config) if f.init}
+    assert flags == {f.name for f in dataclasses.fields(base)} - set(fixed)
+    assert trainer.summary != trainer_registry.load_trainer("ppo-sparse" if name == "ppo-dense" else "ppo-dense").summary

@@ -210,7 +210,7 @@ def test_online_trainers_take_env_kwarg_repeated_and_the_worker_flags(tmp_path, 
 @pytest.mark.parametrize("algo", ONLINE)
 def test_online_trainers_build_their_env_at_the_cost_weight_prices_and_budget_asked(algo, tmp_path, monkeypatch,
                                                                                     capsys):
-    import harness_gym_baselines.algos.ppo as ppo
+    import harness_gym_baselines.algos.online_common as online_common
     from harness_gym_baselines.policies.registry import make_policy
 
     built = []
@@ -219,8 +219,8 @@ def test_online_trainers_build_their_env_at_the_cost_weight_prices_and_budget_as
         built.append(make_sb3_vec_env(*args, **kwargs))
         return built[-1]
 
-    make_sb3_vec_env = ppo.make_sb3_vec_env
-    monkeypatch.setattr(ppo, "make_sb3_vec_env", recording_vec_env)
+    make_sb3_vec_env = online_common.make_sb3_vec_env
+    monkeypatch.setattr(online_common, "make_sb3_vec_env", recording_vec_env)
     out = tmp_path / "m.zip"
     base = ["train", algo, "--env", "HarnessPlan-v1", "--steps", "256", "--n-steps", "64", "--eval-every", "0",
             "--final-eval-episodes", "0", "--out", str(out), "--log-dir", str(tmp_path / "r"), "--no-progress"]

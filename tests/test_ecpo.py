@@ -20,14 +20,13 @@ from harness_gym_baselines.algos.ecpo import (
     Calibrator,
     EvidenceReward,
     KnowledgeCorruption,
-    PreferenceModel,
     RunningMeanStd,
     episode_evidence,
     roc_auc,
-    step_features,
     task_evidence,
     trust_weight,
 )
+from harness_gym_baselines.algos.ecpo_preference import PreferenceModel, step_features
 from harness_gym_baselines.algos.ppo import dense_step_reward
 from harness_gym_baselines.cli import main
 from harness_gym_baselines.policies.behaviour import BehaviourPolicy

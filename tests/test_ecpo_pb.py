@@ -18,18 +18,15 @@ from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym_baselines.algos.ecpo import (
     SOURCES,
-    BlogEvidenceTerm,
     Calibrator,
     EvidencePotential,
     EvidenceReward,
     KnowledgeCorruption,
-    PreferenceModel,
-    farming_share,
-    farming_steps,
     potential_shaping,
-    step_features,
     task_evidence,
 )
+from harness_gym_baselines.algos.ecpo_analysis import BlogEvidenceTerm, farming_share, farming_steps
+from harness_gym_baselines.algos.ecpo_preference import PreferenceModel, step_features
 from harness_gym_baselines.cli import main
 from harness_gym_baselines.common.trainer_registry import load_trainer
 from harness_gym_baselines.policies.registry import make_policy

@@ -92,8 +92,8 @@ def test_an_older_model_file_without_the_record_loads_without_a_warning(tmp_path
 def test_sb3_zips_record_the_env_and_a_foreign_zip_of_another_shape_is_refused(tmp_path):
     from sb3_contrib import MaskablePPO
 
-    from harness_gym_baselines.algos.ppo import save_model as save_sb3
-    from harness_gym_baselines.algos.ppo_sparse import PPOSparseConfig
+    from harness_gym_baselines.algos.online_common import save_model as save_sb3
+    from harness_gym_baselines.algos.ppo import PPOSparseConfig
 
     env = gym.make(TRAINED_ON)
     ours = tmp_path / "ppo.zip"

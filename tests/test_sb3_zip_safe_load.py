@@ -40,8 +40,8 @@ def _trained(algo_name: str, path: Path) -> type:
         kwargs["policy_kwargs"] = {"net_arch": [32, 16]}
     model = algo("MlpPolicy", env, seed=0, device="cpu", **kwargs).learn(64)
     if algo_name == "MaskablePPO":
-        from harness_gym_baselines.algos.ppo import save_model
-        from harness_gym_baselines.algos.ppo_sparse import PPOSparseConfig
+        from harness_gym_baselines.algos.online_common import save_model
+        from harness_gym_baselines.algos.ppo import PPOSparseConfig
 
         save_model(model, PPOSparseConfig(env_id=ENV, out=str(path)), "ppo-sparse")
     else:

@@ -20,7 +20,7 @@ runs the same command).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -28,17 +28,46 @@ import numpy as np
 import torch
 
 from harness_gym.datasets import Transitions
-from harness_gym_baselines.algos.bc import BCConfig
-from harness_gym_baselines.algos.training import finish, fit_policy, minibatches, progress_bar, start_run, taken
+from harness_gym_baselines.algos.offline_common import finish, fit_policy, minibatches, progress_bar, start_run, taken
 from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, load_policy
 
 
 @dataclass
-class AWRConfig(BCConfig):
-    """BC's settings (same network, optimiser and minibatch order) plus the advantage weighting."""
+class AWRConfig:
+    """The settings of AWR; each field is a flag of ``harness-gym train awr`` (BC's fields with BC's defaults, so the
+    same network, optimiser and minibatch order, then the advantage weighting)."""
 
+    dataset_id: str = field(default="harness/code-behaviour-v0", metadata={"flags": ("--dataset",),
+                                                                          "required": True})
+    """the Minari dataset to learn from"""
     out: str = "models/awr.pt"
     """where the model file is written"""
+    seed: int = 0
+    """seed of random, numpy and torch (initialisation and minibatch order)"""
+    batch_size: int = 256
+    """transitions per gradient step"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """widths of the hidden layers of the MLPs (policy, and value or Q where the trainer has them)"""
+    eval_episodes: int = 50
+    """episodes of the final evaluation logged under eval/ (0: none)"""
+    eval_split: Literal["train", "val", "test", "ood"] = "val"
+    """task split of that evaluation"""
+    log_dir: str = "runs"
+    """TensorBoard log folder; each run is {env_id}__{algo}[-{variant}]__{seed}__{time} in it"""
+    variant: str = ""
+    """label of the run's variant in its name (e.g. ablation), so that runs of one trainer tell apart"""
+    wandb: bool = False
+    """also log the run to Weights & Biases (needs the wandb package; TensorBoard stays on)"""
+    wandb_project: str = "harness_gym"
+    """the W&B project of --wandb runs"""
+    progress: bool = True
+    """show a progress bar over the training epochs"""
+    torch_threads: int = 1
+    """CPU threads torch may use"""
+    epochs: int = 30
+    """passes over the dataset"""
+    learning_rate: float = 1e-3
+    """Adam learning rate"""
     beta: float = 0.1
     """temperature: weights are exp(A / beta); the return is a quality in [0, 1], so 0.1 is a tenth of its range"""
     weight_max: float = 20.0
@@ -115,6 +144,6 @@ def load(path: str | Path) -> LearnedPolicy:
 
 
 if __name__ == "__main__":  # the same as harness-gym train awr (one way to run a trainer)
-    from harness_gym_baselines.cli import run_trainer
+    from harness_gym_baselines.common.trainer_registry import run_trainer
 
     run_trainer("awr")

@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
 
 from harness_gym.datasets import Transitions
-from harness_gym_baselines.algos.training import (
-    OfflineConfig,
+from harness_gym_baselines.algos.offline_common import (
     check_ranges,
     finish,
     minibatches,
@@ -44,11 +44,36 @@ from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, load_poli
 
 
 @dataclass
-class CQLConfig(OfflineConfig):
+class CQLConfig:
     """The settings of discrete CQL; each field is a flag of ``harness-gym train cql``."""
 
+    dataset_id: str = field(default="harness/code-behaviour-v0", metadata={"flags": ("--dataset",),
+                                                                          "required": True})
+    """the Minari dataset to learn from"""
     out: str = "models/cql.pt"
     """where the model file is written"""
+    seed: int = 0
+    """seed of random, numpy and torch (initialisation and minibatch order)"""
+    batch_size: int = 256
+    """transitions per gradient step"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """widths of the hidden layers of the MLPs (policy, and value or Q where the trainer has them)"""
+    eval_episodes: int = 50
+    """episodes of the final evaluation logged under eval/ (0: none)"""
+    eval_split: Literal["train", "val", "test", "ood"] = "val"
+    """task split of that evaluation"""
+    log_dir: str = "runs"
+    """TensorBoard log folder; each run is {env_id}__{algo}[-{variant}]__{seed}__{time} in it"""
+    variant: str = ""
+    """label of the run's variant in its name (e.g. ablation), so that runs of one trainer tell apart"""
+    wandb: bool = False
+    """also log the run to Weights & Biases (needs the wandb package; TensorBoard stays on)"""
+    wandb_project: str = "harness_gym"
+    """the W&B project of --wandb runs"""
+    progress: bool = True
+    """show a progress bar over the training epochs"""
+    torch_threads: int = 1
+    """CPU threads torch may use"""
     alpha: float = 1.0
     """weight of the conservative penalty logsumexp Q(s, .) - Q(s, a); 0 is offline DQN"""
     gamma: float = 0.99
@@ -128,6 +153,6 @@ def load(path: str | Path) -> LearnedPolicy:
 
 
 if __name__ == "__main__":  # the same as harness-gym train cql (one way to run a trainer)
-    from harness_gym_baselines.cli import run_trainer
+    from harness_gym_baselines.common.trainer_registry import run_trainer
 
     run_trainer("cql")

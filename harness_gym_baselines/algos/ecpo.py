@@ -22,13 +22,13 @@ score of a Bradley-Terry reward model trained on ranked pairs of offline-buffer 
 - **Conflicts**: a step where one source is above +``conflict_z`` standard deviations and another below
   -``conflict_z`` (e.g. a high env signal with a low consistency) is a conflict; counts per pair of sources
   are logged.
-- **Potential-based variant** (``shaping="potential"``, the trainer ``ecpo-pb``, :mod:`harness_gym_baselines.algos.ecpo_pb`):
+- **Potential-based variant** (``shaping="potential"``, the trainer ``ecpo-pb``, the preset :data:`ECPOPBConfig`):
   each source k enters as ``gamma * phi_k(s') - phi_k(s)`` of a potential of the harness state
   (:class:`EvidencePotential`; Ng, Harada and Russell, 1999) instead of its per-step value, and the task reward
   ``r_t`` is added to the ``env`` term as it is; each term is divided by its running std (not centred, not
   clipped, so an episode's sum still telescopes). A step that repeats an earlier one and gets the same verdict
   leaves every potential unchanged and earns nothing; the sum over an episode is ``phi(s_T) - phi(s_0)`` at
-  ``gamma = 1``, however many steps were repeated. :func:`farming_share` measures how often a policy repeats
+  ``gamma = 1``, however many steps were repeated. :func:`~harness_gym_baselines.algos.ecpo_analysis.farming_share` measures how often a policy repeats
   an action that earned evidence under the blog shaping.
 - **Corruption switch** (the seed's robustness experiment): from training step ``corrupt_from`` on, each
   correct ``knowledge`` signal (+1) is flipped to -1 with probability ``corrupt_rate``, in training and in
@@ -46,22 +46,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any, Literal
 
-import gymnasium as gym
 import numpy as np
-import torch
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv
 
 from harness_gym.core.actions import N_ACTIONS
 from harness_gym.core.evidence import EVIDENCE_SOURCES
-from harness_gym.running.rollout import Episode, episode_seed, play_episode
-from harness_gym_baselines.algos.ppo import (
-    OnlineConfig,
+from harness_gym.core.prices import DEFAULT_PROFILE
+from harness_gym.running.rollout import Episode
+from harness_gym_baselines.algos.ecpo_preference import PreferenceModel, preference_buffer, step_features
+from harness_gym_baselines.algos.online_common import (
     TransitionRewardWrapper,
     ValidationEvalCallback,
     config_env_kwargs,
@@ -72,8 +71,9 @@ from harness_gym_baselines.algos.ppo import (
     run_name,
     save_model,
 )
-from harness_gym_baselines.algos.training import seed_everything
-from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+from harness_gym_baselines.algos.seeding import seed_everything
+from harness_gym_baselines.common.dataclass_flags import preset_config
+from harness_gym_baselines.common.options import budget_units_value, prices_name
 from harness_gym_baselines.policies.sb3_zip import SB3Policy, load_sb3_policy
 
 SOURCES: tuple[str, ...] = (*EVIDENCE_SOURCES, "preference")
@@ -86,11 +86,71 @@ ALGO_OF_SHAPING: dict[str, str] = {"blog": "ecpo", "potential": "ecpo-pb"}
 
 
 @dataclass
-class ECPOConfig(OnlineConfig):
-    """The online settings plus the evidence, calibration and corruption settings."""
+class ECPOConfig:
+    """The settings of ECPO; each field is a flag of ``harness-gym train ecpo`` (PPO's fields with PPO's defaults,
+    then the evidence calibration; the preset :data:`ECPOPBConfig` fixes ``shaping``)."""
 
+    env_id: str = field(default="HarnessResearchQA-v1", metadata={"flags": ("--env",), "required": True})
+    """the env id to train on (episodes are drawn from its train split)"""
+    steps: int = 40_000
+    """environment steps of training (summed over the parallel envs); the default was chosen on the val split,
+    the same for every env (docs/online_rl.md)"""
     out: str = "models/ecpo.zip"
     """where the model (an SB3 zip) is written"""
+    seed: int = 0
+    """seed of random, numpy, torch, the envs and the evaluation episodes"""
+    cost_weight: float = 0.0
+    """the env's ``cost_weight`` (the reward then includes the cost term)"""
+    prices: str = field(default=DEFAULT_PROFILE, metadata={"type": prices_name, "metavar": "PROFILE"})
+    """the env's price profile BASE[+OVERLAY...] (docs/cost.md), which the cost term and the budget are billed at"""
+    budget_units: float | str | None = field(default="auto", metadata={"type": budget_units_value,
+                                                                       "metavar": "auto|none|UNITS"})
+    """the env's cost budget per episode in units of US$0.0001: auto (twice the largest episode cost of the
+    reference controllers at the profile's prices; none in the public-benchmark adapters; docs/cost.md), none (the
+    step budget alone) or a number"""
+    env_kwargs: tuple[str, ...] = field(default=(), metadata={"flags": ("--env-kwarg",), "repeat": True,
+                                                                    "metavar": "KEY=VALUE"})
+    """more keywords of the training and evaluation envs, KEY=VALUE (VALUE read as JSON when it parses; the flag
+    repeated, --env-kwarg budget=40 --env-kwarg data_dir=PATH, as on every command)"""
+    n_envs: int = field(default=4, metadata={"flags": ("--num-envs",)})
+    """envs stepped together (a rollout step sends one worker call per env)"""
+    vec_env: Literal["dummy", "subproc"] = "dummy"
+    """"dummy": the envs step one after another in this process (SB3's DummyVecEnv); "subproc": one process
+    each (:func:`harness_gym.running.sb3.make_sb3_vec_env`), so a live LLM worker's calls and slow tools
+    overlap. Both give the same training for the same seed."""
+    n_steps: int = 128
+    """steps per env per rollout (a PPO update uses n_envs * n_steps transitions)"""
+    batch_size: int = 128
+    """transitions per minibatch"""
+    n_epochs: int = 10
+    """passes over each rollout (chosen on the val split with n_steps and steps, docs/online_rl.md)"""
+    learning_rate: float = 3e-4
+    """Adam learning rate"""
+    gamma: float = 0.99
+    """discount factor"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    clip_range: float = 0.2
+    """PPO clipping parameter"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """widths of the policy's and the value's hidden layers"""
+    eval_every: int = 4
+    """run an evaluation on the validation split every this many PPO updates (0: none)"""
+    eval_episodes: int = 30
+    """episodes of each evaluation during training (the current policy, sampling as in training)"""
+    final_eval_episodes: int = 50
+    """episodes of the final evaluation of the trained (deterministic) policy on eval_split, which harness-gym
+    train prints (0: none)"""
+    eval_split: Literal["train", "val", "test", "ood"] = "val"
+    """task split of the final evaluation"""
+    progress: bool = True
+    """show a progress bar over the training steps (on stderr)"""
+    log_dir: str = "runs"
+    """TensorBoard log folder (run name {env_id}__{algo}__{seed}__{time})"""
+    torch_threads: int = 1
+    """CPU threads torch may use"""
     weight_floor: float = 0.1
     """the least trust weight a source can get (an uninformative source)"""
     weight_slope: float = 10.0
@@ -121,6 +181,17 @@ class ECPOConfig(OnlineConfig):
     shaping: Literal["blog", "potential"] = "blog"
     """how each source enters the reward: "blog", its per-step signal (the seed blog's ECPO); "potential",
     gamma * phi(s') - phi(s) of its potential (the ecpo-pb trainer, docs/ecpo.md)"""
+
+
+ECPOPBConfig = preset_config(
+    ECPOConfig, "ECPOPBConfig", fixed={"shaping": "potential"}, out="models/ecpo-pb.zip",
+    summary="Potential-based ECPO (``ecpo-pb``): the seed blog's ECPO with each evidence source entering the reward "
+            "as a potential difference ``gamma * phi_k(s') - phi_k(s)`` (Ng, Harada and Russell, 1999), so a step "
+            "repeated with the verdict it got before earns nothing. Everything else (the sources, the trust weights, "
+            "the preference model, the corruption switch, the flags) is :mod:`harness_gym_baselines.algos.ecpo`; "
+            "the potentials are its :class:`~harness_gym_baselines.algos.ecpo.EvidencePotential` (docs/ecpo.md, "
+            "\"The potential-based variant\").")
+"""``harness-gym train ecpo-pb``: :class:`ECPOConfig` with the potential-based shaping"""
 
 
 # ----- the evidence of one step --------------------------------------------------------------------------
@@ -229,93 +300,6 @@ def potential_shaping(actions: Sequence[int], evidence: np.ndarray, gamma: float
     return np.array(terms).reshape(-1, len(SOURCES)), np.array(phis)
 
 
-# ----- the farming share ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class BlogEvidenceTerm:
-    """The evidence term of the blog ECPO's per-step reward under a fixed calibration: for the four env-reported
-    sources, ``b_t = sum_k w_k * clip((e_k,t - m_k) / s_k, +-norm_clip)`` (without centering: ``e / s``), with
-    ``e_env,t`` the execution feedback only (the task reward and the final step's Q left out). It is ``c_t``
-    of the blog ECPO less the task reward and less ``preference`` (whose model a model file does not keep).
-
-    :param weights: ``(4,)`` trust weights of env, consistency, knowledge, self
-    :param mean: their running means
-    :param std: their running stds
-    :param center: subtract the mean (the blog's default)
-    :param norm_clip: clip of the normalised signals
-    """
-
-    weights: np.ndarray
-    mean: np.ndarray
-    std: np.ndarray
-    center: bool = True
-    norm_clip: float = 5.0
-
-    @classmethod
-    def from_model(cls, meta: dict[str, Any]) -> BlogEvidenceTerm:
-        """The calibration a blog-ECPO model file ended training with (its ``harness_gym`` attribute).
-
-        :param meta: ``model.harness_gym`` of an ``ecpo`` zip
-        """
-        if meta.get("algo") != "ecpo" or "weights" not in meta or "normaliser" not in meta:
-            raise ValueError(f"the farming share's calibration comes from a blog-ECPO model file (algo 'ecpo', "
-                             f"with weights and normaliser), got one of algo {meta.get('algo')!r}")
-        names = EVIDENCE_SOURCES
-        cfg = meta.get("config", {})
-        return cls(weights=np.array([meta["weights"][k] for k in names]),
-                   mean=np.array([meta["normaliser"]["mean"][k] for k in names]),
-                   std=np.array([meta["normaliser"]["std"][k] for k in names]),
-                   center=bool(cfg.get("center", True)), norm_clip=float(cfg.get("norm_clip", 5.0)))
-
-    def of_steps(self, evidence: np.ndarray) -> np.ndarray:
-        """``b_t`` of each row of ``(T, 4)`` raw signals (``env`` without the task reward).
-
-        :param evidence: the raw signals of env, consistency, knowledge, self per step
-        """
-        evidence = np.asarray(evidence, dtype=float).reshape(-1, len(EVIDENCE_SOURCES))
-        std = self.std + 1e-8
-        norm = (evidence - self.mean) / std if self.center else evidence / std
-        return np.clip(norm, -self.norm_clip, self.norm_clip) @ self.weights
-
-    def of_episode(self, episode: Episode) -> np.ndarray:
-        """``b_t`` of every step of a played episode.
-
-        :param episode: the episode
-        """
-        rows = [task_evidence(episode.infos[t + 1], 0.0, episode.terminations[t] or episode.truncations[t])
-                for t in range(len(episode.actions))]
-        return self.of_steps(np.array(rows))
-
-
-def farming_steps(actions: Sequence[int], evidence_terms: Sequence[float]) -> np.ndarray:
-    """Which steps of one episode farm: step t takes the same action as an earlier step of the episode whose
-    blog evidence term was > 0, and its own evidence term is > 0 (it is paid again for repeating).
-
-    :param actions: the episode's actions
-    :param evidence_terms: the blog evidence term ``b_t`` of each step (:class:`BlogEvidenceTerm`)
-    """
-    if len(actions) != len(evidence_terms):
-        raise ValueError(f"{len(actions)} actions but {len(evidence_terms)} evidence terms")
-    earned: set[int] = set()
-    farming = np.zeros(len(actions), dtype=bool)
-    for t, (action, term) in enumerate(zip(actions, evidence_terms)):
-        if term > 0:
-            farming[t] = int(action) in earned
-            earned.add(int(action))
-    return farming
-
-
-def farming_share(actions: Sequence[Sequence[int]], evidence_terms: Sequence[Sequence[float]]) -> float:
-    """The farming share of a set of episodes: farming steps (:func:`farming_steps`) over all their steps (NaN
-    with no step).
-
-    :param actions: per episode, its actions
-    :param evidence_terms: per episode, the blog evidence term of each step
-    """
-    counts = [(int(farming_steps(a, b).sum()), len(a)) for a, b in zip(actions, evidence_terms, strict=True)]
-    steps = sum(n for _, n in counts)
-    return sum(f for f, _ in counts) / steps if steps else float("nan")
-
-
 # ----- normalisation ------------------------------------------------------------------------------------
 class RunningMeanStd:
     """Per-column running mean and variance (Welford's algorithm, merging a batch at a time as in Chan et al.,
@@ -354,135 +338,6 @@ class RunningMeanStd:
         self.mean = self.mean + delta * n / total
         self.m2 = self.m2 + b_m2 + delta ** 2 * self.count * n / total
         self.count = total
-
-
-# ----- the preference source: a Bradley-Terry reward model over trajectory features ------------------------
-def step_features(observations: np.ndarray, actions: np.ndarray) -> np.ndarray:
-    """Per-step features of the preference model: the observation the action was taken in and the action
-    one-hot, ``(T, F + 7)``.
-
-    :param observations: ``(T, F)`` observations before each action
-    :param actions: ``(T,)`` action ids
-    """
-    onehot = np.zeros((len(actions), N_ACTIONS), dtype=np.float32)
-    onehot[np.arange(len(actions)), np.asarray(actions, dtype=int)] = 1.0
-    return np.concatenate([np.asarray(observations, dtype=np.float32), onehot], axis=1)
-
-
-class PreferenceModel:
-    """A trajectory's score is the sum over its steps of a small MLP's per-step score; P(a better than b) =
-    sigmoid(score(a) - score(b)) (Bradley & Terry, 1952). The ``preference`` evidence of a step is its
-    per-step score: how much the trajectory's score changes when the step is added.
-
-    :param n_features: width of :func:`step_features`
-    :param hidden: hidden width of the per-step MLP
-    """
-
-    def __init__(self, n_features: int, hidden: int) -> None:
-        self.net = torch.nn.Sequential(torch.nn.Linear(n_features, hidden), torch.nn.ReLU(),
-                                       torch.nn.Linear(hidden, 1))
-        self.heldout_accuracy = float("nan")
-        self._numpy_weights()
-
-    def _numpy_weights(self) -> None:
-        lin1, lin2 = self.net[0], self.net[2]
-        self._w1, self._b1 = lin1.weight.detach().numpy().T.copy(), lin1.bias.detach().numpy().copy()
-        self._w2, self._b2 = lin2.weight.detach().numpy()[0].copy(), float(lin2.bias.detach().numpy()[0])
-
-    def step_scores(self, features: np.ndarray) -> np.ndarray:
-        """Per-step scores of ``(N, n_features)`` rows (numpy: no torch call on the env's hot path).
-
-        :param features: rows of :func:`step_features`
-        """
-        return np.maximum(features @ self._w1 + self._b1, 0.0) @ self._w2 + self._b2
-
-    def fit(self, trajectories: list[np.ndarray], qualities: np.ndarray, *, steps: int, pairs: int,
-            seed: int, writer: Any = None) -> PreferenceModel:
-        """Fit on random pairs of trajectories with different final quality (80% of them; the held-out 20%
-        give :attr:`heldout_accuracy`, the fraction of their pairs ordered correctly).
-
-        :param trajectories: per trajectory, its ``(T, n_features)`` step features
-        :param qualities: per trajectory, its final quality (the ranking)
-        :param steps: Adam steps
-        :param pairs: pairs per step
-        :param seed: seed of the split and the pair sampling
-        :param writer: an SB3 logger for ``losses/preference_bt_loss`` (optional)
-        """
-        rng = np.random.default_rng(seed)
-        order = rng.permutation(len(trajectories))
-        n_train = max(2, int(0.8 * len(order)))
-        train_idx, held_idx = order[:n_train], order[n_train:]
-        lengths = np.array([len(t) for t in trajectories])
-        padded = np.zeros((len(trajectories), lengths.max(), trajectories[0].shape[1]), dtype=np.float32)
-        for i, t in enumerate(trajectories):
-            padded[i, :len(t)] = t
-        x = torch.as_tensor(padded)
-        mask = torch.as_tensor(np.arange(lengths.max())[None, :] < lengths[:, None], dtype=torch.float32)
-        q = np.asarray(qualities, dtype=float)
-
-        def scores() -> torch.Tensor:
-            return (self.net(x).squeeze(-1) * mask).sum(dim=1)
-
-        optimizer = torch.optim.Adam(self.net.parameters(), lr=1e-2)
-        for step in range(steps):
-            a, b = rng.choice(train_idx, pairs), rng.choice(train_idx, pairs)
-            keep = q[a] != q[b]
-            if not keep.any():
-                raise ValueError("every trajectory of the preference buffer has the same quality: no ranked pairs")
-            a, b = a[keep], b[keep]
-            s = scores()
-            margin = s[torch.as_tensor(a)] - s[torch.as_tensor(b)]
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                margin, torch.as_tensor(q[a] > q[b], dtype=torch.float32))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            if writer is not None and (step % 50 == 0 or step == steps - 1):
-                writer.record("losses/preference_bt_loss", loss.item())
-                writer.dump(step)
-        self._numpy_weights()
-        with torch.no_grad():
-            s = scores().numpy()
-        if len(held_idx) >= 2:
-            i, j = np.triu_indices(len(held_idx), 1)
-            a, b = held_idx[i], held_idx[j]
-            ranked = q[a] != q[b]
-            if ranked.any():
-                self.heldout_accuracy = float(np.mean((s[a] > s[b])[ranked] == (q[a] > q[b])[ranked]))
-        return self
-
-
-def preference_buffer(cfg: ECPOConfig) -> tuple[list[np.ndarray], np.ndarray]:
-    """Step features and final quality of every trajectory of the preference buffer (``cfg.preference_dataset``
-    or an in-memory behaviour-policy buffer, :class:`ECPOConfig`).
-
-    :param cfg: the trainer's settings
-    """
-    feats, quality = [], []
-    if cfg.preference_dataset:
-        import minari
-
-        from harness_gym.datasets import dataset_settings, episode_outcomes, read_columns  # Minari only if named
-
-        ds = minari.load_dataset(cfg.preference_dataset)
-        collected_on = dataset_settings(ds)["settings"]["env_id"]
-        if collected_on != cfg.env_id:
-            raise ValueError(f"preference_dataset {cfg.preference_dataset} was collected on {collected_on}, "
-                             f"not on {cfg.env_id}")
-        for ep, outcome in zip(read_columns(ds, ("observations", "actions")), episode_outcomes(ds)):
-            feats.append(step_features(ep["observations"][:-1], ep["actions"]))
-            quality.append(float(outcome["quality"]))
-    else:
-        env = gym.make(cfg.env_id, **config_env_kwargs(cfg))
-        policy = BehaviourPolicy()
-        try:
-            for i in range(cfg.preference_episodes):
-                ep = play_episode(env, policy, seed=episode_seed(cfg.seed, i), split="train")
-                feats.append(step_features(np.array(ep.observations[:-1]), np.array(ep.actions)))
-                quality.append(float(ep.final_info["quality"]))
-        finally:
-            env.close()
-    return feats, np.array(quality)
 
 
 # ----- the calibrator -----------------------------------------------------------------------------------
@@ -660,14 +515,14 @@ class EvidenceReward(TransitionRewardWrapper):
 
 # ----- the callback: calibration, corruption switch, logging ----------------------------------------------
 class ECPOCallback(ValidationEvalCallback):
-    """The validation evaluations of :class:`~harness_gym_baselines.algos.ppo.ValidationEvalCallback`, each also re-estimating
+    """The validation evaluations of :class:`~harness_gym_baselines.algos.online_common.ValidationEvalCallback`, each also re-estimating
     the trust weights; switches the corruption on at ``corrupt_from`` and logs weights, AUCs, normaliser
     statistics and conflicts at every rollout's end.
 
     :param wrapper: the reward wrapper of the training env
     :param corrupt_from: training step of the corruption switch (-1: never)
     :param freeze_at_corruption: stop re-estimating the weights when the corruption starts
-    :param kwargs: the keyword arguments of :class:`~harness_gym_baselines.algos.ppo.ValidationEvalCallback`
+    :param kwargs: the keyword arguments of :class:`~harness_gym_baselines.algos.online_common.ValidationEvalCallback`
     """
 
     def __init__(self, wrapper: EvidenceReward, *, corrupt_from: int, freeze_at_corruption: bool,
@@ -772,8 +627,7 @@ def load(path: str | Path) -> SB3Policy:
     return load_sb3_policy(path)
 
 
-
 if __name__ == "__main__":  # the same as harness-gym train ecpo (one way to run a trainer)
-    from harness_gym_baselines.cli import run_trainer
+    from harness_gym_baselines.common.trainer_registry import run_trainer
 
     run_trainer("ecpo")

@@ -10,6 +10,7 @@ docstring), ``flags`` (other spellings, e.g.
 ``tuple[T, ...]`` field, ``metavar`` (the value's name in the help) and ``repeat`` (one value per occurrence of a repeated flag, ``--env-kwarg A=1
 --env-kwarg B=2``, as every ``harness-gym`` command takes ``--env-kwarg``, instead of one flag with several
 values). :func:`doc_summary` makes a help text of a module's docstring: its whole first paragraph.
+:func:`preset_config` makes a preset of a config: some fields fixed (no flag), some defaults changed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ import typing
 from typing import Any, TypeVar
 
 ConfigT = TypeVar("ConfigT")
+
+PRESET_OF = "preset_of"
+"""the class attribute of a :func:`preset_config` that names the config it presets"""
 
 _ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
 
@@ -141,3 +145,27 @@ def config_from_args(cls: type[ConfigT], namespace: argparse.Namespace) -> Confi
         values[f.name] = tuple(value) if typing.get_origin(hints[f.name]) is tuple else value
     return cls(**values)
 
+
+
+def preset_config(base: type, name: str, *, fixed: dict[str, Any], summary: str, **defaults: Any) -> type:
+    """A preset of the config dataclass ``base``: a subclass named ``name`` whose ``fixed`` fields keep the given
+    value and are no flag (``init=False``) and whose ``defaults`` fields get another default; every other field
+    (its flag, default and help) is ``base``'s. Its docstring is ``summary``, the ``--help`` description of a
+    trainer registered under it (:mod:`harness_gym_baselines.common.trainer_registry`).
+
+    :param base: the config dataclass
+    :param name: the preset's class name (the name it is bound to in its module)
+    :param fixed: field name -> its value in every run of the preset
+    :param summary: what the preset trains, one paragraph
+    :param defaults: field name -> its default in the preset
+    """
+    names = {f.name for f in dataclasses.fields(base)}
+    unknown = sorted((set(fixed) | set(defaults)) - names)
+    if unknown:
+        raise TypeError(f"preset {name} of {base.__name__}: no field {', '.join(unknown)}")
+    hints = typing.get_type_hints(base)
+    fields = [(key, hints[key], dataclasses.field(default=value, init=False)) for key, value in fixed.items()]
+    fields += [(key, hints[key], dataclasses.field(default=value)) for key, value in defaults.items()]
+    preset = dataclasses.make_dataclass(name, fields, bases=(base,), namespace={PRESET_OF: base})
+    preset.__module__, preset.__doc__ = base.__module__, summary
+    return preset

@@ -12,8 +12,11 @@ A trainer is one module (CleanRL's shape: config, network, loss, loop, ``__main_
   trainer's name under the key ``algo`` (:mod:`harness_gym_baselines.policies.model_files` reads it), so
   ``--policy FILE`` on every command is loaded by the trainer that wrote it.
 
-Adding a trainer is that module plus one line in :data:`TRAINERS` (docs/extending.md, "A new trainer").
-Entries name the config class by import path (``"module:Class"``, as Gymnasium's entry points do); a module is
+Its ``if __name__ == "__main__":`` block calls :func:`run_trainer`, so that ``python -m MODULE ARGS`` is
+``harness-gym train NAME ARGS``. Adding a trainer is that module plus one line in :data:`TRAINERS` (docs/extending.md, "A new trainer").
+A preset of a trainer (``ppo-sparse`` and ``ppo-dense`` of ppo, ``ecpo-pb`` of ecpo) is a config made by
+:func:`~harness_gym_baselines.common.dataclass_flags.preset_config` in the trainer's module: the same ``train``,
+some fields fixed; its ``--help`` description is the preset's own. Entries name the config class by import path (``"module:Class"``, as Gymnasium's entry points do); a module is
 imported only when its trainer is used, so ``harness-gym --help`` does not import torch. The table sits in
 ``common`` although the trainers are in ``algos``: the policy registry (``policies``) loads model files through
 it, and it imports no trainer until one is asked for.
@@ -22,21 +25,23 @@ it, and it imports no trainer until one is asked for.
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass
-from typing import Any
+from typing import Any, NoReturn
 
-from harness_gym_baselines.common.dataclass_flags import doc_summary
+from harness_gym_baselines.common.dataclass_flags import PRESET_OF, doc_summary
 
 TRAINERS: dict[str, str] = {
     "bc": "harness_gym_baselines.algos.bc:BCConfig",
     "awr": "harness_gym_baselines.algos.awr:AWRConfig",
     "iql": "harness_gym_baselines.algos.iql:IQLConfig",
     "cql": "harness_gym_baselines.algos.cql:CQLConfig",
-    "ppo-sparse": "harness_gym_baselines.algos.ppo_sparse:PPOSparseConfig",
-    "ppo-dense": "harness_gym_baselines.algos.ppo_dense:PPODenseConfig",
+    "ppo-sparse": "harness_gym_baselines.algos.ppo:PPOSparseConfig",
+    "ppo-dense": "harness_gym_baselines.algos.ppo:PPODenseConfig",
     "ecpo": "harness_gym_baselines.algos.ecpo:ECPOConfig",
-    "ecpo-pb": "harness_gym_baselines.algos.ecpo_pb:ECPOPBConfig",
+    "ecpo-pb": "harness_gym_baselines.algos.ecpo:ECPOPBConfig",
 }
 """trainer name -> ``"module:ConfigClass"`` of its module and config dataclass"""
 
@@ -80,5 +85,15 @@ def load_trainer(name: str) -> Trainer:
         raise TypeError(f"trainer {name!r} ({TRAINERS[name]}): a trainer module needs the dataclass its registry "
                         "entry names (module:ConfigClass), a function `train(cfg, data=None)` and a function "
                         "`load(path)`")
-    summary = doc_summary(module.__doc__, name)
+    summary = doc_summary(config.__doc__ if hasattr(config, PRESET_OF) else module.__doc__, name)
     return Trainer(name=name, config=config, train=train, load=load, summary=summary)
+
+
+def run_trainer(name: str) -> NoReturn:
+    """``python -m MODULE ARGS`` of a trainer's module: run ``harness-gym train NAME ARGS`` as its own program
+    (``python -m harness_gym_baselines.cli``; the command line is the top layer, which no trainer imports) and
+    exit with its status.
+
+    :param name: the trainer's name in :data:`TRAINERS`
+    """
+    sys.exit(subprocess.call([sys.executable, "-m", "harness_gym_baselines.cli", "train", name, *sys.argv[1:]]))

@@ -57,7 +57,7 @@ from harness_gym_baselines.experiments.paper_claims import SEED_REPORTED
 from harness_gym_baselines.policies.registry import make_policy
 
 if TYPE_CHECKING:
-    from harness_gym_baselines.algos.ecpo import BlogEvidenceTerm
+    from harness_gym_baselines.algos.ecpo_analysis import BlogEvidenceTerm
 
 ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
 TRAINED = ("ppo-sparse", "ppo-dense", "bc", "ecpo", "ecpo-pb")
@@ -94,7 +94,7 @@ def episode_record(episode: Episode, budget: int, farming: BlogEvidenceTerm | No
     final = episode.final_info
     farmed: dict[str, int] = {}
     if farming is not None:
-        from harness_gym_baselines.algos.ecpo import farming_steps  # torch only where a farming share is asked
+        from harness_gym_baselines.algos.ecpo_analysis import farming_steps  # torch only where a farming share is asked
 
         farmed["farming_steps"] = int(farming_steps(episode.actions, farming.of_episode(episode)).sum())
     has_cost = isinstance(final.get("cost"), dict) and "units" in final["cost"]
@@ -172,7 +172,7 @@ def farming_reference(method: str, out: Path, env_id: str, seed: int) -> BlogEvi
     same env and seed ended training with (``None`` for a method outside :data:`ECPO_METHODS`)."""
     if method not in ECPO_METHODS:
         return None
-    from harness_gym_baselines.algos.ecpo import BlogEvidenceTerm
+    from harness_gym_baselines.algos.ecpo_analysis import BlogEvidenceTerm
     from harness_gym_baselines.policies.sb3_zip import load_sb3_policy
 
     return BlogEvidenceTerm.from_model(load_sb3_policy(out / "models" / f"{env_id}__ecpo__{seed}.zip").model.harness_gym)

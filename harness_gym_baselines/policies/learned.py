@@ -6,7 +6,7 @@ dataclass as a dict), the record of the env it was trained on (``env_id``, ``fea
 ``observation_shape``: :mod:`harness_gym_baselines.policies.trained_on`, checked against the env at every
 reset), ``hidden_sizes``, ``n_actions`` and ``state_dict`` (of :class:`MLP`). It loads with
 ``torch.load(weights_only=True)``. What the
-trainers share beyond this (seeding, the likelihood fit, logging) is in :mod:`harness_gym_baselines.algos.training`.
+trainers share beyond this (seeding, the likelihood fit, logging) is in :mod:`harness_gym_baselines.algos.offline_common`.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class LearnedPolicy:
         self.sample = sample
         self.rng = np.random.default_rng(0)
         self.report: dict[str, Any] = {}
-        """what training reported (:func:`harness_gym_baselines.algos.training.finish`): run folder, final losses, evaluation"""
+        """what training reported (:func:`harness_gym_baselines.algos.offline_common.finish`): run folder, final losses, evaluation"""
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
         """Check ``env`` against the env the model was trained on (:meth:`TrainedOn.check`); reseed sampling.

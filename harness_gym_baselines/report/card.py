@@ -103,7 +103,7 @@ def best_fixed(env_id: str, cfg: CardConfig, *, num_workers: int = 1, progress: 
 
 def train_learned(env_id: str, cfg: CardConfig, seed: int, out_dir: Path) -> Any:
     """One learned controller: ppo-sparse at the card's weight, trained on the train split with ``seed``."""
-    from harness_gym_baselines.algos.ppo_sparse import PPOSparseConfig, train
+    from harness_gym_baselines.algos.ppo import PPOSparseConfig, train
 
     if cfg.env_kwargs:
         raise ValueError("the card's learned row trains at the default settings only (env_kwargs must be empty)")

@@ -1,5 +1,5 @@
 """What the offline trainers (:mod:`harness_gym_baselines.algos.bc`, :mod:`harness_gym_baselines.algos.awr`,
-:mod:`harness_gym_baselines.algos.iql`) share: seeding, minibatches, the
+:mod:`harness_gym_baselines.algos.iql`, :mod:`harness_gym_baselines.algos.cql`) share: seeding, minibatches, the
 (weighted) likelihood fit of the logged actions, the TensorBoard run (mirrored to Weights & Biases with
 ``wandb=True`` when wandb is installed), the progress bar, and the final save and evaluation.
 
@@ -8,18 +8,19 @@ Run names are ``{env_id}__{algo}[-{variant}]__{seed}__{time}`` (``algo`` names t
 folder, the last value of every ``losses/`` scalar and the final evaluation summary; ``harness-gym train``
 prints them.
 
-A trainer is one module with a config dataclass, ``train(cfg, data=None)`` and ``load(path)``, named in
+A trainer is one module with a flat config dataclass, ``train(cfg, data=None)`` and ``load(path)``, named in
 :data:`harness_gym_baselines.common.trainer_registry.TRAINERS`; the command line builds its flags from the
-dataclass. :func:`seed_everything` serves the online trainers (ppo, ecpo) as well.
+dataclass. ``cfg`` below is an offline trainer's config (``BCConfig``, ``AWRConfig``, ``IQLConfig``,
+``CQLConfig``: ``dataset_id``, ``out``, ``seed``, ``batch_size``, ``hidden_sizes``, the evaluation and logging
+fields). Seeding is :mod:`harness_gym_baselines.algos.seeding`, shared with the online trainers.
 """
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypeVar
+from dataclasses import asdict
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -27,50 +28,9 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from harness_gym.datasets import Transitions, load_transitions
+from harness_gym_baselines.algos.seeding import seed_everything
 from harness_gym_baselines.evaluate import evaluate
 from harness_gym_baselines.policies.learned import MLP, LearnedPolicy, action_log_prob, save_model, trained_on_data
-
-
-@dataclass
-class OfflineConfig:
-    """The settings every offline trainer has: its dataset, model file, seed, minibatches, MLP widths, final
-    evaluation and logging. A trainer's config adds its own (BC's fit, AWR's and IQL's weighting, CQL's penalty)."""
-
-    dataset_id: str = field(default="harness/code-behaviour-v0", metadata={"flags": ("--dataset",),
-                                                                          "required": True})
-    """the Minari dataset to learn from"""
-    out: str = "models/model.pt"
-    """where the model file is written"""
-    seed: int = 0
-    """seed of random, numpy and torch (initialisation and minibatch order)"""
-    batch_size: int = 256
-    """transitions per gradient step"""
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    """widths of the hidden layers of the MLPs (policy, and value or Q where the trainer has them)"""
-    eval_episodes: int = 50
-    """episodes of the final evaluation logged under eval/ (0: none)"""
-    eval_split: Literal["train", "val", "test", "ood"] = "val"
-    """task split of that evaluation"""
-    log_dir: str = "runs"
-    """TensorBoard log folder; each run is {env_id}__{algo}[-{variant}]__{seed}__{time} in it"""
-    variant: str = ""
-    """label of the run's variant in its name (e.g. ablation), so that runs of one trainer tell apart"""
-    wandb: bool = False
-    """also log the run to Weights & Biases (needs the wandb package; TensorBoard stays on)"""
-    wandb_project: str = "harness_gym"
-    """the W&B project of --wandb runs"""
-    progress: bool = True
-    """show a progress bar over the training epochs"""
-    torch_threads: int = 1
-    """CPU threads torch may use"""
-
-
-def seed_everything(seed: int, torch_threads: int) -> None:
-    """Seed ``random``, ``numpy`` and ``torch`` and fix torch's CPU threads (results depend on them)."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    torch.set_num_threads(torch_threads)
 
 
 def as_tensors(data: Transitions) -> dict[str, torch.Tensor]:
