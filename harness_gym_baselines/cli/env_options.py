@@ -143,6 +143,22 @@ def worker_options(args: argparse.Namespace, env_ids: Sequence[str] = ()) -> dic
     return {**recorded, **given}
 
 
+def recorded_settings(manifest: str, env_ids: Sequence[str]) -> dict[str, Any]:
+    """The env keywords a recording's episodes were recorded under (the manifest's ``env_kwargs`` per env id, e.g.
+    the cost budget then in force), which a replay must use to ask the recorded calls; ``{}`` when it names none.
+
+    :param manifest: a recording manifest (:func:`recording_options` has checked it)
+    :param env_ids: the envs the command makes
+    :raises UsageError: when the envs were recorded under different keywords (replay them one at a time)
+    """
+    per_env = json.loads(Path(manifest).read_text()).get("env_kwargs", {})
+    settings = [dict(per_env.get(env_id, {})) for env_id in env_ids]
+    if any(s != settings[0] for s in settings[1:]):
+        raise UsageError(f"--recording {manifest}: {', '.join(env_ids)} were recorded under different env keywords "
+                         f"({', '.join(f'{e}: {s}' for e, s in zip(env_ids, settings))}); replay one env at a time")
+    return settings[0] if settings else {}
+
+
 def pricing_options(args: argparse.Namespace) -> dict[str, Any]:
     """The env keywords of ``--prices``, ``--budget-units`` and ``--cost-weight`` given on the command line.
 
@@ -167,8 +183,15 @@ def command_env_kwargs(args: argparse.Namespace, env_ids: Sequence[str]) -> dict
     :param env_ids: the envs the command makes
     """
     worker = args.worker if args.worker is not None or getattr(args, "recording", None) is None else "openai"
-    kwargs = parse_env_kwargs(args.env_kwarg, worker, args.sandbox, worker_options(args, env_ids),
-                              pricing_options(args))
+    pricing = pricing_options(args)
+    if getattr(args, "recording", None) is not None:
+        recorded = recorded_settings(args.recording, env_ids)
+        for key, value in recorded.items():
+            if key in pricing and pricing[key] != value:
+                raise UsageError(f"--{key.replace('_', '-')} {pricing[key]}: --recording {args.recording} was "
+                                 f"recorded with {key}={value}, and a replay must ask what was recorded")
+        pricing = {**recorded, **pricing}
+    kwargs = parse_env_kwargs(args.env_kwarg, worker, args.sandbox, worker_options(args, env_ids), pricing)
     for env_id in env_ids:
         make_env(env_id, check_env_kwargs(env_id, kwargs)).close()
     return kwargs
