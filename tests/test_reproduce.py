@@ -21,7 +21,7 @@ from tests.recording import STALE
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-ENV = "HarnessMultiTool-v1"
+ENV = "HarnessMultiTool-v2"
 TINY = ["--quick", "--envs", ENV, "--seeds", "1", "--size", "buffer_episodes=60", "--size", "eval_episodes=10",
         "--size", "online_steps=512", "--size", "ecpo_episodes=10", "--size", "corruption_steps=1024",
         "--size", "corrupt_from=512", "--size", "sim_seeds=1", "--size", "ref_score_episodes=5",
