@@ -13,7 +13,7 @@ pytest.importorskip("minari")
 
 from harness_gym_baselines.experiments import learners_at_cost as lac  # noqa: E402
 
-ENV = "HarnessPlan-v1"
+ENV = "HarnessPlan-v2"
 WEIGHTS = "0,0.1"
 TINY = ["buffer_episodes=20", "offline_seeds=1", "online_seeds=1", "epochs=1", "value_steps=20", "online_steps=256",
         "ecpo_preference_episodes=10", "test_episodes=10", "search_rounds=[[4,2]]", "search_val_episodes=4",
@@ -131,8 +131,8 @@ def test_bad_arguments_name_what_is_wrong(capsys):
         lac.parse_weights("0,x")
     with pytest.raises(ValueError, match="listed twice"):
         lac.parse_weights("0,0")
-    with pytest.raises(ValueError, match="did you mean HarnessPlan-v1"):
-        lac.parse_envs("HarnessPlan-v2")
+    with pytest.raises(ValueError, match="unknown env id 'HarnessPlan-v9'; did you mean HarnessPlan-v"):
+        lac.parse_envs("HarnessPlan-v9")
     with pytest.raises(SystemExit):
-        lac.main(["--envs", "HarnessPlan-v1", "--cost-weights", "-1", "--out", "unused"])
+        lac.main(["--envs", "HarnessPlan-v2", "--cost-weights", "-1", "--out", "unused"])
     assert "must be a finite number >= 0" in capsys.readouterr().err

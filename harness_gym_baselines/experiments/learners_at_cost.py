@@ -28,7 +28,7 @@ differences are paired. Nothing is tuned per env: the sizes (:class:`Sizes`) are
 
 The table (``table.md``, ``table.csv``, ``table.json`` under ``--out``), per env, ``w`` and controller: mean
 return, Q and cost with 95% CIs (two-level bootstrap over training seeds, then episodes:
-:func:`~harness_gym_baselines.experiments.offline_comparison.two_level_bootstrap`), the forced-submit rate, the
+:func:`~harness_gym_baselines.experiments.statistics.two_level_bootstrap`), the forced-submit rate, the
 number of seeds and, for the learned rows and the probe, the paired per-episode return difference to the best
 script at ``w`` with its CI, and the seed spread of a row trained on several seeds (the largest minus the
 smallest of its seeds' mean returns). Three summary lines are computed from the rows (:func:`summary_lines`):
@@ -77,8 +77,10 @@ from harness_gym_baselines.common.dataclass_flags import doc_summary
 from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
 from harness_gym_baselines.experiments.frontier import parse_cost_weights
 from harness_gym_baselines.experiments.headroom import HeadroomConfig
-from harness_gym_baselines.experiments.offline_comparison import run_cell, two_level_bootstrap
+from harness_gym_baselines.experiments.offline_comparison import run_cell
 from harness_gym_baselines.experiments.script_search import SearchConfig
+from harness_gym_baselines.experiments.statistics import mean_ci, paired_difference
+from harness_gym_baselines.experiments.statistics import seed_spread as spread_of
 
 REFERENCES: tuple[str, ...] = ("forced-check", "static", "best-script", "probe")
 """The fixed and probe controllers every learned row is judged against."""
@@ -363,10 +365,6 @@ def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
     return [np.array([float(r[key]) for r in c["records"]], dtype=float) for c in cells]
 
 
-def _mean_ci(per_seed: list[np.ndarray]) -> dict[str, Any]:
-    return {"mean": float(np.concatenate(per_seed).mean()), "ci95": list(two_level_bootstrap(per_seed, np.mean))}
-
-
 def table_row(env_id: str, w: float, controller: str, cells: list[dict[str, Any]],
               best_script: dict[str, Any] | None) -> dict[str, Any]:
     """One row of the table from the controller's cells (one per seed) and the best script's cell.
@@ -380,8 +378,8 @@ def table_row(env_id: str, w: float, controller: str, cells: list[dict[str, Any]
     row: dict[str, Any] = {"env_id": env_id, "cost_weight": w, "controller": controller,
                            "kind": "reference" if controller in REFERENCES else "learned", "seeds": len(cells),
                            "episodes": sum(len(c["records"]) for c in cells),
-                           "return": _mean_ci(_per_seed(cells, "return")), "quality": _mean_ci(_per_seed(cells, "quality")),
-                           "cost": _mean_ci(_per_seed(cells, "cost")),
+                           "return": mean_ci(_per_seed(cells, "return")), "quality": mean_ci(_per_seed(cells, "quality")),
+                           "cost": mean_ci(_per_seed(cells, "cost")),
                            "forced_submit_rate": float(np.concatenate(_per_seed(cells, "forced_submit")).mean()),
                            "seed_spread": seed_spread(cells), "minus_best_script": None}
     if "script" in cells[0]:
@@ -389,17 +387,13 @@ def table_row(env_id: str, w: float, controller: str, cells: list[dict[str, Any]
     if best_script is not None and controller not in ("forced-check", "static", "best-script"):
         theirs = _per_seed([best_script], "return")[0]
         ours = _per_seed(cells, "return")
-        if any(len(o) != len(theirs) for o in ours):
-            raise ValueError(f"{env_id} w={wkey(w)} {controller}: its cells have other test episodes than the "
-                             "best script's; delete the cells of one of them and rerun")
-        row["minus_best_script"] = _mean_ci([o - theirs for o in ours])
+        row["minus_best_script"] = paired_difference(ours, theirs, f"{env_id} w={wkey(w)} {controller}")
     return row
 
 
 def seed_spread(cells: list[dict[str, Any]]) -> float | None:
     """The largest minus the smallest of the cells' mean returns (one cell per training seed); ``None`` for one."""
-    means = [float(np.mean(r)) for r in _per_seed(cells, "return")]
-    return max(means) - min(means) if len(means) > 1 else None
+    return spread_of(_per_seed(cells, "return"))
 
 
 def collect_rows(out: Path, env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes) -> list[dict[str, Any]]:

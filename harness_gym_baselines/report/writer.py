@@ -49,6 +49,7 @@ from harness_gym_baselines.experiments.paper_claims import (
     SEED_REPORTED,
     seed_ordering,
 )
+from harness_gym_baselines.experiments.statistics import two_level_bootstrap
 from harness_gym_baselines.report.episode_view import STYLE as EPISODE_STYLE
 from harness_gym_baselines.report.episode_view import episode_html, load_episodes
 
@@ -181,10 +182,10 @@ def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[
         for name in controllers(by_name):
             per = by_name[name]
             row = offline_comparison.pooled(label, name, per)
-            row["success_ci95"] = offline_comparison.two_level_bootstrap(_per_seed(per, "success"), np.mean)
+            row["success_ci95"] = two_level_bootstrap(_per_seed(per, "success"), np.mean)
             hms = [h[~np.isnan(h)] for h in _per_seed(per, "hms")]  # HMS is NaN where no pattern applies
             hms = [h for h in hms if len(h)]
-            row["hms_ci95"] = offline_comparison.two_level_bootstrap(hms, np.mean) if hms else (math.nan, math.nan)
+            row["hms_ci95"] = two_level_bootstrap(hms, np.mean) if hms else (math.nan, math.nan)
             row["forced_submit_rate"] = float(np.mean([r["forced_submit"] for c in per for r in c["records"]]))
             row["verdict"] = verdict(name, row, per, sizes)
             row["gain_vs_static"] = row["gain_vs_static_ci95"] = None
@@ -192,7 +193,7 @@ def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[
                 static = {c["seed"]: c for c in by_name["static"]}
                 diffs = [_per_seed([c], "quality")[0] - _per_seed([static[c["seed"]]], "quality")[0] for c in per]
                 row["gain_vs_static"] = 100 * float(np.concatenate(diffs).mean())
-                lo, hi = offline_comparison.two_level_bootstrap(diffs, np.mean)
+                lo, hi = two_level_bootstrap(diffs, np.mean)
                 row["gain_vs_static_ci95"] = (100 * lo, 100 * hi)
             row["paper_gain"] = PAPER_GAIN.get(base_env(label)) if name in ("awr", "awr-q") else None
             rows.append(row)
@@ -208,13 +209,13 @@ def best_fixed(rows: list[dict[str, Any]], label: str) -> str:
 def aggregate_rows(rows: list[dict[str, Any]], cells: dict[str, dict[str, list[dict[str, Any]]]],
                    labels: list[str]) -> tuple[list[dict[str, Any]], dict[tuple[str, str], tuple[float, tuple]]]:
     """Per controller over ``labels``: aggregate IQM with a stratified bootstrap CI, mean Q, and P(controller
-    > best fixed script of each env) (:mod:`harness_gym_baselines.report.statistics`); also the per-env probabilities of improvement.
+    > best fixed script of each env) (:mod:`harness_gym_baselines.experiments.statistics`); also the per-env probabilities of improvement.
 
     :param rows: :func:`harness_rows`
     :param cells: :func:`load_cells`
     :param labels: the envs aggregated over (those where every controller ran)
     """
-    from harness_gym_baselines.report.statistics import aggregate_iqm_ci, probability_of_improvement
+    from harness_gym_baselines.experiments.statistics import aggregate_iqm_ci, probability_of_improvement
 
     quality = {label: {name: _per_seed(per, "quality") for name, per in cells[label].items()} for label in labels}
     best = {label: best_fixed(rows, label) for label in labels}
@@ -845,7 +846,7 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                   _ci(r.get("p_improvement"), r.get("p_improvement_ci95"), ".2f") if "p_improvement" in r else ""]
                  for r in agg],
                 f"Aggregate over {len(base_labels)} envs: IQM of episode quality with stratified bootstrap CIs, and "
-                f"the probability of improvement over each env's best fixed script (harness_gym_baselines/report/statistics.py). {text_banner}",
+                f"the probability of improvement over each env's best fixed script (harness_gym_baselines/experiments/statistics.py). {text_banner}",
                 run)
     ablation = [offline_comparison.pooled(label, name, cells[label][name]) for label in cells for name in ABLATION
                 if name in cells[label]]
