@@ -240,17 +240,17 @@ def test_both_runs_record_their_workers_and_every_stage(run_dir, second_run):
 
 
 def test_a_failing_stage_in_a_worker_names_the_stage_and_stops_what_needs_it(tmp_path):
-    from harness_gym_baselines.report.reproduce import Stage, run_stages
+    from harness_gym_baselines.experiments.engine import Task, run_tasks
 
-    plan = [Stage("good", json.loads, {"s": "[1]"}, "good"), Stage("bad", json.loads, {"s": "not json"}, "bad"),
-            Stage("after-bad", json.loads, {"s": "[2]"}, "after", needs=("bad",))]
+    plan = [Task("good", json.loads, {"s": "[1]"}, "good"), Task("bad", json.loads, {"s": "not json"}, "bad"),
+            Task("after-bad", json.loads, {"s": "[2]"}, "after", needs=("bad",))]
     with pytest.raises(RuntimeError, match=r"reproduce stage bad failed: JSONDecodeError"):
-        run_stages(plan, tmp_path, 2)
+        run_tasks(plan, tmp_path, 2)
     written = {p.stem: json.loads(p.read_text())["result"] for p in (tmp_path / "stages").glob("*.json")}
     assert written == {"good": [1]}  # the running stage finished; the one that needs the failed one never ran
     with pytest.raises(ValueError, match=r"stage bad: needs \['late'\]"):
-        run_stages([Stage("bad", json.loads, {"s": "[]"}, "bad", needs=("late",)),
-                    Stage("late", json.loads, {"s": "[]"}, "late")], tmp_path, 2)
+        run_tasks([Task("bad", json.loads, {"s": "[]"}, "bad", needs=("late",)),
+                    Task("late", json.loads, {"s": "[]"}, "late")], tmp_path, 2)
     from harness_gym_baselines.report.reproduce import reproduce
 
     with pytest.raises(ValueError, match="--num-workers 0: must be at least 1"):
@@ -260,13 +260,13 @@ def test_a_failing_stage_in_a_worker_names_the_stage_and_stops_what_needs_it(tmp
 
 
 def test_ready_stages_start_by_priority_then_plan_order(tmp_path):
-    from harness_gym_baselines.report.reproduce import Stage, run_stages
+    from harness_gym_baselines.experiments.engine import Task, run_tasks
 
-    plan = [Stage(name, json.loads, {"s": "[]"}, name, priority=priority)
+    plan = [Task(name, json.loads, {"s": "[]"}, name, priority=priority)
             for name, priority in (("low-a", 0), ("low-b", 0), ("high", 1), ("after", 2))]
-    plan[3] = Stage("after", json.loads, {"s": "[]"}, "after", needs=("low-b",), priority=2)
+    plan[3] = Task("after", json.loads, {"s": "[]"}, "after", needs=("low-b",), priority=2)
     starts: list[list[str]] = []
-    records = run_stages(plan, tmp_path, 2, started=lambda running: starts.append(list(running)))
+    records = run_tasks(plan, tmp_path, 2, started=lambda running: starts.append(list(running)))
     assert starts[:2] == [["high"], ["high", "low-a"]]  # the two workers: priority first, then plan order
     assert list(records) == ["low-a", "low-b", "high", "after"]  # records in plan order whatever ran first
     assert starts.index(next(s for s in starts if "after" in s)) > starts.index(next(s for s in starts if "low-b" in s))

@@ -58,22 +58,20 @@ import csv
 import dataclasses
 import difflib
 import json
-import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the env ids, also in worker processes)
 from harness_gym_baselines.common.dataclass_flags import doc_summary
+from harness_gym_baselines.experiments.engine import Task, progress_bar, run_tasks
 from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
 from harness_gym_baselines.experiments.frontier import parse_cost_weights
 from harness_gym_baselines.experiments.headroom import HeadroomConfig
@@ -316,44 +314,40 @@ def _config(config: type, settings: dict[str, Any]) -> Any:
     return config(**{k: v for k, v in settings.items() if k in fields and v is not None})
 
 
-def jobs(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path) -> list[tuple[Any, tuple]]:
-    """Every cell set after the script searches: (function, arguments), the slowest kinds first."""
-    online = [(run_online, (e, w, algo, s, sizes, out)) for e in env_ids for w in weights for algo in ONLINE
-              for s in range(sizes.online_seeds)]
-    offline = [(run_offline, (e, w, s, sizes, out)) for e in env_ids for w in weights
-               for s in range(sizes.offline_seeds)]
-    references = [(run_references, (e, w, tuple(weights), sizes, out)) for e in env_ids for w in weights]
-    return online + offline + references
+def jobs(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path) -> list[Task]:
+    """The plan of :func:`run_all`: each env's script search, then its cell sets, the slowest kinds first (each
+    cell set needs its env's search: the references and the offline buffers' coverage scripts come from it)."""
+    def task(fn: Any, name: str, env_id: str, **kwargs: Any) -> Task:
+        return Task(name, fn, {"env_id": env_id, "sizes": sizes, "out": out, **kwargs},
+                    f"{fn.__name__}({env_id!r}, ...)", needs=(f"search:{env_id}",))
+
+    searches = [Task(f"search:{e}", run_search, {"env_id": e, "weights": tuple(weights), "sizes": sizes, "out": out},
+                     f"run_search({e!r}, ...)") for e in env_ids]
+    online = [task(run_online, f"online:{e}:w{wkey(w)}:{algo}:seed{s}", e, w=w, algo=algo, seed=s)
+              for e in env_ids for w in weights for algo in ONLINE for s in range(sizes.online_seeds)]
+    offline = [task(run_offline, f"offline:{e}:w{wkey(w)}:seed{s}", e, w=w, seed=s)
+               for e in env_ids for w in weights for s in range(sizes.offline_seeds)]
+    references = [task(run_references, f"references:{e}:w{wkey(w)}", e, w=w, weights=tuple(weights))
+                  for e in env_ids for w in weights]
+    return searches + online + offline + references
 
 
 def run_all(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path, *, num_workers: int = 1,
             progress: bool = True) -> None:
-    """Run (or resume) every cell: the script searches first (the references need them), then the rest.
+    """Run (or resume) every cell set with :func:`~harness_gym_baselines.experiments.engine.run_tasks`: the
+    script searches first (the references need them), then the rest.
 
     :param env_ids: registered env ids
     :param weights: the cost weights
     :param sizes: the sizes
-    :param out: the output folder
+    :param out: the output folder (the task records under ``OUT/tasks``)
     :param num_workers: processes running cell sets at once (1: this process)
     :param progress: show a progress bar over the cell sets
     """
-    phases = [[(run_search, (e, tuple(weights), sizes, out)) for e in env_ids], jobs(env_ids, weights, sizes, out)]
-    pool = (ProcessPoolExecutor(num_workers, mp_context=multiprocessing.get_context("spawn"))
-            if num_workers > 1 else None)
-    try:
-        with tqdm(total=sum(map(len, phases)), desc="cell sets", disable=not progress) as bar:
-            for phase in phases:
-                if pool is None:
-                    for fn, args in phase:
-                        bar.set_postfix_str(fn(*args))
-                        bar.update(1)
-                else:
-                    for future in as_completed([pool.submit(fn, *args) for fn, args in phase]):
-                        bar.set_postfix_str(future.result())
-                        bar.update(1)
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+    plan = jobs(env_ids, weights, sizes, out)
+    with progress_bar("cell sets", len(plan), enabled=progress, print_each=False) as bar:
+        run_tasks(plan, out, num_workers, started=bar.started, finished=bar.finished, records_dir="tasks",
+                  what="learners_at_cost task")
 
 
 # ----- the table -------------------------------------------------------------------------------------------------

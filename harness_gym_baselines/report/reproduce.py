@@ -40,7 +40,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,7 @@ import gymnasium as gym
 
 import harness_gym
 from harness_gym_baselines.experiments import offline_comparison
+from harness_gym_baselines.experiments.engine import Task, progress_bar, run_tasks
 from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
 
 ECPO_ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
@@ -202,128 +202,9 @@ def _check_has_test_tasks(var: Variant) -> None:
                          f"evaluated on the test split; the data has {have}{hint}")
 
 
-class Stages:
-    """Per-stage result files under ``OUT/stages``: run a stage unless its file says it finished."""
-
-    def __init__(self, out: Path, progress: Any = None):
-        self.dir = out / "stages"
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.progress = progress
-
-    def path(self, name: str) -> Path:
-        return self.dir / (name.replace(":", "__").replace("+", "_") + ".json")
-
-    def done(self, name: str) -> dict[str, Any] | None:
-        path = self.path(name)
-        return json.loads(path.read_text()) if path.exists() else None
-
-    def run(self, name: str, fn: Callable[[], Any], command: str) -> dict[str, Any]:
-        """Run ``fn`` as stage ``name`` unless it finished before; returns its record (seconds, command, result).
-
-        :param name: the stage name
-        :param fn: the stage; returns something JSON-serialisable
-        :param command: the equivalent command line, for the manifest
-        """
-        record = self.done(name)
-        if record is not None:
-            record["resumed"] = True
-            return record
-        start = time.perf_counter()
-        result = fn()
-        record = {"stage": name, "seconds": time.perf_counter() - start, "command": command, "result": result,
-                  "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        self.path(name).write_text(json.dumps(record, indent=1, default=str))
-        return record
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One stage of the plan: ``fn(**kwargs)`` (a module-level function, so that a worker process can run it),
-    its command line for the manifest, the stages whose outputs it reads, and its start priority among the
-    stages ready at the same time (higher first; the harness stages that the ECPO and corruption stages wait
-    for get 1, so that those long stages can start while the other envs' harness stages run)."""
-
-    name: str
-    fn: Callable[..., Any]
-    kwargs: dict[str, Any]
-    command: str
-    needs: tuple[str, ...] = ()
-    priority: int = 0
-
-
 def default_workers() -> int:
     """``--num-workers``'s default: 2, or 1 on a one-core machine (the quick run's budget is 2 cores)."""
     return min(2, os.cpu_count() or 1)
-
-
-def _run_stage(out: Path, stage: Stage) -> dict[str, Any]:
-    return Stages(out).run(stage.name, lambda: stage.fn(**stage.kwargs), stage.command)
-
-
-def run_stages(plan: list[Stage], out: Path, num_workers: int, *,
-               started: Callable[[list[str]], None] = lambda running: None,
-               finished: Callable[[str, dict[str, Any]], None] = lambda name, record: None) -> dict[str, dict[str, Any]]:
-    """Run (or resume, :class:`Stages`) every stage of ``plan``, each once the stages it needs have finished, at
-    most ``num_workers`` at a time in spawned processes (one: in this process, in plan order). Ready stages
-    start by :attr:`Stage.priority`, highest first, ties in plan order. Returns the records in plan order. A failed stage stops the run: the running stages
-    finish, none starts, and the error names the stage.
-
-    :param plan: the stages; a stage's ``needs`` name earlier stages
-    :param out: the run folder (``OUT/stages``)
-    :param num_workers: the most stages at once
-    :param started: called with the running stages' names whenever one starts
-    :param finished: called in the parent with each stage's name and record as it finishes
-    """
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-    from multiprocessing import get_context
-
-    names = [stage.name for stage in plan]
-    for k, stage in enumerate(plan):
-        unknown = [n for n in stage.needs if n not in names[:k]]
-        if unknown:
-            raise ValueError(f"stage {stage.name}: needs {unknown}, which are not earlier stages of the plan")
-    records: dict[str, dict[str, Any]] = {}
-
-    def done(name: str, record: dict[str, Any]) -> None:
-        records[name] = record
-        finished(name, record)
-
-    if num_workers == 1:
-        for stage in plan:
-            started([stage.name])
-            try:
-                done(stage.name, _run_stage(out, stage))
-            except Exception as exc:
-                raise RuntimeError(f"reproduce stage {stage.name} failed: {type(exc).__name__}: {exc}") from exc
-        return {name: records[name] for name in names}
-    stages = Stages(out)
-    waiting = list(plan)
-    running: dict[Future[dict[str, Any]], str] = {}
-    with ProcessPoolExecutor(max_workers=num_workers, mp_context=get_context("spawn")) as pool:
-        while waiting or running:
-            ready = [s for s in waiting if all(n in records for n in s.needs)]
-            for stage in sorted(ready, key=lambda s: -s.priority):  # stable: ties stay in plan order
-                record = stages.done(stage.name)
-                if record is not None:  # resumed: no process needed
-                    waiting.remove(stage)
-                    done(stage.name, {**record, "resumed": True})
-                elif len(running) < num_workers:
-                    waiting.remove(stage)
-                    running[pool.submit(_run_stage, out, stage)] = stage.name
-                    started(list(running.values()))
-            if not running:
-                continue  # a resumed stage may have readied others
-            finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished_now:
-                name = running.pop(future)
-                try:
-                    record = future.result()
-                except Exception as exc:
-                    for other in running:
-                        other.cancel()
-                    raise RuntimeError(f"reproduce stage {name} failed: {type(exc).__name__}: {exc}") from exc
-                done(name, record)
-    return {name: records[name] for name in names}
 
 
 def _ecpo_stage(args: argparse.Namespace) -> dict[str, Any]:
@@ -457,7 +338,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
               progress: bool = True, argv: list[str] | None = None, num_workers: int | None = None) -> dict[str, Any]:
     """Run (or resume) every stage under ``out`` and write the report; returns the manifest.
 
-    Stages whose inputs are ready run at the same time in ``num_workers`` processes (:func:`run_stages`); the
+    Stages whose inputs are ready run at the same time in ``num_workers`` processes (:func:`harness_gym_baselines.experiments.engine.run_tasks`); the
     tables are the same as with one.
 
     :param out: output folder (reused to resume)
@@ -475,7 +356,6 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     :param num_workers: stages run at once (default: ``min(2, os.cpu_count())``; 1 runs them in this process)
     """
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness_gym_baselines.report import writer
 
@@ -516,10 +396,10 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     bars = progress and not quiet
     quiet = quiet or not progress  # the sub-experiments' own bars and lines
     sub_quiet = quiet or num_workers > 1  # workers' bars would interleave with the parent's
-    plan: list[Stage] = []
+    plan: list[Task] = []
     awaited = {*ecpo_envs, corruption_env}
     for var in groups:
-        plan.append(Stage(
+        plan.append(Task(
             f"harness:{var.label}", harness_stage,
             {"out": out, "var": var, "sizes": sizes, "online": () if var.variant else online, "quiet": sub_quiet,
              "cost_weights": tuple(cost_weights), "references": sizes.references(quick)},
@@ -534,7 +414,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
                              references=sizes.references(quick), references_dir=out / "references")
     trains_online = {var.env_id: f"harness:{var.label}" for var in groups if not var.variant}
     # ecpo shares stage 1's models, reference cache and behaviour buffers: it starts after their harness stages
-    plan.append(Stage("ecpo", _ecpo_stage, {"args": ecpo_args},
+    plan.append(Task("ecpo", _ecpo_stage, {"args": ecpo_args},
                       f"python -m harness_gym_baselines.experiments.ecpo_comparison table --out {online_dir} "
                       + " ".join(f"--env {e}" for e in ecpo_envs)
                       + f" --seeds {sizes.online_seeds} --steps {sizes.online_steps} --episodes {sizes.ecpo_episodes}"
@@ -543,43 +423,31 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     corruption_args = dataclasses.replace(sizes, online_seeds=sizes.corruption_seeds, online_steps=sizes.corruption_steps)
     # the corruption runs collect the same behaviour buffers (one Minari id per env and seed) as the harness
     # stage of their env: two processes must not write one dataset at once
-    plan.append(Stage("corruption", _corruption_stage,
+    plan.append(Task("corruption", _corruption_stage,
                       {"args": _online_args(out / "corruption", corruption_args, [corruption_env])},
                       f"python -m harness_gym_baselines.experiments.ecpo_comparison corruption --out {out / 'corruption'} --env {corruption_env} "
                       f"--seeds {sizes.corruption_seeds} --steps {sizes.corruption_steps} --corrupt-from "
                       f"{sizes.corrupt_from}",
                       needs=tuple(trains_online[e] for e in [corruption_env] if e in trains_online)))
-    plan.append(Stage("sim_to_real", _sim_to_real_stage, {"sim_seeds": sizes.sim_seeds,
+    plan.append(Task("sim_to_real", _sim_to_real_stage, {"sim_seeds": sizes.sim_seeds,
                                                           "profiles_out": out / "fitted_profiles"},
                       f"python benchmarks/sim_to_real.py --out {out / 'fitted_profiles'} --sim-seeds {sizes.sim_seeds}"))
     if sizes.examples:  # the awr-q model of env 0's harness stage
-        plan.append(Stage("examples", examples_stage, {"out": out, "env_id": env_ids[0], "sizes": sizes},
+        plan.append(Task("examples", examples_stage, {"out": out, "env_id": env_ids[0], "sizes": sizes},
                           f"harness-gym eval {env_ids[0]} --policy ... --save-episodes {out / 'examples.json'}",
                           needs=(f"harness:{groups[0].label}",)))
 
     total_start = time.perf_counter()
     load = LoadSampler()
-    with load, Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                        TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(), console=console,
-                        transient=False, disable=not bars) as progress:
-        title = "reproduce" + (" (quick)" if quick else "")
-        task = progress.add_task(title, total=len(plan) + 1)
-
-        def started(running: list[str]) -> None:
-            progress.update(task, description=f"{title}: {', '.join(running)}")
-
-        def finished(name: str, record: dict[str, Any]) -> None:
-            state = "resumed from its result file" if record.get("resumed") else "done"
-            progress.console.print(f"  {name}: {state} ({record['seconds']:.0f} s)")
-            progress.advance(task)
-
-        records = run_stages(plan, out, num_workers, started=started, finished=finished)
-        progress.update(task, description="reproduce: report")
+    with load, progress_bar("reproduce" + (" (quick)" if quick else ""), len(plan) + 1, console=console,
+                            enabled=bars) as bar:
+        records = run_tasks(plan, out, num_workers, started=bar.started, finished=bar.finished)
+        bar.step("reproduce: report")
         start = time.perf_counter()
         manifest = writer.write_report(out, settings=settings, stages=records, argv=argv or sys.argv,
                                        total_seconds=time.perf_counter() - total_start, machine=load.summary())
-        progress.console.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
-        progress.advance(task)
+        bar.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
+        bar.advance()
     manifest["num_workers"] = num_workers
     manifest["wall_seconds"] = load.wall  # stages and report, this invocation
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))

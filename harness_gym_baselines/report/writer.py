@@ -78,7 +78,7 @@ PACKAGES = ("harness-gym", "gymnasium", "numpy", "scipy", "pandas", "torch", "st
 def load_cells(stages: dict[str, dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """{env label: {controller: [cell per seed]}} from the harness stages' result files.
 
-    :param stages: stage name -> stage record (:class:`harness_gym_baselines.report.reproduce.Stages`)
+    :param stages: stage name -> stage record (:class:`harness_gym_baselines.experiments.engine.TaskRecords`)
     """
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for name, record in stages.items():
