@@ -19,7 +19,8 @@ from harness_gym_baselines.experiments.fixed_references import (
     reference_names,
 )
 from harness_gym_baselines.policies.registry import make_policy
-from harness_gym_baselines.report import writer
+from harness_gym_baselines.report import figures, writer
+from harness_gym_baselines.report import rows as rows_of_report
 
 ENV = "HarnessResearchQA-v1"
 TINY = ReferenceSizes(rounds=((1, 3), (2, 2)), val_episodes=6, bc_episodes=4, cem_iterations=2, cem_population=4,
@@ -124,13 +125,13 @@ def test_the_references_are_rows_of_the_harness_main_and_frontier_tables(cache, 
                                                        episodes=4, seed=seed) for seed in range(2)]
                    for name, policy in policies.items()}}
     sizes = {"online_steps": 20_000, "epochs": 30}
-    rows = writer.harness_rows(cells, sizes)
+    rows = rows_of_report.harness_rows(cells, sizes)
     assert [r["policy"] for r in rows] == ["static", "best-script-w0", "probe-w0", "best-script-w0.1", "probe-w0.1"]
     by = {r["policy"]: r for r in rows}
     assert by["best-script-w0.1"]["verdict"] == "fixed script" and by["best-script-w0.1"]["seeds"] == 2
     assert by["probe-w0"]["verdict"].startswith("reference: ") and by["probe-w0"]["verdict"] == by["probe-w0.1"]["verdict"]
-    assert writer.best_fixed(rows, ENV) in ("static", "best-script-w0", "best-script-w0.1")
-    assert writer.best_fixed(rows, ENV) != "probe-w0"
+    assert rows_of_report.best_fixed(rows, ENV) in ("static", "best-script-w0", "best-script-w0.1")
+    assert rows_of_report.best_fixed(rows, ENV) != "probe-w0"
 
     writer.harness_table(tmp_path, rows, {}, "", "quick")
     md = (tmp_path / "table_harness.md").read_text()
@@ -139,7 +140,7 @@ def test_the_references_are_rows_of_the_harness_main_and_frontier_tables(cache, 
         assert "[" in line  # the Q column carries its CI
     writer.main_table(tmp_path, rows, "")
     assert "Q best-script-w0 | Q probe-w0 |" in (tmp_path / "table_main.md").read_text()
-    png = writer.frontiers(tmp_path, cells, list(WEIGHTS), "")[ENV]
+    png = figures.frontiers(tmp_path, cells, list(WEIGHTS), "")[ENV]
     frontier = json.loads((png.parent / "frontier.json").read_text())
     assert {"best-script-w0.1", "probe-w0.1"} <= {r["policy"] for r in frontier["rows"]}
     assert "| probe-w0.1 |" in (png.parent / "frontier.md").read_text()

@@ -413,7 +413,7 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path):
 
 
 def test_verdict_marks_collapsed_and_undertrained_rows():
-    from harness_gym_baselines.report.writer import mark, verdict
+    from harness_gym_baselines.report.rows import mark, verdict
 
     sizes = {"online_steps": 50_000, "epochs": 30}
     assert verdict("static", {"forced_submit_rate": 1.0}, [], sizes) == "fixed script"
@@ -544,7 +544,7 @@ def test_data_without_a_test_split_is_refused_before_any_stage(tmp_path, capsys)
 
 # ----- generated text from the run's own numbers (no run needed) ----------------------------------------------
 def test_the_reading_s_cost_sentences_follow_the_run_s_numbers():
-    from harness_gym_baselines.report.writer import reading
+    from harness_gym_baselines.report.reading import reading
 
     def text(best: dict, trained_at: list[float]) -> str:
         return " ".join(reading([], [], [], {}, [], "meaningful", "meaningful", best, False, trained_at))
@@ -575,7 +575,7 @@ def test_a_seed_spread_is_printed_only_with_two_seeds_or_more():
 
 def test_a_figure_draws_at_most_eight_controllers_with_the_fixed_scripts_and_learned_ones_first():
     from harness_gym_baselines.experiments.frontier import series_to_draw
-    from harness_gym_baselines.report.writer import MAX_SERIES, figure_controllers
+    from harness_gym_baselines.report.figures import MAX_SERIES, figure_controllers
 
     names = ["static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql", "ppo-sparse", "ecpo",
              "ecpo-pb", *(f"best-script-w{w}" for w in (0, 0.01, 0.1)), *(f"probe-w{w}" for w in (0, 0.01, 0.1))]

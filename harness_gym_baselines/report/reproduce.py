@@ -29,7 +29,7 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
 
 Sizes: :data:`FULL` and :data:`QUICK` (``--quick``); ``--seeds N`` and ``--size FIELD=VALUE`` change single
 fields. Quick outputs say so everywhere (titles, a ``run`` column, the report's banner, the manifest), and
-every learned row carries a verdict, meaningful or not and why (:func:`harness_gym_baselines.report.writer.verdict`).
+every learned row carries a verdict, meaningful or not and why (:func:`harness_gym_baselines.report.rows.verdict`).
 """
 
 from __future__ import annotations
@@ -543,7 +543,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     import csv
 
     from harness_gym_baselines.experiments.fixed_references import parse_reference_name
-    from harness_gym_baselines.report.writer import mark
+    from harness_gym_baselines.report.rows import mark
 
     with open(out / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
