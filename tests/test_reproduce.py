@@ -67,14 +67,14 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
     with open(run_dir / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     by = {r["controller"]: r for r in rows}
-    references = {f"{kind}-w{w}" for kind in ("best-script", "probe") for w in ("0", "0.01", "0.1")}
+    references = {f"{kind}-w{w}" for kind in ("best-fixed", "probe") for w in ("0", "0.01", "0.1")}
     online = ("ppo-sparse", "ecpo", "ecpo-pb")  # each greedy and sampling, from one model
     assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql", *online,
                        *(f"{name}-sampled" for name in online), *references}
-    assert by["best-script-w0.01"]["verdict"] == "fixed script" and by["probe-w0.1"]["verdict"].startswith("reference")
+    assert by["best-fixed-w0.01"]["verdict"] == "fixed script" and by["probe-w0.1"]["verdict"].startswith("reference")
     with open(run_dir / "table_ecpo.csv") as fh:
         ecpo = {r["method"]: r for r in csv.DictReader(fh) if r["policy_mode"] == "deterministic"}
-    assert references <= set(ecpo) and ecpo["best-script-w0"]["verdict"] == "fixed script"
+    assert references <= set(ecpo) and ecpo["best-fixed-w0"]["verdict"] == "fixed script"
     frontier = json.loads((run_dir / "frontier" / ENV / "frontier.json").read_text())
     assert references <= {r["policy"] for r in frontier["rows"]}
     for r in rows:
@@ -510,7 +510,7 @@ def test_public_data_variants_get_their_own_rows(tmp_path):
     envs = {r["env"] for r in rows}
     assert envs == {ENV, "HarnessTauRetail-v1+tau", "HarnessDBBench-v1+dbbench"}
     tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v1+tau"}
-    references = {f"{kind}-w{w}" for kind in ("best-script", "probe") for w in ("0", "0.01", "0.1")}
+    references = {f"{kind}-w{w}" for kind in ("best-fixed", "probe") for w in ("0", "0.01", "0.1")}
     assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql",
                         *references}  # no online rows on public data; the searched references on it
     assert float(tau["awr"]["paper_awr_minus_static"]) == 18.2
@@ -578,7 +578,7 @@ def test_a_figure_draws_at_most_eight_controllers_with_the_fixed_scripts_and_lea
     from harness_gym_baselines.report.figures import MAX_SERIES, figure_controllers
 
     names = ["static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql", "ppo-sparse", "ecpo",
-             "ecpo-pb", *(f"best-script-w{w}" for w in (0, 0.01, 0.1)), *(f"probe-w{w}" for w in (0, 0.01, 0.1))]
+             "ecpo-pb", *(f"best-fixed-w{w}" for w in (0, 0.01, 0.1)), *(f"probe-w{w}" for w in (0, 0.01, 0.1))]
     rows = [{"env_id": e, "policy": n, "quality_mean": (0.9 if n.startswith(("best", "probe")) else i / 40)}
             for e in ("A", "B") for i, n in enumerate(names)]
     drawn = figure_controllers(rows)
@@ -588,4 +588,4 @@ def test_a_figure_draws_at_most_eight_controllers_with_the_fixed_scripts_and_lea
               for i, n in enumerate([*names, "random", "oracle"])}
     kept = series_to_draw(groups)
     assert len(kept) == 8 and {"static", "forced-check", "thorough", "oracle"} <= set(kept)
-    assert not any(n.startswith(("best-script", "probe")) for n in kept)
+    assert not any(n.startswith(("best-fixed", "probe")) for n in kept)

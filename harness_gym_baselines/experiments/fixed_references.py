@@ -1,6 +1,6 @@
 """The two references every results table reports beside the learned rows, at each cost weight ``w``.
 
-- **best fixed strategy** (``best-script-w<w>``): the winner at ``w`` of the script search
+- **best fixed strategy** (``best-fixed-w<w>``): the winner at ``w`` of the script search
   (:func:`harness_gym_baselines.experiments.script_search.choose_winners`: successive halving of the open-loop
   scripts on train, the finalists and the named harnesses compared on val), the best *fixed* harness there is
   (at least every named harness on val);
@@ -41,9 +41,9 @@ from harness_gym_baselines.experiments.script_search import SearchConfig, choose
 
 FORMAT = 2
 """The layout of a cache file; a file of another layout is recomputed."""
-KINDS = ("best-script", "probe")
+KINDS = ("best-fixed", "probe")
 """The two references, in table order."""
-_NAME = re.compile(r"^(?P<kind>best-script|probe)-w(?P<w>[0-9.eE+-]+)$")
+_NAME = re.compile(r"^(?P<kind>best-fixed|probe)-w(?P<w>[0-9.eE+-]+)$")
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class FixedReferences:
 
     cost_weight: float
     script: Policy
-    """the best fixed strategy (a searched script or a named harness), named ``best-script-w<w>``"""
+    """the best fixed strategy (a searched script or a named harness), named ``best-fixed-w<w>``"""
     probe: LinearPolicy
     """the closed-loop probe, named ``probe-w<w>``"""
     record: dict[str, Any]
@@ -106,7 +106,7 @@ class FixedReferences:
 
 
 def reference_name(kind: str, w: float) -> str:
-    """The table and file name of a reference: ``best-script-w0.01``, ``probe-w0``.
+    """The table and file name of a reference: ``best-fixed-w0.01``, ``probe-w0``.
 
     :param kind: one of :data:`KINDS`
     :param w: the cost weight it was chosen at
@@ -126,7 +126,7 @@ def parse_reference_name(name: str) -> tuple[str, float] | None:
 
 
 def reference_names(names: Sequence[str]) -> list[str]:
-    """The reference names among ``names``, by weight, the best script before the probe at each weight.
+    """The reference names among ``names``, by weight, the best fixed before the probe at each weight.
 
     :param names: controller names
     """
@@ -157,7 +157,7 @@ def _settings(env_id: str, env_kwargs: dict[str, Any], w: float, seed: int, vari
 def _policies(record: dict[str, Any]) -> FixedReferences:
     w = float(record["settings"]["cost_weight"])
     script = fixed_policy(record["script"])
-    script.name = reference_name("best-script", w)
+    script.name = reference_name("best-fixed", w)
     probe = LinearPolicy(np.array(record["probe_weights"], dtype=np.float64), name=reference_name("probe", w))
     return FixedReferences(w, script, probe, record)
 

@@ -283,7 +283,7 @@ def headroom_table(results: Sequence[dict[str, Any]], *, profile: str) -> str:
 
     lines = [f"Price profile `{profile}`; return = Q - w * cost units; test split, the same seeded episodes for "
              "every row; 95% bootstrap CIs over episodes (paired for differences).", "",
-             "| env | w | best script | script return | forced % | probe return | probe - script | "
+             "| env | w | best fixed | script return | forced % | probe return | probe - script | "
              "evidence oracle - script | correctness oracle - script | oracle return |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for res in results:

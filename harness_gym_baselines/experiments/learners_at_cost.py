@@ -8,7 +8,7 @@ searched script, the closed-loop probe and the named scripts (issue 24, "Must sh
 For each env (default price profile) and each cost weight ``w`` (return ``Q - w * cost units``):
 
 - **references**: ``forced-check`` and ``static`` (:mod:`harness_gym_baselines.policies.scripted`),
-  ``best-script``, the winner at ``w`` of the open-loop script search (one search per env serving every
+  ``best-fixed``, the winner at ``w`` of the open-loop script search (one search per env serving every
   ``w``, chosen on train and val), and ``probe``, the closed-loop linear probe fitted at ``w``, both from
   :func:`~harness_gym_baselines.experiments.fixed_references.fixed_references` (cached under ``OUT/references``);
 - **offline learners** ``bc``, ``awr`` (sample advantage), ``awr-q`` (fitted advantage), ``iql``, ``cql``, each
@@ -33,17 +33,17 @@ number of seeds and, for the learned rows and the probe, the paired per-episode 
 script at ``w`` with its CI, and the seed spread of a row trained on several seeds (the largest minus the
 smallest of its seeds' mean returns). Three summary lines are computed from the rows (:func:`summary_lines`):
 
-- **beats the best script**: a learned row whose paired difference to the best script has a CI above 0; the
+- **beats the best fixed**: a learned row whose paired difference to the best fixed has a CI above 0; the
   line counts the envs with at least one such (env, w, controller) and lists them;
 - **forced-check's Q at half its cost**: a learned row (any ``w``) with mean Q >= forced-check's mean Q and
   mean cost <= 0.5 x forced-check's mean cost on the same env. Q and cost do not depend on ``w`` for a fixed
   script, so forced-check's row at the same ``w`` is the bar (the bar cascades and routers such as FrugalGPT,
   AutoMix and RouteLLM report against their always-strong model);
-- **beyond the seed spread**: of the rows of the first line, those whose mean difference to the best script is
+- **beyond the seed spread**: of the rows of the first line, those whose mean difference to the best fixed is
   larger than their own seed spread (a row of one seed has none and is not counted).
 
 ``table.md`` opens with a condensed table: per env and ``w``, the learned row with the best mean return beside
-forced-check, the best script and the probe.
+forced-check, the best fixed and the probe.
 
 Resumable: every (env, w, controller, seed) cell is a JSON file ``cells/<env>/w<w>/<controller>-seed<s>.json``
 with its per-episode records, every model and buffer is kept, and a rerun with the same ``--out`` skips what is
@@ -80,7 +80,7 @@ from harness_gym_baselines.experiments.script_search import SearchConfig
 from harness_gym_baselines.experiments.statistics import mean_ci, paired_difference
 from harness_gym_baselines.experiments.statistics import seed_spread as spread_of
 
-REFERENCES: tuple[str, ...] = ("forced-check", "static", "best-script", "probe")
+REFERENCES: tuple[str, ...] = ("forced-check", "static", "best-fixed", "probe")
 """The fixed and probe controllers every learned row is judged against."""
 OFFLINE: tuple[str, ...] = ("bc", "awr", "awr-q", "iql", "cql")
 """The offline learners, trained on the behaviour buffer collected at ``w``."""
@@ -121,9 +121,9 @@ class Sizes:
     search_rounds: tuple[tuple[int, int], ...] = SearchConfig.rounds
     """successive halving of the script search: (train episodes, kept per weight) per round"""
     search_val_episodes: int = SearchConfig.val_episodes
-    """val episodes that pick the best script among the finalists, and the probe between imitation and CEM"""
+    """val episodes that pick the best fixed among the finalists, and the probe between imitation and CEM"""
     probe_bc_episodes: int = HeadroomConfig.bc_episodes
-    """train episodes of the best script the probe is first fitted to"""
+    """train episodes of the best fixed the probe is first fitted to"""
     probe_cem_iterations: int = HeadroomConfig.cem_iterations
     probe_cem_population: int = HeadroomConfig.cem_population
     probe_cem_elite: int = HeadroomConfig.cem_elite
@@ -209,7 +209,7 @@ def _references(env_id: str, w: float, weights: Sequence[float], sizes: Sizes, o
     found = fixed_references(env_id, weights, cache_dir=out / "references", sizes=reference_sizes(sizes))[w]
     record = {key: found.record[key] for key in ("script", "script_val_return", "probe_val_return", "probe_chosen")}
     return {"forced-check": (make_policy("forced-check"), {}), "static": (make_policy("static"), {}),
-            "best-script": (found.script, {"script": found.record["script"]}),
+            "best-fixed": (found.script, {"script": found.record["script"]}),
             "probe": (found.probe, {"reference": record, "probe_weights": found.record["probe_weights"]})}
 
 
@@ -360,14 +360,14 @@ def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
 
 
 def table_row(env_id: str, w: float, controller: str, cells: list[dict[str, Any]],
-              best_script: dict[str, Any] | None) -> dict[str, Any]:
-    """One row of the table from the controller's cells (one per seed) and the best script's cell.
+              best_fixed: dict[str, Any] | None) -> dict[str, Any]:
+    """One row of the table from the controller's cells (one per seed) and the best fixed's cell.
 
     :param env_id: the env
     :param w: the cost weight
     :param controller: the controller's name
     :param cells: its cells, one per training seed, on the same test episodes
-    :param best_script: the best script's cell at ``w`` (``None``: no paired difference)
+    :param best_fixed: the best fixed's cell at ``w`` (``None``: no paired difference)
     """
     row: dict[str, Any] = {"env_id": env_id, "cost_weight": w, "controller": controller,
                            "kind": "reference" if controller in REFERENCES else "learned", "seeds": len(cells),
@@ -375,13 +375,13 @@ def table_row(env_id: str, w: float, controller: str, cells: list[dict[str, Any]
                            "return": mean_ci(_per_seed(cells, "return")), "quality": mean_ci(_per_seed(cells, "quality")),
                            "cost": mean_ci(_per_seed(cells, "cost")),
                            "forced_submit_rate": float(np.concatenate(_per_seed(cells, "forced_submit")).mean()),
-                           "seed_spread": seed_spread(cells), "minus_best_script": None}
+                           "seed_spread": seed_spread(cells), "minus_best_fixed": None}
     if "script" in cells[0]:
         row["script"] = cells[0]["script"]
-    if best_script is not None and controller not in ("forced-check", "static", "best-script"):
-        theirs = _per_seed([best_script], "return")[0]
+    if best_fixed is not None and controller not in ("forced-check", "static", "best-fixed"):
+        theirs = _per_seed([best_fixed], "return")[0]
         ours = _per_seed(cells, "return")
-        row["minus_best_script"] = paired_difference(ours, theirs, f"{env_id} w={wkey(w)} {controller}")
+        row["minus_best_fixed"] = paired_difference(ours, theirs, f"{env_id} w={wkey(w)} {controller}")
     return row
 
 
@@ -399,16 +399,16 @@ def collect_rows(out: Path, env_ids: Sequence[str], weights: Sequence[float], si
         for w in weights:
             cells = {name: [json.loads(cell_path(out, env_id, w, name, s).read_text()) for s in seeds[name]]
                      for name in CONTROLLERS}
-            best = cells["best-script"][0]
+            best = cells["best-fixed"][0]
             rows += [table_row(env_id, w, name, cells[name], best) for name in CONTROLLERS]
     return rows
 
 
-def beats_best_script(rows: Iterable[dict[str, Any]]) -> list[tuple[str, float, str]]:
-    """(env, w, controller) of every learned row whose paired return difference to the best script has a 95% CI
+def beats_best_fixed(rows: Iterable[dict[str, Any]]) -> list[tuple[str, float, str]]:
+    """(env, w, controller) of every learned row whose paired return difference to the best fixed has a 95% CI
     entirely above 0."""
     return [(r["env_id"], r["cost_weight"], r["controller"]) for r in rows
-            if r["kind"] == "learned" and r["minus_best_script"] is not None and r["minus_best_script"]["ci95"][0] > 0]
+            if r["kind"] == "learned" and r["minus_best_fixed"] is not None and r["minus_best_fixed"]["ci95"][0] > 0]
 
 
 def half_cost_of_forced_check(rows: Sequence[dict[str, Any]]) -> list[tuple[str, float, str]]:
@@ -425,10 +425,10 @@ def half_cost_of_forced_check(rows: Sequence[dict[str, Any]]) -> list[tuple[str,
 
 
 def beyond_seed_spread(rows: Iterable[dict[str, Any]]) -> list[tuple[str, float, str]]:
-    """The rows of :func:`beats_best_script` whose mean difference to the best script exceeds their seed spread."""
+    """The rows of :func:`beats_best_fixed` whose mean difference to the best fixed exceeds their seed spread."""
     by = {(r["env_id"], r["cost_weight"], r["controller"]): r for r in rows}
-    return [h for h in beats_best_script(by.values())
-            if by[h]["seed_spread"] is not None and by[h]["minus_best_script"]["mean"] > by[h]["seed_spread"]]
+    return [h for h in beats_best_fixed(by.values())
+            if by[h]["seed_spread"] is not None and by[h]["minus_best_fixed"]["mean"] > by[h]["seed_spread"]]
 
 
 def summary_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -438,12 +438,12 @@ def summary_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     def listed(hits: list[tuple[str, float, str]]) -> str:
         return "; ".join(f"{e} w={wkey(w)} {c}" for e, w, c in hits) or "none"
 
-    beats, half, beyond = beats_best_script(rows), half_cost_of_forced_check(rows), beyond_seed_spread(rows)
-    return [f"learned beats best script with CI above 0 in {len({h[0] for h in beats})} of {n} envs (at some w): "
+    beats, half, beyond = beats_best_fixed(rows), half_cost_of_forced_check(rows), beyond_seed_spread(rows)
+    return [f"learned beats best fixed with CI above 0 in {len({h[0] for h in beats})} of {n} envs (at some w): "
             f"{listed(beats)}",
             f"reaches forced-check's Q at no more than half its cost in {len({h[0] for h in half})} of {n} envs: "
             f"{listed(half)}",
-            f"of those wins over the best script, the gain exceeds the row's own seed spread in "
+            f"of those wins over the best fixed, the gain exceeds the row's own seed spread in "
             f"{len({h[0] for h in beyond})} of {n} envs: {listed(beyond)}"]
 
 
@@ -456,25 +456,25 @@ def _fmt(stat: dict[str, Any] | None, signed: bool = False) -> str:
 
 
 def condensed_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Per env and ``w``: forced-check's Q and cost, the best script and its return, the probe's paired
+    """Per env and ``w``: forced-check's Q and cost, the best fixed and its return, the probe's paired
     difference, and the learned row with the best mean return (its difference, Q, cost, forced-submit rate,
     seeds and seed spread)."""
-    lines = ["| env | w | forced-check Q / cost | best script, return | probe - best script | best learned (by "
-             "return) | its return | - best script [95% CI] | its Q / cost / forced % | seeds (spread) |",
+    lines = ["| env | w | forced-check Q / cost | best fixed, return | probe - best fixed | best learned (by "
+             "return) | its return | - best fixed [95% CI] | its Q / cost / forced % | seeds (spread) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     keys = list(dict.fromkeys((r["env_id"], r["cost_weight"]) for r in rows))
     for env_id, w in keys:
         here = {r["controller"]: r for r in rows if (r["env_id"], r["cost_weight"]) == (env_id, w)}
         learned = [r for r in here.values() if r["kind"] == "learned"]
-        if not learned or not {"forced-check", "best-script", "probe"} <= here.keys():
+        if not learned or not {"forced-check", "best-fixed", "probe"} <= here.keys():
             continue
-        fc, best, probe = here["forced-check"], here["best-script"], here["probe"]
+        fc, best, probe = here["forced-check"], here["best-fixed"], here["probe"]
         top = max(learned, key=lambda r: r["return"]["mean"])
         spread = "" if top["seed_spread"] is None else f" ({top['seed_spread']:.3f})"
         lines.append(f"| {env_id.removeprefix('Harness').removesuffix('-v1')} | {wkey(w)} | "
                      f"{fc['quality']['mean']:.3f} / {fc['cost']['mean']:.2f} | `{best.get('script', '')}` "
-                     f"{best['return']['mean']:+.3f} | {_fmt(probe['minus_best_script'], True)} | {top['controller']} | "
-                     f"{top['return']['mean']:+.3f} | {_fmt(top['minus_best_script'], True)} | "
+                     f"{best['return']['mean']:+.3f} | {_fmt(probe['minus_best_fixed'], True)} | {top['controller']} | "
+                     f"{top['return']['mean']:+.3f} | {_fmt(top['minus_best_fixed'], True)} | "
                      f"{top['quality']['mean']:.3f} / {top['cost']['mean']:.2f} / {100 * top['forced_submit_rate']:.0f}"
                      f" | {top['seeds']}{spread} |")
     return lines
@@ -484,16 +484,16 @@ def markdown_table(rows: Sequence[dict[str, Any]], sizes: Sizes) -> str:
     """The condensed table, the summary lines and the full table as Markdown."""
     lines = [*condensed_lines(rows), "", "Default price profile; return = Q - w * cost units; test split, the same "
              f"{sizes.test_episodes} seeded episodes for every row; 95% CIs by a two-level bootstrap over training "
-             "seeds and episodes; `- best script` is the paired per-episode return difference.", "",
+             "seeds and episodes; `- best fixed` is the paired per-episode return difference.", "",
              *(f"- {line}" for line in summary_lines(rows)), "",
              "| env | w | controller | return [95% CI] | Q [95% CI] | cost [95% CI] | forced % | seeds | "
-             "seed spread | - best script [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "seed spread | - best fixed [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        name = f"{r['controller']} `{r['script']}`" if r["controller"] == "best-script" else r["controller"]
+        name = f"{r['controller']} `{r['script']}`" if r["controller"] == "best-fixed" else r["controller"]
         lines.append(f"| {r['env_id']} | {wkey(r['cost_weight'])} | {name} | {_fmt(r['return'], True)} | "
                      f"{_fmt(r['quality'])} | {_fmt(r['cost'])} | {100 * r['forced_submit_rate']:.0f} | {r['seeds']} | "
                      f"{'' if r['seed_spread'] is None else format(r['seed_spread'], '.3f')} | "
-                     f"{_fmt(r['minus_best_script'], True)} |")
+                     f"{_fmt(r['minus_best_fixed'], True)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -503,7 +503,7 @@ def write_table(out: Path, rows: Sequence[dict[str, Any]], sizes: Sizes) -> None
     (out / "table.md").write_text(markdown_table(rows, sizes))
     (out / "table.json").write_text(json.dumps({"sizes": dataclasses.asdict(sizes), "summary": summary_lines(rows),
                                                 "rows": list(rows)}, indent=1) + "\n")
-    stats = ("return", "quality", "cost", "minus_best_script")
+    stats = ("return", "quality", "cost", "minus_best_fixed")
     with open(out / "table.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["env_id", "cost_weight", "controller", "kind", "seeds", "episodes", "forced_submit_rate",

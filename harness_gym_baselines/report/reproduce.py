@@ -10,7 +10,7 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
    :func:`harness_gym_baselines.experiments.ecpo_comparison.train_cell` and evaluated on the same test episodes
    with :func:`harness_gym_baselines.experiments.offline_comparison.run_cell`, each greedy (``NAME``) and
    sampling (``NAME-sampled``), the random and oracle references for the frontier, and at every cost weight
-   ``w`` of the run the best searched script and the closed-loop probe chosen at ``w`` (``best-script-w<w>``,
+   ``w`` of the run the best searched script and the closed-loop probe chosen at ``w`` (``best-fixed-w<w>``,
    ``probe-w<w>``: :mod:`harness_gym_baselines.experiments.fixed_references`, fitted per seed on train and val,
    cached under ``OUT/references``), on the same test episodes. The online trainers take no env constructor
    arguments, so the public-data variants have no online rows.
@@ -107,7 +107,7 @@ class Sizes:
     """cross-entropy iterations of the probe fit"""
 
     def references(self, quick: bool) -> ReferenceSizes:
-        """The sizes of the best-script search and the probe fit: :attr:`ReferenceSizes.QUICK` or
+        """The sizes of the best-fixed search and the probe fit: :attr:`ReferenceSizes.QUICK` or
         :attr:`ReferenceSizes.FULL` with this run's val episodes and CEM iterations."""
         return dataclasses.replace(ReferenceSizes.QUICK if quick else ReferenceSizes.FULL,
                                    val_episodes=self.ref_val_episodes, cem_iterations=self.ref_cem_iterations)
@@ -534,7 +534,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     """The main job's last screen, at most ``width`` columns and (for 8 envs) 24 lines: Q per env and controller
     (``table_harness.csv``; ``*``: not meaningful, ``†``: budget-ended; the greedy rows, the sampled ones are in the tables) with
     AWR-q minus static beside the paper, then what ran and how long, and where the report is. Of the searched
-    references only the best script at the run's lowest cost weight is shown (as ``best script``: at w = 0 the
+    references only the best fixed at the run's lowest cost weight is shown (as ``best fixed``: at w = 0 the
     script with the best Q); the others are in the report.
 
     :param out: the run folder
@@ -549,9 +549,9 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
         rows = list(csv.DictReader(fh))
     envs = list(dict.fromkeys(r["env"] for r in rows))
     listed = list(dict.fromkeys(r["controller"] for r in rows if not r["controller"].endswith("-sampled")))
-    searched = sorted((parsed[1], n) for n in listed if (parsed := parse_reference_name(n)) and parsed[0] == "best-script")
+    searched = sorted((parsed[1], n) for n in listed if (parsed := parse_reference_name(n)) and parsed[0] == "best-fixed")
     lowest = searched[0][1] if searched else None
-    shown = {n: "best script" if n == lowest else n for n in listed if n == lowest or parse_reference_name(n) is None}
+    shown = {n: "best fixed" if n == lowest else n for n in listed if n == lowest or parse_reference_name(n) is None}
     names = list(shown)
     by = {(r["env"], r["controller"]): r for r in rows}
     table = []

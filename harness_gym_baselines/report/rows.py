@@ -50,7 +50,7 @@ LEARNED = ("bc", "awr", "awr-q", "iql", "cql", *ONLINE, *SAMPLED)
 ABLATION = ("awr", "awr-ablation", "awr-q", "awr-q-ablation")
 FRONTIER = ("static", "forced-check", "thorough", "random", "oracle", "bc", "awr", "awr-q", "iql", "cql",
             "ppo-sparse", "ppo-dense", "ecpo", "ecpo-pb")
-"""Besides these, the best searched script and the closed-loop probe at each cost weight (``best-script-w<w>``,
+"""Besides these, the best searched script and the closed-loop probe at each cost weight (``best-fixed-w<w>``,
 ``probe-w<w>``: :mod:`harness_gym_baselines.experiments.fixed_references`) are rows of every table and points
 of every frontier; :func:`controllers` puts them between the fixed scripts and the learned controllers."""
 PACKAGES = ("harness-gym", "gymnasium", "numpy", "scipy", "pandas", "torch", "stable-baselines3", "sb3-contrib",
@@ -85,7 +85,7 @@ def controllers(names: Any) -> list[str]:
 def is_fixed_script(name: str) -> bool:
     """A named fixed script or a best searched script (what "best fixed" is chosen among)."""
     parsed = parse_reference_name(name)
-    return name in FIXED or (parsed is not None and parsed[0] == "best-script")
+    return name in FIXED or (parsed is not None and parsed[0] == "best-fixed")
 
 
 def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
