@@ -211,13 +211,14 @@ def test_two_runs_from_empty_folders_write_the_same_tables_byte_for_byte(run_dir
 
 def test_the_readme_block_is_rewritten_from_a_run_and_checked(second_run, tmp_path):
     out, _, _ = second_run
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "docs" / "reproduce.md"
+    readme.parent.mkdir()
     from harness_gym_baselines.report.readme import markers
 
     begin, end = markers("quick")
     readme.write_text(f"# title\n\n{begin}\nhand-written table\n{end}\n\nafter\n")
     script = [sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "readme_tables.py"), str(out),
-              "--readme", str(readme)]
+              "--doc", str(readme)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     assert subprocess.run([*script, "--check"], env=env, capture_output=True).returncode == 1
     assert subprocess.run(script, env=env, capture_output=True).returncode == 0
@@ -225,8 +226,8 @@ def test_the_readme_block_is_rewritten_from_a_run_and_checked(second_run, tmp_pa
     assert "hand-written" not in text and text.startswith("# title") and text.endswith("after\n")
     assert "| env | Q static |" in text and f"`harness-gym reproduce --out {out}" in text
     block = text[text.index(begin):text.index(end)].splitlines()
-    assert block[1].startswith("![Quality against cost") and block[1].endswith("(docs/figures/quick_frontier.png)")
-    assert block[-1] == "![Q and HMS per env and controller, quick run](docs/figures/quick_quality_hms.png)"
+    assert block[1].startswith("![Quality against cost") and block[1].endswith("(figures/quick_frontier.png)")
+    assert block[-1] == "![Q and HMS per env and controller, quick run](figures/quick_quality_hms.png)"
     for figure in ("quick_frontier.png", "quick_quality_hms.png"):
         assert (tmp_path / "docs" / "figures" / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert subprocess.run([*script, "--check"], env=env, capture_output=True).returncode == 0
