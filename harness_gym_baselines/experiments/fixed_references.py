@@ -31,61 +31,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from harness_gym.rollout import Policy
 from harness_gym_baselines.experiments.headroom import HeadroomConfig, LinearPolicy, fit_probe
 from harness_gym_baselines.experiments.script_search import SearchConfig, choose_winners, fixed_policy
+from harness_gym_baselines.experiments.specs.sizes import ReferenceSizes
 
 FORMAT = 2
 """The layout of a cache file; a file of another layout is recomputed."""
 KINDS = ("best-fixed", "probe")
 """The two references, in table order."""
 _NAME = re.compile(r"^(?P<kind>best-fixed|probe)-w(?P<w>[0-9.eE+-]+)$")
-
-
-@dataclass(frozen=True)
-class ReferenceSizes:
-    """How hard the search and the probe fit work (the fields of :class:`SearchConfig` and
-    :class:`HeadroomConfig` of the same names)."""
-
-    rounds: tuple[tuple[int, int], ...]
-    """successive halving on train: (episodes, how many to keep per weight) per round"""
-    val_episodes: int
-    """val episodes that pick the winning script among the finalists, and the probe between imitation and CEM"""
-    bc_episodes: int
-    """train episodes of the script the probe imitates"""
-    cem_iterations: int
-    cem_population: int
-    cem_elite: int
-    cem_episodes: int
-    """train episodes per CEM candidate per iteration"""
-
-    FULL: ClassVar[ReferenceSizes]
-    """the headroom benchmark's defaults"""
-    QUICK: ClassVar[ReferenceSizes]
-    """a few seconds to a minute per env and three weights on one core (docs/reproduce.md)"""
-
-    def __post_init__(self) -> None:
-        for name in ("val_episodes", "bc_episodes", "cem_population", "cem_elite", "cem_episodes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"ReferenceSizes.{name} must be >= 1, got {getattr(self, name)}")
-        if self.cem_iterations < 0 or not self.rounds or any(n < 1 or k < 1 for n, k in self.rounds):
-            raise ValueError(f"ReferenceSizes: cem_iterations >= 0 and rounds of (episodes >= 1, keep >= 1) "
-                             f"expected, got {self.cem_iterations} and {self.rounds}")
-        if self.cem_elite > self.cem_population:
-            raise ValueError(f"ReferenceSizes.cem_elite ({self.cem_elite}) must not exceed cem_population "
-                             f"({self.cem_population})")
-
-
-ReferenceSizes.FULL = ReferenceSizes(
-    rounds=SearchConfig.rounds, val_episodes=HeadroomConfig.val_episodes, bc_episodes=HeadroomConfig.bc_episodes,
-    cem_iterations=HeadroomConfig.cem_iterations, cem_population=HeadroomConfig.cem_population,
-    cem_elite=HeadroomConfig.cem_elite, cem_episodes=HeadroomConfig.cem_episodes)
-ReferenceSizes.QUICK = ReferenceSizes(rounds=((2, 16), (8, 6), (24, 3)), val_episodes=60, bc_episodes=40,
-                                      cem_iterations=4, cem_population=10, cem_elite=3, cem_episodes=10)
 
 
 @dataclass

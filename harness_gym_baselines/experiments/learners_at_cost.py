@@ -62,7 +62,6 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +73,13 @@ from harness_gym_baselines.common.dataclass_flags import doc_summary
 from harness_gym_baselines.experiments.engine import Task, progress_bar, run_tasks
 from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
 from harness_gym_baselines.experiments.frontier import parse_cost_weights
-from harness_gym_baselines.experiments.headroom import HeadroomConfig
 from harness_gym_baselines.experiments.offline_comparison import run_cell
 from harness_gym_baselines.experiments.script_search import SearchConfig
+from harness_gym_baselines.experiments.specs import provenance_line
+from harness_gym_baselines.experiments.specs.sizes import LEARNERS_FULL as FULL
+from harness_gym_baselines.experiments.specs.sizes import LEARNERS_QUICK as QUICK
+from harness_gym_baselines.experiments.specs.sizes import LearnersAtCostSizes as Sizes
+from harness_gym_baselines.experiments.specs.sizes import with_sizes
 from harness_gym_baselines.experiments.statistics import mean_ci, paired_difference
 from harness_gym_baselines.experiments.statistics import seed_spread as spread_of
 
@@ -93,86 +96,6 @@ LEARNED: tuple[str, ...] = OFFLINE + tuple(c for name in ONLINE for c in (name, 
 CONTROLLERS: tuple[str, ...] = REFERENCES + LEARNED
 """Every row of one (env, w), in table order."""
 _TRAINER_OF_OFFLINE = {"bc": "bc", "awr": "awr", "awr-q": "awr", "iql": "iql", "cql": "cql"}
-
-
-@dataclass(frozen=True)
-class Sizes:
-    """How much data, training and evaluation every (env, w) gets; the same for every env. ``None`` leaves a
-    trainer's own default. Each field is a ``--size FIELD=VALUE``."""
-
-    buffer_episodes: int = 1000
-    """episodes of each behaviour buffer (train split)"""
-    offline_seeds: int = 3
-    """buffer + training seeds of every offline learner"""
-    epochs: int | None = None
-    """policy-fit epochs of bc, awr, awr-q and iql (None: BCConfig's)"""
-    value_steps: int | None = None
-    """value-learning steps of iql and cql (None: their configs')"""
-    online_seeds: int = 2
-    """training seeds of every online learner"""
-    online_steps: int | None = None
-    """environment steps of every online learner (None: OnlineConfig.steps)"""
-    ecpo_preference_episodes: int | None = None
-    """behaviour episodes of ecpo's preference model (None: ECPOConfig's)"""
-    test_episodes: int = 200
-    """test-split episodes of every cell (the same seeded episodes for every controller)"""
-    test_seed: int = 0
-    """seed of the test episodes"""
-    search_rounds: tuple[tuple[int, int], ...] = SearchConfig.rounds
-    """successive halving of the script search: (train episodes, kept per weight) per round"""
-    search_val_episodes: int = SearchConfig.val_episodes
-    """val episodes that pick the best fixed among the finalists, and the probe between imitation and CEM"""
-    probe_bc_episodes: int = HeadroomConfig.bc_episodes
-    """train episodes of the best fixed the probe is first fitted to"""
-    probe_cem_iterations: int = HeadroomConfig.cem_iterations
-    probe_cem_population: int = HeadroomConfig.cem_population
-    probe_cem_elite: int = HeadroomConfig.cem_elite
-    probe_cem_episodes: int = HeadroomConfig.cem_episodes
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, int) and not isinstance(value, bool) and value < (0 if f.name == "test_seed" else 1):
-                raise ValueError(f"Sizes.{f.name} must be >= 1, got {value}")
-        if self.probe_cem_elite > self.probe_cem_population:
-            raise ValueError(f"Sizes.probe_cem_elite ({self.probe_cem_elite}) must be <= probe_cem_population "
-                             f"({self.probe_cem_population})")
-
-
-FULL = Sizes()
-"""The sizes of the reported run."""
-QUICK = Sizes(buffer_episodes=200, offline_seeds=2, online_seeds=1, online_steps=8192, ecpo_preference_episodes=100,
-              test_episodes=100, search_rounds=((8, 16), (24, 4)), search_val_episodes=100, probe_bc_episodes=50,
-              probe_cem_iterations=4, probe_cem_population=12, probe_cem_elite=4, probe_cem_episodes=12)
-"""``--quick``: a smoke run of the whole pipeline in minutes per env (not for conclusions)."""
-
-
-def with_sizes(base: Sizes, pairs: Sequence[str]) -> Sizes:
-    """``base`` with ``FIELD=VALUE`` pairs applied (VALUE read as JSON; lists become tuples).
-
-    :param base: the sizes to start from
-    :param pairs: ``--size`` arguments
-    """
-    names = [f.name for f in dataclasses.fields(Sizes)]
-    changes: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep:
-            raise ValueError(f"--size {pair!r}: expected FIELD=VALUE")
-        if key not in names:
-            close = difflib.get_close_matches(key, names, n=3)
-            raise ValueError(f"--size {key}: no such size; did you mean {', '.join(close)}?" if close else
-                             f"--size {key}: no such size; expected one of {', '.join(names)}")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--size {key}={raw}: VALUE is not JSON ({exc.msg})") from exc
-        changes[key] = _tuples(value)
-    return dataclasses.replace(base, **changes)
-
-
-def _tuples(value: Any) -> Any:
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 # ----- where things are written ---------------------------------------------------------------------------------
@@ -494,7 +417,7 @@ def markdown_table(rows: Sequence[dict[str, Any]], sizes: Sizes) -> str:
                      f"{_fmt(r['quality'])} | {_fmt(r['cost'])} | {100 * r['forced_submit_rate']:.0f} | {r['seeds']} | "
                      f"{'' if r['seed_spread'] is None else format(r['seed_spread'], '.3f')} | "
                      f"{_fmt(r['minus_best_fixed'], True)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", provenance_line("learners_at_cost")]) + "\n"
 
 
 def write_table(out: Path, rows: Sequence[dict[str, Any]], sizes: Sizes) -> None:

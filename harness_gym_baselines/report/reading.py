@@ -46,6 +46,20 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
         out.append("This is a QUICK run: small buffers, few seeds and short online training. Its numbers check the "
                    "pipeline; rows marked 'not meaningful' say why they cannot be read as results.")
 
+    out += _offline_lines(by, labels, agg)
+    out += _ecpo_lines(ecpo_rows, corruption, online_verdict, corruption_verdict)
+    if sim_rows:
+        out.append(_sim_to_real_sentence(sim_rows))
+    out += _cost_lines(cost_best, trained_at)
+    out.extend(cost_reading(cost_best))
+    return out
+
+
+def _offline_lines(by: dict[tuple[str, str], dict[str, Any]], labels: list[str], agg: list[dict[str, Any]]) -> list[str]:
+    """The offline-RL paper's claims against the harness rows: check-before-submit, AWR minus static, AWR
+    against BC and forced-check, the probability of improvement."""
+    out: list[str] = []
+
     def cbs(label: str, name: str) -> float:
         r = by.get((label, name))
         return float("nan") if r is None else float(np.nan_to_num(r["patterns"]["check_before_submit"]))
@@ -92,6 +106,13 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
             out.append(f"P({r['controller']} > best fixed script per env) = {r['p_improvement']:.2f} [{lo:.2f}, "
                        f"{hi:.2f}] over {r['envs']} envs; aggregate IQM {r['iqm']:.3f} [{r['iqm_ci95'][0]:.3f}, "
                        f"{r['iqm_ci95'][1]:.3f}].")
+    return out
+
+
+def _ecpo_lines(ecpo_rows: list[dict[str, Any]], corruption: dict[str, Any], online_verdict: str,
+                corruption_verdict: str) -> list[str]:
+    """The ECPO seed's claims against the ECPO table and the corruption runs."""
+    out: list[str] = []
     by_e = {(r["env_id"], r["method"]): r for r in ecpo_rows}
     for env in dict.fromkeys(r["env_id"] for r in ecpo_rows):
         order = sorted((m for m in ("ppo-sparse", "ppo-dense", "bc", "ecpo", "ecpo-pb") if (env, m) in by_e),
@@ -112,43 +133,52 @@ def reading(rows: list[dict[str, Any]], agg: list[dict[str, Any]], ecpo_rows: li
                        f"{ECPO_CLAIMS['corruption']}; docs/ecpo.md found the weight moving less than "
                        "its own sampling noise with 30 validation episodes per calibration."
                        + ("" if corruption_verdict == "meaningful" else f" These runs are {corruption_verdict}."))
-    if sim_rows:
-        from harness_gym_baselines.experiments.sim_to_real import LEARNED as SIM_LEARNED
-        from harness_gym_baselines.experiments.sim_to_real import SimToRealRow, rank
+    return out
 
-        gap_d = np.mean([abs(r["q_real"] - r["q_sim_default"]) for r in sim_rows])
-        gap_f = np.mean([abs(r["q_real"] - r["q_sim_fitted"]) for r in sim_rows])
-        tasks = sorted({r["tasks"] for r in sim_rows})
-        text = (f"Sim-to-real on the shipped SmolLM2 recording: mean |Q real - Q sim| is {gap_d:.3f} with the "
-                f"default profiles and {gap_f:.3f} with the fitted ones ({len(sim_rows)} env x controller rows, "
-                f"{'-'.join(map(str, tasks[:1] + tasks[-1:] if len(tasks) > 1 else tasks))} tasks each, so the "
-                "intervals are wide).")
-        learned = [r for r in sim_rows if r["controller"] == SIM_LEARNED]
-        if learned:
-            text += (f" The controller trained on the simulator ({SIM_LEARNED}) scores Q "
-                     + ", ".join(f"{r['q_real']:.2f} real vs {r['q_sim_default']:.2f} simulated on "
-                                 f"{short_label(r['env_id'])}" for r in learned) + ".")
-        agree = {"sim default": 0, "sim fitted": 0}
-        pairs = 0
-        for env_id in dict.fromkeys(r["env_id"] for r in sim_rows):
-            ranking = rank([SimToRealRow(**r) for r in sim_rows if r["env_id"] == env_id])
-            pairs += ranking.pairs
-            for w in agree:
-                agree[w] += ranking.agreeing_pairs[w]
-        best = max(agree.values()) / pairs if pairs else 0.0
-        verdict = ("the simulators largely rank the controllers as the real model does" if best >= 0.75 else
-                   "the simulators' ranking of the controllers only partly carries over to the real model"
-                   if best >= 0.5 else "neither simulator predicts how the controllers rank with this model")
-        text += (f" Of {pairs} controller pairs the default simulator orders {agree['sim default']} as the real "
-                 f"model does and the fitted one {agree['sim fitted']}: {verdict}.")
-        out.append(text)
+
+def _sim_to_real_sentence(sim_rows: list[dict[str, Any]]) -> str:
+    """How far the simulated worker is from the recorded model, and whether it ranks the controllers alike."""
+    from harness_gym_baselines.experiments.sim_to_real import LEARNED as SIM_LEARNED
+    from harness_gym_baselines.experiments.sim_to_real import SimToRealRow, rank
+
+    gap_d = np.mean([abs(r["q_real"] - r["q_sim_default"]) for r in sim_rows])
+    gap_f = np.mean([abs(r["q_real"] - r["q_sim_fitted"]) for r in sim_rows])
+    tasks = sorted({r["tasks"] for r in sim_rows})
+    text = (f"Sim-to-real on the shipped SmolLM2 recording: mean |Q real - Q sim| is {gap_d:.3f} with the "
+            f"default profiles and {gap_f:.3f} with the fitted ones ({len(sim_rows)} env x controller rows, "
+            f"{'-'.join(map(str, tasks[:1] + tasks[-1:] if len(tasks) > 1 else tasks))} tasks each, so the "
+            "intervals are wide).")
+    learned = [r for r in sim_rows if r["controller"] == SIM_LEARNED]
+    if learned:
+        text += (f" The controller trained on the simulator ({SIM_LEARNED}) scores Q "
+                 + ", ".join(f"{r['q_real']:.2f} real vs {r['q_sim_default']:.2f} simulated on "
+                             f"{short_label(r['env_id'])}" for r in learned) + ".")
+    agree = {"sim default": 0, "sim fitted": 0}
+    pairs = 0
+    for env_id in dict.fromkeys(r["env_id"] for r in sim_rows):
+        ranking = rank([SimToRealRow(**r) for r in sim_rows if r["env_id"] == env_id])
+        pairs += ranking.pairs
+        for w in agree:
+            agree[w] += ranking.agreeing_pairs[w]
+    best = max(agree.values()) / pairs if pairs else 0.0
+    verdict = ("the simulators largely rank the controllers as the real model does" if best >= 0.75 else
+               "the simulators' ranking of the controllers only partly carries over to the real model"
+               if best >= 0.5 else "neither simulator predicts how the controllers rank with this model")
+    text += (f" Of {pairs} controller pairs the default simulator orders {agree['sim default']} as the real "
+             f"model does and the fitted one {agree['sim fitted']}: {verdict}.")
+    return text
+
+
+def _cost_lines(cost_best: dict[str, dict[str, Any]], trained_at: Sequence[float]) -> list[str]:
+    """Per cost weight: which fixed script has the best return, and in how many envs a learned controller beats
+    every fixed script."""
+    out: list[str] = []
     trained = ("trained at w = " + " and ".join(f"{w:g}" for w in trained_at)) if trained_at else "trained"
     for w, best in cost_best.items():
         fixed = ", ".join(f"{name} in {n}" for name, n in best["fixed"].items())
         out.append(f"Cost weight {w}: the best return among the fixed scripts (named and searched) goes to {fixed} env(s); a learned "
                    f"controller ({trained}) has a higher return than every fixed script in "
                    f"{best['learned_wins']} of {best['envs']} envs.")
-    out.extend(cost_reading(cost_best))
     return out
 
 

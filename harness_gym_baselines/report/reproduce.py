@@ -49,103 +49,21 @@ import gymnasium as gym
 import harness_gym
 from harness_gym_baselines.experiments import offline_comparison
 from harness_gym_baselines.experiments.engine import Task, progress_bar, run_tasks
-from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
+from harness_gym_baselines.experiments.fixed_references import fixed_references
+from harness_gym_baselines.experiments.specs.reproduce import REPRODUCE
+from harness_gym_baselines.experiments.specs.sizes import ReferenceSizes, parse_size_overrides
+from harness_gym_baselines.experiments.specs.sizes import ReproduceSizes as Sizes
 
-ECPO_ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
-"""the envs of the ECPO table (docs/ecpo.md), when they are among ``--envs``"""
-CORRUPTION_ENV = "HarnessResearchQA-v1"
-QUICK_ENVS = ("HarnessCode-v1", "HarnessResearchQA-v1", "HarnessData-v1")
-"""the envs of ``--quick`` without ``--envs``: the two ECPO envs and Code, so that every online controller trains
-its documented budget and the run stays within 15 minutes on 2 cores (docs/online_rl.md)"""
-ONLINE = ("ppo-sparse", "ecpo", "ecpo-pb")
-"""the online controllers of the harness table; each is evaluated greedy (NAME, the mode of its policy) and
-sampling from its policy (NAME-sampled, as in training), from the same model"""
-TRAIN_COST_WEIGHT = 0.01
-"""the cost weight every learned controller of the harness stages trains at, online and offline (buffers,
-training returns, evaluation; docs/online_rl.md): the middle of the report's weights :data:`DEFAULT_COST_WEIGHTS`,
-so that the cost term is in the reward they learn from (at 0 a learner is free to spend the whole budget and let
-the forced submit end the episode) without 0.1's weight, at which the cheapest submit is close to the best return
-in most envs"""
-REFERENCES = ("random", "oracle")
-"""evaluated for the quality-cost frontier only"""
-DEFAULT_COST_WEIGHTS = (0.0, 0.01, 0.1)
-"""the cost weights fixed before any run (docs/cost_results.md)"""
+FULL, QUICK = REPRODUCE.full, REPRODUCE.quick
 
-
-@dataclass(frozen=True)
-class Sizes:
-    """How big each stage is (``--size FIELD=VALUE`` sets one field)."""
-
-    seeds: int
-    """training seeds of the offline learners (buffer + training)"""
-    buffer_episodes: int
-    """episodes per behaviour buffer"""
-    eval_episodes: int
-    """test-split episodes per (env, controller, seed) cell"""
-    epochs: int
-    """training epochs of BC and AWR"""
-    ref_score_episodes: int
-    """episodes of random and oracle for a dataset's reference scores"""
-    online_seeds: int
-    """training seeds of ppo-sparse, ppo-dense and ECPO"""
-    online_steps: int
-    """environment steps per online training run"""
-    ecpo_episodes: int
-    """test- and ood-split episodes per cell of the ECPO table"""
-    corruption_seeds: int
-    corruption_steps: int
-    """ECPO steps per arm of the corruption experiment"""
-    corrupt_from: int
-    """training step at which the knowledge corruption starts"""
-    sim_seeds: int
-    """simulated-worker seeds per recorded episode (sim-to-real)"""
-    examples: int
-    """example episodes rendered in the report"""
-    ref_val_episodes: int
-    """val episodes that choose the best searched script and the probe (:class:`ReferenceSizes`)"""
-    ref_cem_iterations: int
-    """cross-entropy iterations of the probe fit"""
-
-    def references(self, quick: bool) -> ReferenceSizes:
-        """The sizes of the best-fixed search and the probe fit: :attr:`ReferenceSizes.QUICK` or
-        :attr:`ReferenceSizes.FULL` with this run's val episodes and CEM iterations."""
-        return dataclasses.replace(ReferenceSizes.QUICK if quick else ReferenceSizes.FULL,
-                                   val_episodes=self.ref_val_episodes, cem_iterations=self.ref_cem_iterations)
-
-
-FULL = Sizes(seeds=5, buffer_episodes=2000, eval_episodes=200, epochs=30, ref_score_episodes=100, online_seeds=3,
-             online_steps=40_000, ecpo_episodes=100, corruption_seeds=3, corruption_steps=30_000,
-             corrupt_from=10_000, sim_seeds=20, examples=3, ref_val_episodes=ReferenceSizes.FULL.val_episodes,
-             ref_cem_iterations=ReferenceSizes.FULL.cem_iterations)
-QUICK = Sizes(seeds=2, buffer_episodes=300, eval_episodes=50, epochs=30, ref_score_episodes=20, online_seeds=1,
-              online_steps=40_000, ecpo_episodes=50, corruption_seeds=1, corruption_steps=20_000, corrupt_from=8_000,
-              sim_seeds=5, examples=3, ref_val_episodes=ReferenceSizes.QUICK.val_episodes,
-              ref_cem_iterations=ReferenceSizes.QUICK.cem_iterations)
-
-
-def parse_size_overrides(base: Sizes, pairs: list[str]) -> Sizes:
-    """``base`` with ``FIELD=VALUE`` overrides; a clear error naming a bad field or value.
-
-    :param base: the sizes to start from
-    :param pairs: ``--size`` values
-    """
-    fields = {f.name for f in dataclasses.fields(Sizes)}
-    changes: dict[str, int] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or name not in fields:
-            raise ValueError(f"--size {pair!r}: expected FIELD=VALUE with FIELD one of {', '.join(sorted(fields))}")
-        try:
-            changes[name] = int(value)
-        except ValueError:
-            raise ValueError(f"--size {pair!r}: {value!r} is not an integer") from None
-        if changes[name] < (0 if name == "examples" else 1):
-            raise ValueError(f"--size {pair!r}: must be positive")
-    sizes = dataclasses.replace(base, **changes)
-    if sizes.corrupt_from >= sizes.corruption_steps:
-        raise ValueError(f"--size: corrupt_from ({sizes.corrupt_from}) must be below corruption_steps "
-                         f"({sizes.corruption_steps}), or the corruption never starts")
-    return sizes
+ECPO_ENVS = REPRODUCE.ecpo_envs
+CORRUPTION_ENV = REPRODUCE.corruption_env
+QUICK_ENVS = REPRODUCE.quick_envs
+ONLINE = REPRODUCE.online
+TRAIN_COST_WEIGHT = REPRODUCE.train_cost_weight
+REFERENCES = REPRODUCE.frontier_references
+DEFAULT_COST_WEIGHTS = REPRODUCE.cost_weights
+"""the grid of the run, from its spec (:data:`harness_gym_baselines.experiments.specs.reproduce.REPRODUCE`)"""
 
 
 @dataclass
@@ -383,25 +301,52 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
                 "ecpo_envs": ecpo_envs, "corruption_env": corruption_env, "cost_weights": cost_weights,
                 "train_cost_weight": TRAIN_COST_WEIGHT,
                 "tau_data": tau_data, "dbbench_data": dbbench_data}
-    settings_path = out / "settings.json"
-    if settings_path.exists():
-        before = json.loads(settings_path.read_text())
-        if before != json.loads(json.dumps(settings)):
-            changed = sorted(k for k in settings if before.get(k) != json.loads(json.dumps(settings)).get(k))
-            raise ValueError(f"{out} holds a run with other settings ({', '.join(changed)} differ; see "
-                             f"{settings_path}): use another --out, or delete the folder to start over")
-    settings_path.write_text(json.dumps(settings, indent=1))
+    _keep_settings(out, settings)
 
     console = Console(stderr=True, quiet=quiet)
     bars = progress and not quiet
     quiet = quiet or not progress  # the sub-experiments' own bars and lines
     sub_quiet = quiet or num_workers > 1  # workers' bars would interleave with the parent's
+    plan = plan_stages(out, settings, sizes, groups, quiet=sub_quiet)
+
+    total_start = time.perf_counter()
+    load = LoadSampler()
+    with load, progress_bar("reproduce" + (" (quick)" if quick else ""), len(plan) + 1, console=console,
+                            enabled=bars) as bar:
+        records = run_tasks(plan, out, num_workers, started=bar.started, finished=bar.finished)
+        bar.step("reproduce: report")
+        start = time.perf_counter()
+        manifest = writer.write_report(out, settings=settings, stages=records, argv=argv or sys.argv,
+                                       total_seconds=time.perf_counter() - total_start, machine=load.summary())
+        bar.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
+        bar.advance()
+    manifest["num_workers"] = num_workers
+    manifest["wall_seconds"] = load.wall  # stages and report, this invocation
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
+    if not console.quiet:
+        print("\n".join(terminal_summary(out, manifest)))
+    return manifest
+
+
+def plan_stages(out: Path, settings: dict[str, Any], sizes: Sizes, groups: list[Variant], *,
+                quiet: bool) -> list[Task]:
+    """The stages of a run as tasks for :func:`harness_gym_baselines.experiments.engine.run_tasks`: a harness stage
+    per env and variant, then ``ecpo``, ``corruption``, ``sim_to_real`` and ``examples``.
+
+    :param out: the run folder
+    :param settings: the run's settings (``settings.json``)
+    :param sizes: the run's sizes
+    :param groups: the envs and public-data variants (:func:`variants`)
+    :param quiet: no progress bars of the sub-experiments
+    """
+    quick, env_ids, online = settings["quick"], settings["envs"], tuple(settings["online"])
+    cost_weights, ecpo_envs, corruption_env = settings["cost_weights"], settings["ecpo_envs"], settings["corruption_env"]
     plan: list[Task] = []
     awaited = {*ecpo_envs, corruption_env}
     for var in groups:
         plan.append(Task(
             f"harness:{var.label}", harness_stage,
-            {"out": out, "var": var, "sizes": sizes, "online": () if var.variant else online, "quiet": sub_quiet,
+            {"out": out, "var": var, "sizes": sizes, "online": () if var.variant else online, "quiet": quiet,
              "cost_weights": tuple(cost_weights), "references": sizes.references(quick)},
             f"python -m harness_gym_baselines.experiments.offline_comparison {var.env_id} --out {out / 'offline'} --seeds {sizes.seeds} "
             f"--episodes {sizes.buffer_episodes} --eval-episodes {sizes.eval_episodes} --epochs "
@@ -437,23 +382,19 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
                           f"harness-gym eval {env_ids[0]} --policy ... --save-episodes {out / 'examples.json'}",
                           needs=(f"harness:{groups[0].label}",)))
 
-    total_start = time.perf_counter()
-    load = LoadSampler()
-    with load, progress_bar("reproduce" + (" (quick)" if quick else ""), len(plan) + 1, console=console,
-                            enabled=bars) as bar:
-        records = run_tasks(plan, out, num_workers, started=bar.started, finished=bar.finished)
-        bar.step("reproduce: report")
-        start = time.perf_counter()
-        manifest = writer.write_report(out, settings=settings, stages=records, argv=argv or sys.argv,
-                                       total_seconds=time.perf_counter() - total_start, machine=load.summary())
-        bar.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
-        bar.advance()
-    manifest["num_workers"] = num_workers
-    manifest["wall_seconds"] = load.wall  # stages and report, this invocation
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
-    if not console.quiet:
-        print("\n".join(terminal_summary(out, manifest)))
-    return manifest
+    return plan
+
+
+def _keep_settings(out: Path, settings: dict[str, Any]) -> None:
+    """Write ``settings.json``; a folder that holds a run with other settings is refused, naming what differs."""
+    settings_path = out / "settings.json"
+    if settings_path.exists():
+        before = json.loads(settings_path.read_text())
+        if before != json.loads(json.dumps(settings)):
+            changed = sorted(k for k in settings if before.get(k) != json.loads(json.dumps(settings)).get(k))
+            raise ValueError(f"{out} holds a run with other settings ({', '.join(changed)} differ; see "
+                             f"{settings_path}): use another --out, or delete the folder to start over")
+    settings_path.write_text(json.dumps(settings, indent=1))
 
 
 class LoadSampler:

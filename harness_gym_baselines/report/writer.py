@@ -28,6 +28,7 @@ from harness_gym_baselines.experiments.paper_claims import (
     PAPER_GAIN,
     SEED_REPORTED,
 )
+from harness_gym_baselines.experiments.specs import provenance_line
 from harness_gym_baselines.report.episode_view import STYLE as EPISODE_STYLE
 from harness_gym_baselines.report.episode_view import episode_html, load_episodes
 from harness_gym_baselines.report.figures import (
@@ -251,7 +252,8 @@ def data_hashes(settings: dict[str, Any]) -> dict[str, str]:
 
 def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[str, Any]], argv: list[str],
                  total_seconds: float, machine: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write every table, figure, ``report.html`` and ``manifest.json`` from the stage results.
+    """Write every table, figure, ``report.html`` and ``manifest.json`` from the stage results; every table ends
+    with the line naming its spec (:func:`harness_gym_baselines.experiments.specs.provenance_line`).
 
     :param out: the run folder
     :param settings: the run's settings (:func:`harness_gym_baselines.report.reproduce.reproduce`)
@@ -261,11 +263,51 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
     :param machine: the CPUs and the load average sampled during the run
         (:class:`harness_gym_baselines.report.reproduce.LoadSampler`), for the manifest
     """
-    from harness_gym.paths import data_path
-    from harness_gym_baselines.experiments.ecpo_comparison import corruption_lines, plot_corruption
-
     quick, sizes = settings["quick"], settings["sizes"]
     run = "quick" if quick else "full"
+    banner, text_banner = _banners(settings)
+    cells = load_cells(stages)
+    rows = harness_rows(cells, sizes)
+    agg, ablation = _harness_tables(out, cells, rows, sizes, text_banner, run)
+    ecpo_rows, online_verdict, corruption, sim = _ecpo_tables(out, stages, settings, banner, text_banner, run)
+    fig_quality_hms(out / "fig_quality_hms.png", rows, banner)
+    fig_patterns(out / "fig_patterns_awr.png", rows, banner)
+    fig_support_ceiling(out / "fig_support_ceiling.png", ablation, banner)
+    frontier_png = frontiers(out, cells, settings["cost_weights"], banner)
+    for label, png in frontier_png.items():
+        shutil.copyfile(png, out / f"fig_frontier_{label.replace('+', '_')}.png")
+    sign_tables([*(out / name for name in TABLES), *(png.parent / "frontier.md" for png in frontier_png.values())])
+    frontier_md = {label: (png.parent / "frontier.md").read_text() for label, png in frontier_png.items()}
+    corruption_verdict = (f"not meaningful: trained {sizes['corruption_steps']} steps (< {MIN_ONLINE_STEPS})"
+                          if sizes["corruption_steps"] < MIN_ONLINE_STEPS else "meaningful")
+    cost_best = best_returns([json.loads((png.parent / "frontier.json").read_text()) for png in frontier_png.values()])
+    lines = reading(rows, agg, ecpo_rows, corruption, sim["rows"], online_verdict, corruption_verdict, cost_best,
+                    quick, trained_weights(cells))
+    _write_html(out, lines, frontier_png, frontier_md, text_banner, argv, quick)
+    return _write_manifest(out, settings, stages, argv, total_seconds, machine)
+
+
+TABLES = ("table_main.md", "table_harness.md", "table_aggregate.md", "table_ablation.md", "table_ecpo.md",
+          "table_corruption.md", "table_sim_to_real.md")
+"""the Markdown tables of a run (besides each env's ``frontier/<env>/frontier.md``)"""
+
+
+def sign_tables(paths: Sequence[Path]) -> None:
+    """End each Markdown table with the line naming the spec that wrote it and where its settings are.
+
+    :param paths: the tables of one reproduce run
+    """
+    line = provenance_line("reproduce")
+    for path in paths:
+        text = path.read_text()
+        if not text.endswith(line + "\n"):
+            path.write_text(text + ("" if text.endswith("\n") else "\n") + "\n" + line + "\n")
+
+
+def _banners(settings: dict[str, Any]) -> tuple[str, str]:
+    """The figures' banner and the tables' and report's text banner of a run."""
+    sizes = settings["sizes"]
+    quick = settings["quick"]
     banner = (f"\nQUICK RUN ({sizes['seeds']} offline seed(s), {sizes['buffer_episodes']}-episode buffers, "
               f"{sizes['online_steps']} online steps): not the paper numbers") if quick else ""
     trained_at = f"; every learned controller trained at cost weight {settings.get('train_cost_weight', 0.0):g}"
@@ -275,8 +317,12 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                    f"{sizes['seeds']} offline seeds x {sizes['eval_episodes']} test episodes, "
                    f"{sizes['buffer_episodes']}-episode buffers, {sizes['online_seeds']} online seeds of "
                    f"{sizes['online_steps']} steps{trained_at}.")
-    cells = load_cells(stages)
-    rows = harness_rows(cells, sizes)
+    return banner, text_banner
+
+
+def _harness_tables(out: Path, cells: dict[str, dict[str, list[dict[str, Any]]]], rows: list[dict[str, Any]],
+                    sizes: dict[str, Any], text_banner: str, run: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The harness, main, aggregate and ablation tables; returns the aggregate and the ablation rows."""
     base_labels = [label for label in cells if "+" not in label]
     agg, per_env_poi = aggregate_rows(rows, cells, base_labels)
     harness_table(out, rows, per_env_poi, text_banner + " 95% two-level bootstrap CIs (seeds, then episodes); "
@@ -299,6 +345,16 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                 "Support-ceiling ablation: the same learner on the buffer without the episodes holding a successful "
                 f"revise (harness_gym_baselines/experiments/offline_comparison.py). {text_banner}", run)
 
+    return agg, ablation
+
+
+def _ecpo_tables(out: Path, stages: dict[str, dict[str, Any]], settings: dict[str, Any], banner: str,
+                 text_banner: str, run: str) -> tuple[list[dict[str, Any]], str, dict[str, Any], dict[str, Any]]:
+    """The ECPO, corruption and sim-to-real tables and the corruption figure; returns the ECPO rows, the online
+    rows' verdict, the corruption runs and the sim-to-real result."""
+    from harness_gym_baselines.experiments.ecpo_comparison import corruption_lines, plot_corruption
+
+    sizes = settings["sizes"]
     # the ECPO table, as ecpo_comparison wrote it
     online = out / "online"
     ecpo_rows = stages["ecpo"]["result"]["rows"]
@@ -330,19 +386,12 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
         f"Sim-to-real: {sim['model']} replayed from the shipped recording ({sim['recording']}), no server; the "
         f"simulated worker on the same tasks with its default and its fitted profile ({sizes['sim_seeds']} seeds per "
         f"recorded episode). {text_banner}\n\n{sim['markdown']}\n")
-    fig_quality_hms(out / "fig_quality_hms.png", rows, banner)
-    fig_patterns(out / "fig_patterns_awr.png", rows, banner)
-    fig_support_ceiling(out / "fig_support_ceiling.png", ablation, banner)
-    frontier_png = frontiers(out, cells, settings["cost_weights"], banner)
-    for label, png in frontier_png.items():
-        shutil.copyfile(png, out / f"fig_frontier_{label.replace('+', '_')}.png")
-    frontier_md = {label: (png.parent / "frontier.md").read_text() for label, png in frontier_png.items()}
+    return ecpo_rows, online_verdict, corruption, sim
 
-    corruption_verdict = (f"not meaningful: trained {sizes['corruption_steps']} steps (< {MIN_ONLINE_STEPS})"
-                          if sizes["corruption_steps"] < MIN_ONLINE_STEPS else "meaningful")
-    cost_best = best_returns([json.loads((png.parent / "frontier.json").read_text()) for png in frontier_png.values()])
-    lines = reading(rows, agg, ecpo_rows, corruption, sim["rows"], online_verdict, corruption_verdict, cost_best,
-                    quick, trained_weights(cells))
+
+def _write_html(out: Path, lines: list[str], frontier_png: dict[str, Path], frontier_md: dict[str, str],
+                text_banner: str, argv: list[str], quick: bool) -> None:
+    """``report.html``: the reading, every table and figure, the example episodes."""
     examples = load_episodes(out / "examples.json") if (out / "examples.json").exists() else []
     figures = [("fig_quality_hms.png", "Q and HMS per env and controller with 95% CIs"),
                ("fig_patterns_awr.png", "Pattern rates before and after AWR"),
@@ -381,6 +430,14 @@ def write_report(out: Path, *, settings: dict[str, Any], stages: dict[str, dict[
                                      f'reproduction report</title><style>{css}</style></head><body>'
                                      + "\n".join(sections) + "</body></html>")
 
+
+
+def _write_manifest(out: Path, settings: dict[str, Any], stages: dict[str, dict[str, Any]], argv: list[str],
+                    total_seconds: float, machine: dict[str, Any] | None) -> dict[str, Any]:
+    """``manifest.json``: the settings, seeds, versions, stage times, machine, hashes and outputs of the run."""
+    from harness_gym.paths import data_path
+
+    quick, sizes = settings["quick"], settings["sizes"]
     outputs = sorted(str(p.relative_to(out)) for p in out.iterdir() if p.is_file() and p.name != "manifest.json")
     profiles = Path(data_path("profiles"))
     manifest = {"quick": quick, "generated": time.strftime("%Y-%m-%dT%H:%M:%S"), "command": argv,
