@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import harness_gym
 from harness_gym_baselines.experiments import statistics
 from harness_gym_baselines.experiments.engine import Task, TaskRecords, run_tasks
 from harness_gym_baselines.experiments.specs import SPECS, provenance_line
@@ -68,6 +69,7 @@ def test_the_reproduce_spec_is_the_grid_the_run_records(tmp_path):
 
     assert REPRODUCE.quick_envs == reproduce.QUICK_ENVS and REPRODUCE.quick == reproduce.QUICK
     assert REPRODUCE.train_cost_weight in REPRODUCE.cost_weights
+    assert set(REPRODUCE.quick_envs) <= set(harness_gym.ENV_IDS)  # `reproduce --quick` without --envs runs
     assert set(REPRODUCE.ecpo_envs) <= set(REPRODUCE.quick_envs) and REPRODUCE.corruption_env in REPRODUCE.ecpo_envs
     settings = {"quick": True, "sizes": dataclasses.asdict(REPRODUCE.quick)}
     reproduce._keep_settings(tmp_path, settings)

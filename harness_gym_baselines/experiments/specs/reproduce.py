@@ -40,8 +40,8 @@ class ReproduceSpec:
 
 
 REPRODUCE = ReproduceSpec(
-    quick_envs=("HarnessCode-v1", "HarnessResearchQA-v1", "HarnessData-v1"),
-    ecpo_envs=("HarnessData-v1", "HarnessResearchQA-v1"), corruption_env="HarnessResearchQA-v1",
+    quick_envs=("HarnessCode-v2", "HarnessResearchQA-v2", "HarnessData-v2"),
+    ecpo_envs=("HarnessData-v2", "HarnessResearchQA-v2"), corruption_env="HarnessResearchQA-v2",
     online=("ppo-sparse", "ecpo", "ecpo-pb"), train_cost_weight=0.01, frontier_references=("random", "oracle"),
     cost_weights=(0.0, 0.01, 0.1), full=REPRODUCE_FULL, quick=REPRODUCE_QUICK)
 """the spec of ``harness-gym reproduce``"""
