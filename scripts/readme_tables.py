@@ -1,8 +1,9 @@
-"""Rewrite the README's result block from a ``harness-gym reproduce`` run: ``python scripts/readme_tables.py RUN_DIR``.
+"""Rewrite a result block of docs/reproduce.md from a ``harness-gym reproduce`` run: ``python scripts/readme_tables.py RUN_DIR``.
 
 The block (``quick`` for a ``--quick`` run, ``full`` otherwise) is the run's ``table_main.md`` with its command,
-time and load, and its figures, copied beside the README (:mod:`harness_gym_baselines.report.readme`). ``--check`` changes nothing and exits 1 when the
-README's block differs from what the run would write. Run it with the virtualenv's interpreter
+time and load, and its figures, copied into ``figures/`` beside the document (``docs/figures``;
+:mod:`harness_gym_baselines.report.readme`). ``--doc FILE`` writes into another document that holds the block.
+``--check`` changes nothing and exits 1 when the document's block differs from what the run would write. Run it with the virtualenv's interpreter
 (``.venv/bin/python scripts/readme_tables.py results/quick``).
 """
 
@@ -22,28 +23,29 @@ ROOT = Path(__file__).resolve().parents[1]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="the --out folder of a finished harness-gym reproduce")
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md", help="the README (default: the checkout's)")
+    parser.add_argument("--doc", "--readme", dest="doc", type=Path, default=ROOT / "docs" / "reproduce.md",
+                        help="the document that holds the block (default: the checkout's docs/reproduce.md)")
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 when the block differs")
     args = parser.parse_args(argv)
     try:
         manifest = json.loads((args.run_dir / "manifest.json").read_text())
         name = "quick" if manifest["quick"] else "full"
-        text = args.readme.read_text()
+        text = args.doc.read_text()
         new = replace_block(text, name, render_block(args.run_dir, name))
     except (OSError, ValueError, KeyError) as exc:
         print(f"readme_tables: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     if args.check:
         same = new == text
-        print(f"{args.readme}: block {name!r} {'matches' if same else 'differs from'} {args.run_dir}")
+        print(f"{args.doc}: block {name!r} {'matches' if same else 'differs from'} {args.run_dir}")
         return 0 if same else 1
     if new != text:
-        args.readme.write_text(new)
-    for source, readme_path, _ in figures(args.run_dir, name):
-        figure = args.readme.parent / readme_path
+        args.doc.write_text(new)
+    for source, doc_path, _ in figures(args.run_dir, name):
+        figure = args.doc.parent / doc_path
         figure.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, figure)
-    print(f"{args.readme}: block {name!r} ({markers(name)[0][:30]}...) {'rewritten' if new != text else 'unchanged'} "
+    print(f"{args.doc}: block {name!r} ({markers(name)[0][:30]}...) {'rewritten' if new != text else 'unchanged'} "
           f"from {args.run_dir}")
     return 0
 

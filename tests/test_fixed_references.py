@@ -19,7 +19,8 @@ from harness_gym_baselines.experiments.fixed_references import (
     reference_names,
 )
 from harness_gym_baselines.policies.registry import make_policy
-from harness_gym_baselines.report import writer
+from harness_gym_baselines.report import figures, writer
+from harness_gym_baselines.report import rows as rows_of_report
 
 ENV = "HarnessResearchQA-v1"
 TINY = ReferenceSizes(rounds=((1, 3), (2, 2)), val_episodes=6, bc_episodes=4, cem_iterations=2, cem_population=4,
@@ -51,7 +52,7 @@ def test_the_cache_gives_back_policies_that_act_the_same_without_searching(cache
     env = gym.make(ENV)
     try:
         for w in WEIGHTS:
-            assert again[w].script.name == first[w].script.name == reference_name("best-script", w)
+            assert again[w].script.name == first[w].script.name == reference_name("best-fixed", w)
             assert again[w].probe.name == reference_name("probe", w)
             assert _actions(env, again[w].script) == _actions(env, first[w].script)
             assert _actions(env, again[w].probe) == _actions(env, first[w].probe)
@@ -105,12 +106,12 @@ def test_bad_inputs_are_named():
 
 
 def test_names_survive_file_names_and_sort_by_weight():
-    names = [reference_name(k, w) for w in (0.1, 0.0, 0.01) for k in ("probe", "best-script")]
+    names = [reference_name(k, w) for w in (0.1, 0.0, 0.01) for k in ("probe", "best-fixed")]
     assert all(set(n) <= set("abcdefghijklmnopqrstuvwxyz0123456789.-") for n in names)
-    assert [parse_reference_name(n) for n in names[:2]] == [("probe", 0.1), ("best-script", 0.1)]
+    assert [parse_reference_name(n) for n in names[:2]] == [("probe", 0.1), ("best-fixed", 0.1)]
     assert parse_reference_name("ppo-sparse") is None and parse_reference_name("static") is None
-    assert reference_names(["bc", *names, "static"]) == ["best-script-w0", "probe-w0", "best-script-w0.01",
-                                                         "probe-w0.01", "best-script-w0.1", "probe-w0.1"]
+    assert reference_names(["bc", *names, "static"]) == ["best-fixed-w0", "probe-w0", "best-fixed-w0.01",
+                                                         "probe-w0.01", "best-fixed-w0.1", "probe-w0.1"]
     assert ReferenceSizes.FULL.val_episodes == 300 and ReferenceSizes.QUICK.val_episodes < 300
 
 
@@ -124,24 +125,24 @@ def test_the_references_are_rows_of_the_harness_main_and_frontier_tables(cache, 
                                                        episodes=4, seed=seed) for seed in range(2)]
                    for name, policy in policies.items()}}
     sizes = {"online_steps": 20_000, "epochs": 30}
-    rows = writer.harness_rows(cells, sizes)
-    assert [r["policy"] for r in rows] == ["static", "best-script-w0", "probe-w0", "best-script-w0.1", "probe-w0.1"]
+    rows = rows_of_report.harness_rows(cells, sizes)
+    assert [r["policy"] for r in rows] == ["static", "best-fixed-w0", "probe-w0", "best-fixed-w0.1", "probe-w0.1"]
     by = {r["policy"]: r for r in rows}
-    assert by["best-script-w0.1"]["verdict"] == "fixed script" and by["best-script-w0.1"]["seeds"] == 2
+    assert by["best-fixed-w0.1"]["verdict"] == "fixed script" and by["best-fixed-w0.1"]["seeds"] == 2
     assert by["probe-w0"]["verdict"].startswith("reference: ") and by["probe-w0"]["verdict"] == by["probe-w0.1"]["verdict"]
-    assert writer.best_fixed(rows, ENV) in ("static", "best-script-w0", "best-script-w0.1")
-    assert writer.best_fixed(rows, ENV) != "probe-w0"
+    assert rows_of_report.best_fixed(rows, ENV) in ("static", "best-fixed-w0", "best-fixed-w0.1")
+    assert rows_of_report.best_fixed(rows, ENV) != "probe-w0"
 
     writer.harness_table(tmp_path, rows, {}, "", "quick")
     md = (tmp_path / "table_harness.md").read_text()
-    for name in ("best-script-w0.1", "probe-w0.1"):
+    for name in ("best-fixed-w0.1", "probe-w0.1"):
         line = next(line for line in md.splitlines() if f"| {name} |" in line)
         assert "[" in line  # the Q column carries its CI
     writer.main_table(tmp_path, rows, "")
-    assert "Q best-script-w0 | Q probe-w0 |" in (tmp_path / "table_main.md").read_text()
-    png = writer.frontiers(tmp_path, cells, list(WEIGHTS), "")[ENV]
+    assert "Q best-fixed-w0 | Q probe-w0 |" in (tmp_path / "table_main.md").read_text()
+    png = figures.frontiers(tmp_path, cells, list(WEIGHTS), "")[ENV]
     frontier = json.loads((png.parent / "frontier.json").read_text())
-    assert {"best-script-w0.1", "probe-w0.1"} <= {r["policy"] for r in frontier["rows"]}
+    assert {"best-fixed-w0.1", "probe-w0.1"} <= {r["policy"] for r in frontier["rows"]}
     assert "| probe-w0.1 |" in (png.parent / "frontier.md").read_text()
 
 
@@ -151,6 +152,6 @@ def test_the_ecpo_table_has_the_references_of_its_env(cache, tmp_path, monkeypat
     args = argparse.Namespace(out=tmp_path, env=[ENV], seeds=1, episodes=3, buffer_episodes=10, quiet=True,
                               reference_weights=WEIGHTS, reference_sizes=TINY, references_dir=folder)
     rows = ecpo_comparison.table(args)
-    assert [r["method"] for r in rows][-4:] == ["best-script-w0", "probe-w0", "best-script-w0.1", "probe-w0.1"]
+    assert [r["method"] for r in rows][-4:] == ["best-fixed-w0", "probe-w0", "best-fixed-w0.1", "probe-w0.1"]
     table = (tmp_path / "table.md").read_text()
-    assert f"| {ENV} | best-script-w0.1 | 1 x 3 |" in table and f"| {ENV} | probe-w0 | 1 x 3 |" in table
+    assert f"| {ENV} | best-fixed-w0.1 | 1 x 3 |" in table and f"| {ENV} | probe-w0 | 1 x 3 |" in table

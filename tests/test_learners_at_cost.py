@@ -13,7 +13,7 @@ pytest.importorskip("minari")
 
 from harness_gym_baselines.experiments import learners_at_cost as lac  # noqa: E402
 
-ENV = "HarnessPlan-v1"
+ENV = "HarnessPlan-v2"
 WEIGHTS = "0,0.1"
 TINY = ["buffer_episodes=20", "offline_seeds=1", "online_seeds=1", "epochs=1", "value_steps=20", "online_steps=256",
         "ecpo_preference_episodes=10", "test_episodes=10", "search_rounds=[[4,2]]", "search_val_episodes=4",
@@ -46,12 +46,12 @@ def test_the_tiny_run_has_every_controller_row_and_the_summary_lines(tiny_run):
         assert [r["controller"] for r in rows if r["cost_weight"] == w] == list(lac.CONTROLLERS)
     for r in rows:
         assert r["episodes"] == 10 and r["seeds"] == 1
-        assert (r["minus_best_script"] is None) == (r["controller"] in ("forced-check", "static", "best-script"))
+        assert (r["minus_best_fixed"] is None) == (r["controller"] in ("forced-check", "static", "best-fixed"))
         # return = Q - w * cost on every row (each episode, so also the means)
         assert r["return"]["mean"] == pytest.approx(r["quality"]["mean"] - r["cost_weight"] * r["cost"]["mean"])
     assert table["summary"] == lac.summary_lines(rows)
     md = (out / "table.md").read_text()
-    assert "learned beats best script with CI above 0 in" in md and "of 1 envs" in md
+    assert "learned beats best fixed with CI above 0 in" in md and "of 1 envs" in md
     assert "reaches forced-check's Q at no more than half its cost in" in md
     for name in lac.CONTROLLERS:
         assert f"| {name}" in md
@@ -88,7 +88,7 @@ def _row(env: str, w: float, controller: str, *, q: float = 0.5, cost: float = 1
     return {"env_id": env, "cost_weight": w, "controller": controller, "kind": kind,
             "seeds": 1 if spread is None else 2, "seed_spread": spread,
             "quality": {**ci, "mean": q}, "cost": {**ci, "mean": cost}, "return": ci,
-            "minus_best_script": None if diff is None else {"mean": sum(diff) / 2, "ci95": list(diff)}}
+            "minus_best_fixed": None if diff is None else {"mean": sum(diff) / 2, "ci95": list(diff)}}
 
 
 def test_the_summary_counts_come_from_the_rows():
@@ -104,14 +104,14 @@ def test_the_summary_counts_come_from_the_rows():
         _row("C", 0.0, "forced-check", q=0.6, cost=8.0),
         _row("C", 0.0, "cql", q=0.7, cost=4.1, diff=(-0.3, -0.1)),        # cost above half: no
     ]
-    assert lac.beats_best_script(rows) == [("A", 0.0, "bc"), ("A", 0.1, "iql")]
+    assert lac.beats_best_fixed(rows) == [("A", 0.0, "bc"), ("A", 0.1, "iql")]
     assert lac.half_cost_of_forced_check(rows) == [("B", 0.0, "ppo-sparse")]
     assert lac.beyond_seed_spread(rows) == [("A", 0.1, "iql")]
     assert lac.beyond_seed_spread([r for r in rows if r["controller"] != "iql"]) == []  # bc's spread is larger
     assert lac.beyond_seed_spread([{**r, "seed_spread": None} for r in rows]) == []  # one seed: no spread
     beats, half, beyond = lac.summary_lines(rows)
     assert beyond.endswith("exceeds the row's own seed spread in 1 of 3 envs: A w=0.1 iql")
-    assert beats.startswith("learned beats best script with CI above 0 in 1 of 3 envs (at some w): ")
+    assert beats.startswith("learned beats best fixed with CI above 0 in 1 of 3 envs (at some w): ")
     assert "A w=0 bc; A w=0.1 iql" in beats
     assert half == "reaches forced-check's Q at no more than half its cost in 1 of 3 envs: B w=0 ppo-sparse"
     assert lac.summary_lines(rows[:1])[0].endswith("in 0 of 1 envs (at some w): none")
@@ -131,8 +131,8 @@ def test_bad_arguments_name_what_is_wrong(capsys):
         lac.parse_weights("0,x")
     with pytest.raises(ValueError, match="listed twice"):
         lac.parse_weights("0,0")
-    with pytest.raises(ValueError, match="did you mean HarnessPlan-v"):
+    with pytest.raises(ValueError, match="unknown env id 'HarnessPlan-v9'; did you mean HarnessPlan-v"):
         lac.parse_envs("HarnessPlan-v9")
     with pytest.raises(SystemExit):
-        lac.main(["--envs", "HarnessPlan-v1", "--cost-weights", "-1", "--out", "unused"])
+        lac.main(["--envs", "HarnessPlan-v2", "--cost-weights", "-1", "--out", "unused"])
     assert "must be a finite number >= 0" in capsys.readouterr().err

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from harness_gym_baselines.cli import main
-from tests.recording import STALE
+from tests.recording import RECORDED_ENV_IDS
 from tests.shared_data import SHARED_DATA, shared_data_mark
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-ENV = "HarnessMultiTool-v1"
+ENV = "HarnessMultiTool-v2"
 TINY = ["--quick", "--envs", ENV, "--seeds", "1", "--size", "buffer_episodes=60", "--size", "eval_episodes=10",
         "--size", "online_steps=512", "--size", "ecpo_episodes=10", "--size", "corruption_steps=1024",
         "--size", "corrupt_from=512", "--size", "sim_seeds=1", "--size", "ref_score_episodes=5",
@@ -57,22 +57,24 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
         assert rows and all(r["run"] == "quick" for r in rows), stem
     assert "QUICK RUN" in (run_dir / "table_sim_to_real.md").read_text()
     sim_table = (run_dir / "table_sim_to_real.md").read_text()
-    if STALE:  # the shipped recording predates -v1 (tests/recording.py): the stage says so instead of replaying
+    import gymnasium as gym
+
+    if any(e not in gym.registry for e in RECORDED_ENV_IDS):  # its ids retired: the stage says so, no replay
         assert "Not run" in sim_table and "re-record" in sim_table
-    else:
+    else:  # replayed on the ids it was recorded on (still registered, though no longer in harness_gym.ENV_IDS)
         assert "| HarnessCode-v1 | static |" in sim_table
 
     with open(run_dir / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     by = {r["controller"]: r for r in rows}
-    references = {f"{kind}-w{w}" for kind in ("best-script", "probe") for w in ("0", "0.01", "0.1")}
+    references = {f"{kind}-w{w}" for kind in ("best-fixed", "probe") for w in ("0", "0.01", "0.1")}
     online = ("ppo-sparse", "ecpo", "ecpo-pb")  # each greedy and sampling, from one model
     assert set(by) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql", *online,
                        *(f"{name}-sampled" for name in online), *references}
-    assert by["best-script-w0.01"]["verdict"] == "fixed script" and by["probe-w0.1"]["verdict"].startswith("reference")
+    assert by["best-fixed-w0.01"]["verdict"] == "fixed script" and by["probe-w0.1"]["verdict"].startswith("reference")
     with open(run_dir / "table_ecpo.csv") as fh:
         ecpo = {r["method"]: r for r in csv.DictReader(fh) if r["policy_mode"] == "deterministic"}
-    assert references <= set(ecpo) and ecpo["best-script-w0"]["verdict"] == "fixed script"
+    assert references <= set(ecpo) and ecpo["best-fixed-w0"]["verdict"] == "fixed script"
     frontier = json.loads((run_dir / "frontier" / ENV / "frontier.json").read_text())
     assert references <= {r["policy"] for r in frontier["rows"]}
     for r in rows:
@@ -209,13 +211,14 @@ def test_two_runs_from_empty_folders_write_the_same_tables_byte_for_byte(run_dir
 
 def test_the_readme_block_is_rewritten_from_a_run_and_checked(second_run, tmp_path):
     out, _, _ = second_run
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "docs" / "reproduce.md"
+    readme.parent.mkdir()
     from harness_gym_baselines.report.readme import markers
 
     begin, end = markers("quick")
     readme.write_text(f"# title\n\n{begin}\nhand-written table\n{end}\n\nafter\n")
     script = [sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "readme_tables.py"), str(out),
-              "--readme", str(readme)]
+              "--doc", str(readme)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     assert subprocess.run([*script, "--check"], env=env, capture_output=True).returncode == 1
     assert subprocess.run(script, env=env, capture_output=True).returncode == 0
@@ -223,8 +226,8 @@ def test_the_readme_block_is_rewritten_from_a_run_and_checked(second_run, tmp_pa
     assert "hand-written" not in text and text.startswith("# title") and text.endswith("after\n")
     assert "| env | Q static |" in text and f"`harness-gym reproduce --out {out}" in text
     block = text[text.index(begin):text.index(end)].splitlines()
-    assert block[1].startswith("![Quality against cost") and block[1].endswith("(docs/figures/quick_frontier.png)")
-    assert block[-1] == "![Q and HMS per env and controller, quick run](docs/figures/quick_quality_hms.png)"
+    assert block[1].startswith("![Quality against cost") and block[1].endswith("(figures/quick_frontier.png)")
+    assert block[-1] == "![Q and HMS per env and controller, quick run](figures/quick_quality_hms.png)"
     for figure in ("quick_frontier.png", "quick_quality_hms.png"):
         assert (tmp_path / "docs" / "figures" / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert subprocess.run([*script, "--check"], env=env, capture_output=True).returncode == 0
@@ -238,17 +241,17 @@ def test_both_runs_record_their_workers_and_every_stage(run_dir, second_run):
 
 
 def test_a_failing_stage_in_a_worker_names_the_stage_and_stops_what_needs_it(tmp_path):
-    from harness_gym_baselines.report.reproduce import Stage, run_stages
+    from harness_gym_baselines.experiments.engine import Task, run_tasks
 
-    plan = [Stage("good", json.loads, {"s": "[1]"}, "good"), Stage("bad", json.loads, {"s": "not json"}, "bad"),
-            Stage("after-bad", json.loads, {"s": "[2]"}, "after", needs=("bad",))]
+    plan = [Task("good", json.loads, {"s": "[1]"}, "good"), Task("bad", json.loads, {"s": "not json"}, "bad"),
+            Task("after-bad", json.loads, {"s": "[2]"}, "after", needs=("bad",))]
     with pytest.raises(RuntimeError, match=r"reproduce stage bad failed: JSONDecodeError"):
-        run_stages(plan, tmp_path, 2)
+        run_tasks(plan, tmp_path, 2)
     written = {p.stem: json.loads(p.read_text())["result"] for p in (tmp_path / "stages").glob("*.json")}
     assert written == {"good": [1]}  # the running stage finished; the one that needs the failed one never ran
     with pytest.raises(ValueError, match=r"stage bad: needs \['late'\]"):
-        run_stages([Stage("bad", json.loads, {"s": "[]"}, "bad", needs=("late",)),
-                    Stage("late", json.loads, {"s": "[]"}, "late")], tmp_path, 2)
+        run_tasks([Task("bad", json.loads, {"s": "[]"}, "bad", needs=("late",)),
+                    Task("late", json.loads, {"s": "[]"}, "late")], tmp_path, 2)
     from harness_gym_baselines.report.reproduce import reproduce
 
     with pytest.raises(ValueError, match="--num-workers 0: must be at least 1"):
@@ -258,13 +261,13 @@ def test_a_failing_stage_in_a_worker_names_the_stage_and_stops_what_needs_it(tmp
 
 
 def test_ready_stages_start_by_priority_then_plan_order(tmp_path):
-    from harness_gym_baselines.report.reproduce import Stage, run_stages
+    from harness_gym_baselines.experiments.engine import Task, run_tasks
 
-    plan = [Stage(name, json.loads, {"s": "[]"}, name, priority=priority)
+    plan = [Task(name, json.loads, {"s": "[]"}, name, priority=priority)
             for name, priority in (("low-a", 0), ("low-b", 0), ("high", 1), ("after", 2))]
-    plan[3] = Stage("after", json.loads, {"s": "[]"}, "after", needs=("low-b",), priority=2)
+    plan[3] = Task("after", json.loads, {"s": "[]"}, "after", needs=("low-b",), priority=2)
     starts: list[list[str]] = []
-    records = run_stages(plan, tmp_path, 2, started=lambda running: starts.append(list(running)))
+    records = run_tasks(plan, tmp_path, 2, started=lambda running: starts.append(list(running)))
     assert starts[:2] == [["high"], ["high", "low-a"]]  # the two workers: priority first, then plan order
     assert list(records) == ["low-a", "low-b", "high", "after"]  # records in plan order whatever ran first
     assert starts.index(next(s for s in starts if "after" in s)) > starts.index(next(s for s in starts if "low-b" in s))
@@ -411,7 +414,7 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path):
 
 
 def test_verdict_marks_collapsed_and_undertrained_rows():
-    from harness_gym_baselines.report.writer import mark, verdict
+    from harness_gym_baselines.report.rows import mark, verdict
 
     sizes = {"online_steps": 50_000, "epochs": 30}
     assert verdict("static", {"forced_submit_rate": 1.0}, [], sizes) == "fixed script"
@@ -441,7 +444,7 @@ def test_verdict_marks_collapsed_and_undertrained_rows():
 
 
 def test_probability_of_improvement_and_aggregate_iqm():
-    from harness_gym_baselines.report.statistics import aggregate_iqm_ci, prob_greater, probability_of_improvement
+    from harness_gym_baselines.experiments.statistics import aggregate_iqm_ci, prob_greater, probability_of_improvement
 
     assert prob_greater(np.array([1.0, 1.0]), np.array([0.0, 0.0])) == 1.0
     assert prob_greater(np.array([0.5]), np.array([0.5])) == 0.5
@@ -508,7 +511,7 @@ def test_public_data_variants_get_their_own_rows(tmp_path):
     envs = {r["env"] for r in rows}
     assert envs == {ENV, "HarnessTauRetail-v1+tau", "HarnessDBBench-v1+dbbench"}
     tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v1+tau"}
-    references = {f"{kind}-w{w}" for kind in ("best-script", "probe") for w in ("0", "0.01", "0.1")}
+    references = {f"{kind}-w{w}" for kind in ("best-fixed", "probe") for w in ("0", "0.01", "0.1")}
     assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql",
                         *references}  # no online rows on public data; the searched references on it
     assert float(tau["awr"]["paper_awr_minus_static"]) == 18.2
@@ -542,7 +545,7 @@ def test_data_without_a_test_split_is_refused_before_any_stage(tmp_path, capsys)
 
 # ----- generated text from the run's own numbers (no run needed) ----------------------------------------------
 def test_the_reading_s_cost_sentences_follow_the_run_s_numbers():
-    from harness_gym_baselines.report.writer import reading
+    from harness_gym_baselines.report.reading import reading
 
     def text(best: dict, trained_at: list[float]) -> str:
         return " ".join(reading([], [], [], {}, [], "meaningful", "meaningful", best, False, trained_at))
@@ -573,10 +576,10 @@ def test_a_seed_spread_is_printed_only_with_two_seeds_or_more():
 
 def test_a_figure_draws_at_most_eight_controllers_with_the_fixed_scripts_and_learned_ones_first():
     from harness_gym_baselines.experiments.frontier import series_to_draw
-    from harness_gym_baselines.report.writer import MAX_SERIES, figure_controllers
+    from harness_gym_baselines.report.figures import MAX_SERIES, figure_controllers
 
     names = ["static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql", "ppo-sparse", "ecpo",
-             "ecpo-pb", *(f"best-script-w{w}" for w in (0, 0.01, 0.1)), *(f"probe-w{w}" for w in (0, 0.01, 0.1))]
+             "ecpo-pb", *(f"best-fixed-w{w}" for w in (0, 0.01, 0.1)), *(f"probe-w{w}" for w in (0, 0.01, 0.1))]
     rows = [{"env_id": e, "policy": n, "quality_mean": (0.9 if n.startswith(("best", "probe")) else i / 40)}
             for e in ("A", "B") for i, n in enumerate(names)]
     drawn = figure_controllers(rows)
@@ -586,4 +589,4 @@ def test_a_figure_draws_at_most_eight_controllers_with_the_fixed_scripts_and_lea
               for i, n in enumerate([*names, "random", "oracle"])}
     kept = series_to_draw(groups)
     assert len(kept) == 8 and {"static", "forced-check", "thorough", "oracle"} <= set(kept)
-    assert not any(n.startswith(("best-script", "probe")) for n in kept)
+    assert not any(n.startswith(("best-fixed", "probe")) for n in kept)

@@ -14,13 +14,13 @@ from harness_gym_baselines.experiments.sim_to_real import (
     FIXED,
     LEARNED,
     SimToRealRow,
-    bootstrap_ci,
     make_controller,
     markdown,
     rank,
     sim_to_real,
     train_learned,
 )
+from harness_gym_baselines.experiments.statistics import bootstrap_ci
 from tests.recording import needs_v1_recording
 
 MANIFEST = data_path("recordings", "smollm2.json")

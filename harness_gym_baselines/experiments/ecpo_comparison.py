@@ -7,7 +7,7 @@
 collection seed s), BC trained on it, ppo-sparse, ppo-dense, ECPO and the potential-based ECPO (``ecpo-pb``)
 trained online for ``--steps`` steps with seed s (the ECPO preference models learn from the same buffer), and
 the static and forced-check harnesses, and at each cost weight of ``reference_weights`` (w = 0 from the command
-line) the best searched script and the closed-loop probe (``best-script-w<w>``, ``probe-w<w>``:
+line) the best searched script and the closed-loop probe (``best-fixed-w<w>``, ``probe-w<w>``:
 :mod:`harness_gym_baselines.experiments.fixed_references`, fitted on train and val with seed s); each
 is evaluated on ``--episodes`` test-split and ood-split episodes, acting deterministically (the mode of a
 trained policy, what ``harness-gym eval --policy`` runs) and, for the trained methods, also sampling from

@@ -1,6 +1,6 @@
 """The two references every results table reports beside the learned rows, at each cost weight ``w``.
 
-- **best fixed strategy** (``best-script-w<w>``): the winner at ``w`` of the script search
+- **best fixed strategy** (``best-fixed-w<w>``): the winner at ``w`` of the script search
   (:func:`harness_gym_baselines.experiments.script_search.choose_winners`: successive halving of the open-loop
   scripts on train, the finalists and the named harnesses compared on val), the best *fixed* harness there is
   (at least every named harness on val);
@@ -31,61 +31,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from harness_gym.running.rollout import Policy
 from harness_gym_baselines.experiments.headroom import HeadroomConfig, LinearPolicy, fit_probe
 from harness_gym_baselines.experiments.script_search import SearchConfig, choose_winners, fixed_policy
+from harness_gym_baselines.experiments.specs.sizes import ReferenceSizes
 
 FORMAT = 2
 """The layout of a cache file; a file of another layout is recomputed."""
-KINDS = ("best-script", "probe")
+KINDS = ("best-fixed", "probe")
 """The two references, in table order."""
-_NAME = re.compile(r"^(?P<kind>best-script|probe)-w(?P<w>[0-9.eE+-]+)$")
-
-
-@dataclass(frozen=True)
-class ReferenceSizes:
-    """How hard the search and the probe fit work (the fields of :class:`SearchConfig` and
-    :class:`HeadroomConfig` of the same names)."""
-
-    rounds: tuple[tuple[int, int], ...]
-    """successive halving on train: (episodes, how many to keep per weight) per round"""
-    val_episodes: int
-    """val episodes that pick the winning script among the finalists, and the probe between imitation and CEM"""
-    bc_episodes: int
-    """train episodes of the script the probe imitates"""
-    cem_iterations: int
-    cem_population: int
-    cem_elite: int
-    cem_episodes: int
-    """train episodes per CEM candidate per iteration"""
-
-    FULL: ClassVar[ReferenceSizes]
-    """the headroom benchmark's defaults"""
-    QUICK: ClassVar[ReferenceSizes]
-    """a few seconds to a minute per env and three weights on one core (docs/reproduce.md)"""
-
-    def __post_init__(self) -> None:
-        for name in ("val_episodes", "bc_episodes", "cem_population", "cem_elite", "cem_episodes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"ReferenceSizes.{name} must be >= 1, got {getattr(self, name)}")
-        if self.cem_iterations < 0 or not self.rounds or any(n < 1 or k < 1 for n, k in self.rounds):
-            raise ValueError(f"ReferenceSizes: cem_iterations >= 0 and rounds of (episodes >= 1, keep >= 1) "
-                             f"expected, got {self.cem_iterations} and {self.rounds}")
-        if self.cem_elite > self.cem_population:
-            raise ValueError(f"ReferenceSizes.cem_elite ({self.cem_elite}) must not exceed cem_population "
-                             f"({self.cem_population})")
-
-
-ReferenceSizes.FULL = ReferenceSizes(
-    rounds=SearchConfig.rounds, val_episodes=HeadroomConfig.val_episodes, bc_episodes=HeadroomConfig.bc_episodes,
-    cem_iterations=HeadroomConfig.cem_iterations, cem_population=HeadroomConfig.cem_population,
-    cem_elite=HeadroomConfig.cem_elite, cem_episodes=HeadroomConfig.cem_episodes)
-ReferenceSizes.QUICK = ReferenceSizes(rounds=((2, 16), (8, 6), (24, 3)), val_episodes=60, bc_episodes=40,
-                                      cem_iterations=4, cem_population=10, cem_elite=3, cem_episodes=10)
+_NAME = re.compile(r"^(?P<kind>best-fixed|probe)-w(?P<w>[0-9.eE+-]+)$")
 
 
 @dataclass
@@ -94,7 +53,7 @@ class FixedReferences:
 
     cost_weight: float
     script: Policy
-    """the best fixed strategy (a searched script or a named harness), named ``best-script-w<w>``"""
+    """the best fixed strategy (a searched script or a named harness), named ``best-fixed-w<w>``"""
     probe: LinearPolicy
     """the closed-loop probe, named ``probe-w<w>``"""
     record: dict[str, Any]
@@ -106,7 +65,7 @@ class FixedReferences:
 
 
 def reference_name(kind: str, w: float) -> str:
-    """The table and file name of a reference: ``best-script-w0.01``, ``probe-w0``.
+    """The table and file name of a reference: ``best-fixed-w0.01``, ``probe-w0``.
 
     :param kind: one of :data:`KINDS`
     :param w: the cost weight it was chosen at
@@ -126,7 +85,7 @@ def parse_reference_name(name: str) -> tuple[str, float] | None:
 
 
 def reference_names(names: Sequence[str]) -> list[str]:
-    """The reference names among ``names``, by weight, the best script before the probe at each weight.
+    """The reference names among ``names``, by weight, the best fixed before the probe at each weight.
 
     :param names: controller names
     """
@@ -157,7 +116,7 @@ def _settings(env_id: str, env_kwargs: dict[str, Any], w: float, seed: int, vari
 def _policies(record: dict[str, Any]) -> FixedReferences:
     w = float(record["settings"]["cost_weight"])
     script = fixed_policy(record["script"])
-    script.name = reference_name("best-script", w)
+    script.name = reference_name("best-fixed", w)
     probe = LinearPolicy(np.array(record["probe_weights"], dtype=np.float64), name=reference_name("probe", w))
     return FixedReferences(w, script, probe, record)
 

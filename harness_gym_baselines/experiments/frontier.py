@@ -150,7 +150,7 @@ NAMED_FIRST = ("static", "forced-check", "thorough", "oracle")
 
 def series_to_draw(groups: dict[str, list[dict[str, Any]]], limit: int = MAX_SERIES) -> list[str]:
     """The labels a frontier plot draws with markers and legend entries: :data:`NAMED_FIRST`, then the others by
-    their best return at any cost weight, the controllers before the references (``best-script-*``, ``probe-*``,
+    their best return at any cost weight, the controllers before the references (``best-fixed-*``, ``probe-*``,
     which have their own tables), at most ``limit``; the order of ``groups`` is kept.
 
     :param groups: label -> its rows (``return_at``)
@@ -159,7 +159,7 @@ def series_to_draw(groups: dict[str, list[dict[str, Any]]], limit: int = MAX_SER
     named = [label for label in NAMED_FIRST if label in groups]
     best = {label: max(v for r in members for v in r["return_at"].values()) for label, members in groups.items()}
     others = sorted((label for label in groups if label not in named),
-                    key=lambda label: (label.startswith(("best-script", "probe")), -best[label]))
+                    key=lambda label: (label.startswith(("best-fixed", "probe")), -best[label]))
     keep = set((named + others)[:limit])
     return [label for label in groups if label in keep]
 
@@ -273,7 +273,7 @@ def plot_frontier_panels(panels: dict[str, Sequence[dict[str, Any]]], learned: S
             if r["policy"] in colour:
                 ax.errorbar([r["cost_mean"]], [r["quality_mean"]], xerr=xerr, yerr=yerr, fmt=marker[r["policy"]],
                             color=colour[r["policy"]], markersize=7, elinewidth=0.7, capsize=1.5, zorder=4)
-            elif r["policy"].startswith("best-script"):
+            elif r["policy"].startswith("best-fixed"):
                 ax.plot([r["cost_mean"]], [r["quality_mean"]], "D", color="black", markersize=6, zorder=5)
             else:
                 ax.plot([r["cost_mean"]], [r["quality_mean"]], "o", markerfacecolor="none", color="grey",

@@ -44,7 +44,6 @@ from tqdm import tqdm
 
 from harness_gym.core.actions import N_ACTIONS
 from harness_gym.running.rollout import episode_seed, harness_env, play_episode
-from harness_gym_baselines.evaluate import bootstrap_ci
 from harness_gym_baselines.experiments.script_search import (
     SearchConfig,
     _env,
@@ -53,6 +52,7 @@ from harness_gym_baselines.experiments.script_search import (
     returns,
     search_to_file,
 )
+from harness_gym_baselines.experiments.statistics import mean_ci
 from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy, script_shape
 from harness_gym_baselines.policies.scripted import CorrectnessOraclePolicy, EvidenceOraclePolicy, OraclePolicy
 
@@ -226,18 +226,18 @@ def headroom(cfg: HeadroomConfig, *, scripts_dir: str | os.PathLike, num_workers
             named = {name: search["test"][name] for name in ("static", "forced-check", "thorough")}
             rows.append({
                 "cost_weight": w, "script": winner,
-                "script_return": _mean_ci(returns(scripted, w), cfg.seed),
+                "script_return": mean_ci(returns(scripted, w), seed=cfg.seed),
                 "script_quality": float(scripted[:, 0].mean()), "script_cost": float(scripted[:, 1].mean()),
                 "script_forced_submit_rate": float(scripted[:, 2].mean()),
-                "probe_return": _mean_ci(returns(probed, w), cfg.seed),
+                "probe_return": mean_ci(returns(probed, w), seed=cfg.seed),
                 "probe_quality": float(probed[:, 0].mean()), "probe_cost": float(probed[:, 1].mean()),
                 "probe_forced_submit_rate": float(probed[:, 2].mean()),
-                "probe_minus_script": _mean_ci(returns(probed, w) - returns(scripted, w), cfg.seed),
-                "evidence_oracle_return": _mean_ci(returns(evidence, w), cfg.seed),
-                "evidence_oracle_minus_script": _mean_ci(returns(evidence, w) - returns(scripted, w), cfg.seed),
-                "correctness_oracle_return": _mean_ci(returns(knowing, w), cfg.seed),
-                "correctness_oracle_minus_script": _mean_ci(returns(knowing, w) - returns(scripted, w), cfg.seed),
-                "oracle_return": _mean_ci(returns(oracle, w), cfg.seed),
+                "probe_minus_script": mean_ci(returns(probed, w) - returns(scripted, w), seed=cfg.seed),
+                "evidence_oracle_return": mean_ci(returns(evidence, w), seed=cfg.seed),
+                "evidence_oracle_minus_script": mean_ci(returns(evidence, w) - returns(scripted, w), seed=cfg.seed),
+                "correctness_oracle_return": mean_ci(returns(knowing, w), seed=cfg.seed),
+                "correctness_oracle_minus_script": mean_ci(returns(knowing, w) - returns(scripted, w), seed=cfg.seed),
+                "oracle_return": mean_ci(returns(oracle, w), seed=cfg.seed),
                 "named_returns": {n: s["return"][f"{w:g}"]["mean"] for n, s in named.items()},
                 "probe_fit": fitted, "probe_weights": probe.weights.round(6).tolist(),
             })
@@ -246,10 +246,6 @@ def headroom(cfg: HeadroomConfig, *, scripts_dir: str | os.PathLike, num_workers
             pool.shutdown()
     return {"format": RESULT_FORMAT, "settings": json.loads(json.dumps(asdict(cfg), default=str)), "rows": rows,
             "test_episodes": cfg.test_episodes, "seconds": time.perf_counter() - start}
-
-
-def _mean_ci(values: np.ndarray, seed: int) -> dict[str, Any]:
-    return {"mean": float(np.mean(values)), "ci95": list(bootstrap_ci(values, seed=seed))}
 
 
 def headroom_to_file(cfg: HeadroomConfig, out_dir: str | os.PathLike, *, num_workers: int = 1,
@@ -287,7 +283,7 @@ def headroom_table(results: Sequence[dict[str, Any]], *, profile: str) -> str:
 
     lines = [f"Price profile `{profile}`; return = Q - w * cost units; test split, the same seeded episodes for "
              "every row; 95% bootstrap CIs over episodes (paired for differences).", "",
-             "| env | w | best script | script return | forced % | probe return | probe - script | "
+             "| env | w | best fixed | script return | forced % | probe return | probe - script | "
              "evidence oracle - script | correctness oracle - script | oracle return |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for res in results:

@@ -8,7 +8,7 @@ searched script, the closed-loop probe and the named scripts (issue 24, "Must sh
 For each env (default price profile) and each cost weight ``w`` (return ``Q - w * cost units``):
 
 - **references**: ``forced-check`` and ``static`` (:mod:`harness_gym_baselines.policies.scripted`),
-  ``best-script``, the winner at ``w`` of the open-loop script search (one search per env serving every
+  ``best-fixed``, the winner at ``w`` of the open-loop script search (one search per env serving every
   ``w``, chosen on train and val), and ``probe``, the closed-loop linear probe fitted at ``w``, both from
   :func:`~harness_gym_baselines.experiments.fixed_references.fixed_references` (cached under ``OUT/references``);
 - **offline learners** ``bc``, ``awr`` (sample advantage), ``awr-q`` (fitted advantage), ``iql``, ``cql``, each
@@ -19,7 +19,7 @@ For each env (default price profile) and each cost weight ``w`` (return ``Q - w 
   do, so one buffer relabelled per ``w`` would serve too; collecting per ``w`` keeps every dataset exactly what
   ``harness-gym collect --cost-weight W`` writes;
 - **online learners** ``ppo-sparse``, ``ppo-dense``, ``ecpo``, ``ecpo-pb`` trained with ``cost_weight=w`` at
-  the defaults of their configs (:class:`~harness_gym_baselines.algos.ppo.OnlineConfig`: the step budget is
+  the defaults of their configs (:class:`~harness_gym_baselines.algos.ppo.PPOConfig`: the step budget is
   the ``online_steps`` size), each reported greedy (the mode of the policy) and sampled (``-sampled``).
 
 Every controller plays the same seeded test episodes (episode ``i`` resets with
@@ -28,22 +28,22 @@ differences are paired. Nothing is tuned per env: the sizes (:class:`Sizes`) are
 
 The table (``table.md``, ``table.csv``, ``table.json`` under ``--out``), per env, ``w`` and controller: mean
 return, Q and cost with 95% CIs (two-level bootstrap over training seeds, then episodes:
-:func:`~harness_gym_baselines.experiments.offline_comparison.two_level_bootstrap`), the forced-submit rate, the
+:func:`~harness_gym_baselines.experiments.statistics.two_level_bootstrap`), the forced-submit rate, the
 number of seeds and, for the learned rows and the probe, the paired per-episode return difference to the best
 script at ``w`` with its CI, and the seed spread of a row trained on several seeds (the largest minus the
 smallest of its seeds' mean returns). Three summary lines are computed from the rows (:func:`summary_lines`):
 
-- **beats the best script**: a learned row whose paired difference to the best script has a CI above 0; the
+- **beats the best fixed**: a learned row whose paired difference to the best fixed has a CI above 0; the
   line counts the envs with at least one such (env, w, controller) and lists them;
 - **forced-check's Q at half its cost**: a learned row (any ``w``) with mean Q >= forced-check's mean Q and
   mean cost <= 0.5 x forced-check's mean cost on the same env. Q and cost do not depend on ``w`` for a fixed
   script, so forced-check's row at the same ``w`` is the bar (the bar cascades and routers such as FrugalGPT,
   AutoMix and RouteLLM report against their always-strong model);
-- **beyond the seed spread**: of the rows of the first line, those whose mean difference to the best script is
+- **beyond the seed spread**: of the rows of the first line, those whose mean difference to the best fixed is
   larger than their own seed spread (a row of one seed has none and is not counted).
 
 ``table.md`` opens with a condensed table: per env and ``w``, the learned row with the best mean return beside
-forced-check, the best script and the probe.
+forced-check, the best fixed and the probe.
 
 Resumable: every (env, w, controller, seed) cell is a JSON file ``cells/<env>/w<w>/<controller>-seed<s>.json``
 with its per-episode records, every model and buffer is kept, and a rerun with the same ``--out`` skips what is
@@ -58,29 +58,32 @@ import csv
 import dataclasses
 import difflib
 import json
-import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from tqdm import tqdm
 
 import harness_gym  # noqa: F401  (registers the env ids, also in worker processes)
 from harness_gym_baselines.common.dataclass_flags import doc_summary
+from harness_gym_baselines.experiments.engine import Task, progress_bar, run_tasks
 from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
 from harness_gym_baselines.experiments.frontier import parse_cost_weights
-from harness_gym_baselines.experiments.headroom import HeadroomConfig
-from harness_gym_baselines.experiments.offline_comparison import run_cell, two_level_bootstrap
+from harness_gym_baselines.experiments.offline_comparison import run_cell
 from harness_gym_baselines.experiments.script_search import SearchConfig
+from harness_gym_baselines.experiments.specs import provenance_line
+from harness_gym_baselines.experiments.specs.sizes import LEARNERS_FULL as FULL
+from harness_gym_baselines.experiments.specs.sizes import LEARNERS_QUICK as QUICK
+from harness_gym_baselines.experiments.specs.sizes import LearnersAtCostSizes as Sizes
+from harness_gym_baselines.experiments.specs.sizes import with_sizes
+from harness_gym_baselines.experiments.statistics import mean_ci, paired_difference
+from harness_gym_baselines.experiments.statistics import seed_spread as spread_of
 
-REFERENCES: tuple[str, ...] = ("forced-check", "static", "best-script", "probe")
+REFERENCES: tuple[str, ...] = ("forced-check", "static", "best-fixed", "probe")
 """The fixed and probe controllers every learned row is judged against."""
 OFFLINE: tuple[str, ...] = ("bc", "awr", "awr-q", "iql", "cql")
 """The offline learners, trained on the behaviour buffer collected at ``w``."""
@@ -93,86 +96,6 @@ LEARNED: tuple[str, ...] = OFFLINE + tuple(c for name in ONLINE for c in (name, 
 CONTROLLERS: tuple[str, ...] = REFERENCES + LEARNED
 """Every row of one (env, w), in table order."""
 _TRAINER_OF_OFFLINE = {"bc": "bc", "awr": "awr", "awr-q": "awr", "iql": "iql", "cql": "cql"}
-
-
-@dataclass(frozen=True)
-class Sizes:
-    """How much data, training and evaluation every (env, w) gets; the same for every env. ``None`` leaves a
-    trainer's own default. Each field is a ``--size FIELD=VALUE``."""
-
-    buffer_episodes: int = 1000
-    """episodes of each behaviour buffer (train split)"""
-    offline_seeds: int = 3
-    """buffer + training seeds of every offline learner"""
-    epochs: int | None = None
-    """policy-fit epochs of bc, awr, awr-q and iql (None: BCConfig's)"""
-    value_steps: int | None = None
-    """value-learning steps of iql and cql (None: their configs')"""
-    online_seeds: int = 2
-    """training seeds of every online learner"""
-    online_steps: int | None = None
-    """environment steps of every online learner (None: OnlineConfig.steps)"""
-    ecpo_preference_episodes: int | None = None
-    """behaviour episodes of ecpo's preference model (None: ECPOConfig's)"""
-    test_episodes: int = 200
-    """test-split episodes of every cell (the same seeded episodes for every controller)"""
-    test_seed: int = 0
-    """seed of the test episodes"""
-    search_rounds: tuple[tuple[int, int], ...] = SearchConfig.rounds
-    """successive halving of the script search: (train episodes, kept per weight) per round"""
-    search_val_episodes: int = SearchConfig.val_episodes
-    """val episodes that pick the best script among the finalists, and the probe between imitation and CEM"""
-    probe_bc_episodes: int = HeadroomConfig.bc_episodes
-    """train episodes of the best script the probe is first fitted to"""
-    probe_cem_iterations: int = HeadroomConfig.cem_iterations
-    probe_cem_population: int = HeadroomConfig.cem_population
-    probe_cem_elite: int = HeadroomConfig.cem_elite
-    probe_cem_episodes: int = HeadroomConfig.cem_episodes
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, int) and not isinstance(value, bool) and value < (0 if f.name == "test_seed" else 1):
-                raise ValueError(f"Sizes.{f.name} must be >= 1, got {value}")
-        if self.probe_cem_elite > self.probe_cem_population:
-            raise ValueError(f"Sizes.probe_cem_elite ({self.probe_cem_elite}) must be <= probe_cem_population "
-                             f"({self.probe_cem_population})")
-
-
-FULL = Sizes()
-"""The sizes of the reported run."""
-QUICK = Sizes(buffer_episodes=200, offline_seeds=2, online_seeds=1, online_steps=8192, ecpo_preference_episodes=100,
-              test_episodes=100, search_rounds=((8, 16), (24, 4)), search_val_episodes=100, probe_bc_episodes=50,
-              probe_cem_iterations=4, probe_cem_population=12, probe_cem_elite=4, probe_cem_episodes=12)
-"""``--quick``: a smoke run of the whole pipeline in minutes per env (not for conclusions)."""
-
-
-def with_sizes(base: Sizes, pairs: Sequence[str]) -> Sizes:
-    """``base`` with ``FIELD=VALUE`` pairs applied (VALUE read as JSON; lists become tuples).
-
-    :param base: the sizes to start from
-    :param pairs: ``--size`` arguments
-    """
-    names = [f.name for f in dataclasses.fields(Sizes)]
-    changes: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep:
-            raise ValueError(f"--size {pair!r}: expected FIELD=VALUE")
-        if key not in names:
-            close = difflib.get_close_matches(key, names, n=3)
-            raise ValueError(f"--size {key}: no such size; did you mean {', '.join(close)}?" if close else
-                             f"--size {key}: no such size; expected one of {', '.join(names)}")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--size {key}={raw}: VALUE is not JSON ({exc.msg})") from exc
-        changes[key] = _tuples(value)
-    return dataclasses.replace(base, **changes)
-
-
-def _tuples(value: Any) -> Any:
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 # ----- where things are written ---------------------------------------------------------------------------------
@@ -209,7 +132,7 @@ def _references(env_id: str, w: float, weights: Sequence[float], sizes: Sizes, o
     found = fixed_references(env_id, weights, cache_dir=out / "references", sizes=reference_sizes(sizes))[w]
     record = {key: found.record[key] for key in ("script", "script_val_return", "probe_val_return", "probe_chosen")}
     return {"forced-check": (make_policy("forced-check"), {}), "static": (make_policy("static"), {}),
-            "best-script": (found.script, {"script": found.record["script"]}),
+            "best-fixed": (found.script, {"script": found.record["script"]}),
             "probe": (found.probe, {"reference": record, "probe_weights": found.record["probe_weights"]})}
 
 
@@ -314,44 +237,40 @@ def _config(config: type, settings: dict[str, Any]) -> Any:
     return config(**{k: v for k, v in settings.items() if k in fields and v is not None})
 
 
-def jobs(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path) -> list[tuple[Any, tuple]]:
-    """Every cell set after the script searches: (function, arguments), the slowest kinds first."""
-    online = [(run_online, (e, w, algo, s, sizes, out)) for e in env_ids for w in weights for algo in ONLINE
-              for s in range(sizes.online_seeds)]
-    offline = [(run_offline, (e, w, s, sizes, out)) for e in env_ids for w in weights
-               for s in range(sizes.offline_seeds)]
-    references = [(run_references, (e, w, tuple(weights), sizes, out)) for e in env_ids for w in weights]
-    return online + offline + references
+def jobs(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path) -> list[Task]:
+    """The plan of :func:`run_all`: each env's script search, then its cell sets, the slowest kinds first (each
+    cell set needs its env's search: the references and the offline buffers' coverage scripts come from it)."""
+    def task(fn: Any, name: str, env_id: str, **kwargs: Any) -> Task:
+        return Task(name, fn, {"env_id": env_id, "sizes": sizes, "out": out, **kwargs},
+                    f"{fn.__name__}({env_id!r}, ...)", needs=(f"search:{env_id}",))
+
+    searches = [Task(f"search:{e}", run_search, {"env_id": e, "weights": tuple(weights), "sizes": sizes, "out": out},
+                     f"run_search({e!r}, ...)") for e in env_ids]
+    online = [task(run_online, f"online:{e}:w{wkey(w)}:{algo}:seed{s}", e, w=w, algo=algo, seed=s)
+              for e in env_ids for w in weights for algo in ONLINE for s in range(sizes.online_seeds)]
+    offline = [task(run_offline, f"offline:{e}:w{wkey(w)}:seed{s}", e, w=w, seed=s)
+               for e in env_ids for w in weights for s in range(sizes.offline_seeds)]
+    references = [task(run_references, f"references:{e}:w{wkey(w)}", e, w=w, weights=tuple(weights))
+                  for e in env_ids for w in weights]
+    return searches + online + offline + references
 
 
 def run_all(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path, *, num_workers: int = 1,
             progress: bool = True) -> None:
-    """Run (or resume) every cell: the script searches first (the references need them), then the rest.
+    """Run (or resume) every cell set with :func:`~harness_gym_baselines.experiments.engine.run_tasks`: the
+    script searches first (the references need them), then the rest.
 
     :param env_ids: registered env ids
     :param weights: the cost weights
     :param sizes: the sizes
-    :param out: the output folder
+    :param out: the output folder (the task records under ``OUT/tasks``)
     :param num_workers: processes running cell sets at once (1: this process)
     :param progress: show a progress bar over the cell sets
     """
-    phases = [[(run_search, (e, tuple(weights), sizes, out)) for e in env_ids], jobs(env_ids, weights, sizes, out)]
-    pool = (ProcessPoolExecutor(num_workers, mp_context=multiprocessing.get_context("spawn"))
-            if num_workers > 1 else None)
-    try:
-        with tqdm(total=sum(map(len, phases)), desc="cell sets", disable=not progress) as bar:
-            for phase in phases:
-                if pool is None:
-                    for fn, args in phase:
-                        bar.set_postfix_str(fn(*args))
-                        bar.update(1)
-                else:
-                    for future in as_completed([pool.submit(fn, *args) for fn, args in phase]):
-                        bar.set_postfix_str(future.result())
-                        bar.update(1)
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+    plan = jobs(env_ids, weights, sizes, out)
+    with progress_bar("cell sets", len(plan), enabled=progress, print_each=False) as bar:
+        run_tasks(plan, out, num_workers, started=bar.started, finished=bar.finished, records_dir="tasks",
+                  what="learners_at_cost task")
 
 
 # ----- the table -------------------------------------------------------------------------------------------------
@@ -363,43 +282,35 @@ def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
     return [np.array([float(r[key]) for r in c["records"]], dtype=float) for c in cells]
 
 
-def _mean_ci(per_seed: list[np.ndarray]) -> dict[str, Any]:
-    return {"mean": float(np.concatenate(per_seed).mean()), "ci95": list(two_level_bootstrap(per_seed, np.mean))}
-
-
 def table_row(env_id: str, w: float, controller: str, cells: list[dict[str, Any]],
-              best_script: dict[str, Any] | None) -> dict[str, Any]:
-    """One row of the table from the controller's cells (one per seed) and the best script's cell.
+              best_fixed: dict[str, Any] | None) -> dict[str, Any]:
+    """One row of the table from the controller's cells (one per seed) and the best fixed's cell.
 
     :param env_id: the env
     :param w: the cost weight
     :param controller: the controller's name
     :param cells: its cells, one per training seed, on the same test episodes
-    :param best_script: the best script's cell at ``w`` (``None``: no paired difference)
+    :param best_fixed: the best fixed's cell at ``w`` (``None``: no paired difference)
     """
     row: dict[str, Any] = {"env_id": env_id, "cost_weight": w, "controller": controller,
                            "kind": "reference" if controller in REFERENCES else "learned", "seeds": len(cells),
                            "episodes": sum(len(c["records"]) for c in cells),
-                           "return": _mean_ci(_per_seed(cells, "return")), "quality": _mean_ci(_per_seed(cells, "quality")),
-                           "cost": _mean_ci(_per_seed(cells, "cost")),
+                           "return": mean_ci(_per_seed(cells, "return")), "quality": mean_ci(_per_seed(cells, "quality")),
+                           "cost": mean_ci(_per_seed(cells, "cost")),
                            "forced_submit_rate": float(np.concatenate(_per_seed(cells, "forced_submit")).mean()),
-                           "seed_spread": seed_spread(cells), "minus_best_script": None}
+                           "seed_spread": seed_spread(cells), "minus_best_fixed": None}
     if "script" in cells[0]:
         row["script"] = cells[0]["script"]
-    if best_script is not None and controller not in ("forced-check", "static", "best-script"):
-        theirs = _per_seed([best_script], "return")[0]
+    if best_fixed is not None and controller not in ("forced-check", "static", "best-fixed"):
+        theirs = _per_seed([best_fixed], "return")[0]
         ours = _per_seed(cells, "return")
-        if any(len(o) != len(theirs) for o in ours):
-            raise ValueError(f"{env_id} w={wkey(w)} {controller}: its cells have other test episodes than the "
-                             "best script's; delete the cells of one of them and rerun")
-        row["minus_best_script"] = _mean_ci([o - theirs for o in ours])
+        row["minus_best_fixed"] = paired_difference(ours, theirs, f"{env_id} w={wkey(w)} {controller}")
     return row
 
 
 def seed_spread(cells: list[dict[str, Any]]) -> float | None:
     """The largest minus the smallest of the cells' mean returns (one cell per training seed); ``None`` for one."""
-    means = [float(np.mean(r)) for r in _per_seed(cells, "return")]
-    return max(means) - min(means) if len(means) > 1 else None
+    return spread_of(_per_seed(cells, "return"))
 
 
 def collect_rows(out: Path, env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes) -> list[dict[str, Any]]:
@@ -411,16 +322,16 @@ def collect_rows(out: Path, env_ids: Sequence[str], weights: Sequence[float], si
         for w in weights:
             cells = {name: [json.loads(cell_path(out, env_id, w, name, s).read_text()) for s in seeds[name]]
                      for name in CONTROLLERS}
-            best = cells["best-script"][0]
+            best = cells["best-fixed"][0]
             rows += [table_row(env_id, w, name, cells[name], best) for name in CONTROLLERS]
     return rows
 
 
-def beats_best_script(rows: Iterable[dict[str, Any]]) -> list[tuple[str, float, str]]:
-    """(env, w, controller) of every learned row whose paired return difference to the best script has a 95% CI
+def beats_best_fixed(rows: Iterable[dict[str, Any]]) -> list[tuple[str, float, str]]:
+    """(env, w, controller) of every learned row whose paired return difference to the best fixed has a 95% CI
     entirely above 0."""
     return [(r["env_id"], r["cost_weight"], r["controller"]) for r in rows
-            if r["kind"] == "learned" and r["minus_best_script"] is not None and r["minus_best_script"]["ci95"][0] > 0]
+            if r["kind"] == "learned" and r["minus_best_fixed"] is not None and r["minus_best_fixed"]["ci95"][0] > 0]
 
 
 def half_cost_of_forced_check(rows: Sequence[dict[str, Any]]) -> list[tuple[str, float, str]]:
@@ -437,10 +348,10 @@ def half_cost_of_forced_check(rows: Sequence[dict[str, Any]]) -> list[tuple[str,
 
 
 def beyond_seed_spread(rows: Iterable[dict[str, Any]]) -> list[tuple[str, float, str]]:
-    """The rows of :func:`beats_best_script` whose mean difference to the best script exceeds their seed spread."""
+    """The rows of :func:`beats_best_fixed` whose mean difference to the best fixed exceeds their seed spread."""
     by = {(r["env_id"], r["cost_weight"], r["controller"]): r for r in rows}
-    return [h for h in beats_best_script(by.values())
-            if by[h]["seed_spread"] is not None and by[h]["minus_best_script"]["mean"] > by[h]["seed_spread"]]
+    return [h for h in beats_best_fixed(by.values())
+            if by[h]["seed_spread"] is not None and by[h]["minus_best_fixed"]["mean"] > by[h]["seed_spread"]]
 
 
 def summary_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -450,12 +361,12 @@ def summary_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     def listed(hits: list[tuple[str, float, str]]) -> str:
         return "; ".join(f"{e} w={wkey(w)} {c}" for e, w, c in hits) or "none"
 
-    beats, half, beyond = beats_best_script(rows), half_cost_of_forced_check(rows), beyond_seed_spread(rows)
-    return [f"learned beats best script with CI above 0 in {len({h[0] for h in beats})} of {n} envs (at some w): "
+    beats, half, beyond = beats_best_fixed(rows), half_cost_of_forced_check(rows), beyond_seed_spread(rows)
+    return [f"learned beats best fixed with CI above 0 in {len({h[0] for h in beats})} of {n} envs (at some w): "
             f"{listed(beats)}",
             f"reaches forced-check's Q at no more than half its cost in {len({h[0] for h in half})} of {n} envs: "
             f"{listed(half)}",
-            f"of those wins over the best script, the gain exceeds the row's own seed spread in "
+            f"of those wins over the best fixed, the gain exceeds the row's own seed spread in "
             f"{len({h[0] for h in beyond})} of {n} envs: {listed(beyond)}"]
 
 
@@ -468,25 +379,25 @@ def _fmt(stat: dict[str, Any] | None, signed: bool = False) -> str:
 
 
 def condensed_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Per env and ``w``: forced-check's Q and cost, the best script and its return, the probe's paired
+    """Per env and ``w``: forced-check's Q and cost, the best fixed and its return, the probe's paired
     difference, and the learned row with the best mean return (its difference, Q, cost, forced-submit rate,
     seeds and seed spread)."""
-    lines = ["| env | w | forced-check Q / cost | best script, return | probe - best script | best learned (by "
-             "return) | its return | - best script [95% CI] | its Q / cost / forced % | seeds (spread) |",
+    lines = ["| env | w | forced-check Q / cost | best fixed, return | probe - best fixed | best learned (by "
+             "return) | its return | - best fixed [95% CI] | its Q / cost / forced % | seeds (spread) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     keys = list(dict.fromkeys((r["env_id"], r["cost_weight"]) for r in rows))
     for env_id, w in keys:
         here = {r["controller"]: r for r in rows if (r["env_id"], r["cost_weight"]) == (env_id, w)}
         learned = [r for r in here.values() if r["kind"] == "learned"]
-        if not learned or not {"forced-check", "best-script", "probe"} <= here.keys():
+        if not learned or not {"forced-check", "best-fixed", "probe"} <= here.keys():
             continue
-        fc, best, probe = here["forced-check"], here["best-script"], here["probe"]
+        fc, best, probe = here["forced-check"], here["best-fixed"], here["probe"]
         top = max(learned, key=lambda r: r["return"]["mean"])
         spread = "" if top["seed_spread"] is None else f" ({top['seed_spread']:.3f})"
         lines.append(f"| {env_id.removeprefix('Harness').removesuffix('-v1')} | {wkey(w)} | "
                      f"{fc['quality']['mean']:.3f} / {fc['cost']['mean']:.2f} | `{best.get('script', '')}` "
-                     f"{best['return']['mean']:+.3f} | {_fmt(probe['minus_best_script'], True)} | {top['controller']} | "
-                     f"{top['return']['mean']:+.3f} | {_fmt(top['minus_best_script'], True)} | "
+                     f"{best['return']['mean']:+.3f} | {_fmt(probe['minus_best_fixed'], True)} | {top['controller']} | "
+                     f"{top['return']['mean']:+.3f} | {_fmt(top['minus_best_fixed'], True)} | "
                      f"{top['quality']['mean']:.3f} / {top['cost']['mean']:.2f} / {100 * top['forced_submit_rate']:.0f}"
                      f" | {top['seeds']}{spread} |")
     return lines
@@ -496,17 +407,17 @@ def markdown_table(rows: Sequence[dict[str, Any]], sizes: Sizes) -> str:
     """The condensed table, the summary lines and the full table as Markdown."""
     lines = [*condensed_lines(rows), "", "Default price profile; return = Q - w * cost units; test split, the same "
              f"{sizes.test_episodes} seeded episodes for every row; 95% CIs by a two-level bootstrap over training "
-             "seeds and episodes; `- best script` is the paired per-episode return difference.", "",
+             "seeds and episodes; `- best fixed` is the paired per-episode return difference.", "",
              *(f"- {line}" for line in summary_lines(rows)), "",
              "| env | w | controller | return [95% CI] | Q [95% CI] | cost [95% CI] | forced % | seeds | "
-             "seed spread | - best script [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "seed spread | - best fixed [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        name = f"{r['controller']} `{r['script']}`" if r["controller"] == "best-script" else r["controller"]
+        name = f"{r['controller']} `{r['script']}`" if r["controller"] == "best-fixed" else r["controller"]
         lines.append(f"| {r['env_id']} | {wkey(r['cost_weight'])} | {name} | {_fmt(r['return'], True)} | "
                      f"{_fmt(r['quality'])} | {_fmt(r['cost'])} | {100 * r['forced_submit_rate']:.0f} | {r['seeds']} | "
                      f"{'' if r['seed_spread'] is None else format(r['seed_spread'], '.3f')} | "
-                     f"{_fmt(r['minus_best_script'], True)} |")
-    return "\n".join(lines) + "\n"
+                     f"{_fmt(r['minus_best_fixed'], True)} |")
+    return "\n".join([*lines, "", provenance_line("learners_at_cost")]) + "\n"
 
 
 def write_table(out: Path, rows: Sequence[dict[str, Any]], sizes: Sizes) -> None:
@@ -515,7 +426,7 @@ def write_table(out: Path, rows: Sequence[dict[str, Any]], sizes: Sizes) -> None
     (out / "table.md").write_text(markdown_table(rows, sizes))
     (out / "table.json").write_text(json.dumps({"sizes": dataclasses.asdict(sizes), "summary": summary_lines(rows),
                                                 "rows": list(rows)}, indent=1) + "\n")
-    stats = ("return", "quality", "cost", "minus_best_script")
+    stats = ("return", "quality", "cost", "minus_best_fixed")
     with open(out / "table.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["env_id", "cost_weight", "controller", "kind", "seeds", "episodes", "forced_submit_rate",

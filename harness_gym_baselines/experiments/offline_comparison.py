@@ -47,7 +47,6 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +57,7 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.actions import Action
 from harness_gym.core.maturity import PATTERNS
 from harness_gym_baselines.common.dataclass_flags import doc_summary
+from harness_gym_baselines.experiments.statistics import iqm, two_level_bootstrap
 
 FIXED = ("static", "forced-check", "thorough")
 """The fixed scripts evaluated beside the learned controllers (:mod:`harness_gym_baselines.policies.scripted`)."""
@@ -140,18 +140,6 @@ def ablation_episodes(dsid: str) -> tuple[list[int], int]:
             has_successful_revise(ep["actions"], ep["observations"], ep["infos/invalid_action"], outcome["success"],
                                   check_feature)]
     return keep, len(cols) - len(keep)
-
-
-def two_level_bootstrap(per_seed: list[np.ndarray], stat: Callable[[np.ndarray], float], *, n_boot: int = 2000,
-                        seed: int = 0) -> tuple[float, float]:
-    """95% CI of ``stat`` over the pooled episodes, resampling seeds and then episodes within each seed."""
-    rng = np.random.default_rng(seed)
-    stats = np.empty(n_boot)
-    for b in range(n_boot):
-        picked = rng.integers(len(per_seed), size=len(per_seed))
-        stats[b] = stat(np.concatenate([per_seed[k][rng.integers(len(per_seed[k]), size=len(per_seed[k]))]
-                                        for k in picked]))
-    return float(np.quantile(stats, 0.025)), float(np.quantile(stats, 0.975))
 
 
 def run_cell(path: Path, env_id: str, policy: Any, name: str, *, episodes: int, seed: int,
@@ -253,7 +241,7 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
 
 def pooled(env_id: str, name: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
     """Statistics of one (env, policy) over all seeds."""
-    from harness_gym_baselines.evaluate import finished_records, iqm
+    from harness_gym_baselines.evaluate import finished_records
 
     per_seed = [np.array([r["quality"] for r in finished_records(c["records"])], dtype=float) for c in cells]
     q = np.concatenate(per_seed)

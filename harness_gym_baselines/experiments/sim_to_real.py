@@ -34,6 +34,7 @@ from harness_gym.core.paths import data_path
 from harness_gym.running.rollout import Policy
 from harness_gym.workers.calibrate import ProfileFit, collect_events, fit_profile
 from harness_gym.workers.profile import WorkerProfile
+from harness_gym_baselines.experiments.statistics import bootstrap_ci
 from harness_gym_baselines.policies.scripted import StaticPolicy, ThoroughPolicy
 
 COST_KEYS = ("llm_calls", "llm_errors", "prompt_tokens", "completion_tokens", "latency_s")
@@ -125,15 +126,6 @@ def run_on_task(env: gym.Env, policy: Any, task_id: str, seed: int) -> dict[str,
     return {"task_id": task_id, "seed": seed, "actions": actions, "quality": float(info["quality"]),
             "cost": {k: (round(v, 6) if k == "latency_s" else int(v)) for k, v in cost.items()},
             "drafts": sum(a in (Action.DRAFT, Action.REVISE) for a in actions)}
-
-
-def bootstrap_ci(values: list[float], *, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% percentile bootstrap interval of the mean of ``values`` (one value per task)."""
-    arr = np.asarray(values, dtype=float)
-    if len(arr) < 2 or np.all(arr == arr[0]):
-        return float(arr.mean()), float(arr.mean())
-    means = np.random.default_rng(seed).choice(arr, size=(n_boot, len(arr))).mean(axis=1)
-    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
 
 
 @dataclass

@@ -15,7 +15,7 @@ default settings (prices ``cheap-hosted``, ``budget_units="auto"``: docs/cost.md
 - the **best fixed** strategy: the best of the named harnesses and the searched open-loop scripts, chosen on
   train and val at the card's cost weight (:func:`harness_gym_baselines.experiments.script_search.choose_winners`,
   the one definition every table uses);
-- the **best learned** controller: PPO (:mod:`harness_gym_baselines.algos.ppo_sparse`) trained at the card's cost
+- the **best learned** controller: PPO (``harness-gym train ppo-sparse``, :mod:`harness_gym_baselines.algos.ppo`) trained at the card's cost
   weight, one model per seed, the seeds pooled; with the paired difference of its return to the best fixed
   strategy's on the same episodes (95% bootstrap CI).
 

@@ -1,6 +1,6 @@
-"""The README's result blocks, written from a run's outputs (``scripts/readme_tables.py RUN_DIR``), never by hand.
+"""The result blocks of the docs, written from a run's outputs (``scripts/readme_tables.py RUN_DIR``), never by hand.
 
-A block sits between two marker lines of ``README.md``::
+A block sits between two marker lines of a Markdown document (``docs/reproduce.md`` by default)::
 
     <!-- readme_tables:quick begin (scripts/readme_tables.py writes this block; do not edit) -->
     ...
@@ -8,8 +8,8 @@ A block sits between two marker lines of ``README.md``::
 
 and holds what the run wrote: where it came from (its command), ``table_main.md``'s table as it is, how long
 the run took with the load it ran under (``manifest.json``: ``wall_seconds`` and ``machine``, sampled by
-:class:`harness_gym_baselines.report.reproduce.LoadSampler`) and its figures (:data:`FIGURES`, copied beside the
-README): first the headline, the quality-cost frontier with the learned controllers on it, then Q and HMS per
+:class:`harness_gym_baselines.report.reproduce.LoadSampler`) and its figures (:data:`FIGURES`, copied into the
+``figures`` folder beside the document and linked relative to it): first the headline, the quality-cost frontier with the learned controllers on it, then Q and HMS per
 env. Only a run
 from an empty ``--out`` has a time to state: a run that resumed a stage is refused. Two runs with the same
 settings write the same tables byte for byte (``tests/test_reproduce.py`` runs the pipeline twice).
@@ -24,17 +24,19 @@ from typing import Any
 
 BLOCKS = {"quick": "The quick run's main table", "full": "The full run's main table"}
 """block name -> the sentence that opens it"""
-FIGURES = (("fig_frontier.png", "docs/figures/{name}_frontier.png",
+FIGURES = (("fig_frontier.png", "figures/{name}_frontier.png",
             "Quality against cost, learned controllers among the fixed scripts, {name} run"),
-           ("fig_quality_hms.png", "docs/figures/{name}_quality_hms.png", "Q and HMS per env and controller, {name} run"))
-"""(the run's figure, where the block's copy goes relative to the README, its alt text), in block order: the
-frontier heads the block, above the table; a run without a figure (one older than it) shows the others"""
+           ("fig_quality_hms.png", "figures/{name}_quality_hms.png", "Q and HMS per env and controller, {name} run"))
+"""(the run's figure, where the block's copy goes relative to the document that holds the block, its alt text),
+in block order: the frontier heads the block, above the table; a run without a figure (one older than it) shows
+the others"""
 
 
 def figures(run_dir: Path, name: str) -> list[tuple[Path, str, str]]:
-    """(the run's figure, its README path, its alt text) of each of :data:`FIGURES` that ``run_dir`` holds."""
-    return [(run_dir / file, readme_path.format(name=name), alt.format(name=name))
-            for file, readme_path, alt in FIGURES if (run_dir / file).is_file()]
+    """(the run's figure, its path relative to the document, its alt text) of each of :data:`FIGURES` that
+    ``run_dir`` holds."""
+    return [(run_dir / file, doc_path.format(name=name), alt.format(name=name))
+            for file, doc_path, alt in FIGURES if (run_dir / file).is_file()]
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -111,15 +113,15 @@ def render_block(run_dir: Path, name: str, *, with_time: bool = True) -> str:
 
 
 def replace_block(text: str, name: str, block: str) -> str:
-    """``text`` (a README) with the content of block ``name`` replaced by ``block``.
+    """``text`` (a document) with the content of block ``name`` replaced by ``block``.
 
-    :param text: the README's text
+    :param text: the document's text
     :param name: the block
     :param block: its new content
     """
     begin, end = markers(name)
     pattern = re.compile(rf"^{re.escape(begin)}\n.*?^{re.escape(end)}$", re.S | re.M)
     if len(pattern.findall(text)) != 1:
-        raise ValueError(f"the README needs exactly one block {name!r}: a line {begin!r}, then the block, then a "
+        raise ValueError(f"the document needs exactly one block {name!r}: a line {begin!r}, then the block, then a "
                          f"line {end!r}")
     return pattern.sub(lambda _: f"{begin}\n{block}\n{end}", text)

@@ -10,7 +10,7 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
    :func:`harness_gym_baselines.experiments.ecpo_comparison.train_cell` and evaluated on the same test episodes
    with :func:`harness_gym_baselines.experiments.offline_comparison.run_cell`, each greedy (``NAME``) and
    sampling (``NAME-sampled``), the random and oracle references for the frontier, and at every cost weight
-   ``w`` of the run the best searched script and the closed-loop probe chosen at ``w`` (``best-script-w<w>``,
+   ``w`` of the run the best searched script and the closed-loop probe chosen at ``w`` (``best-fixed-w<w>``,
    ``probe-w<w>``: :mod:`harness_gym_baselines.experiments.fixed_references`, fitted per seed on train and val,
    cached under ``OUT/references``), on the same test episodes. The online trainers take no env constructor
    arguments, so the public-data variants have no online rows.
@@ -29,7 +29,7 @@ Stages (each resumable: a finished stage leaves ``stages/<name>.json`` and is sk
 
 Sizes: :data:`FULL` and :data:`QUICK` (``--quick``); ``--seeds N`` and ``--size FIELD=VALUE`` change single
 fields. Quick outputs say so everywhere (titles, a ``run`` column, the report's banner, the manifest), and
-every learned row carries a verdict, meaningful or not and why (:func:`harness_gym_baselines.report.writer.verdict`).
+every learned row carries a verdict, meaningful or not and why (:func:`harness_gym_baselines.report.rows.verdict`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,103 +48,22 @@ import gymnasium as gym
 
 import harness_gym
 from harness_gym_baselines.experiments import offline_comparison
-from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
+from harness_gym_baselines.experiments.engine import Task, progress_bar, run_tasks
+from harness_gym_baselines.experiments.fixed_references import fixed_references
+from harness_gym_baselines.experiments.specs.reproduce import REPRODUCE
+from harness_gym_baselines.experiments.specs.sizes import ReferenceSizes, parse_size_overrides
+from harness_gym_baselines.experiments.specs.sizes import ReproduceSizes as Sizes
 
-ECPO_ENVS = ("HarnessData-v1", "HarnessResearchQA-v1")
-"""the envs of the ECPO table (docs/ecpo.md), when they are among ``--envs``"""
-CORRUPTION_ENV = "HarnessResearchQA-v1"
-QUICK_ENVS = ("HarnessCode-v1", "HarnessResearchQA-v1", "HarnessData-v1")
-"""the envs of ``--quick`` without ``--envs``: the two ECPO envs and Code, so that every online controller trains
-its documented budget and the run stays within 15 minutes on 2 cores (docs/online_rl.md)"""
-ONLINE = ("ppo-sparse", "ecpo", "ecpo-pb")
-"""the online controllers of the harness table; each is evaluated greedy (NAME, the mode of its policy) and
-sampling from its policy (NAME-sampled, as in training), from the same model"""
-TRAIN_COST_WEIGHT = 0.01
-"""the cost weight every learned controller of the harness stages trains at, online and offline (buffers,
-training returns, evaluation; docs/online_rl.md): the middle of the report's weights :data:`DEFAULT_COST_WEIGHTS`,
-so that the cost term is in the reward they learn from (at 0 a learner is free to spend the whole budget and let
-the forced submit end the episode) without 0.1's weight, at which the cheapest submit is close to the best return
-in most envs"""
-REFERENCES = ("random", "oracle")
-"""evaluated for the quality-cost frontier only"""
-DEFAULT_COST_WEIGHTS = (0.0, 0.01, 0.1)
-"""the cost weights fixed before any run (docs/cost_results.md)"""
+FULL, QUICK = REPRODUCE.full, REPRODUCE.quick
 
-
-@dataclass(frozen=True)
-class Sizes:
-    """How big each stage is (``--size FIELD=VALUE`` sets one field)."""
-
-    seeds: int
-    """training seeds of the offline learners (buffer + training)"""
-    buffer_episodes: int
-    """episodes per behaviour buffer"""
-    eval_episodes: int
-    """test-split episodes per (env, controller, seed) cell"""
-    epochs: int
-    """training epochs of BC and AWR"""
-    ref_score_episodes: int
-    """episodes of random and oracle for a dataset's reference scores"""
-    online_seeds: int
-    """training seeds of ppo-sparse, ppo-dense and ECPO"""
-    online_steps: int
-    """environment steps per online training run"""
-    ecpo_episodes: int
-    """test- and ood-split episodes per cell of the ECPO table"""
-    corruption_seeds: int
-    corruption_steps: int
-    """ECPO steps per arm of the corruption experiment"""
-    corrupt_from: int
-    """training step at which the knowledge corruption starts"""
-    sim_seeds: int
-    """simulated-worker seeds per recorded episode (sim-to-real)"""
-    examples: int
-    """example episodes rendered in the report"""
-    ref_val_episodes: int
-    """val episodes that choose the best searched script and the probe (:class:`ReferenceSizes`)"""
-    ref_cem_iterations: int
-    """cross-entropy iterations of the probe fit"""
-
-    def references(self, quick: bool) -> ReferenceSizes:
-        """The sizes of the best-script search and the probe fit: :attr:`ReferenceSizes.QUICK` or
-        :attr:`ReferenceSizes.FULL` with this run's val episodes and CEM iterations."""
-        return dataclasses.replace(ReferenceSizes.QUICK if quick else ReferenceSizes.FULL,
-                                   val_episodes=self.ref_val_episodes, cem_iterations=self.ref_cem_iterations)
-
-
-FULL = Sizes(seeds=5, buffer_episodes=2000, eval_episodes=200, epochs=30, ref_score_episodes=100, online_seeds=3,
-             online_steps=40_000, ecpo_episodes=100, corruption_seeds=3, corruption_steps=30_000,
-             corrupt_from=10_000, sim_seeds=20, examples=3, ref_val_episodes=ReferenceSizes.FULL.val_episodes,
-             ref_cem_iterations=ReferenceSizes.FULL.cem_iterations)
-QUICK = Sizes(seeds=2, buffer_episodes=300, eval_episodes=50, epochs=30, ref_score_episodes=20, online_seeds=1,
-              online_steps=40_000, ecpo_episodes=50, corruption_seeds=1, corruption_steps=20_000, corrupt_from=8_000,
-              sim_seeds=5, examples=3, ref_val_episodes=ReferenceSizes.QUICK.val_episodes,
-              ref_cem_iterations=ReferenceSizes.QUICK.cem_iterations)
-
-
-def parse_size_overrides(base: Sizes, pairs: list[str]) -> Sizes:
-    """``base`` with ``FIELD=VALUE`` overrides; a clear error naming a bad field or value.
-
-    :param base: the sizes to start from
-    :param pairs: ``--size`` values
-    """
-    fields = {f.name for f in dataclasses.fields(Sizes)}
-    changes: dict[str, int] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or name not in fields:
-            raise ValueError(f"--size {pair!r}: expected FIELD=VALUE with FIELD one of {', '.join(sorted(fields))}")
-        try:
-            changes[name] = int(value)
-        except ValueError:
-            raise ValueError(f"--size {pair!r}: {value!r} is not an integer") from None
-        if changes[name] < (0 if name == "examples" else 1):
-            raise ValueError(f"--size {pair!r}: must be positive")
-    sizes = dataclasses.replace(base, **changes)
-    if sizes.corrupt_from >= sizes.corruption_steps:
-        raise ValueError(f"--size: corrupt_from ({sizes.corrupt_from}) must be below corruption_steps "
-                         f"({sizes.corruption_steps}), or the corruption never starts")
-    return sizes
+ECPO_ENVS = REPRODUCE.ecpo_envs
+CORRUPTION_ENV = REPRODUCE.corruption_env
+QUICK_ENVS = REPRODUCE.quick_envs
+ONLINE = REPRODUCE.online
+TRAIN_COST_WEIGHT = REPRODUCE.train_cost_weight
+REFERENCES = REPRODUCE.frontier_references
+DEFAULT_COST_WEIGHTS = REPRODUCE.cost_weights
+"""the grid of the run, from its spec (:data:`harness_gym_baselines.experiments.specs.reproduce.REPRODUCE`)"""
 
 
 @dataclass
@@ -202,128 +120,9 @@ def _check_has_test_tasks(var: Variant) -> None:
                          f"evaluated on the test split; the data has {have}{hint}")
 
 
-class Stages:
-    """Per-stage result files under ``OUT/stages``: run a stage unless its file says it finished."""
-
-    def __init__(self, out: Path, progress: Any = None):
-        self.dir = out / "stages"
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.progress = progress
-
-    def path(self, name: str) -> Path:
-        return self.dir / (name.replace(":", "__").replace("+", "_") + ".json")
-
-    def done(self, name: str) -> dict[str, Any] | None:
-        path = self.path(name)
-        return json.loads(path.read_text()) if path.exists() else None
-
-    def run(self, name: str, fn: Callable[[], Any], command: str) -> dict[str, Any]:
-        """Run ``fn`` as stage ``name`` unless it finished before; returns its record (seconds, command, result).
-
-        :param name: the stage name
-        :param fn: the stage; returns something JSON-serialisable
-        :param command: the equivalent command line, for the manifest
-        """
-        record = self.done(name)
-        if record is not None:
-            record["resumed"] = True
-            return record
-        start = time.perf_counter()
-        result = fn()
-        record = {"stage": name, "seconds": time.perf_counter() - start, "command": command, "result": result,
-                  "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        self.path(name).write_text(json.dumps(record, indent=1, default=str))
-        return record
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One stage of the plan: ``fn(**kwargs)`` (a module-level function, so that a worker process can run it),
-    its command line for the manifest, the stages whose outputs it reads, and its start priority among the
-    stages ready at the same time (higher first; the harness stages that the ECPO and corruption stages wait
-    for get 1, so that those long stages can start while the other envs' harness stages run)."""
-
-    name: str
-    fn: Callable[..., Any]
-    kwargs: dict[str, Any]
-    command: str
-    needs: tuple[str, ...] = ()
-    priority: int = 0
-
-
 def default_workers() -> int:
     """``--num-workers``'s default: 2, or 1 on a one-core machine (the quick run's budget is 2 cores)."""
     return min(2, os.cpu_count() or 1)
-
-
-def _run_stage(out: Path, stage: Stage) -> dict[str, Any]:
-    return Stages(out).run(stage.name, lambda: stage.fn(**stage.kwargs), stage.command)
-
-
-def run_stages(plan: list[Stage], out: Path, num_workers: int, *,
-               started: Callable[[list[str]], None] = lambda running: None,
-               finished: Callable[[str, dict[str, Any]], None] = lambda name, record: None) -> dict[str, dict[str, Any]]:
-    """Run (or resume, :class:`Stages`) every stage of ``plan``, each once the stages it needs have finished, at
-    most ``num_workers`` at a time in spawned processes (one: in this process, in plan order). Ready stages
-    start by :attr:`Stage.priority`, highest first, ties in plan order. Returns the records in plan order. A failed stage stops the run: the running stages
-    finish, none starts, and the error names the stage.
-
-    :param plan: the stages; a stage's ``needs`` name earlier stages
-    :param out: the run folder (``OUT/stages``)
-    :param num_workers: the most stages at once
-    :param started: called with the running stages' names whenever one starts
-    :param finished: called in the parent with each stage's name and record as it finishes
-    """
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-    from multiprocessing import get_context
-
-    names = [stage.name for stage in plan]
-    for k, stage in enumerate(plan):
-        unknown = [n for n in stage.needs if n not in names[:k]]
-        if unknown:
-            raise ValueError(f"stage {stage.name}: needs {unknown}, which are not earlier stages of the plan")
-    records: dict[str, dict[str, Any]] = {}
-
-    def done(name: str, record: dict[str, Any]) -> None:
-        records[name] = record
-        finished(name, record)
-
-    if num_workers == 1:
-        for stage in plan:
-            started([stage.name])
-            try:
-                done(stage.name, _run_stage(out, stage))
-            except Exception as exc:
-                raise RuntimeError(f"reproduce stage {stage.name} failed: {type(exc).__name__}: {exc}") from exc
-        return {name: records[name] for name in names}
-    stages = Stages(out)
-    waiting = list(plan)
-    running: dict[Future[dict[str, Any]], str] = {}
-    with ProcessPoolExecutor(max_workers=num_workers, mp_context=get_context("spawn")) as pool:
-        while waiting or running:
-            ready = [s for s in waiting if all(n in records for n in s.needs)]
-            for stage in sorted(ready, key=lambda s: -s.priority):  # stable: ties stay in plan order
-                record = stages.done(stage.name)
-                if record is not None:  # resumed: no process needed
-                    waiting.remove(stage)
-                    done(stage.name, {**record, "resumed": True})
-                elif len(running) < num_workers:
-                    waiting.remove(stage)
-                    running[pool.submit(_run_stage, out, stage)] = stage.name
-                    started(list(running.values()))
-            if not running:
-                continue  # a resumed stage may have readied others
-            finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished_now:
-                name = running.pop(future)
-                try:
-                    record = future.result()
-                except Exception as exc:
-                    for other in running:
-                        other.cancel()
-                    raise RuntimeError(f"reproduce stage {name} failed: {type(exc).__name__}: {exc}") from exc
-                done(name, record)
-    return {name: records[name] for name in names}
 
 
 def _ecpo_stage(args: argparse.Namespace) -> dict[str, Any]:
@@ -457,7 +256,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
               progress: bool = True, argv: list[str] | None = None, num_workers: int | None = None) -> dict[str, Any]:
     """Run (or resume) every stage under ``out`` and write the report; returns the manifest.
 
-    Stages whose inputs are ready run at the same time in ``num_workers`` processes (:func:`run_stages`); the
+    Stages whose inputs are ready run at the same time in ``num_workers`` processes (:func:`harness_gym_baselines.experiments.engine.run_tasks`); the
     tables are the same as with one.
 
     :param out: output folder (reused to resume)
@@ -475,7 +274,6 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     :param num_workers: stages run at once (default: ``min(2, os.cpu_count())``; 1 runs them in this process)
     """
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness_gym_baselines.report import writer
 
@@ -503,25 +301,52 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
                 "ecpo_envs": ecpo_envs, "corruption_env": corruption_env, "cost_weights": cost_weights,
                 "train_cost_weight": TRAIN_COST_WEIGHT,
                 "tau_data": tau_data, "dbbench_data": dbbench_data}
-    settings_path = out / "settings.json"
-    if settings_path.exists():
-        before = json.loads(settings_path.read_text())
-        if before != json.loads(json.dumps(settings)):
-            changed = sorted(k for k in settings if before.get(k) != json.loads(json.dumps(settings)).get(k))
-            raise ValueError(f"{out} holds a run with other settings ({', '.join(changed)} differ; see "
-                             f"{settings_path}): use another --out, or delete the folder to start over")
-    settings_path.write_text(json.dumps(settings, indent=1))
+    _keep_settings(out, settings)
 
     console = Console(stderr=True, quiet=quiet)
     bars = progress and not quiet
     quiet = quiet or not progress  # the sub-experiments' own bars and lines
     sub_quiet = quiet or num_workers > 1  # workers' bars would interleave with the parent's
-    plan: list[Stage] = []
+    plan = plan_stages(out, settings, sizes, groups, quiet=sub_quiet)
+
+    total_start = time.perf_counter()
+    load = LoadSampler()
+    with load, progress_bar("reproduce" + (" (quick)" if quick else ""), len(plan) + 1, console=console,
+                            enabled=bars) as bar:
+        records = run_tasks(plan, out, num_workers, started=bar.started, finished=bar.finished)
+        bar.step("reproduce: report")
+        start = time.perf_counter()
+        manifest = writer.write_report(out, settings=settings, stages=records, argv=argv or sys.argv,
+                                       total_seconds=time.perf_counter() - total_start, machine=load.summary())
+        bar.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
+        bar.advance()
+    manifest["num_workers"] = num_workers
+    manifest["wall_seconds"] = load.wall  # stages and report, this invocation
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
+    if not console.quiet:
+        print("\n".join(terminal_summary(out, manifest)))
+    return manifest
+
+
+def plan_stages(out: Path, settings: dict[str, Any], sizes: Sizes, groups: list[Variant], *,
+                quiet: bool) -> list[Task]:
+    """The stages of a run as tasks for :func:`harness_gym_baselines.experiments.engine.run_tasks`: a harness stage
+    per env and variant, then ``ecpo``, ``corruption``, ``sim_to_real`` and ``examples``.
+
+    :param out: the run folder
+    :param settings: the run's settings (``settings.json``)
+    :param sizes: the run's sizes
+    :param groups: the envs and public-data variants (:func:`variants`)
+    :param quiet: no progress bars of the sub-experiments
+    """
+    quick, env_ids, online = settings["quick"], settings["envs"], tuple(settings["online"])
+    cost_weights, ecpo_envs, corruption_env = settings["cost_weights"], settings["ecpo_envs"], settings["corruption_env"]
+    plan: list[Task] = []
     awaited = {*ecpo_envs, corruption_env}
     for var in groups:
-        plan.append(Stage(
+        plan.append(Task(
             f"harness:{var.label}", harness_stage,
-            {"out": out, "var": var, "sizes": sizes, "online": () if var.variant else online, "quiet": sub_quiet,
+            {"out": out, "var": var, "sizes": sizes, "online": () if var.variant else online, "quiet": quiet,
              "cost_weights": tuple(cost_weights), "references": sizes.references(quick)},
             f"python -m harness_gym_baselines.experiments.offline_comparison {var.env_id} --out {out / 'offline'} --seeds {sizes.seeds} "
             f"--episodes {sizes.buffer_episodes} --eval-episodes {sizes.eval_episodes} --epochs "
@@ -534,7 +359,7 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
                              references=sizes.references(quick), references_dir=out / "references")
     trains_online = {var.env_id: f"harness:{var.label}" for var in groups if not var.variant}
     # ecpo shares stage 1's models, reference cache and behaviour buffers: it starts after their harness stages
-    plan.append(Stage("ecpo", _ecpo_stage, {"args": ecpo_args},
+    plan.append(Task("ecpo", _ecpo_stage, {"args": ecpo_args},
                       f"python -m harness_gym_baselines.experiments.ecpo_comparison table --out {online_dir} "
                       + " ".join(f"--env {e}" for e in ecpo_envs)
                       + f" --seeds {sizes.online_seeds} --steps {sizes.online_steps} --episodes {sizes.ecpo_episodes}"
@@ -543,49 +368,33 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     corruption_args = dataclasses.replace(sizes, online_seeds=sizes.corruption_seeds, online_steps=sizes.corruption_steps)
     # the corruption runs collect the same behaviour buffers (one Minari id per env and seed) as the harness
     # stage of their env: two processes must not write one dataset at once
-    plan.append(Stage("corruption", _corruption_stage,
+    plan.append(Task("corruption", _corruption_stage,
                       {"args": _online_args(out / "corruption", corruption_args, [corruption_env])},
                       f"python -m harness_gym_baselines.experiments.ecpo_comparison corruption --out {out / 'corruption'} --env {corruption_env} "
                       f"--seeds {sizes.corruption_seeds} --steps {sizes.corruption_steps} --corrupt-from "
                       f"{sizes.corrupt_from}",
                       needs=tuple(trains_online[e] for e in [corruption_env] if e in trains_online)))
-    plan.append(Stage("sim_to_real", _sim_to_real_stage, {"sim_seeds": sizes.sim_seeds,
+    plan.append(Task("sim_to_real", _sim_to_real_stage, {"sim_seeds": sizes.sim_seeds,
                                                           "profiles_out": out / "fitted_profiles"},
                       f"python benchmarks/sim_to_real.py --out {out / 'fitted_profiles'} --sim-seeds {sizes.sim_seeds}"))
     if sizes.examples:  # the awr-q model of env 0's harness stage
-        plan.append(Stage("examples", examples_stage, {"out": out, "env_id": env_ids[0], "sizes": sizes},
+        plan.append(Task("examples", examples_stage, {"out": out, "env_id": env_ids[0], "sizes": sizes},
                           f"harness-gym eval {env_ids[0]} --policy ... --save-episodes {out / 'examples.json'}",
                           needs=(f"harness:{groups[0].label}",)))
 
-    total_start = time.perf_counter()
-    load = LoadSampler()
-    with load, Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                        TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(), console=console,
-                        transient=False, disable=not bars) as progress:
-        title = "reproduce" + (" (quick)" if quick else "")
-        task = progress.add_task(title, total=len(plan) + 1)
+    return plan
 
-        def started(running: list[str]) -> None:
-            progress.update(task, description=f"{title}: {', '.join(running)}")
 
-        def finished(name: str, record: dict[str, Any]) -> None:
-            state = "resumed from its result file" if record.get("resumed") else "done"
-            progress.console.print(f"  {name}: {state} ({record['seconds']:.0f} s)")
-            progress.advance(task)
-
-        records = run_stages(plan, out, num_workers, started=started, finished=finished)
-        progress.update(task, description="reproduce: report")
-        start = time.perf_counter()
-        manifest = writer.write_report(out, settings=settings, stages=records, argv=argv or sys.argv,
-                                       total_seconds=time.perf_counter() - total_start, machine=load.summary())
-        progress.console.print(f"  report: done ({time.perf_counter() - start:.0f} s)")
-        progress.advance(task)
-    manifest["num_workers"] = num_workers
-    manifest["wall_seconds"] = load.wall  # stages and report, this invocation
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
-    if not console.quiet:
-        print("\n".join(terminal_summary(out, manifest)))
-    return manifest
+def _keep_settings(out: Path, settings: dict[str, Any]) -> None:
+    """Write ``settings.json``; a folder that holds a run with other settings is refused, naming what differs."""
+    settings_path = out / "settings.json"
+    if settings_path.exists():
+        before = json.loads(settings_path.read_text())
+        if before != json.loads(json.dumps(settings)):
+            changed = sorted(k for k in settings if before.get(k) != json.loads(json.dumps(settings)).get(k))
+            raise ValueError(f"{out} holds a run with other settings ({', '.join(changed)} differ; see "
+                             f"{settings_path}): use another --out, or delete the folder to start over")
+    settings_path.write_text(json.dumps(settings, indent=1))
 
 
 class LoadSampler:
@@ -666,7 +475,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     """The main job's last screen, at most ``width`` columns and (for 8 envs) 24 lines: Q per env and controller
     (``table_harness.csv``; ``*``: not meaningful, ``†``: budget-ended; the greedy rows, the sampled ones are in the tables) with
     AWR-q minus static beside the paper, then what ran and how long, and where the report is. Of the searched
-    references only the best script at the run's lowest cost weight is shown (as ``best script``: at w = 0 the
+    references only the best fixed at the run's lowest cost weight is shown (as ``best fixed``: at w = 0 the
     script with the best Q); the others are in the report.
 
     :param out: the run folder
@@ -675,15 +484,15 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     import csv
 
     from harness_gym_baselines.experiments.fixed_references import parse_reference_name
-    from harness_gym_baselines.report.writer import mark
+    from harness_gym_baselines.report.rows import mark
 
     with open(out / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     envs = list(dict.fromkeys(r["env"] for r in rows))
     listed = list(dict.fromkeys(r["controller"] for r in rows if not r["controller"].endswith("-sampled")))
-    searched = sorted((parsed[1], n) for n in listed if (parsed := parse_reference_name(n)) and parsed[0] == "best-script")
+    searched = sorted((parsed[1], n) for n in listed if (parsed := parse_reference_name(n)) and parsed[0] == "best-fixed")
     lowest = searched[0][1] if searched else None
-    shown = {n: "best script" if n == lowest else n for n in listed if n == lowest or parse_reference_name(n) is None}
+    shown = {n: "best fixed" if n == lowest else n for n in listed if n == lowest or parse_reference_name(n) is None}
     names = list(shown)
     by = {(r["env"], r["controller"]): r for r in rows}
     table = []
