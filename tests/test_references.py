@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+import harness_gym
 from harness_gym.budget.references import normalized_score
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.datasets import Transitions
@@ -138,3 +141,34 @@ def test_card_check_passes_on_its_own_run_and_names_every_difference(tmp_path, t
     assert any(p.startswith("HarnessDBBench-v2/rows[2]/quality:") for p in problems)
     assert any("README.md: its card is not the rendering" in p for p in problems)
     assert any("card.md: not the rendering" in p for p in problems)
+
+
+# ----- the shipped card ------------------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_readme_and_docs_cards_are_the_rendering_of_the_shipped_card_data():
+    data, markdown, readme, figure = card_module.default_paths(ROOT)
+    shipped = json.loads(data.read_text())
+    assert card_module.check(shipped, [], markdown=markdown, readme=readme) == []
+    assert set(shipped["envs"]) == set(harness_gym.ENV_IDS) and figure.is_file()
+    for entry in shipped["envs"].values():
+        assert entry["settings"]["budget_spec"].startswith("auto (rule ")
+        assert entry["rows"][-1]["row"] == "best learned" and entry["rows"][-1]["seeds"]
+
+
+def test_the_readme_example_runs():
+    import re
+
+    code = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the project's own README
+    assert namespace["done"] and namespace["info"]["quality"] >= 0.0
+
+
+@pytest.mark.skipif(os.environ.get("HARNESS_GYM_SLOW") != "1", reason="replays one env of the card (minutes); "
+                    "HARNESS_GYM_SLOW=1 runs it")
+def test_card_check_replays_the_shipped_card_of_one_env():
+    data, markdown, readme, _ = card_module.default_paths(ROOT)
+    shipped = json.loads(data.read_text())
+    assert card_module.check(shipped, ["HarnessPlan-v2"], markdown=markdown, readme=readme) == []
