@@ -8,8 +8,8 @@ import json
 import gymnasium as gym
 import pytest
 
+from examples.toy_domain.domain import HERE as TOY_DIR
 from examples.toy_domain.domain import ToyDomain
-from examples.toy_domain.env import HERE as TOY_DIR
 from harness_gym.core.actions import Action
 from harness_gym.core.cost import COST_KEYS, estimate_tokens
 from harness_gym.core.paths import data_path
@@ -139,7 +139,7 @@ class BilledToy(ToyDomain):
 
 
 def billed_env(**kwargs) -> HarnessEnv:
-    return HarnessEnv(BilledToy(), profile=str(TOY_DIR / "profile.json"), prompts_dir=str(TOY_DIR / "prompts"),
+    return HarnessEnv(BilledToy(), profile=str(TOY_DIR / "profiles" / "toy.json"), prompts_dir=str(TOY_DIR / "prompts"),
                       budget_units=None, **kwargs)
 
 
@@ -174,7 +174,7 @@ def test_an_unpriced_bill_is_an_error_naming_who_billed_it():
     domain = BilledToy()
     domain.tools = {n: dataclasses.replace(s, bills={"api_call:weather": 1}) for n, s in domain.tools.items()}
     with pytest.raises(PriceProfileError, match="toy: tool 'add': bills 'api_call:weather'"):
-        HarnessEnv(domain, profile=str(TOY_DIR / "profile.json"), prompts_dir=str(TOY_DIR / "prompts"))
+        HarnessEnv(domain, profile=str(TOY_DIR / "profiles" / "toy.json"), prompts_dir=str(TOY_DIR / "prompts"))
     env = billed_env()
     env.domain.check = lambda task, draft, sandbox, resource=None: CheckResult(True, "ok", billed={"db_queries": 1})
     env.reset(seed=0, options={"task_id": "toy-0"})
