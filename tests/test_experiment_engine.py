@@ -12,7 +12,9 @@ import pytest
 
 import harness_gym
 from harness_gym_baselines.experiments import statistics
-from harness_gym_baselines.experiments.engine import Task, TaskRecords, run_tasks
+from harness_gym_baselines.experiments.cells import CELL_KEYS, CELL_SCHEMA, cell_record, write_cell
+from harness_gym_baselines.experiments.engine import Task, TaskRecords, run_tasks, settings_digest
+from harness_gym_baselines.experiments.offline_comparison import run_cell
 from harness_gym_baselines.experiments.specs import SPECS, provenance_line
 from harness_gym_baselines.experiments.specs.reproduce import REPRODUCE
 
@@ -43,6 +45,68 @@ def test_a_new_spec_runs_through_the_engine_once_and_resumes(tmp_path, workers):
     again = run_tasks(_plan(counter), tmp_path / "run", workers, records_dir="tasks")
     assert all(r["resumed"] for r in again.values()) and len(counter.read_text().split()) == 3
     assert TaskRecords(tmp_path / "run", "tasks").done("b")["result"] == 4
+
+
+@dataclasses.dataclass(frozen=True)
+class TinySpec:
+    """A new experiment defined here, outside the package: a grid of (cost weight, controller, seed) cells."""
+
+    env_id: str = "HarnessMultiTool-v2"
+    cost_weights: tuple[float, ...] = (0.0, 0.1)
+    controllers: tuple[str, ...] = ("static", "forced-check")
+    seeds: tuple[int, ...] = (3,)
+    episodes: int = 2
+
+
+def tiny_cell(path: str, env_id: str, controller: str, seed: int, episodes: int, cost_weight: float) -> str:
+    """One cell of :class:`TinySpec`: the controller evaluated on the test split into a cell file."""
+    from harness_gym_baselines.policies.registry import make_policy
+
+    run_cell(Path(path), env_id, make_policy(controller), controller, episodes=episodes, seed=seed,
+             cost_weight=cost_weight, extra={"spec": "tiny"})
+    return path
+
+
+def tiny_plan(spec: TinySpec, out: Path) -> list[Task]:
+    return [Task(f"tiny:{c}:w{w:g}:seed{s}:{settings_digest(dataclasses.asdict(spec))}", tiny_cell,
+                 {"path": str(out / "cells" / f"{c}-w{w:g}-seed{s}.json"), "env_id": spec.env_id, "controller": c,
+                  "seed": s, "episodes": spec.episodes, "cost_weight": w}, f"tiny {c} {w}")
+            for w in spec.cost_weights for c in spec.controllers for s in spec.seeds]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_custom_spec_writes_cells_in_the_one_schema_and_resumes(tmp_path, workers):
+    """A spec defined in this test runs through the engine: one cell file per grid point, each in the schema every
+    pipeline writes (env, settings, controller, seed, split, episodes, summary, records), on paired test seeds."""
+    spec = TinySpec()
+    records = run_tasks(tiny_plan(spec, tmp_path), tmp_path, workers, records_dir="tasks", what="tiny cell")
+    cells = [json.loads(Path(r["result"]).read_text()) for r in records.values()]
+    assert len(cells) == 4
+    for cell in cells:
+        assert set(CELL_KEYS) <= set(cell) and cell["schema"] == CELL_SCHEMA and cell["spec"] == "tiny"
+        assert cell["env_id"] == spec.env_id and cell["split"] == "test" and cell["seed"] == 3
+        assert cell["episodes"] == len(cell["records"]) == cell["summary"]["episodes"] == spec.episodes
+        w = cell["settings"]["cost_weight"]
+        assert cell["summary"]["policy"] == cell["controller"] and cell["summary"]["cost_weight"] == w
+        for episode in cell["records"]:  # the return is Q - w * cost at the cell's own cost weight
+            assert episode["return"] == pytest.approx(episode["quality"] - w * episode["cost"])
+    tasks = {tuple(r["task_id"] for r in c["records"]) for c in cells}
+    assert len(tasks) == 1  # every controller and weight saw the same test episodes
+    stamps = sorted(p.stat().st_mtime_ns for p in (tmp_path / "cells").iterdir())
+    again = run_tasks(tiny_plan(spec, tmp_path), tmp_path, workers, records_dir="tasks")
+    assert all(r["resumed"] for r in again.values())
+    assert sorted(p.stat().st_mtime_ns for p in (tmp_path / "cells").iterdir()) == stamps
+    changed = run_tasks(tiny_plan(dataclasses.replace(spec, episodes=1), tmp_path / "other"), tmp_path, workers,
+                       records_dir="tasks")
+    assert not any(r.get("resumed") for r in changed.values())  # new settings: new task names, run again
+
+
+def test_a_cell_record_keeps_its_schema_keys(tmp_path):
+    with pytest.raises(ValueError, match=r"cell E/c/seed 0: extra keys \['seed'\]"):
+        cell_record(env_id="E", controller="c", seed=0, split="test", records=[], summary=None, extra={"seed": 1})
+    with pytest.raises(ValueError, match=r"lacks \['schema'"):
+        write_cell(tmp_path / "x.json", {"summary": {}, "records": []})
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_a_task_that_needs_a_later_one_is_refused_before_anything_runs(tmp_path):

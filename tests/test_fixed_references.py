@@ -11,6 +11,7 @@ import pytest
 
 from harness_gym.running.rollout import episode_seed, play_episode
 from harness_gym_baselines.experiments import ecpo_comparison, fixed_references, offline_comparison
+from harness_gym_baselines.experiments.cells import CELL_KEYS
 from harness_gym_baselines.experiments.fixed_references import (
     ReferenceSizes,
     cache_path,
@@ -155,3 +156,6 @@ def test_the_ecpo_table_has_the_references_of_its_env(cache, tmp_path, monkeypat
     assert [r["method"] for r in rows][-4:] == ["best-fixed-w0", "probe-w0", "best-fixed-w0.1", "probe-w0.1"]
     table = (tmp_path / "table.md").read_text()
     assert f"| {ENV} | best-fixed-w0.1 | 1 x 3 |" in table and f"| {ENV} | probe-w0 | 1 x 3 |" in table
+    for key, cell in json.loads((tmp_path / f"cells_{ENV}.json").read_text()).items():  # the one cell schema
+        assert set(CELL_KEYS) <= set(cell) and key == f"{ENV}|{cell['controller']}|{cell['seed']}"
+        assert cell["episodes"] == len(cell["records"]) == len(cell["ood"]) == 3 and cell["split"] == "test"

@@ -52,6 +52,7 @@ import numpy as np
 import harness_gym  # noqa: F401
 from harness_gym.running.rollout import Episode, Policy, episode_seed, play_episode
 from harness_gym_baselines.common.dataclass_flags import doc_summary
+from harness_gym_baselines.experiments.cells import cell_record
 from harness_gym_baselines.experiments.fixed_references import KINDS, ReferenceSizes, fixed_references, reference_name
 from harness_gym_baselines.experiments.paper_claims import SEED_REPORTED
 from harness_gym_baselines.policies.registry import make_policy
@@ -193,59 +194,84 @@ def sampling_policy(method: str, out: Path, env_id: str, seed: int) -> Policy | 
 
 
 def table(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Run (or resume) every cell of the comparison and write the cells files, table.md and table.csv."""
+    """Run (or resume) every cell of the comparison and write the cells files, table.md and table.csv.
+
+    One :func:`~harness_gym_baselines.experiments.engine.run_tasks` task per env (:func:`env_cells`, which skips
+    finished cells), ``args.num_workers`` (default 1) envs at a time."""
+    from harness_gym_baselines.experiments.engine import Task, run_tasks, settings_digest
     from harness_gym_baselines.policies.registry import POLICIES
 
     references = [p for p in REFERENCE if p in POLICIES]
     weights = tuple(getattr(args, "reference_weights", None) or (0.0,))
-    searched = [reference_name(kind, w) for w in weights for kind in KINDS]
+    methods = (*TRAINED, *references, *[reference_name(kind, w) for w in weights for kind in KINDS])
+    plan = [Task(f"ecpo:{env_id}:{settings_digest([vars(args), methods])}", env_cells,
+                 {"env_id": env_id, "args": args, "methods": methods, "weights": weights},
+                 f"python -m harness_gym_baselines.experiments.ecpo_comparison table --out {args.out} --env {env_id} "
+                 f"--seeds {args.seeds} --episodes {args.episodes}") for env_id in args.env]
+    run_tasks(plan, args.out, getattr(args, "num_workers", 1), records_dir="tasks", what="ECPO comparison env")
     cells: dict[str, dict[str, Any]] = {}
     for env_id in args.env:
-        path = args.out / f"cells_{env_id}.json"
-        env_cells: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
-        for seed in range(args.seeds):
-            dsid = None
-            found: dict[str, Policy] = {}
-            for method in (*TRAINED, *references, *searched):
-                key = f"{env_id}|{method}|{seed}"
-                if key not in env_cells:
-                    start = time.perf_counter()
-                    meta: dict[str, Any] = {}
-                    if method in TRAINED:
-                        dsid = dsid or behaviour_dataset(env_id, seed, args.buffer_episodes)
-                        model = train_cell(method, env_id, seed, args, dsid)
-                        policy = make_policy(str(model))
-                        meta = {k: v for k, v in (getattr(getattr(policy, "model", None), "harness_gym", None)
-                                                  or {}).items() if k not in ("config", "feature_names")}
-                    elif method in searched:
-                        found = found or _searched_references(args, env_id, weights, seed)
-                        policy = found[method]
-                    else:
-                        policy = make_policy(method)
-                    train_s = time.perf_counter() - start
-                    farming = farming_reference(method, args.out, env_id, seed)
-                    env_cells[key] = {"env_id": env_id, "method": method, "seed": seed, "train_seconds": train_s,
-                                      "training": meta, **evaluate_both(env_id, policy, args.episodes, seed, farming)}
-                    path.write_text(json.dumps(env_cells, default=float))
-                    if not getattr(args, "quiet", False):
-                        print(f"{key}: test success {np.mean([r['success'] for r in env_cells[key]['test']]):.3f} "
-                              f"({time.perf_counter() - start:.0f} s)", flush=True)
-                if "test_sampled" not in env_cells[key]:
-                    policy = sampling_policy(method, args.out, env_id, seed)
-                    if policy is None:  # a scripted harness: sampling is the same as acting
-                        sampled = {"test_sampled": env_cells[key]["test"], "ood_sampled": env_cells[key]["ood"]}
-                    else:
-                        farming = farming_reference(method, args.out, env_id, seed)
-                        sampled = {f"{k}_sampled": v for k, v in evaluate_both(env_id, policy, args.episodes,
-                                                                                seed, farming).items()}
-                    env_cells[key].update(sampled)
-                    path.write_text(json.dumps(env_cells, default=float))
-        cells.update(env_cells)
-    methods = (*TRAINED, *references, *searched)
+        cells.update(json.loads((args.out / f"cells_{env_id}.json").read_text()))
     rows = summarise(cells, args.env, methods)
     write_table(rows, summarise(cells, args.env, methods, sampled=True), args.out,
                 missing=[p for p in REFERENCE if p not in POLICIES], echo=not getattr(args, "quiet", False))
     return rows
+
+
+def env_cells(env_id: str, args: argparse.Namespace, methods: tuple[str, ...], weights: tuple[float, ...]) -> str:
+    """Run (or resume) the cells of one env (every method and seed) into ``cells_<env id>.json``; its path.
+
+    Each cell is a :func:`~harness_gym_baselines.experiments.cells.cell_record` whose ``records`` are the
+    deterministic test episodes, with ``method``, ``ood``, ``test_sampled``, ``ood_sampled``, ``training`` and
+    ``train_seconds`` beside them."""
+    path = args.out / f"cells_{env_id}.json"
+    cells: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
+    for seed in range(args.seeds):
+        dsid = None
+        found: dict[str, Policy] = {}
+        for method in methods:
+            key = f"{env_id}|{method}|{seed}"
+            if key not in cells:
+                start = time.perf_counter()
+                meta: dict[str, Any] = {}
+                if method in TRAINED:
+                    dsid = dsid or behaviour_dataset(env_id, seed, args.buffer_episodes)
+                    policy = make_policy(str(train_cell(method, env_id, seed, args, dsid)))
+                    meta = {k: v for k, v in (getattr(getattr(policy, "model", None), "harness_gym", None)
+                                              or {}).items() if k not in ("config", "feature_names")}
+                elif method in REFERENCE:
+                    policy = make_policy(method)
+                else:
+                    found = found or _searched_references(args, env_id, weights, seed)
+                    policy = found[method]
+                train_s = time.perf_counter() - start
+                split = evaluate_both(env_id, policy, args.episodes, seed, farming_reference(method, args.out, env_id, seed))
+                cells[key] = cell_record(env_id=env_id, controller=method, seed=seed, split="test", records=split["test"],
+                                         summary=None, extra={"method": method,
+                                                "train_cost_weight": getattr(args, "cost_weight", 0.0), "train_seconds": train_s, "training": meta,
+                                                "ood": split["ood"]})
+                path.write_text(json.dumps(cells, default=float))
+                if not getattr(args, "quiet", False):
+                    print(f"{key}: test success {np.mean([r['success'] for r in split['test']]):.3f} "
+                          f"({time.perf_counter() - start:.0f} s)", flush=True)
+            if "test_sampled" not in cells[key]:
+                cells[key].update(_sampled(cells[key], method, env_id, seed, args))
+                path.write_text(json.dumps(cells, default=float))
+    return str(path)
+
+
+def _sampled(cell: dict[str, Any], method: str, env_id: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """The ``test_sampled`` and ``ood_sampled`` records of a cell: its trained model sampling from its policy."""
+    policy = sampling_policy(method, args.out, env_id, seed)
+    if policy is None:  # a scripted harness: sampling is the same as acting
+        return {"test_sampled": _test_records(cell), "ood_sampled": cell["ood"]}
+    farming = farming_reference(method, args.out, env_id, seed)
+    return {f"{k}_sampled": v for k, v in evaluate_both(env_id, policy, args.episodes, seed, farming).items()}
+
+
+def _test_records(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    """The deterministic test episodes of a cell (``test`` in a cells file written before the cell schema)."""
+    return cell["records"] if "records" in cell else cell["test"]
 
 
 def _searched_references(args: argparse.Namespace, env_id: str, weights: tuple[float, ...],
@@ -273,11 +299,12 @@ def summarise(cells: dict[str, dict[str, Any]], envs: list[str], methods: tuple[
             runs = [c for c in cells.values() if c["env_id"] == env_id and c["method"] == method]
             if not runs:
                 continue
-            test_success = [np.mean([r["success"] for r in c[test_key]]) for c in runs]
+            tests = [c[test_key] if sampled else _test_records(c) for c in runs]
+            test_success = [np.mean([r["success"] for r in records]) for records in tests]
             ood_success = [np.mean([r["success"] for r in c[ood_key]]) for c in runs]
             within = [np.std([e["return"] for e in c["training"]["eval_history"][-STABILITY_LAST:]])
                       for c in runs if c["training"].get("eval_history")]
-            test = [r for c in runs for r in c[test_key]]
+            test = [r for records in tests for r in records]
             farmed = [r for r in test if "farming_steps" in r]
             success = float(np.mean(test_success))
             rows.append({
@@ -367,38 +394,77 @@ def write_table(rows: list[dict[str, Any]], sampled_rows: list[dict[str, Any]], 
 # ----- the corruption experiment ------------------------------------------------------------------------
 def corruption(args: argparse.Namespace) -> dict[str, Any]:
     """Adaptive vs frozen trust weights under the knowledge corruption, for each method of
-    :data:`ECPO_METHODS`; writes corruption.json, corruption.png and corruption.md."""
-    from harness_gym_baselines.common.trainer_registry import load_trainer
+    :data:`ECPO_METHODS`; writes corruption.json, corruption.png and corruption.md.
+
+    A plan of :func:`~harness_gym_baselines.experiments.engine.run_tasks` tasks: per seed the behaviour buffer,
+    then one :func:`corruption_run` per method and arm (``args.num_workers`` at a time, default 1); a run that
+    corruption.json already holds is not planned again."""
+    from harness_gym_baselines.experiments.engine import Task, run_tasks, settings_digest
 
     path = args.out / "corruption.json"
     runs: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     env_id = args.env[0]
+    digest = settings_digest([vars(args), ECPO_METHODS])
+    command = (f"python -m harness_gym_baselines.experiments.ecpo_comparison corruption --out {args.out} "
+               f"--env {env_id} --seeds {args.seeds} --steps {args.steps} --corrupt-from {args.corrupt_from}")
+    plan, keys = [], {}
     for seed in range(args.seeds):
-        dsid = behaviour_dataset(env_id, seed, args.buffer_episodes)
+        buffer = f"behaviour:{env_id}:seed{seed}:{digest}"
+        plan.append(Task(buffer, behaviour_dataset, {"env_id": env_id, "seed": seed,
+                                                     "episodes": args.buffer_episodes}, command))
         for method in ECPO_METHODS:
-            trainer = load_trainer(method)
             for arm in ("adaptive", "frozen"):
                 key = f"{env_id}|{method}|{arm}|{seed}"
-                if key in runs:
-                    continue
-                model = args.out / "models" / f"{env_id}__{method}-corrupt-{arm}__{seed}.zip"
-                cfg = trainer.config(env_id=env_id, steps=args.steps, seed=seed, out=str(model),
-                                     cost_weight=getattr(args, "cost_weight", 0.0), log_dir=str(args.out / "runs"),
-                                     preference_dataset=dsid, corrupt_from=args.corrupt_from,
-                                     freeze_weights_at_corruption=arm == "frozen", final_eval_episodes=0,
-                                     progress=False)
-                policy = trainer.train(cfg)
-                test = evaluate_split(env_id, policy, split="test", episodes=args.episodes, seed=seed)
-                runs[key] = {"method": method, "arm": arm, "seed": seed, "steps": args.steps,
-                             "steps_after_switch": args.steps - args.corrupt_from, "episodes": args.episodes,
-                             "history": policy.model.harness_gym["eval_history"],
-                             "test_success": float(np.mean([r["success"] for r in test]))}
-                path.write_text(json.dumps(runs, default=float))
-                if not getattr(args, "quiet", False):
-                    print(f"{key}: test success {runs[key]['test_success']:.3f}", flush=True)
+                if key not in runs:
+                    keys[f"corruption:{method}:{arm}:seed{seed}:{digest}"] = key
+                    plan.append(Task(f"corruption:{method}:{arm}:seed{seed}:{digest}", corruption_run,
+                                     {"method": method, "arm": arm, "env_id": env_id, "seed": seed,
+                                      "buffer": buffer, "args": args},
+                                     command, needs=(buffer,)))
+    if keys:  # nothing to train: no buffer needed either
+        records = run_tasks(plan, args.out, getattr(args, "num_workers", 1), records_dir="tasks",
+                            what="corruption run", finished=lambda name, record: _corruption_done(
+                                args, keys.get(name), record, runs, path))
+        for name, key in keys.items():
+            runs[key] = records[name]["result"]
+    path.write_text(json.dumps(runs, default=float))
     plot_corruption(runs, env_id, args.corrupt_from, args.out / "corruption.png")
     (args.out / "corruption.md").write_text("\n".join(corruption_lines(runs, env_id, args.corrupt_from)) + "\n")
     return runs
+
+
+def _corruption_done(args: argparse.Namespace, key: str | None, record: dict[str, Any], runs: dict[str, Any],
+                     path: Path) -> None:
+    """Keep a finished run in corruption.json at once (a later failure loses none) and say its test success."""
+    if key is None:
+        return
+    runs[key] = record["result"]
+    path.write_text(json.dumps(runs, default=float))
+    if not getattr(args, "quiet", False):
+        print(f"{key}: test success {runs[key]['test_success']:.3f}", flush=True)
+
+
+def corruption_run(method: str, arm: str, env_id: str, seed: int, buffer: str,
+                   args: argparse.Namespace) -> dict[str, Any]:
+    """One arm of the corruption experiment: train ``method`` with the corruption on from ``args.corrupt_from``
+    (trust weights frozen at the switch for ``arm == "frozen"``; its preferences from the dataset the task
+    ``buffer`` collected), then its test success."""
+    from harness_gym_baselines.common.trainer_registry import load_trainer
+    from harness_gym_baselines.experiments.engine import TaskRecords
+
+    trainer = load_trainer(method)
+    model = args.out / "models" / f"{env_id}__{method}-corrupt-{arm}__{seed}.zip"
+    cfg = trainer.config(env_id=env_id, steps=args.steps, seed=seed, out=str(model),
+                         cost_weight=getattr(args, "cost_weight", 0.0), log_dir=str(args.out / "runs"),
+                         preference_dataset=TaskRecords(args.out, "tasks").done(buffer)["result"],
+                         corrupt_from=args.corrupt_from, freeze_weights_at_corruption=arm == "frozen",
+                         final_eval_episodes=0, progress=False)
+    policy = trainer.train(cfg)
+    test = evaluate_split(env_id, policy, split="test", episodes=args.episodes, seed=seed)
+    return {"method": method, "arm": arm, "seed": seed, "steps": args.steps,
+            "steps_after_switch": args.steps - args.corrupt_from, "episodes": args.episodes,
+            "history": policy.model.harness_gym["eval_history"],
+            "test_success": float(np.mean([r["success"] for r in test]))}
 
 
 def corruption_lines(runs: dict[str, Any], env_id: str, corrupt_from: int) -> list[str]:

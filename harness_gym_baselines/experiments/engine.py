@@ -3,7 +3,8 @@
 An experiment (a spec in :mod:`harness_gym_baselines.experiments.specs`) turns its grid of cells (env, settings
 such as prices, budget and cost weight, controller, seed) into a plan of :class:`Task` s: each trains what it
 needs and evaluates its cells on the paired test seeds (:func:`harness_gym_baselines.experiments.offline_comparison.run_cell`
-writes one cell file each and skips a finished one). :func:`run_tasks` runs the plan:
+writes one cell file each, in the one cell schema of :mod:`harness_gym_baselines.experiments.cells`, and skips a
+finished one). :func:`run_tasks` runs the plan:
 
 - **resumable**: a finished task leaves ``<out>/<records_dir>/<name>.json`` and is skipped on a rerun with the
   same ``out`` (its record comes back with ``resumed: True``);
@@ -18,6 +19,7 @@ A failed task stops the run: the running tasks finish, none starts, and the erro
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -81,6 +83,16 @@ class TaskRecords:
                   "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
         self.path(name).write_text(json.dumps(record, indent=1, default=str))
         return record
+
+
+def settings_digest(settings: Any) -> str:
+    """Ten hex digits that change with ``settings`` (anything JSON can write, other values by ``str``): a task
+    named with them is run again, not resumed, when its settings change.
+
+    :param settings: what the task's result depends on
+    """
+    text = json.dumps(settings, sort_keys=True, default=str)
+    return hashlib.sha1(text.encode()).hexdigest()[:10]
 
 
 def _run_task(out: Path, records_dir: str, task: Task) -> dict[str, Any]:

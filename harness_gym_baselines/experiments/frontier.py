@@ -70,9 +70,10 @@ def parse_policy_spec(spec: str) -> tuple[str, str, float | None]:
 
 def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[float], *, episodes: int,
                   split: str = "test", seed: int = 0, env_kwargs: dict[str, Any] | None = None,
-                  progress: bool = False) -> list[dict[str, Any]]:
+                  progress: bool = False, out: Path | None = None, num_workers: int = 1) -> list[dict[str, Any]]:
     """One row per controller: its evaluation summary plus ``return_at`` (cost weight -> mean return) and
-    ``trained_at`` (the cost weight a learned model was trained at, if given).
+    ``trained_at`` (the cost weight a learned model was trained at, if given). Each controller is one task of
+    :func:`~harness_gym_baselines.experiments.engine.run_tasks` (:func:`frontier_cell`).
 
     :param env_id: a registered env id
     :param policies: ``--policy`` specs (:func:`parse_policy_spec`)
@@ -82,24 +83,42 @@ def frontier_rows(env_id: str, policies: Sequence[str], cost_weights: Sequence[f
     :param seed: the run's seed (the same episodes for every controller)
     :param env_kwargs: other constructor arguments of the env (its own ``cost_weight`` is ignored)
     :param progress: a progress bar per controller (on stderr)
+    :param out: the folder whose ``tasks/`` keeps the task records, so that a rerun with the same settings
+        resumes (``None``: a temporary folder, every controller evaluated afresh: a model file may have changed)
+    :param num_workers: controllers evaluated at once
     """
+    import tempfile
+
+    from harness_gym_baselines.experiments.engine import Task, run_tasks, settings_digest
+
+    kwargs = {k: v for k, v in (env_kwargs or {}).items() if k != "cost_weight"}
+    settings = {"env_id": env_id, "cost_weights": list(cost_weights), "episodes": episodes, "split": split,
+                "seed": seed, "env_kwargs": kwargs}
+    plan = [Task(f"frontier:{parse_policy_spec(spec)[0]}:{settings_digest([spec, settings])}", frontier_cell,
+                 {"spec": spec, **settings, "progress": progress and num_workers == 1},
+                 f"harness-gym frontier {env_id} --policy {spec} --episodes {episodes} --seed {seed}")
+            for spec in policies]
+    with tempfile.TemporaryDirectory() as tmp:
+        records = run_tasks(plan, out if out is not None else Path(tmp), num_workers, records_dir="tasks",
+                            what="frontier controller")
+    return [records[task.name]["result"] for task in plan]
+
+
+def frontier_cell(spec: str, env_id: str, cost_weights: list[float], episodes: int, split: str, seed: int,
+                  env_kwargs: dict[str, Any], progress: bool) -> dict[str, Any]:
+    """The frontier row of one controller (``spec``: :func:`parse_policy_spec`); :func:`frontier_rows`' arguments."""
     import gymnasium as gym
 
     from harness_gym_baselines.policies.registry import make_policy
 
-    kwargs = {k: v for k, v in (env_kwargs or {}).items() if k != "cost_weight"}
-    rows = []
-    for spec in policies:
-        label, name, trained_at = parse_policy_spec(spec)
-        policy = make_policy(name)
-        env = gym.make(env_id, **kwargs)
-        try:
-            records = run_episodes(env, policy, episodes, split=split, seed=seed, progress=progress)
-        finally:
-            env.close()
-        rows.append(frontier_row(records, label, cost_weights, trained_at=trained_at, env_id=env_id, split=split,
-                                 seed=seed))
-    return rows
+    label, name, trained_at = parse_policy_spec(spec)
+    policy = make_policy(name)
+    env = gym.make(env_id, **env_kwargs)
+    try:
+        records = run_episodes(env, policy, episodes, split=split, seed=seed, progress=progress)
+    finally:
+        env.close()
+    return frontier_row(records, label, cost_weights, trained_at=trained_at, env_id=env_id, split=split, seed=seed)
 
 
 def frontier_row(records: Sequence[dict[str, Any]], label: str, cost_weights: Sequence[float], *,

@@ -28,12 +28,9 @@ observation can learn and no fixed script matches.
 from __future__ import annotations
 
 import json
-import math
-import multiprocessing
 import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,25 +145,13 @@ def _evaluate_weights(env_id: str, env_kwargs: dict[str, Any], candidates: list[
     return [play_outcomes(env, LinearPolicy(w), seeds, split) for w in candidates]
 
 
-def _map_weights(cfg: HeadroomConfig, candidates: list[np.ndarray], seeds: list[int], split: str,
-                 pool: ProcessPoolExecutor | None) -> list[np.ndarray]:
-    if pool is None:
-        return _evaluate_weights(cfg.env_id, cfg.env_kwargs, candidates, seeds, split)
-    workers = pool._max_workers  # noqa: SLF001 (the pool's own size)
-    size = max(1, math.ceil(len(candidates) / workers))
-    futures = [pool.submit(_evaluate_weights, cfg.env_id, cfg.env_kwargs, candidates[i:i + size], seeds, split)
-               for i in range(0, len(candidates), size)]
-    return [out for f in futures for out in f.result()]
-
-
-def fit_probe(cfg: HeadroomConfig, script: Script | str, w: float, *, pool: ProcessPoolExecutor | None = None,
+def fit_probe(cfg: HeadroomConfig, script: Script | str, w: float, *,
               progress: bool = False) -> tuple[LinearPolicy, dict[str, Any]]:
     """The closed-loop probe for weight ``w`` (module docstring) and a record of how it was fitted.
 
     :param cfg: the settings
     :param script: the best fixed strategy at ``w`` (the imitation target): a script or a fixed strategy's name
     :param w: the cost weight
-    :param pool: worker processes for the CEM candidates (``None``: this process)
     :param progress: show a progress bar over the CEM iterations
     """
     env = _env(cfg.env_id, cfg.env_kwargs)
@@ -180,7 +165,8 @@ def fit_probe(cfg: HeadroomConfig, script: Script | str, w: float, *, pool: Proc
     for it in tqdm(range(cfg.cem_iterations), desc=f"{cfg.env_id} probe w={w:g}", disable=not progress, leave=False):
         it_seeds = [episode_seed(cfg.seed + 11, offset + it * cfg.cem_episodes + i) for i in range(cfg.cem_episodes)]
         population = [mean] + [mean + std * rng.standard_normal(mean.shape) for _ in range(cfg.cem_population - 1)]
-        scores = np.array([returns(out, w).mean() for out in _map_weights(cfg, population, it_seeds, "train", pool)])
+        outcomes = _evaluate_weights(cfg.env_id, cfg.env_kwargs, population, it_seeds, "train")
+        scores = np.array([returns(out, w).mean() for out in outcomes])
         elite = np.argsort(-scores)[:cfg.cem_elite]
         stacked = np.stack([population[i] for i in elite])
         mean = stacked.mean(axis=0)
@@ -188,7 +174,7 @@ def fit_probe(cfg: HeadroomConfig, script: Script | str, w: float, *, pool: Proc
         history.append({"iteration": it, "mean_candidate": float(scores[0]), "best": float(scores.max()),
                         "elite_mean": float(scores[elite].mean())})
     val_seeds = [episode_seed(cfg.seed, i) for i in range(cfg.val_episodes)]
-    imitation, refined = _map_weights(cfg, [w0, mean], val_seeds, "val", pool)
+    imitation, refined = _evaluate_weights(cfg.env_id, cfg.env_kwargs, [w0, mean], val_seeds, "val")
     val = {"imitation": float(returns(imitation, w).mean()), "cem": float(returns(refined, w).mean())}
     chosen = "cem" if val["cem"] > val["imitation"] else "imitation"
     return LinearPolicy(mean if chosen == "cem" else w0), {"val_return": val, "chosen": chosen, "cem": history}
@@ -199,53 +185,76 @@ def headroom(cfg: HeadroomConfig, *, scripts_dir: str | os.PathLike, num_workers
              progress: bool = False) -> dict[str, Any]:
     """One env's headroom rows (one per cost weight), as a JSON-ready dict.
 
+    After the script search, each cost weight's row is one task of
+    :func:`~harness_gym_baselines.experiments.engine.run_tasks` (:func:`headroom_row`), ``num_workers`` at a
+    time, resumed from ``<scripts_dir>/../tasks`` while the settings are the same.
+
     :param cfg: the settings
     :param scripts_dir: where the script search writes (and finds) its results
     :param num_workers: worker processes
     :param progress: show progress bars
     """
+    from harness_gym_baselines.experiments.engine import Task, run_tasks, settings_digest
+
     start = time.perf_counter()
     search = search_to_file(SearchConfig(cfg.env_id, cost_weights=cfg.cost_weights, env_kwargs=cfg.env_kwargs,
                                          seed=cfg.seed, test_episodes=cfg.test_episodes),
                             scripts_dir, num_workers=num_workers, progress=progress)
     test_seeds = [episode_seed(cfg.seed, i) for i in range(cfg.test_episodes)]
-    env = _env(cfg.env_id, cfg.env_kwargs)
-    oracle = play_outcomes(env, OraclePolicy(), test_seeds, "test")
-    rows = []
-    pool = (ProcessPoolExecutor(num_workers, mp_context=multiprocessing.get_context("spawn"))
-            if num_workers > 1 else None)
-    try:
-        for w in cfg.cost_weights:
-            winner = search["winners"][f"{w:g}"]["script"]
-            shape = script_shape(winner)
-            scripted = play_outcomes(env, fixed_policy(winner), test_seeds, "test")
-            probe, fitted = fit_probe(cfg, winner, w, pool=pool, progress=progress)
-            probed = _map_weights(cfg, [probe.weights], test_seeds, "test", pool)[0]
-            evidence = play_outcomes(env, EvidenceOraclePolicy(shape.checks), test_seeds, "test")
-            knowing = play_outcomes(env, CorrectnessOraclePolicy(shape), test_seeds, "test")
-            named = {name: search["test"][name] for name in ("static", "forced-check", "thorough")}
-            rows.append({
-                "cost_weight": w, "script": winner,
-                "script_return": mean_ci(returns(scripted, w), seed=cfg.seed),
-                "script_quality": float(scripted[:, 0].mean()), "script_cost": float(scripted[:, 1].mean()),
-                "script_forced_submit_rate": float(scripted[:, 2].mean()),
-                "probe_return": mean_ci(returns(probed, w), seed=cfg.seed),
-                "probe_quality": float(probed[:, 0].mean()), "probe_cost": float(probed[:, 1].mean()),
-                "probe_forced_submit_rate": float(probed[:, 2].mean()),
-                "probe_minus_script": mean_ci(returns(probed, w) - returns(scripted, w), seed=cfg.seed),
-                "evidence_oracle_return": mean_ci(returns(evidence, w), seed=cfg.seed),
-                "evidence_oracle_minus_script": mean_ci(returns(evidence, w) - returns(scripted, w), seed=cfg.seed),
-                "correctness_oracle_return": mean_ci(returns(knowing, w), seed=cfg.seed),
-                "correctness_oracle_minus_script": mean_ci(returns(knowing, w) - returns(scripted, w), seed=cfg.seed),
-                "oracle_return": mean_ci(returns(oracle, w), seed=cfg.seed),
-                "named_returns": {n: s["return"][f"{w:g}"]["mean"] for n, s in named.items()},
-                "probe_fit": fitted, "probe_weights": probe.weights.round(6).tolist(),
-            })
-    finally:
-        if pool is not None:
-            pool.shutdown()
+    oracle = play_outcomes(_env(cfg.env_id, cfg.env_kwargs), OraclePolicy(), test_seeds, "test")
+    digest = settings_digest([RESULT_FORMAT, asdict(cfg)])
+    plan = []
+    for w in cfg.cost_weights:
+        named = {n: search["test"][n]["return"][f"{w:g}"]["mean"] for n in ("static", "forced-check", "thorough")}
+        plan.append(Task(f"headroom:{cfg.env_id}:w{w:g}:{digest}", headroom_row,
+                         {"cfg": cfg, "w": w, "winner": search["winners"][f"{w:g}"]["script"], "named": named,
+                          "oracle": oracle, "progress": progress and num_workers == 1},
+                         f"python benchmarks/headroom.py {cfg.env_id} --cost-weight {w:g}"))
+    records = run_tasks(plan, Path(scripts_dir).parent, num_workers, records_dir="tasks", what="headroom row")
+    rows = [records[task.name]["result"] for task in plan]
     return {"format": RESULT_FORMAT, "settings": json.loads(json.dumps(asdict(cfg), default=str)), "rows": rows,
             "test_episodes": cfg.test_episodes, "seconds": time.perf_counter() - start}
+
+
+def headroom_row(cfg: HeadroomConfig, w: float, winner: str, named: dict[str, float], oracle: np.ndarray,
+                 progress: bool) -> dict[str, Any]:
+    """The headroom row of one cost weight (module docstring), JSON-ready.
+
+    :param cfg: the settings
+    :param w: the cost weight
+    :param winner: the best fixed script at ``w``
+    :param named: the named scripts' mean test returns at ``w``
+    :param oracle: the oracle's test outcomes
+    :param progress: show a progress bar over the CEM iterations
+    """
+    test_seeds = [episode_seed(cfg.seed, i) for i in range(cfg.test_episodes)]
+    env = _env(cfg.env_id, cfg.env_kwargs)
+    shape = script_shape(winner)
+    scripted = play_outcomes(env, fixed_policy(winner), test_seeds, "test")
+    probe, fitted = fit_probe(cfg, winner, w, progress=progress)
+    probed = _evaluate_weights(cfg.env_id, cfg.env_kwargs, [probe.weights], test_seeds, "test")[0]
+    evidence = play_outcomes(env, EvidenceOraclePolicy(shape.checks), test_seeds, "test")
+    knowing = play_outcomes(env, CorrectnessOraclePolicy(shape), test_seeds, "test")
+
+    def ci(values: np.ndarray) -> dict[str, Any]:
+        return mean_ci(values, seed=cfg.seed)
+
+    script_return = returns(scripted, w)
+    return {
+        "cost_weight": w, "script": winner, "script_return": ci(script_return),
+        "script_quality": float(scripted[:, 0].mean()), "script_cost": float(scripted[:, 1].mean()),
+        "script_forced_submit_rate": float(scripted[:, 2].mean()),
+        "probe_return": ci(returns(probed, w)),
+        "probe_quality": float(probed[:, 0].mean()), "probe_cost": float(probed[:, 1].mean()),
+        "probe_forced_submit_rate": float(probed[:, 2].mean()),
+        "probe_minus_script": ci(returns(probed, w) - script_return),
+        "evidence_oracle_return": ci(returns(evidence, w)),
+        "evidence_oracle_minus_script": ci(returns(evidence, w) - script_return),
+        "correctness_oracle_return": ci(returns(knowing, w)),
+        "correctness_oracle_minus_script": ci(returns(knowing, w) - script_return),
+        "oracle_return": ci(returns(oracle, w)), "named_returns": named,
+        "probe_fit": fitted, "probe_weights": probe.weights.round(6).tolist(),
+    }
 
 
 def headroom_to_file(cfg: HeadroomConfig, out_dir: str | os.PathLike, *, num_workers: int = 1,
@@ -253,7 +262,8 @@ def headroom_to_file(cfg: HeadroomConfig, out_dir: str | os.PathLike, *, num_wor
     """:func:`headroom` written to ``out_dir/headroom_<env id>.json`` (reused when the settings match).
 
     :param cfg: the settings
-    :param out_dir: the results folder (the script search writes into ``out_dir/scripts``)
+    :param out_dir: the results folder (the script search writes into ``out_dir/scripts``, the row tasks their
+        records into ``out_dir/tasks``)
     :param num_workers: worker processes
     :param progress: show progress bars
     """

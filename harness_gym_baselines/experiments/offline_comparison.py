@@ -57,6 +57,7 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.actions import Action
 from harness_gym.core.maturity import PATTERNS
 from harness_gym_baselines.common.dataclass_flags import doc_summary
+from harness_gym_baselines.experiments.cells import cell_record, write_cell
 from harness_gym_baselines.experiments.statistics import iqm, two_level_bootstrap
 
 FIXED = ("static", "forced-check", "thorough")
@@ -145,8 +146,9 @@ def ablation_episodes(dsid: str) -> tuple[list[int], int]:
 def run_cell(path: Path, env_id: str, policy: Any, name: str, *, episodes: int, seed: int,
              extra: dict[str, Any] | None = None, cost_weight: float = 0.0,
              env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Evaluate one (env, policy, seed) cell on the test split, or read it back if it is already done
-    (``env_kwargs``: other constructor arguments, e.g. ``data_dir`` of a public-data variant)."""
+    """Evaluate one (env, policy, seed) cell on the test split and write it (:func:`~harness_gym_baselines.experiments.
+    cells.write_cell`), or read it back if it is already done (``env_kwargs``: other constructor arguments, e.g.
+    ``data_dir`` of a public-data variant)."""
     from harness_gym_baselines.evaluate import run_episodes, summarise
 
     if path.exists():
@@ -159,19 +161,93 @@ def run_cell(path: Path, env_id: str, policy: Any, name: str, *, episodes: int, 
                             seconds=time.perf_counter() - start, seed=seed, cost_weight=cost_weight)
     finally:
         env.close()
-    cell = {"summary": summary, "seed": seed, "records": records, **(extra or {})}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(cell))
-    os.replace(tmp, path)
-    return cell
+    return write_cell(path, cell_record(env_id=env_id, controller=name, seed=seed, split="test", records=records,
+                                        summary=summary, cost_weight=cost_weight, env_kwargs=env_kwargs, extra=extra))
 
 
 def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
             env_kwargs: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
     """Every cell of one env: {policy: [cell per seed]}; with ``variant`` and ``env_kwargs`` on that data
-    (cells under ``cells/<env_label>``)."""
-    from harness_gym.datasets import collect, load_transitions
+    (cells under ``cells/<env_label>``).
+
+    The cells run as a plan of :func:`~harness_gym_baselines.experiments.engine.run_tasks` tasks: per seed one
+    collection (:func:`collect_buffer`), then one task per controller (:func:`policy_cell`: train unless its
+    model exists, evaluate unless its cell exists); ``args.num_workers`` (default 1) at a time, resumed from
+    ``OUT/tasks/<env label>``.
+    """
+    from harness_gym_baselines.experiments.engine import Task, run_tasks
+
+    out = Path(args.out)
+    label = env_label(env_id, variant)
+    scripts = coverage_scripts(env_id, args, env_kwargs)
+    command = (f"python -m harness_gym_baselines.experiments.offline_comparison {env_id} --out {out} "
+               f"--seeds {args.seeds} --episodes {args.episodes} --eval-episodes {args.eval_episodes}")
+    plan = []
+    for seed in range(args.seeds):
+        collected = f"collect:{label}:seed{seed}"
+        plan.append(Task(collected, collect_buffer, {"env_id": env_id, "scripts": scripts, "seed": seed,
+                                                     "variant": variant, "args": args, "env_kwargs": env_kwargs},
+                         command))
+        plan += [Task(f"{label}:{name}:seed{seed}", policy_cell,
+                      {"env_id": env_id, "name": name, "scripts": scripts, "seed": seed, "variant": variant,
+                       "args": args, "env_kwargs": env_kwargs}, command, needs=(collected,)) for name in POLICIES]
+    run_tasks(plan, out, getattr(args, "num_workers", 1), records_dir=f"tasks/{label}",
+              what="offline comparison task")
+    return {name: [json.loads((out / "cells" / label / f"{name}-seed{seed}.json").read_text())
+                   for seed in range(args.seeds)] for name in POLICIES}
+
+
+def collect_buffer(env_id: str, scripts: list[str], seed: int, variant: str, args: argparse.Namespace,
+                   env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """Collect (or find) the coverage buffer of one env and seed; its dataset id and the seconds it took."""
+    from harness_gym.datasets import collect
+    from harness_gym_baselines.policies.coverage import CoveragePolicy, record_components
+    from harness_gym_baselines.policies.registry import make_policy
+
+    behaviour = CoveragePolicy(scripts)
+    dsid = dataset_id(env_id, seed, variant)
+    start = time.perf_counter()
+    dataset = collect(env_id, behaviour, dsid, episodes=args.episodes, seed=seed, progress=not args.quiet,
+                      env_kwargs={"cost_weight": args.cost_weight, **(env_kwargs or {})},
+                      ref_policies=(make_policy("random"), make_policy("oracle")), ref_episodes=args.ref_episodes)
+    record_components(dataset, behaviour)
+    return {"dataset_id": dsid, "seconds": time.perf_counter() - start}
+
+
+def policy_cell(env_id: str, name: str, scripts: list[str], seed: int, variant: str, args: argparse.Namespace,
+                env_kwargs: dict[str, Any] | None) -> str:
+    """One controller's cell of one env and seed (trained on the seed's buffer unless its model exists);
+    returns the cell file's path."""
+    from harness_gym_baselines.experiments.engine import TaskRecords
+    from harness_gym_baselines.policies.coverage import CoveragePolicy
+    from harness_gym_baselines.policies.learned import load_policy
+    from harness_gym_baselines.policies.registry import make_policy
+
+    out = Path(args.out)
+    label = env_label(env_id, variant)
+    path = out / "cells" / label / f"{name}-seed{seed}.json"
+    if path.exists():
+        return str(path)
+    collected = TaskRecords(out, f"tasks/{label}").done(f"collect:{label}:seed{seed}")
+    dsid = dataset_id(env_id, seed, variant)
+    extra: dict[str, Any] = {"dataset_id": dsid, "collect_seconds": collected["result"]["seconds"] if collected else None,
+                             "behaviour": CoveragePolicy(scripts).name}
+    if name in FIXED:
+        policy = make_policy(name)
+    else:
+        model = out / "models" / label / f"{name}-seed{seed}.pt"
+        if not model.exists():
+            extra.update(train_model(name, dsid, model, seed, args))
+        policy = load_policy(model)
+        policy.name = name
+    run_cell(path, env_id, policy, name, episodes=args.eval_episodes, seed=seed, extra=extra,
+             cost_weight=args.cost_weight, env_kwargs=env_kwargs)
+    return str(path)
+
+
+def train_model(name: str, dsid: str, model: Path, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Train learner ``name`` on buffer ``dsid`` into ``model``; what its cell records of the training."""
+    from harness_gym.datasets import load_transitions
     from harness_gym_baselines.algos.awr import AWRConfig
     from harness_gym_baselines.algos.awr import train as train_awr
     from harness_gym_baselines.algos.bc import BCConfig
@@ -180,63 +256,31 @@ def run_env(env_id: str, args: argparse.Namespace, *, variant: str = "",
     from harness_gym_baselines.algos.cql import train as train_cql
     from harness_gym_baselines.algos.iql import IQLConfig
     from harness_gym_baselines.algos.iql import train as train_iql
-    from harness_gym_baselines.policies.coverage import CoveragePolicy, record_components
-    from harness_gym_baselines.policies.learned import load_policy
-    from harness_gym_baselines.policies.registry import make_policy
 
-    cells: dict[str, list[dict[str, Any]]] = {p: [] for p in POLICIES}
-    out = Path(args.out)
-    label = env_label(env_id, variant)
-    behaviour = CoveragePolicy(coverage_scripts(env_id, args, env_kwargs))
     value_steps = getattr(args, "value_steps", IQLConfig.value_steps)
-    for seed in range(args.seeds):
-        dsid = dataset_id(env_id, seed, variant)
-        t0 = time.perf_counter()
-        dataset = collect(env_id, behaviour, dsid, episodes=args.episodes, seed=seed, progress=not args.quiet,
-                          env_kwargs={"cost_weight": args.cost_weight, **(env_kwargs or {})},
-                          ref_policies=(make_policy("random"), make_policy("oracle")), ref_episodes=args.ref_episodes)
-        record_components(dataset, behaviour)
-        collect_s = time.perf_counter() - t0
-        cell_dir = out / "cells" / label
-        model_dir = out / "models" / label
-        data = None
-        for name in POLICIES:
-            path = cell_dir / f"{name}-seed{seed}.json"
-            if path.exists():
-                cells[name].append(json.loads(path.read_text()))
-                continue
-            extra: dict[str, Any] = {"dataset_id": dsid, "collect_seconds": collect_s, "behaviour": behaviour.name}
-            if name in FIXED:
-                policy = make_policy(name)
-            else:
-                model = model_dir / f"{name}-seed{seed}.pt"
-                if not model.exists():
-                    data = data if data is not None else load_transitions(dsid)
-                    common = {"dataset_id": dsid, "out": str(model), "seed": seed, "epochs": args.epochs,
-                              "eval_episodes": 0, "log_dir": str(out / "runs"), "progress": not args.quiet}
-                    t0 = time.perf_counter()
-                    if name == "bc":
-                        train_bc(BCConfig(**common), data)
-                    elif name == "iql":
-                        train_iql(IQLConfig(**common, value_steps=value_steps), data)
-                        extra["value_steps"] = value_steps
-                    elif name == "cql":
-                        common.pop("epochs")
-                        train_cql(CQLConfig(**common, value_steps=value_steps), data)
-                        extra["value_steps"] = value_steps
-                    elif name.endswith("-ablation"):
-                        keep, removed = ablation_episodes(dsid)
-                        extra.update(removed_episodes=removed, kept_episodes=len(keep))
-                        train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name], variant="ablation"),
-                                  data.subset(keep))
-                    else:
-                        train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name]), data)
-                    extra["train_seconds"] = time.perf_counter() - t0
-                policy = load_policy(model)
-                policy.name = name
-            cells[name].append(run_cell(path, env_id, policy, name, episodes=args.eval_episodes, seed=seed,
-                                        extra=extra, cost_weight=args.cost_weight, env_kwargs=env_kwargs))
-    return cells
+    data = load_transitions(dsid)
+    common = {"dataset_id": dsid, "out": str(model), "seed": seed, "epochs": args.epochs, "eval_episodes": 0,
+              "log_dir": str(Path(args.out) / "runs"), "progress": not args.quiet}
+    extra: dict[str, Any] = {}
+    start = time.perf_counter()
+    if name == "bc":
+        train_bc(BCConfig(**common), data)
+    elif name == "iql":
+        train_iql(IQLConfig(**common, value_steps=value_steps), data)
+        extra["value_steps"] = value_steps
+    elif name == "cql":
+        common.pop("epochs")
+        train_cql(CQLConfig(**common, value_steps=value_steps), data)
+        extra["value_steps"] = value_steps
+    elif name.endswith("-ablation"):
+        keep, removed = ablation_episodes(dsid)
+        extra.update(removed_episodes=removed, kept_episodes=len(keep))
+        train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name], variant="ablation"),
+                  data.subset(keep))
+    else:
+        train_awr(AWRConfig(**common, beta=args.beta, advantage=ADVANTAGE[name]), data)
+    extra["train_seconds"] = time.perf_counter() - start
+    return extra
 
 
 def pooled(env_id: str, name: str, cells: list[dict[str, Any]]) -> dict[str, Any]:

@@ -238,59 +238,79 @@ def check_recording(manifest: dict[str, Any], manifest_path: Path) -> None:
                              "(benchmarks/record_llm.py) and retrain its learned controllers")
 
 
-def sim_to_real(manifest_path: Path | None = None, *, sim_seeds: int = 20,
-                profiles_out: Path | None = None) -> tuple[list[SimToRealRow], dict[str, ProfileFit], dict[str, Any]]:
-    """Replay the recording, fit a profile per env and compare real and simulated quality and cost.
+def sim_to_real(manifest_path: Path | None = None, *, sim_seeds: int = 20, profiles_out: Path | None = None,
+                num_workers: int = 1) -> tuple[list[SimToRealRow], dict[str, ProfileFit], dict[str, Any]]:
+    """Replay the recording, fit a profile per env and compare real and simulated quality and cost. Each env is
+    one task of :func:`~harness_gym_baselines.experiments.engine.run_tasks` (:func:`env_rows`), ``num_workers``
+    at a time; nothing is resumed (the recording may have changed).
 
     :param manifest_path: the recording's manifest (default :func:`default_manifest`)
     :param sim_seeds: seeds of the simulated worker per recorded episode
     :param profiles_out: a folder to write the fitted profiles to (``<domain>.json``), or ``None``
+    :param num_workers: envs at once
     :returns: the rows, the fits per env id, and the manifest
     """
+    from harness_gym_baselines.experiments.engine import Task, run_tasks
+
     manifest_path = Path(manifest_path or default_manifest())
     if not manifest_path.is_file():
         raise FileNotFoundError(f"{manifest_path}: no such recording manifest")
     manifest = json.loads(manifest_path.read_text())
     check_recording(manifest, manifest_path)
-    cache = manifest_path.parent / manifest["cache"]
-    rows, fits = [], {}
-    for env_id in dict.fromkeys(ep["env_id"] for ep in manifest["episodes"]):
-        episodes = [ep for ep in manifest["episodes"] if ep["env_id"] == env_id]
-        real = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"])
-        domain = real.unwrapped.domain.name
-        default = WorkerProfile.for_domain(domain)
-        try:
-            fit = fit_profile(collect_events(real, episodes), default)
-        finally:
-            real.close()
-        if profiles_out is not None:
-            profiles_out.mkdir(parents=True, exist_ok=True)
-            source = f"{len(episodes)} recorded {manifest['worker']['model']} episodes"
-            (profiles_out / f"{domain}.json").write_text(json.dumps(fit.to_json(domain, source), indent=1))
-        fits[env_id] = fit
-        for policy in dict.fromkeys(ep["policy"] for ep in episodes):
-            mine = [ep for ep in episodes if ep["policy"] == policy]
-            task_ids = [ep["task_id"] for ep in mine]
-            if policy in FIXED:
-                controller = FIXED[policy]
-            else:  # one load of the model file per row; a LearnedPolicy's reset clears its per-episode state
-                learned = make_controller(policy, env_id, manifest, manifest_path.parent)
-
-                def controller(learned: Policy = learned) -> Policy:
-                    return learned
-            q_real = [float(ep["quality"]) for ep in mine]
-            sim = {label: _sim_per_task(env_id, manifest["split"], profile, controller, task_ids, sim_seeds)
-                   for label, profile in (("default", default), ("fitted", fit.profile))}
-            rows.append(SimToRealRow(
-                env_id, policy, len(mine), float(np.mean(q_real)), float(np.mean(sim["default"][0])),
-                float(np.mean(sim["fitted"][0])), float(np.mean([ep["cost"]["llm_calls"] for ep in mine])),
-                q_real_ci95=bootstrap_ci(q_real), q_sim_default_ci95=bootstrap_ci(sim["default"][0]),
-                q_sim_fitted_ci95=bootstrap_ci(sim["fitted"][0]), llm_calls_sim_default=sim["default"][1],
-                llm_calls_sim_fitted=sim["fitted"][1],
-                tokens_real=float(np.mean([ep["cost"]["prompt_tokens"] + ep["cost"]["completion_tokens"]
-                                           for ep in mine])),
-                tokens_sim_default=sim["default"][2], tokens_sim_fitted=sim["fitted"][2], sim_seeds=sim_seeds))
+    env_ids = list(dict.fromkeys(ep["env_id"] for ep in manifest["episodes"]))
+    plan = [Task(f"sim_to_real:{env_id}", env_rows, {"manifest_path": manifest_path, "env_id": env_id,
+                                                     "sim_seeds": sim_seeds, "profiles_out": profiles_out},
+                 f"python benchmarks/sim_to_real.py {manifest_path} --sim-seeds {sim_seeds}") for env_id in env_ids]
+    with tempfile.TemporaryDirectory() as tmp:
+        records = run_tasks(plan, Path(tmp), num_workers, records_dir="tasks", what="sim-to-real env")
+    rows: list[SimToRealRow] = []
+    fits: dict[str, ProfileFit] = {}
+    for env_id, task in zip(env_ids, plan):
+        env_rows_of, fits[env_id] = records[task.name]["result"]
+        rows += env_rows_of
     return rows, fits, manifest
+
+
+def env_rows(manifest_path: Path, env_id: str, sim_seeds: int,
+             profiles_out: Path | None) -> tuple[list[SimToRealRow], ProfileFit]:
+    """One env of :func:`sim_to_real`: fit its profile to the recorded episodes, then one row per controller."""
+    manifest = json.loads(manifest_path.read_text())
+    cache = manifest_path.parent / manifest["cache"]
+    episodes = [ep for ep in manifest["episodes"] if ep["env_id"] == env_id]
+    real = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"])
+    domain = real.unwrapped.domain.name
+    default = WorkerProfile.for_domain(domain)
+    try:
+        fit = fit_profile(collect_events(real, episodes), default)
+    finally:
+        real.close()
+    if profiles_out is not None:
+        profiles_out.mkdir(parents=True, exist_ok=True)
+        source = f"{len(episodes)} recorded {manifest['worker']['model']} episodes"
+        (profiles_out / f"{domain}.json").write_text(json.dumps(fit.to_json(domain, source), indent=1))
+    rows = []
+    for policy in dict.fromkeys(ep["policy"] for ep in episodes):
+        mine = [ep for ep in episodes if ep["policy"] == policy]
+        task_ids = [ep["task_id"] for ep in mine]
+        if policy in FIXED:
+            controller = FIXED[policy]
+        else:  # one load of the model file per row; a LearnedPolicy's reset clears its per-episode state
+            learned = make_controller(policy, env_id, manifest, manifest_path.parent)
+
+            def controller(learned: Policy = learned) -> Policy:
+                return learned
+        q_real = [float(ep["quality"]) for ep in mine]
+        sim = {label: _sim_per_task(env_id, manifest["split"], profile, controller, task_ids, sim_seeds)
+               for label, profile in (("default", default), ("fitted", fit.profile))}
+        rows.append(SimToRealRow(
+            env_id, policy, len(mine), float(np.mean(q_real)), float(np.mean(sim["default"][0])),
+            float(np.mean(sim["fitted"][0])), float(np.mean([ep["cost"]["llm_calls"] for ep in mine])),
+            q_real_ci95=bootstrap_ci(q_real), q_sim_default_ci95=bootstrap_ci(sim["default"][0]),
+            q_sim_fitted_ci95=bootstrap_ci(sim["fitted"][0]), llm_calls_sim_default=sim["default"][1],
+            llm_calls_sim_fitted=sim["fitted"][1],
+            tokens_real=float(np.mean([ep["cost"]["prompt_tokens"] + ep["cost"]["completion_tokens"] for ep in mine])),
+            tokens_sim_default=sim["default"][2], tokens_sim_fitted=sim["fitted"][2], sim_seeds=sim_seeds))
+    return rows, fit
 
 
 def markdown(rows: list[SimToRealRow], fits: dict[str, ProfileFit]) -> str:
