@@ -158,9 +158,37 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
         self._tier_units = dict.fromkeys(TIERS, 0.0)
         self._draft_by_frontier = False
 
+    # what policies and the rollout read of a harness env, from the base env (the tiered env's own mask and
+    # features come from the methods below)
     @property
     def cost_weight(self) -> float:
         return self.base.cost_weight
+
+    @property
+    def context(self) -> Any:
+        """The base env's worker context (hidden state, for oracles and tests)."""
+        return self.base.context
+
+    @property
+    def task(self) -> Task:
+        return self.base.task
+
+    @property
+    def domain(self) -> Any:
+        return self.base.domain
+
+    @property
+    def budget(self) -> int:
+        return self.base.budget
+
+    @property
+    def action_costs(self) -> Mapping[Action, int]:
+        """The base actions' step costs (a frontier action costs what its base action costs)."""
+        return self.base.action_costs
+
+    @property
+    def budget_units(self) -> float | None:
+        return self.base.budget_units
 
     @property
     def settings(self) -> dict[str, Any]:

@@ -196,3 +196,73 @@ def test_tiered_env_refuses_a_profile_and_an_unknown_base():
         gym.make("HarnessCodeTiered-v2", profile="v1")
     with pytest.raises(ValueError, match="no tiered env for 'HarnessPlan'"):
         make_tiered("HarnessPlan", "harness_gym.domains.plan.env:HarnessPlanEnv")
+
+
+# ----- the fixed cascades (harness_gym_baselines/policies/cascade.py) -------------------------------------------
+def _episodes(env_id: str, policy_name: str, n: int):
+    from harness_gym.running.rollout import play_episode
+    from harness_gym_baselines.policies.registry import make_policy
+
+    env = gym.make(env_id, cost_weight=0.01)
+    policy = make_policy(policy_name)
+    played = [play_episode(env, policy, seed=seed, split="val") for seed in range(n)]
+    env.close()
+    return played
+
+
+_CONF = FEATURE_NAMES.index("worker_confidence")
+_LAST_CHECK = FEATURE_NAMES.index("last_check_result")
+
+
+@pytest.mark.parametrize("env_id", ["HarnessCodeTiered-v2", "HarnessResearchQATiered-v2"])
+def test_always_cheap_and_always_frontier_keep_to_their_tier(env_id):
+    cheap = _episodes(env_id, "always-cheap", 15)
+    frontier = _episodes(env_id, "always-frontier", 15)
+    assert all(a < N_ACTIONS for ep in cheap for a in ep.actions)
+    assert all(ep.final_info["tier_units"]["frontier"] == 0.0 for ep in cheap)
+    assert not {int(Action.DRAFT), int(Action.REVISE)} & {a for ep in frontier for a in ep.actions}
+    assert all(DRAFT_FRONTIER in ep.actions for ep in frontier)
+    assert np.mean([sum(i["cost"]["units"] for i in ep.infos[1:]) for ep in frontier]) > 5 * np.mean(
+        [sum(i["cost"]["units"] for i in ep.infos[1:]) for ep in cheap])
+
+
+def test_cheap_then_frontier_escalates_exactly_on_a_failed_check_of_the_cheap_draft():
+    escalated = kept = 0
+    for ep in _episodes("HarnessCodeTiered-v2", "cheap-then-frontier", 30):
+        first_check = next(t for t, a in enumerate(ep.actions) if a in (Action.CHECK, CHECK_FRONTIER))
+        assert int(Action.DRAFT) in ep.actions[:first_check]
+        failed = ep.observations[first_check + 1][_LAST_CHECK] < 0
+        assert (ep.actions[first_check + 1] == DRAFT_FRONTIER) == failed
+        assert ep.actions.count(DRAFT_FRONTIER) <= 1
+        escalated += failed
+        kept += not failed
+    assert escalated and kept
+
+
+def test_confidence_cascade_escalates_below_its_threshold():
+    from harness_gym.running.rollout import play_episode
+    from harness_gym_baselines.policies.cascade import CascadePolicy
+
+    env = gym.make("HarnessResearchQATiered-v2", cost_weight=0.01)
+    seen = set()
+    for seed in range(20):
+        ep = play_episode(env, CascadePolicy("O1-R2-T1-Dc-Eq80-Vc-C1"), seed=seed, split="val")
+        t = ep.actions.index(int(Action.DRAFT))
+        low = ep.observations[t + 1][_CONF] < 0.8
+        assert (ep.actions[t + 1] == DRAFT_FRONTIER) == low
+        seen.add(bool(low))
+    assert seen == {True, False}
+    never = play_episode(env, CascadePolicy("O0-R0-T0-Dc-Eq0-Vc-C0"), seed=0, split="val")
+    assert never.actions == [int(Action.DRAFT), int(Action.SUBMIT)]
+    env.close()
+
+
+def test_cascade_names_are_checked():
+    from harness_gym_baselines.policies.cascade import CascadeScript
+
+    assert CascadeScript.parse("O1-R2-T1-Dc-Eq80-Vf-C2").threshold == 0.8
+    assert CascadeScript.parse("O0-R0-T0-Df-En-Vf-C0").name == "O0-R0-T0-Df-En-Vf-C0"
+    with pytest.raises(ValueError, match="not a cascade script name"):
+        CascadeScript.parse("O1-R2-T1-Dx-En-Vf-C2")
+    with pytest.raises(ValueError, match="0-100 percent"):
+        CascadeScript.parse("O1-R2-T1-Dc-Eq150-Vf-C2")
