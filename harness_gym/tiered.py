@@ -20,6 +20,10 @@ where the domain's CHECK is the worker's self-check, research_qa), so it is its 
 - ``budget_units="auto"``: the auto rule (docs/cost.md) at ``frontier_prices``, i.e. twice the largest reference
   episode cost when every call goes to the frontier tier, so no all-frontier harness is cut.
 
+**A real-model path**: ``worker="openai"`` (the cheap tier's ``base_url``, ``model``, ``cache``, ...) with
+``frontier_model`` and, as needed, ``frontier_base_url`` and ``frontier_cache`` (the frontier tier's own record/replay
+file, ``frontier_cache_mode``): every ``frontier_``-prefixed option of :data:`FRONTIER_OPTIONS` (:func:`make_tiered`).
+
 **How the tiers' successes correlate across tasks**: the frontier worker's per-task latent ability is
 ``sd_f * (rho * z + sqrt(1 - rho**2) * z_f)``, where ``z`` is the very draw the cheap tier reads for the task and
 ``z_f`` the frontier tier's own (seeded from the task id with the frontier profile's ``task_ability_seed``); ``rho``
@@ -44,6 +48,7 @@ from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW
 from harness_gym.core.taskfile import TaskFileError, read_json, require
 from harness_gym.core.types import Task
 from harness_gym.env import MAX_BUDGET, HarnessEnv
+from harness_gym.workers import OPENAI_OPTIONS, OpenAIWorker, Worker
 from harness_gym.workers.profile import WorkerProfile, WorkerProfileV2
 from harness_gym.workers.simulated import SimulatedWorker, task_draws
 
@@ -62,6 +67,9 @@ TIERED_DOMAINS: dict[str, tuple[str, bool]] = {
     "HarnessTauRetail": ("tau_retail", False),
 }
 """Base env name -> (domain, whether its CHECK is the worker's self-check) for every domain with a frontier profile."""
+FRONTIER_OPTIONS: tuple[str, ...] = tuple(f"frontier_{name}" for name in OPENAI_OPTIONS)
+"""The options of the frontier tier's live worker (``worker="openai"``): ``frontier_`` + each
+:class:`~harness_gym.workers.OpenAIWorker` option."""
 TIERED_ENV_IDS: tuple[str, ...] = tuple(f"{name}Tiered-v2" for name in TIERED_DOMAINS)
 """The registered tiered env ids."""
 
@@ -132,22 +140,23 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
 
     def __init__(self, base: HarnessEnv, *, prices: str | Mapping[str, Any] | PriceTable | None = None,
                  frontier_prices: str | Mapping[str, Any] | PriceTable | None = "frontier-hosted",
-                 self_check: bool = False) -> None:
-        if not isinstance(base.worker, SimulatedWorker):
-            raise ValueError("tiered envs run the simulated worker only (worker='openai' for two tiers is not built "
-                             "yet, docs/cascade.md)")
+                 self_check: bool = False, frontier_worker: Worker | None = None) -> None:
+        if frontier_worker is None and not isinstance(base.worker, SimulatedWorker):
+            raise ValueError("a tiered env with a live cheap worker needs a live frontier worker too: pass "
+                             "frontier_model=... (and frontier_base_url=..., frontier_cache=...) with worker='openai'")
         self.base = base
         self.frontier_prices = price_table(frontier_prices)
         base.budget_units  # noqa: B018 -- resolve "auto" now, at the frontier tier's prices
         self.cheap_prices = price_table(prices)
         base.prices = self.cheap_prices
         domain = base.domain
-        profile, rho = load_frontier(domain.name)
-        cheap_profile = base.worker.profile
-        shared_seed = int(getattr(cheap_profile, "task_ability_seed", 0.0))
-        self.frontier_worker = FrontierWorker(profile, domain.name, shared_seed=shared_seed, correlation=rho,
-                                              tools=domain.tools, wrong_tool_calls=domain.wrong_tool_calls,
-                                              prompts_dir=base._prompts_dir)
+        if frontier_worker is None:
+            profile, rho = load_frontier(domain.name)
+            shared_seed = int(getattr(base.worker.profile, "task_ability_seed", 0.0))
+            frontier_worker = FrontierWorker(profile, domain.name, shared_seed=shared_seed, correlation=rho,
+                                             tools=domain.tools, wrong_tool_calls=domain.wrong_tool_calls,
+                                             prompts_dir=base._prompts_dir)
+        self.frontier_worker: Worker = frontier_worker
         self.cheap_worker = base.worker
         self.n_actions = N_ACTIONS + (3 if self_check else 2)
         self.action_space = spaces.Discrete(self.n_actions)
@@ -217,7 +226,9 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         obs, info = self.base.reset(seed=seed, options=options)
         self.frontier_worker.reset(self.base.np_random)
-        self.frontier_worker.pop_usage()
+        pop_usage = getattr(self.frontier_worker, "pop_usage", None)
+        if pop_usage is not None:
+            pop_usage()  # what an unfinished earlier episode spent is not this episode's
         self._tier_units = dict.fromkeys(TIERS, 0.0)
         self._draft_by_frontier = False
         return np.concatenate([obs, self._extra()]), self._extend_info(info, None)
@@ -260,16 +271,34 @@ def make_tiered(base: str, base_entry_point: str, prices: str | Mapping[str, Any
     registered ``module:EnvClass``) made with ``kwargs`` (the base env's keywords; ``profile`` is ``"v2"``) at
     ``frontier_prices`` for the budget, then wrapped.
 
-    :raises ValueError: for a base without a frontier profile, or a ``profile`` keyword (the tiers fix it)
+    With ``worker="openai"`` the frontier tier is a second :class:`~harness_gym.workers.OpenAIWorker`, configured by
+    the ``frontier_``-prefixed options (:data:`FRONTIER_OPTIONS`: ``frontier_model`` is required, ``frontier_base_url``,
+    ``frontier_cache`` (its own record/replay file; ``frontier_cache_mode`` as ``cache_mode``), ...); each option
+    not given is the cheap tier's (``api_key``, ``temperature``, ``max_tokens``, ``timeout_s``, ``max_retries``,
+    ``backoff_s``, ``max_backoff_s``, ``prompts_dir``), except ``model``, ``base_url`` and ``cache``.
+
+    :raises ValueError: for a base without a frontier profile, a ``profile`` keyword (the tiers fix it), or
+        ``frontier_`` options without ``worker="openai"``
     """
     if base not in TIERED_DOMAINS:
         raise ValueError(f"no tiered env for {base!r}; tiered bases: {sorted(TIERED_DOMAINS)}")
     if "profile" in kwargs:
         raise ValueError("a tiered env fixes the worker profiles (v2 and v2-frontier); do not pass profile")
+    frontier_options = {key[len("frontier_"):]: kwargs.pop(key) for key in list(kwargs) if key in FRONTIER_OPTIONS}
+    if frontier_options and kwargs.get("worker") != "openai":
+        raise ValueError(f"{sorted('frontier_' + k for k in frontier_options)} configure a live frontier worker: "
+                         "they need worker='openai'")
     env_class = gym.envs.registration.load_env_creator(base_entry_point)
     inner = env_class(profile="v2", prices=frontier_prices, **kwargs)
+    frontier_worker = None
+    if kwargs.get("worker") == "openai":
+        if "model" not in frontier_options:
+            raise ValueError("worker='openai' on a tiered env needs frontier_model=... (the frontier tier's model)")
+        inherited = {k: v for k, v in kwargs.items() if k in OPENAI_OPTIONS and k not in ("model", "base_url", "cache",
+                                                                                           "cache_mode")}
+        frontier_worker = OpenAIWorker(inner.domain.name, inner.domain.tools, **{**inherited, **frontier_options})
     return TieredHarnessEnv(inner, prices=prices, frontier_prices=frontier_prices,
-                            self_check=TIERED_DOMAINS[base][1])
+                            self_check=TIERED_DOMAINS[base][1], frontier_worker=frontier_worker)
 
 
 def register_tiered(entry_points: Mapping[str, str]) -> tuple[str, ...]:

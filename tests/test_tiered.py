@@ -266,3 +266,42 @@ def test_cascade_names_are_checked():
         CascadeScript.parse("O1-R2-T1-Dx-En-Vf-C2")
     with pytest.raises(ValueError, match="0-100 percent"):
         CascadeScript.parse("O1-R2-T1-Dc-Eq150-Vf-C2")
+
+
+# ----- the real-model path: a second endpoint for the frontier tier ---------------------------------------------
+def _live_episode(cheap_url: str, frontier_url: str, tmp_path, mode: str) -> list:
+    env = gym.make("HarnessResearchQATiered-v2", worker="openai", base_url=cheap_url, model="fake",
+                   cache=str(tmp_path / "cheap.sqlite"), cache_mode=mode, frontier_base_url=frontier_url,
+                   frontier_model="fake-frontier", frontier_cache=str(tmp_path / "frontier.sqlite"),
+                   frontier_cache_mode=mode, max_retries=0, timeout_s=5.0, cost_weight=0.01)
+    obs, _ = env.reset(seed=0)
+    trace = [obs]
+    for action in (Action.OBSERVE, Action.DRAFT, DRAFT_FRONTIER, CHECK_FRONTIER, Action.SUBMIT):
+        obs, reward, _, _, info = env.step(int(action))
+        trace.append((obs.tolist(), reward, info["tier"], info["cost"]["units"]))
+    env.close()
+    return trace
+
+
+def test_frontier_tier_calls_its_own_endpoint_and_replays(tmp_path):
+    from harness_gym.workers.fake_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as cheap, FakeOpenAIServer() as frontier:
+        recorded = _live_episode(cheap.base_url, frontier.base_url, tmp_path, "record")
+        cheap_calls, frontier_calls = len(cheap.requests), len(frontier.requests)
+    # DRAFT (+ its confidence) went to the first server; DRAFT_FRONTIER (+ confidence) and CHECK_FRONTIER to the second
+    assert cheap_calls == 2 and frontier_calls == 3
+    assert [step[2] for step in recorded[1:]] == ["cheap", "cheap", "frontier", "frontier", "cheap"]
+    assert recorded[3][3] > 5 * recorded[2][3]  # the frontier draft billed at frontier-hosted prices
+    # both servers are gone: the replay answers every call from the two recordings
+    replayed = _live_episode("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", tmp_path, "replay")
+    assert [np.asarray(s[0] if isinstance(s, tuple) else s).tolist() for s in replayed] == [
+        np.asarray(s[0] if isinstance(s, tuple) else s).tolist() for s in recorded]
+    assert [s[1:] for s in replayed[1:]] == [s[1:] for s in recorded[1:]]
+
+
+def test_frontier_options_need_the_live_worker():
+    with pytest.raises(ValueError, match="need worker='openai'"):
+        gym.make("HarnessCodeTiered-v2", frontier_model="gpt-4o")
+    with pytest.raises(ValueError, match="needs frontier_model"):
+        gym.make("HarnessCodeTiered-v2", worker="openai", model="fake", base_url="http://127.0.0.1:9/v1")
