@@ -305,3 +305,14 @@ def test_frontier_options_need_the_live_worker():
         gym.make("HarnessCodeTiered-v2", frontier_model="gpt-4o")
     with pytest.raises(ValueError, match="needs frontier_model"):
         gym.make("HarnessCodeTiered-v2", worker="openai", model="fake", base_url="http://127.0.0.1:9/v1")
+
+
+def test_the_cascade_search_grid_is_the_documented_one():
+    from harness_gym_baselines.experiments.cascade import search_grid
+
+    grid = search_grid(75)
+    names = [s.name for s in grid]
+    assert len(names) == len(set(names)) == 44  # docs/cascade.md, "Fixed cascades"
+    assert "O2-R4-T3-Dc-Eq75-Vf-C2" in names and "O1-R2-T1-Df-En-Vc-C0" in names
+    assert not any(s.escalate == "k" and s.checks == 0 for s in grid)
+    assert not any(s.draft == "f" and s.escalate != "n" for s in grid)

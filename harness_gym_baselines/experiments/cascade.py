@@ -45,16 +45,19 @@ FIXED: tuple[str, ...] = ("always-cheap", "always-frontier", "cheap-then-frontie
 
 
 def play(env_id: str, policy: Policy, *, split: str, episodes: int, cost_weight: float) -> dict[str, np.ndarray]:
-    """``episodes`` episodes (reset seeds ``0..episodes-1``) of ``policy``: per-episode Q, cost units, return."""
+    """``episodes`` episodes (reset seeds ``0..episodes-1``) of ``policy``: per-episode Q, cost units, return and the
+    share of the units the frontier tier's steps cost."""
     env = gym.make(env_id, split=split, cost_weight=cost_weight)
-    quality, units, returns = [], [], []
+    quality, units, returns, frontier = [], [], [], []
     for seed in range(episodes):
         played = play_episode(env, policy, seed=seed, split=split)
         quality.append(played.final_info["quality"])
         units.append(sum(info["cost"]["units"] for info in played.infos[1:]))
         returns.append(sum(played.rewards))
+        frontier.append(played.final_info["tier_units"]["frontier"] / units[-1] if units[-1] > 0 else 0.0)
     env.close()
-    return {"quality": np.array(quality), "units": np.array(units), "return": np.array(returns)}
+    return {"quality": np.array(quality), "units": np.array(units), "return": np.array(returns),
+            "frontier_share": np.array(frontier)}
 
 
 def search_grid(threshold: int) -> list[CascadeScript]:
@@ -88,9 +91,36 @@ def train_ppo(env_id: str, *, seed: int, steps: int, cost_weight: float, out: Pa
     return train(cfg)
 
 
+def coupling(env_id: str, *, seeds: int = 8) -> dict[str, Any]:
+    """How the tiers' successes go together across the test tasks: per task, the success rate over ``seeds`` episodes
+    of ``O1-R2-T1-Dc-En-Vc-C0`` (cheap draft) and ``O1-R2-T1-Df-En-Vf-C0`` (frontier draft); their correlation across
+    tasks, and the frontier tier's success rate on the episodes where the cheap draft failed and where it passed
+    (same task and seed, so the same task ability draw and the same gathered evidence)."""
+    env = gym.make(env_id, split="test", budget_units=None)
+    tasks = [t.task_id for t in env.unwrapped.domain.tasks("test")]
+    cheap_policy, frontier_policy = CascadePolicy("O1-R2-T1-Dc-En-Vc-C0"), CascadePolicy("O1-R2-T1-Df-En-Vf-C0")
+    per_task, pairs = [], []
+    for task_id in tasks:
+        wins = []
+        for seed in range(seeds):
+            c = play_episode(env, cheap_policy, seed=seed, split="test", task_id=task_id).final_info["success"]
+            f = play_episode(env, frontier_policy, seed=seed, split="test", task_id=task_id).final_info["success"]
+            wins.append((c, f))
+        pairs += wins
+        per_task.append(np.mean(wins, axis=0))
+    env.close()
+    rates, both = np.array(per_task), np.array(pairs, dtype=float)
+    varied = rates.std(axis=0).min() > 0
+    return {"tasks": len(tasks), "seeds": seeds, "cheap_success": float(both[:, 0].mean()),
+            "frontier_success": float(both[:, 1].mean()),
+            "per_task_correlation": float(np.corrcoef(rates[:, 0], rates[:, 1])[0, 1]) if varied else None,
+            "frontier_success_where_cheap_failed": float(both[both[:, 0] == 0, 1].mean()),
+            "frontier_success_where_cheap_passed": float(both[both[:, 0] == 1, 1].mean())}
+
+
 def _summary(values: dict[str, list[np.ndarray]], best_fixed: np.ndarray) -> dict[str, Any]:
     return {"quality": mean_ci(values["quality"]), "units": mean_ci(values["units"]),
-            "return": mean_ci(values["return"]),
+            "return": mean_ci(values["return"]), "frontier_share": mean_ci(values["frontier_share"]),
             "return_minus_best_fixed": paired_difference(values["return"], best_fixed, "cascade")}
 
 
@@ -111,7 +141,8 @@ def run_env(env_id: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     test = {name: [play(env_id, p, split="test", episodes=args.test_episodes, cost_weight=cw) for p in policies]
             for name, policies in controllers.items()}
     best_fixed_return = test["best-fixed"][0]["return"]
-    rows = {name: _summary({k: [run[k] for run in runs] for k in ("quality", "units", "return")}, best_fixed_return)
+    rows = {name: _summary({k: [run[k] for run in runs] for k in ("quality", "units", "return", "frontier_share")},
+                           best_fixed_return)
             for name, runs in test.items()}
     frontier = rows["always-frontier"]
     for row in rows.values():
@@ -130,11 +161,12 @@ def render_markdown(results: Sequence[dict[str, Any]], args: argparse.Namespace)
         lines += [f"### {res['env_id']}", "",
                   f"confidence threshold (val): {res['confidence_threshold'] / 100:.2f}; best fixed (train, "
                   f"{res['searched']} scripts): `{res['best_fixed']}`", "",
-                  "| controller | Q | cost units | return | return - best-fixed (paired) | frontier Q at <= 50% cost |",
-                  "|---|---|---|---|---|---|"]
+                  "| controller | Q | cost units | frontier share of cost | return | return - best-fixed (paired) | "
+                  "frontier Q at <= 50% cost |",
+                  "|---|---|---|---|---|---|---|"]
         for name, row in res["rows"].items():
             cell = [f"{row[k]['mean']:.3f} [{row[k]['ci95'][0]:.3f}, {row[k]['ci95'][1]:.3f}]"
-                    for k in ("quality", "units", "return", "return_minus_best_fixed")]
+                    for k in ("quality", "units", "frontier_share", "return", "return_minus_best_fixed")]
             lines.append(f"| {name} | " + " | ".join(cell) + f" | {'yes' if row['reaches_frontier_q_at_half_cost'] else 'no'} |")
         lines.append("")
     return "\n".join(lines)
@@ -145,6 +177,7 @@ def plot(results: Sequence[dict[str, Any]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4.2), squeeze=False)
     for ax, res in zip(axes[0], results):
@@ -153,6 +186,7 @@ def plot(results: Sequence[dict[str, Any]], path: Path) -> None:
             ax.errorbar(x, y, yerr=[[y - row["quality"]["ci95"][0]], [row["quality"]["ci95"][1] - y]],
                         fmt="*" if name == "ppo-sparse" else "o", capsize=3, label=name)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("cost units per episode (log)")
         ax.set_ylabel("quality Q (test)")
         ax.set_title(res["env_id"])
@@ -165,16 +199,24 @@ def plot(results: Sequence[dict[str, Any]], path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--envs", nargs="+", default=["HarnessCodeTiered-v2", "HarnessResearchQATiered-v2"])
+    parser.add_argument("--envs", nargs="+", default=["HarnessCodeTiered-v2", "HarnessResearchQATiered-v2",
+                                                      "HarnessTauRetailTiered-v2"])
     parser.add_argument("--cost-weight", type=float, default=0.01)
     parser.add_argument("--val-episodes", type=int, default=100)
     parser.add_argument("--train-episodes", type=int, default=60)
     parser.add_argument("--test-episodes", type=int, default=300)
     parser.add_argument("--ppo-steps", type=int, default=30_000)
     parser.add_argument("--ppo-seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--coupling", action="store_true",
+                        help="only measure how the tiers' successes go together (coupling()), into OUT/coupling.json")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.coupling:
+        found = {env_id: coupling(env_id) for env_id in args.envs}
+        (out / "coupling.json").write_text(json.dumps(found, indent=1) + "\n")
+        print(json.dumps(found, indent=1))
+        return
     results = [run_env(env_id, args, out) for env_id in args.envs]
     (out / "cascade.json").write_text(json.dumps({"args": vars(args), "results": results}, indent=1) + "\n")
     (out / "cascade.md").write_text(render_markdown(results, args) + "\n")
