@@ -14,6 +14,10 @@ Each domain has two versions of one code (Gymnasium's rule: a changed MDP is a n
 - ``-v1`` (:data:`ENV_IDS_V1`): the earlier worker (``envs_data/profiles/<domain>.json``), kept with its numbers
   (``benchmarks/step_digest.py`` prints the same digests for it).
 
+:data:`TIERED_ENV_IDS` (``Harness<Name>Tiered-v2``, :mod:`harness_gym.tiered`, docs/cascade.md) are ``-v2`` envs of
+some domains with a second, frontier-tier worker and its own actions: a different action space, so their own ids,
+outside :data:`ENV_IDS`.
+
 The package, from the ground floor up: :mod:`~harness_gym.core` (the MDP's pieces, the Domain contract, prices,
 where ``envs_data`` lives), :mod:`~harness_gym.sandbox`, :mod:`~harness_gym.workers`, :mod:`~harness_gym.budget`
 (the cost budget of ``budget_units="auto"``), :mod:`~harness_gym.env` (the MDP), :mod:`~harness_gym.domains`
@@ -79,3 +83,8 @@ warnings.filterwarnings("ignore", message=r".*The environment Harness[A-Za-z]+-v
 
 __all__ = ["Action", "HarnessEnv", "ENV_IDS", "ENV_IDS_V1", "ALL_ENV_IDS", "VERSION_KWARGS", "register_env",
            "__version__"]
+
+from harness_gym.tiered import TIERED_ENV_IDS, register_tiered  # noqa: E402 -- needs the base ids registered above
+
+register_tiered(_ENTRY_POINTS)
+__all__ += ["TIERED_ENV_IDS"]

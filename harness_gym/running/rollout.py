@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from harness_gym.env import HarnessEnv
+from harness_gym.tiered import TieredHarnessEnv
 
 
 class Policy(Protocol):
@@ -56,12 +57,14 @@ def episode_seed(seed: int, index: int) -> int:
 
 
 def harness_env(env: gym.Env) -> HarnessEnv:
-    """The :class:`HarnessEnv` under a (possibly wrapped) env; a clear error for any other env.
+    """The :class:`HarnessEnv` under a (possibly wrapped) env, or a tiered env
+    (:class:`~harness_gym.tiered.TieredHarnessEnv`, which has the same attributes that policies read); a clear error
+    for any other env.
 
     :param env: an env made from a harness_gym id, wrapped or not
     """
     base = env.unwrapped
-    if not isinstance(base, HarnessEnv):
+    if not isinstance(base, (HarnessEnv, TieredHarnessEnv)):
         raise TypeError(f"expected a harness_gym env, got {type(base).__name__}")
     return base
 

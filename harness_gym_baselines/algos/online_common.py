@@ -275,9 +275,11 @@ def save_model(model: MaskablePPO, cfg: Any, algo: str, **diagnostics: Any) -> P
     settings_env = gym.make(cfg.env_id, **config_env_kwargs(cfg))
     try:
         settings = settings_env.unwrapped.settings
+        # the env's own layout: a tiered env's observation extends FEATURE_NAMES (harness_gym.tiered)
+        feature_names = tuple(getattr(settings_env.unwrapped, "feature_names", FEATURE_NAMES))
     finally:
         settings_env.close()
-    trained_on = TrainedOn(env_id=cfg.env_id, feature_names=FEATURE_NAMES,
+    trained_on = TrainedOn(env_id=cfg.env_id, feature_names=feature_names,
                            observation_shape=tuple(model.observation_space.shape), settings=settings)
     model.harness_gym = {"algo": algo, **trained_on.record(), "config": asdict(cfg), **diagnostics}
     model.save(path)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness_gym.running.rollout import Policy
 from harness_gym_baselines.policies.behaviour import BehaviourPolicy
+from harness_gym_baselines.policies.cascade import CASCADES, CascadePolicy, is_cascade_name
 from harness_gym_baselines.policies.coverage import CoveragePolicy
 from harness_gym_baselines.policies.open_loop import ScriptPolicy, is_script_name
 from harness_gym_baselines.policies.scripted import OraclePolicy, RandomPolicy, StaticPolicy, ThoroughPolicy
@@ -41,6 +42,8 @@ POLICIES: dict[str, PolicyEntry] = {
     "coverage": PolicyEntry(CoveragePolicy, "the seeded coverage mixture of the offline comparison's buffers "
                                             "(named scripts, random episodes, per-step deviations; "
                                             "policies/coverage.py)"),
+    **{name: PolicyEntry(lambda script=script, name=name: CascadePolicy(script, name), f"{summary} (tiered envs "
+                         f"only; {script}, policies/cascade.py)") for name, (script, summary) in CASCADES.items()},
 }
 POLICY_NAMES: tuple[str, ...] = tuple(POLICIES)
 
@@ -87,7 +90,8 @@ def make_policy(name: str) -> Policy:
     """A registered policy by name, or the controller stored in a trained model file.
 
     :param name: a key of :data:`POLICIES`, an open-loop script name
-        (:mod:`harness_gym_baselines.policies.open_loop`), the path of a model file (loaded by the trainer that wrote it, or
+        (:mod:`harness_gym_baselines.policies.open_loop`), a cascade script name of the tiered envs
+        (:mod:`harness_gym_baselines.policies.cascade`), the path of a model file (loaded by the trainer that wrote it, or
         any Stable-Baselines3 zip: :func:`harness_gym_baselines.policies.model_files.load_model_file`), or
         ``module:callable`` (:func:`load_callable_policy`)
     """
@@ -95,6 +99,8 @@ def make_policy(name: str) -> Policy:
         return POLICIES[name].factory()
     if is_script_name(name):
         return ScriptPolicy(name)
+    if is_cascade_name(name):
+        return CascadePolicy(name)
     if not Path(name).is_file() and ":" in name:
         return load_callable_policy(name)
     if Path(name).is_file():

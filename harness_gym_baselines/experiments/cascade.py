@@ -1,0 +1,228 @@
+"""The cascade experiment (docs/cascade.md): on the tiered envs, the quality-cost frontier of the fixed cascades and a
+learned controller, at one cost weight and the default prices.
+
+    python -m harness_gym_baselines.experiments.cascade --out OUT [--envs HarnessCodeTiered-v2 ...]
+        [--cost-weight 0.01] [--val-episodes 100] [--train-episodes 60] [--test-episodes 300] [--ppo-steps 30000]
+        [--ppo-seeds 0 1]
+
+Per env, in order, each choice made before the test split is read:
+
+1. the AutoMix-style threshold: ``O1-R2-T1-Dc-Eq<pct>-Vf-C2`` for each pct of :data:`THRESHOLDS`, ``--val-episodes``
+   on val; the best mean return is ``confidence-cascade``;
+2. the searched best fixed strategy: every script of :func:`search_grid` (gather, draft tier, escalation with the chosen
+   threshold, repair tier, checks), ``--train-episodes`` on train; the best mean return is ``best-fixed``;
+3. ``ppo-sparse`` (MaskablePPO on the env's reward, :mod:`harness_gym_baselines.algos.ppo`), one run per
+   ``--ppo-seeds`` seed, ``--ppo-steps`` steps on train;
+4. every controller on the same ``--test-episodes`` test episodes (reset seeds ``0..N-1``): mean Q, cost units and
+   return with 95% bootstrap CIs, and each controller's return minus best-fixed's, paired per episode (two-level
+   bootstrap over PPO seeds). The question asked of the learned controller: does it reach always-frontier's Q at
+   <= 50% of its cost?
+
+Writes ``OUT/cascade.json``, ``OUT/cascade.md`` and ``OUT/cascade.png`` (Q against cost per env).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import harness_gym  # noqa: F401 -- registers the tiered ids
+from harness_gym.running.rollout import Policy, play_episode
+from harness_gym_baselines.experiments.statistics import mean_ci, paired_difference
+from harness_gym_baselines.policies.cascade import CASCADES, CascadePolicy, CascadeScript
+
+THRESHOLDS: tuple[int, ...] = (50, 60, 70, 75, 80, 85, 90)
+"""The confidence thresholds (percent) the val split chooses among."""
+FIXED: tuple[str, ...] = ("always-cheap", "always-frontier", "cheap-then-frontier")
+"""The named cascades run as registered."""
+
+
+def play(env_id: str, policy: Policy, *, split: str, episodes: int, cost_weight: float) -> dict[str, np.ndarray]:
+    """``episodes`` episodes (reset seeds ``0..episodes-1``) of ``policy``: per-episode Q, cost units, return and the
+    share of the units the frontier tier's steps cost."""
+    env = gym.make(env_id, split=split, cost_weight=cost_weight)
+    quality, units, returns, frontier = [], [], [], []
+    for seed in range(episodes):
+        played = play_episode(env, policy, seed=seed, split=split)
+        quality.append(played.final_info["quality"])
+        units.append(sum(info["cost"]["units"] for info in played.infos[1:]))
+        returns.append(sum(played.rewards))
+        frontier.append(played.final_info["tier_units"]["frontier"] / units[-1] if units[-1] > 0 else 0.0)
+    env.close()
+    return {"quality": np.array(quality), "units": np.array(units), "return": np.array(returns),
+            "frontier_share": np.array(frontier)}
+
+
+def search_grid(threshold: int) -> list[CascadeScript]:
+    """The fixed strategies searched on train: gather O1-R2-T1 or O2-R4-T3; the first draft cheap or frontier; for a
+    cheap draft no escalation, escalation on a failed check or below ``threshold``; repairs cheap or frontier; 0-2
+    checks."""
+    scripts = []
+    for (o, r, t), draft, repair, checks in itertools.product(((1, 2, 1), (2, 4, 3)), "cf", "cf", (0, 1, 2)):
+        for escalate in (("n", "k", f"q{threshold}") if draft == "c" else ("n",)):
+            if escalate == "k" and checks == 0:
+                continue  # escalation on a failed check needs a check
+            scripts.append(CascadeScript(o, r, t, draft, escalate, repair, checks))
+    return scripts
+
+
+def _best(env_id: str, scripts: Sequence[CascadeScript], *, split: str, episodes: int,
+          cost_weight: float) -> tuple[CascadeScript, dict[str, float]]:
+    scores = {s.name: float(play(env_id, CascadePolicy(s), split=split, episodes=episodes,
+                                 cost_weight=cost_weight)["return"].mean()) for s in scripts}
+    best = max(scripts, key=lambda s: (scores[s.name], s.name))
+    return best, scores
+
+
+def train_ppo(env_id: str, *, seed: int, steps: int, cost_weight: float, out: Path) -> Policy:
+    """One ppo-sparse run on train (validation every 8 rollouts, no final evaluation: the test split is read here)."""
+    from harness_gym_baselines.algos.ppo import PPOSparseConfig, train
+
+    cfg = PPOSparseConfig(env_id=env_id, steps=steps, seed=seed, cost_weight=cost_weight,
+                          out=str(out / "models" / f"{env_id}-ppo-sparse-s{seed}.zip"), progress=False,
+                          eval_every=8, eval_episodes=20, final_eval_episodes=0, log_dir=str(out / "runs"))
+    return train(cfg)
+
+
+def coupling(env_id: str, *, seeds: int = 8) -> dict[str, Any]:
+    """How the tiers' successes go together across the test tasks: per task, the success rate over ``seeds`` episodes
+    of ``O1-R2-T1-Dc-En-Vc-C0`` (cheap draft) and ``O1-R2-T1-Df-En-Vf-C0`` (frontier draft); their correlation across
+    tasks, and the frontier tier's success rate on the episodes where the cheap draft failed and where it passed
+    (same task and seed, so the same task ability draw and the same gathered evidence)."""
+    env = gym.make(env_id, split="test", budget_units=None)
+    tasks = [t.task_id for t in env.unwrapped.domain.tasks("test")]
+    cheap_policy, frontier_policy = CascadePolicy("O1-R2-T1-Dc-En-Vc-C0"), CascadePolicy("O1-R2-T1-Df-En-Vf-C0")
+    per_task, pairs = [], []
+    for task_id in tasks:
+        wins = []
+        for seed in range(seeds):
+            c = play_episode(env, cheap_policy, seed=seed, split="test", task_id=task_id).final_info["success"]
+            f = play_episode(env, frontier_policy, seed=seed, split="test", task_id=task_id).final_info["success"]
+            wins.append((c, f))
+        pairs += wins
+        per_task.append(np.mean(wins, axis=0))
+    env.close()
+    rates, both = np.array(per_task), np.array(pairs, dtype=float)
+    varied = rates.std(axis=0).min() > 0
+    return {"tasks": len(tasks), "seeds": seeds, "cheap_success": float(both[:, 0].mean()),
+            "frontier_success": float(both[:, 1].mean()),
+            "per_task_correlation": float(np.corrcoef(rates[:, 0], rates[:, 1])[0, 1]) if varied else None,
+            "frontier_success_where_cheap_failed": float(both[both[:, 0] == 0, 1].mean()),
+            "frontier_success_where_cheap_passed": float(both[both[:, 0] == 1, 1].mean())}
+
+
+def _summary(values: dict[str, list[np.ndarray]], best_fixed: np.ndarray) -> dict[str, Any]:
+    return {"quality": mean_ci(values["quality"]), "units": mean_ci(values["units"]),
+            "return": mean_ci(values["return"]), "frontier_share": mean_ci(values["frontier_share"]),
+            "return_minus_best_fixed": paired_difference(values["return"], best_fixed, "cascade")}
+
+
+def run_env(env_id: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """Every step of the module docstring on one env."""
+    cw = args.cost_weight
+    conf_scripts = [CascadeScript.parse(f"O1-R2-T1-Dc-Eq{pct}-Vf-C2") for pct in THRESHOLDS]
+    conf_best, conf_scores = _best(env_id, conf_scripts, split="val", episodes=args.val_episodes, cost_weight=cw)
+    threshold = int(conf_best.escalate[1:])
+    grid = search_grid(threshold)
+    best, grid_scores = _best(env_id, grid, split="train", episodes=args.train_episodes, cost_weight=cw)
+    controllers: dict[str, list[Policy]] = {name: [CascadePolicy(CASCADES[name][0], name)] for name in FIXED}
+    controllers["confidence-cascade"] = [CascadePolicy(conf_best, "confidence-cascade")]
+    controllers["best-fixed"] = [CascadePolicy(best, "best-fixed")]
+    if args.ppo_steps > 0:
+        controllers["ppo-sparse"] = [train_ppo(env_id, seed=s, steps=args.ppo_steps, cost_weight=cw, out=out)
+                                     for s in args.ppo_seeds]
+    test = {name: [play(env_id, p, split="test", episodes=args.test_episodes, cost_weight=cw) for p in policies]
+            for name, policies in controllers.items()}
+    best_fixed_return = test["best-fixed"][0]["return"]
+    rows = {name: _summary({k: [run[k] for run in runs] for k in ("quality", "units", "return", "frontier_share")},
+                           best_fixed_return)
+            for name, runs in test.items()}
+    frontier = rows["always-frontier"]
+    for row in rows.values():
+        row["reaches_frontier_q_at_half_cost"] = bool(
+            row["quality"]["mean"] >= frontier["quality"]["mean"]
+            and row["units"]["mean"] <= 0.5 * frontier["units"]["mean"])
+    return {"env_id": env_id, "confidence_threshold": threshold, "confidence_val_returns": conf_scores,
+            "best_fixed": best.name, "best_fixed_train_return": grid_scores[best.name], "searched": len(grid),
+            "rows": rows}
+
+
+def render_markdown(results: Sequence[dict[str, Any]], args: argparse.Namespace) -> str:
+    lines = [f"cost weight {args.cost_weight}, default prices (cheap-hosted / frontier-hosted), "
+             f"{args.test_episodes} test episodes, ppo-sparse {args.ppo_steps} steps x seeds {list(args.ppo_seeds)}", ""]
+    for res in results:
+        lines += [f"### {res['env_id']}", "",
+                  f"confidence threshold (val): {res['confidence_threshold'] / 100:.2f}; best fixed (train, "
+                  f"{res['searched']} scripts): `{res['best_fixed']}`", "",
+                  "| controller | Q | cost units | frontier share of cost | return | return - best-fixed (paired) | "
+                  "frontier Q at <= 50% cost |",
+                  "|---|---|---|---|---|---|---|"]
+        for name, row in res["rows"].items():
+            cell = [f"{row[k]['mean']:.3f} [{row[k]['ci95'][0]:.3f}, {row[k]['ci95'][1]:.3f}]"
+                    for k in ("quality", "units", "frontier_share", "return", "return_minus_best_fixed")]
+            lines.append(f"| {name} | " + " | ".join(cell) + f" | {'yes' if row['reaches_frontier_q_at_half_cost'] else 'no'} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(results: Sequence[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4.2), squeeze=False)
+    for ax, res in zip(axes[0], results):
+        for name, row in res["rows"].items():
+            x, y = row["units"]["mean"], row["quality"]["mean"]
+            ax.errorbar(x, y, yerr=[[y - row["quality"]["ci95"][0]], [row["quality"]["ci95"][1] - y]],
+                        fmt="*" if name == "ppo-sparse" else "o", capsize=3, label=name)
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("cost units per episode (log)")
+        ax.set_ylabel("quality Q (test)")
+        ax.set_title(res["env_id"])
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--envs", nargs="+", default=["HarnessCodeTiered-v2", "HarnessResearchQATiered-v2",
+                                                      "HarnessTauRetailTiered-v2"])
+    parser.add_argument("--cost-weight", type=float, default=0.01)
+    parser.add_argument("--val-episodes", type=int, default=100)
+    parser.add_argument("--train-episodes", type=int, default=60)
+    parser.add_argument("--test-episodes", type=int, default=300)
+    parser.add_argument("--ppo-steps", type=int, default=30_000)
+    parser.add_argument("--ppo-seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--coupling", action="store_true",
+                        help="only measure how the tiers' successes go together (coupling()), into OUT/coupling.json")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.coupling:
+        found = {env_id: coupling(env_id) for env_id in args.envs}
+        (out / "coupling.json").write_text(json.dumps(found, indent=1) + "\n")
+        print(json.dumps(found, indent=1))
+        return
+    results = [run_env(env_id, args, out) for env_id in args.envs]
+    (out / "cascade.json").write_text(json.dumps({"args": vars(args), "results": results}, indent=1) + "\n")
+    (out / "cascade.md").write_text(render_markdown(results, args) + "\n")
+    plot(results, out / "cascade.png")
+    print(render_markdown(results, args))
+
+
+if __name__ == "__main__":
+    main()
