@@ -104,7 +104,8 @@ def replay_episodes(manifest: dict[str, Any], cache: Path, repeat: int, *, stub:
 
                     worker._request = keyed
                 else:
-                    env = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"])
+                    env = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"],
+                                   **manifest.get("env_kwargs", {}).get(env_id, {}))
                 envs[env_id] = env
                 timers[env_id] = _Timed(env.unwrapped.worker)
             env = envs[env_id]

@@ -137,7 +137,8 @@ def test_shipped_recording_replays():
     cache = data_path("recordings", manifest["cache"])
     assert len({ep["env_id"] for ep in manifest["episodes"]}) >= 3
     for ep in manifest["episodes"]:
-        env = gym.make(ep["env_id"], worker="openai", cache=cache, cache_mode="replay", **manifest["worker"])
+        env = gym.make(ep["env_id"], worker="openai", cache=cache, cache_mode="replay", **manifest["worker"],
+                       **manifest.get("env_kwargs", {}).get(ep["env_id"], {}))
         obs, info = env.reset(seed=ep["seed"], options={"task_id": ep["task_id"]})
         totals = dict.fromkeys(ep["cost"], 0.0)
         for act in ep["actions"]:

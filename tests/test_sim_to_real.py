@@ -80,7 +80,8 @@ def test_shipped_learned_controller_reproduces_its_recorded_actions():
     cache = MANIFEST.parent / manifest["cache"]
     for ep in learned:
         policy = make_controller(ep["policy"], ep["env_id"], manifest, MANIFEST.parent)
-        env = gym.make(ep["env_id"], worker="openai", cache=cache, cache_mode="replay", **manifest["worker"])
+        env = gym.make(ep["env_id"], worker="openai", cache=cache, cache_mode="replay", **manifest["worker"],
+                       **manifest.get("env_kwargs", {}).get(ep["env_id"], {}))
         obs, info = env.reset(seed=ep["seed"], options={"task_id": ep["task_id"]})
         policy.reset(env, ep["seed"])
         actions, term, trunc = [], False, False

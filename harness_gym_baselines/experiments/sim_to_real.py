@@ -205,9 +205,12 @@ def default_manifest() -> Path:
 
 
 def _sim_per_task(env_id: str, split: str, profile: WorkerProfile, controller: Callable[[], Policy],
-                  task_ids: list[str], sim_seeds: int) -> tuple[list[float], float, float]:
-    """Per task the simulator's mean Q over ``sim_seeds`` seeds; and LLM calls and tokens per episode."""
-    sim = gym.make(env_id, split=split, profile=profile)
+                  task_ids: list[str], sim_seeds: int, env_kwargs: dict[str, Any] | None = None
+                  ) -> tuple[list[float], float, float]:
+    """Per task the simulator's mean Q over ``sim_seeds`` seeds; and LLM calls and tokens per episode. The env takes
+    ``env_kwargs``, the keywords the recording was made under (its manifest's ``env_kwargs``), so the simulator
+    runs the controllers in the same MDP as the model did."""
+    sim = gym.make(env_id, split=split, profile=profile, **(env_kwargs or {}))
     try:
         per_task, calls, tokens = [], [], []
         for task_id in task_ids:
@@ -277,7 +280,8 @@ def env_rows(manifest_path: Path, env_id: str, sim_seeds: int,
     manifest = json.loads(manifest_path.read_text())
     cache = manifest_path.parent / manifest["cache"]
     episodes = [ep for ep in manifest["episodes"] if ep["env_id"] == env_id]
-    real = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"])
+    real = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"],
+                    **manifest.get("env_kwargs", {}).get(env_id, {}))
     domain = real.unwrapped.domain.name
     default = WorkerProfile.for_domain(domain)
     try:
@@ -300,7 +304,8 @@ def env_rows(manifest_path: Path, env_id: str, sim_seeds: int,
             def controller(learned: Policy = learned) -> Policy:
                 return learned
         q_real = [float(ep["quality"]) for ep in mine]
-        sim = {label: _sim_per_task(env_id, manifest["split"], profile, controller, task_ids, sim_seeds)
+        sim = {label: _sim_per_task(env_id, manifest["split"], profile, controller, task_ids, sim_seeds,
+                                    manifest.get("env_kwargs", {}).get(env_id))
                for label, profile in (("default", default), ("fitted", fit.profile))}
         rows.append(SimToRealRow(
             env_id, policy, len(mine), float(np.mean(q_real)), float(np.mean(sim["default"][0])),
