@@ -31,7 +31,7 @@ from harness_gym.core.cost import (
     zero_cost,
 )
 from harness_gym.core.domain import Domain
-from harness_gym.core.env_class import MAKE_KEYWORDS, env_keywords
+from harness_gym.core.env_class import MAKE_KEYWORDS, env_keywords, is_int
 from harness_gym.core.evidence import EVIDENCE_SOURCES, consistency
 from harness_gym.core.info import StepInfo
 from harness_gym.core.intake import accept_check, accept_confidence, accept_draft, accept_tool_call
@@ -78,15 +78,6 @@ _ACTIONS: tuple[Action, ...] = tuple(sorted(Action))
 
 RESET_OPTIONS: tuple[str, ...] = ("task_id", "split")
 """The keys ``reset(options=...)`` understands; any other raises."""
-
-
-def _is_int(value: Any) -> bool:
-    """Whether ``value`` is an integer (Python or NumPy, a 0-d integer array included), never a bool."""
-    if type(value) is int:
-        return True
-    if isinstance(value, np.ndarray) and value.shape == ():
-        value = value[()]
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _pending_patterns() -> dict[str, float]:
@@ -182,7 +173,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
                              (*env_keywords(type(self), HarnessEnv), *MAKE_KEYWORDS))
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        if not _is_int(budget):
+        if not is_int(budget):
             raise TypeError(f"budget must be an int, got {type(budget).__name__} {budget!r}")
         if not 1 <= int(budget) <= MAX_BUDGET:
             raise ValueError(f"budget must be in [1, {MAX_BUDGET}], got {budget}")
@@ -197,7 +188,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
         if not any(exec_cache is mode if isinstance(mode, bool) else exec_cache == mode for mode in CACHE_MODES):
             raise ValueError(f"exec_cache must be True or 'disk' (memory + disk), 'memory' (this process only) or "
                              f"False (no result cache), got {exec_cache!r}")
-        if action_costs is not None and not all(_is_int(a) and _is_int(c) for a, c in action_costs.items()):
+        if action_costs is not None and not all(is_int(a) and is_int(c) for a, c in action_costs.items()):
             raise TypeError(f"action_costs must map action ints to int costs, got {dict(action_costs)!r}")
         if action_costs is not None and not set(action_costs) <= set(range(N_ACTIONS)):
             raise ValueError(f"action_costs has unknown actions {sorted(set(action_costs) - set(range(N_ACTIONS)))}")
@@ -473,7 +464,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
                 raise ValueError(f"unknown reset option(s) {unknown}; known: {list(RESET_OPTIONS)}")
             if "split" in options and options["split"] not in SPLITS:
                 raise ValueError(f"options['split'] must be one of {SPLITS}, got {options['split']!r}")
-        if seed is not None and not _is_int(seed):
+        if seed is not None and not is_int(seed):
             raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
         super().reset(seed=None if seed is None else int(seed))
         self._end_episode()
@@ -501,7 +492,7 @@ class HarnessEnv(gym.Env[np.ndarray, np.int64]):
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("episode is over; call reset()")
-        if type(action) is not int and not _is_int(action):
+        if type(action) is not int and not is_int(action):
             raise TypeError(f"action must be an int in [0, {N_ACTIONS}), got {type(action).__name__} {action!r}")
         index = int(action)
         if not 0 <= index < N_ACTIONS:

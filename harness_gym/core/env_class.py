@@ -6,6 +6,9 @@ error that names a misspelt one) and the sections of its docstring that are the 
 from __future__ import annotations
 
 import inspect
+from typing import Any
+
+import numpy as np
 
 from harness_gym.core.state import features_table
 
@@ -55,3 +58,13 @@ def document_env(cls: type) -> type:
         cls.__doc__ = (cls.__doc__.replace("{observation_table}", features_table())
                        .replace("{episode_end}", EPISODE_END).replace("{info}", INFO))
     return cls
+
+
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an integer (Python or NumPy, a 0-d integer array included), never a bool (the env's
+    checks of its integer keywords)."""
+    if type(value) is int:
+        return True
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
