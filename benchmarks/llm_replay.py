@@ -31,6 +31,7 @@ import openai  # noqa: F401  (imported before timing: the worker imports it at i
 import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.core.paths import data_path
 from harness_gym.workers.llm_cache import LLMCache, request_key
+from harness_gym_baselines.common.options import recorded_env_kwargs
 
 WORKER_METHODS = ("draft", "revise", "propose_tool_call", "self_check", "confidence")
 
@@ -105,7 +106,7 @@ def replay_episodes(manifest: dict[str, Any], cache: Path, repeat: int, *, stub:
                     worker._request = keyed
                 else:
                     env = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"],
-                                   **manifest.get("env_kwargs", {}).get(env_id, {}))
+                                   **recorded_env_kwargs(manifest, env_id, "the recording"))
                 envs[env_id] = env
                 timers[env_id] = _Timed(env.unwrapped.worker)
             env = envs[env_id]

@@ -25,6 +25,7 @@ import pytest
 
 from harness_gym.core.actions import Action
 from harness_gym.core.paths import data_path
+from harness_gym_baselines.common.options import recorded_env_kwargs
 from tests.recording import needs_v1_recording
 from tests.test_envs import same
 from tests.test_llm_worker import run_episode
@@ -138,7 +139,7 @@ def test_shipped_recording_replays():
     assert len({ep["env_id"] for ep in manifest["episodes"]}) >= 3
     for ep in manifest["episodes"]:
         env = gym.make(ep["env_id"], worker="openai", cache=cache, cache_mode="replay", **manifest["worker"],
-                       **manifest.get("env_kwargs", {}).get(ep["env_id"], {}))
+                       **recorded_env_kwargs(manifest, ep["env_id"], str(manifest_path)))
         obs, info = env.reset(seed=ep["seed"], options={"task_id": ep["task_id"]})
         totals = dict.fromkeys(ep["cost"], 0.0)
         for act in ep["actions"]:

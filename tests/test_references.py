@@ -172,3 +172,21 @@ def test_card_check_replays_the_shipped_card_of_one_env():
     data, markdown, readme, _ = card_module.default_paths(ROOT)
     shipped = json.loads(data.read_text())
     assert card_module.check(shipped, ["HarnessPlan-v2"], markdown=markdown, readme=readme) == []
+
+
+@pytest.mark.parametrize("env_kwargs, message", [
+    ({"HarnessPlan-v2": {"sandbox": "process", "require_isolation": False}}, "require_isolation, sandbox cannot come"),
+    ({"HarnessPlan-v2": {"budget_units": float("inf")}}, "budget_units: a finite number > 0"),
+    ({"HarnessPlan-v2": {"prices": "free-lunch"}}, "prices:"),
+    ({"HarnessPlan-v2": ["budget_units"]}, "env_kwargs must map env ids to objects"),
+])
+def test_a_recording_names_only_the_settings_it_was_recorded_under(env_kwargs, message):
+    """A recording is a file a user is handed: its env_kwargs may set the cost budget and prices, nothing that
+    weakens the sandbox or changes the worker."""
+    from harness_gym_baselines.common.options import UsageError, recorded_env_kwargs
+
+    with pytest.raises(UsageError, match=message):
+        recorded_env_kwargs({"env_kwargs": env_kwargs}, "HarnessPlan-v2", "evil.json")
+    assert recorded_env_kwargs({"env_kwargs": {"HarnessPlan-v2": {"budget_units": 4.5}}}, "HarnessPlan-v2",
+                               "ok.json") == {"budget_units": 4.5}
+    assert recorded_env_kwargs({}, "HarnessPlan-v2", "old.json") == {}

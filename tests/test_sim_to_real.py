@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from harness_gym.core.paths import data_path
+from harness_gym_baselines.common.options import recorded_env_kwargs
 from harness_gym_baselines.experiments.sim_to_real import (
     FIXED,
     LEARNED,
@@ -81,7 +82,7 @@ def test_shipped_learned_controller_reproduces_its_recorded_actions():
     for ep in learned:
         policy = make_controller(ep["policy"], ep["env_id"], manifest, MANIFEST.parent)
         env = gym.make(ep["env_id"], worker="openai", cache=cache, cache_mode="replay", **manifest["worker"],
-                       **manifest.get("env_kwargs", {}).get(ep["env_id"], {}))
+                       **recorded_env_kwargs(manifest, ep["env_id"], str(MANIFEST)))
         obs, info = env.reset(seed=ep["seed"], options={"task_id": ep["task_id"]})
         policy.reset(env, ep["seed"])
         actions, term, trunc = [], False, False

@@ -20,6 +20,7 @@ from harness_gym_baselines.common.options import (
     check_env_kwargs,
     make_env,
     parse_key_values,
+    recorded_env_kwargs,
 )
 
 
@@ -144,15 +145,15 @@ def worker_options(args: argparse.Namespace, env_ids: Sequence[str] = ()) -> dic
 
 
 def recorded_settings(manifest: str, env_ids: Sequence[str]) -> dict[str, Any]:
-    """The env keywords a recording's episodes were recorded under (the manifest's ``env_kwargs`` per env id, e.g.
-    the cost budget then in force), which a replay must use to ask the recorded calls; ``{}`` when it names none.
+    """The env keywords a recording's episodes were recorded under (:func:`recorded_env_kwargs`: its manifest's
+    ``env_kwargs`` per env id, checked), which a replay must use to ask the recorded calls; ``{}`` when it names none.
 
     :param manifest: a recording manifest (:func:`recording_options` has checked it)
     :param env_ids: the envs the command makes
     :raises UsageError: when the envs were recorded under different keywords (replay them one at a time)
     """
-    per_env = json.loads(Path(manifest).read_text()).get("env_kwargs", {})
-    settings = [dict(per_env.get(env_id, {})) for env_id in env_ids]
+    blob = json.loads(Path(manifest).read_text())
+    settings = [recorded_env_kwargs(blob, env_id, f"--recording {manifest}") for env_id in env_ids]
     if any(s != settings[0] for s in settings[1:]):
         raise UsageError(f"--recording {manifest}: {', '.join(env_ids)} were recorded under different env keywords "
                          f"({', '.join(f'{e}: {s}' for e, s in zip(env_ids, settings))}); replay one env at a time")

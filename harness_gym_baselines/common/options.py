@@ -329,3 +329,41 @@ def refuse_config_keywords(env_kwargs: Mapping[str, Any]) -> None:
     for key, flag in ONLINE_CONFIG_KEYWORDS.items():
         if key in env_kwargs:
             raise UsageError(f"--env-kwarg {key}=...: the trainers take {flag}")
+
+
+RECORDED_ENV_KEYWORDS: frozenset[str] = frozenset({"budget_units", "prices"})
+"""The env keywords a recording manifest may name for its episodes (``env_kwargs``): the settings that decide
+what the recorded MDP billed and observed. Nothing else (a sandbox, an isolation flag, a worker option) is taken
+from a file a user is handed."""
+
+
+def recorded_env_kwargs(manifest: Mapping[str, Any], env_id: str, where: str) -> dict[str, Any]:
+    """The env keywords a recording's episodes on ``env_id`` were recorded under (its ``env_kwargs``), checked: a
+    mapping per env id of :data:`RECORDED_ENV_KEYWORDS` only, ``budget_units`` a finite number > 0 or ``None``,
+    ``prices`` a profile name. ``{}`` when the manifest names none.
+
+    :param manifest: the recording's manifest (parsed JSON)
+    :param env_id: the env the episodes are replayed on
+    :param where: the manifest's path, for the error
+    :raises UsageError: one line naming the file, the env id and the bad entry
+    """
+    per_env = manifest.get("env_kwargs", {})
+    if not isinstance(per_env, Mapping) or not isinstance(per_env.get(env_id, {}), Mapping):
+        raise UsageError(f"{where}: env_kwargs must map env ids to objects of keywords")
+    given = dict(per_env.get(env_id, {}))
+    unknown = sorted(set(given) - RECORDED_ENV_KEYWORDS)
+    if unknown:
+        raise UsageError(f"{where}: env_kwargs.{env_id}: {', '.join(unknown)} cannot come from a recording (only "
+                         f"{', '.join(sorted(RECORDED_ENV_KEYWORDS))})")
+    units = given.get("budget_units")
+    if "budget_units" in given and units is not None and (
+            isinstance(units, bool) or not isinstance(units, (int, float)) or not math.isfinite(units) or units <= 0):
+        raise UsageError(f"{where}: env_kwargs.{env_id}.budget_units: a finite number > 0 or null, got {units!r}")
+    if "prices" in given:
+        if not isinstance(given["prices"], str):
+            raise UsageError(f"{where}: env_kwargs.{env_id}.prices: a profile name, got {given['prices']!r}")
+        try:
+            price_table(given["prices"])
+        except ValueError as exc:
+            raise UsageError(f"{where}: env_kwargs.{env_id}.prices: {exc}") from None
+    return given

@@ -34,6 +34,7 @@ from harness_gym.core.paths import data_path
 from harness_gym.running.rollout import Policy
 from harness_gym.workers.calibrate import ProfileFit, collect_events, fit_profile
 from harness_gym.workers.profile import WorkerProfile
+from harness_gym_baselines.common.options import recorded_env_kwargs
 from harness_gym_baselines.experiments.statistics import bootstrap_ci
 from harness_gym_baselines.policies.scripted import StaticPolicy, ThoroughPolicy
 
@@ -280,8 +281,8 @@ def env_rows(manifest_path: Path, env_id: str, sim_seeds: int,
     manifest = json.loads(manifest_path.read_text())
     cache = manifest_path.parent / manifest["cache"]
     episodes = [ep for ep in manifest["episodes"] if ep["env_id"] == env_id]
-    real = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"],
-                    **manifest.get("env_kwargs", {}).get(env_id, {}))
+    recorded = recorded_env_kwargs(manifest, env_id, str(manifest_path))
+    real = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"], **recorded)
     domain = real.unwrapped.domain.name
     default = WorkerProfile.for_domain(domain)
     try:
@@ -305,7 +306,7 @@ def env_rows(manifest_path: Path, env_id: str, sim_seeds: int,
                 return learned
         q_real = [float(ep["quality"]) for ep in mine]
         sim = {label: _sim_per_task(env_id, manifest["split"], profile, controller, task_ids, sim_seeds,
-                                    manifest.get("env_kwargs", {}).get(env_id))
+                                    recorded)
                for label, profile in (("default", default), ("fitted", fit.profile))}
         rows.append(SimToRealRow(
             env_id, policy, len(mine), float(np.mean(q_real)), float(np.mean(sim["default"][0])),
