@@ -78,7 +78,7 @@ def test_a_rerun_with_other_sizes_is_refused(tiny_run, capsys):
     out, _, _ = tiny_run
     with pytest.raises(SystemExit):
         lac.main(_argv(out, "--size", "test_episodes=11"))
-    assert "other sizes" in capsys.readouterr().err
+    assert "other sizes or prices" in capsys.readouterr().err
 
 
 def _row(env: str, w: float, controller: str, *, q: float = 0.5, cost: float = 10.0,
@@ -136,3 +136,29 @@ def test_bad_arguments_name_what_is_wrong(capsys):
     with pytest.raises(SystemExit):
         lac.main(["--envs", "HarnessPlan-v2", "--cost-weights", "-1", "--out", "unused"])
     assert "must be a finite number >= 0" in capsys.readouterr().err
+
+
+def test_a_run_at_another_price_profile_prices_every_cell_with_it(tiny_run, tmp_path, capsys):
+    out, _, _ = tiny_run
+    frontier = tmp_path / "frontier"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MINARI_DATASETS_PATH", str(frontier / "minari"))
+        argv = ["--envs", ENV, "--cost-weights", "0.1", "--out", str(frontier), "--quiet", "--prices",
+                "frontier-hosted", *(a for pair in TINY for a in ("--size", pair))]
+        assert lac.main(argv) == 0
+    cells = sorted((frontier / "cells").rglob("*.json"))
+    assert len(cells) == len(lac.CONTROLLERS)
+    assert all(json.loads(p.read_text())["settings"]["prices"] == "frontier-hosted" for p in cells)
+    assert json.loads((frontier / "table.json").read_text())["prices"] == "frontier-hosted"
+    assert "Price profile `frontier-hosted`" in (frontier / "table.md").read_text()
+    # the same fixed script on the same episodes: same quality, every call billed at the frontier list prices
+    cheap, dear = (json.loads(lac.cell_path(o, ENV, 0.1, "forced-check", 0).read_text())["records"]
+                   for o in (out, frontier))
+    assert [r["quality"] for r in cheap] == [r["quality"] for r in dear]
+    assert all(d["cost"] > 5 * c["cost"] for c, d in zip(cheap, dear, strict=True))
+    with pytest.raises(SystemExit):  # the folder holds a frontier-hosted run
+        lac.main([*argv[:-len(TINY) * 2 - 2], *(a for pair in TINY for a in ("--size", pair))])
+    assert "other sizes or prices" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        lac.main(["--envs", ENV, "--out", str(tmp_path / "x"), "--prices", "no-such-profile"])
+    assert "--prices" in capsys.readouterr().err

@@ -3,9 +3,10 @@ searched script, the closed-loop probe and the named scripts (issue 24, "Must sh
 
     python -m harness_gym_baselines.experiments.learners_at_cost --envs HarnessPlan-v1,HarnessCode-v1
         --cost-weights 0,0.01,0.1 --out results/learners_at_cost [--quick] [--num-workers 2]
-        [--size FIELD=VALUE ...]
+        [--prices PROFILE] [--size FIELD=VALUE ...]
 
-For each env (default price profile) and each cost weight ``w`` (return ``Q - w * cost units``):
+For each env (at one price profile, ``--prices``, default the cheap-hosted ``default``) and each cost weight ``w``
+(return ``Q - w * cost units``; every env, search, buffer, trainer and evaluation is built with the profile):
 
 - **references**: ``forced-check`` and ``static`` (:mod:`harness_gym_baselines.policies.scripted`),
   ``best-fixed``, the winner at ``w`` of the open-loop script search (one search per env serving every
@@ -69,7 +70,9 @@ import gymnasium as gym
 import numpy as np
 
 import harness_gym  # noqa: F401  (registers the env ids, also in worker processes)
+from harness_gym.core.prices import DEFAULT_PROFILE
 from harness_gym_baselines.common.dataclass_flags import doc_summary
+from harness_gym_baselines.common.options import prices_name
 from harness_gym_baselines.experiments.engine import Task, progress_bar, run_tasks
 from harness_gym_baselines.experiments.fixed_references import ReferenceSizes, fixed_references
 from harness_gym_baselines.experiments.frontier import parse_cost_weights
@@ -111,8 +114,19 @@ def cell_path(out: Path, env_id: str, w: float, controller: str, seed: int) -> P
 
 def dataset_id(env_id: str, w: float, seed: int) -> str:
     """The Minari id of the behaviour buffer of ``env_id`` collected at ``w`` with ``seed``."""
-    slug = env_id.removeprefix("Harness").removesuffix("-v1").lower()
+    slug = short_name(env_id).lower()
     return f"harness/{slug}-coverage-w{wkey(w).replace('.', 'p')}-seed{seed}-v0"
+
+
+def short_name(env_id: str) -> str:
+    """``HarnessCode-v2`` as ``Code`` (tables and dataset ids)."""
+    name, sep, version = env_id.removeprefix("Harness").rpartition("-v")
+    return name if sep and version.isdigit() else env_id.removeprefix("Harness")
+
+
+def price_kwargs(prices: str) -> dict[str, Any]:
+    """The env keywords of a price profile: none for the default (cells and searches keep their v1 settings)."""
+    return {} if prices == DEFAULT_PROFILE else {"prices": prices}
 
 
 # ----- the cell sets (each one a job of the process pool) -------------------------------------------------------
@@ -125,11 +139,13 @@ def reference_sizes(sizes: Sizes) -> ReferenceSizes:
                           cem_episodes=sizes.probe_cem_episodes)
 
 
-def _references(env_id: str, w: float, weights: Sequence[float], sizes: Sizes, out: Path) -> dict[str, tuple[Any, dict]]:
+def _references(env_id: str, w: float, weights: Sequence[float], sizes: Sizes, out: Path,
+                prices: str) -> dict[str, tuple[Any, dict]]:
     """The reference controllers at ``w``: {name: (policy, what to record with its cell)}."""
     from harness_gym_baselines.policies.registry import make_policy
 
-    found = fixed_references(env_id, weights, cache_dir=out / "references", sizes=reference_sizes(sizes))[w]
+    found = fixed_references(env_id, weights, cache_dir=out / "references", sizes=reference_sizes(sizes),
+                             env_kwargs=price_kwargs(prices))[w]
     record = {key: found.record[key] for key in ("script", "script_val_return", "probe_val_return", "probe_chosen")}
     return {"forced-check": (make_policy("forced-check"), {}), "static": (make_policy("static"), {}),
             "best-fixed": (found.script, {"script": found.record["script"]}),
@@ -143,30 +159,32 @@ def _coverage_args(weights: Sequence[float], out: Path) -> argparse.Namespace:
                               cost_weight=max(weights), quiet=True)
 
 
-def run_search(env_id: str, weights: Sequence[float], sizes: Sizes, out: Path) -> str:
+def run_search(env_id: str, weights: Sequence[float], sizes: Sizes, out: Path, prices: str = DEFAULT_PROFILE) -> str:
     """The script search and the probes of ``env_id`` (cached under ``out/references``), and the small search
     whose top scripts the coverage buffers play (``out/coverage_scripts``)."""
     from harness_gym_baselines.experiments.offline_comparison import SMALL_SEARCH
     from harness_gym_baselines.experiments.script_search import search_to_file
 
-    fixed_references(env_id, weights, cache_dir=out / "references", sizes=reference_sizes(sizes))
-    search_to_file(SearchConfig(env_id, cost_weights=tuple(sorted({0.0, *map(float, weights)})), **SMALL_SEARCH),
-                   out / "coverage_scripts")
+    fixed_references(env_id, weights, cache_dir=out / "references", sizes=reference_sizes(sizes),
+                     env_kwargs=price_kwargs(prices))
+    search_to_file(SearchConfig(env_id, cost_weights=tuple(sorted({0.0, *map(float, weights)})),
+                                env_kwargs=price_kwargs(prices), **SMALL_SEARCH), out / "coverage_scripts")
     return f"{env_id} script search and probes"
 
 
-def run_references(env_id: str, w: float, weights: Sequence[float], sizes: Sizes, out: Path) -> str:
+def run_references(env_id: str, w: float, weights: Sequence[float], sizes: Sizes, out: Path,
+                   prices: str = DEFAULT_PROFILE) -> str:
     """Evaluate every reference controller of (env, w) on the test episodes."""
     paths = {name: cell_path(out, env_id, w, name, 0) for name in REFERENCES}
     if not all(p.exists() for p in paths.values()):
-        for name, (policy, extra) in _references(env_id, w, weights, sizes, out).items():
+        for name, (policy, extra) in _references(env_id, w, weights, sizes, out, prices).items():
             policy.name = name
             run_cell(paths[name], env_id, policy, name, episodes=sizes.test_episodes, seed=sizes.test_seed,
-                     extra={"train_seed": 0, **extra}, cost_weight=w)
+                     extra={"train_seed": 0, **extra}, cost_weight=w, env_kwargs=price_kwargs(prices))
     return f"{env_id} w={wkey(w)} references"
 
 
-def run_offline(env_id: str, w: float, seed: int, sizes: Sizes, out: Path) -> str:
+def run_offline(env_id: str, w: float, seed: int, sizes: Sizes, out: Path, prices: str = DEFAULT_PROFILE) -> str:
     """Collect the behaviour buffer of (env, w, seed), train every offline learner on it and evaluate them."""
     paths = {name: cell_path(out, env_id, w, name, seed) for name in OFFLINE}
     if all(p.exists() for p in paths.values()):
@@ -178,9 +196,9 @@ def run_offline(env_id: str, w: float, seed: int, sizes: Sizes, out: Path) -> st
 
     dsid = dataset_id(env_id, w, seed)
     start = time.perf_counter()
-    behaviour = CoveragePolicy(coverage_scripts(env_id, _coverage_args((w,), out)))
+    behaviour = CoveragePolicy(coverage_scripts(env_id, _coverage_args((w,), out), price_kwargs(prices)))
     collect(env_id, behaviour, dsid, episodes=sizes.buffer_episodes, seed=seed, progress=False,
-            env_kwargs={"cost_weight": w})
+            env_kwargs={"cost_weight": w, **price_kwargs(prices)})
     collect_seconds = time.perf_counter() - start
     data = None
     for name, path in paths.items():
@@ -202,11 +220,12 @@ def run_offline(env_id: str, w: float, seed: int, sizes: Sizes, out: Path) -> st
         policy = trainer.load(model)
         policy.name = name
         run_cell(path, env_id, policy, name, episodes=sizes.test_episodes, seed=sizes.test_seed, extra=extra,
-                 cost_weight=w)
+                 cost_weight=w, env_kwargs=price_kwargs(prices))
     return f"{env_id} w={wkey(w)} offline seed {seed}"
 
 
-def run_online(env_id: str, w: float, algo: str, seed: int, sizes: Sizes, out: Path) -> str:
+def run_online(env_id: str, w: float, algo: str, seed: int, sizes: Sizes, out: Path,
+               prices: str = DEFAULT_PROFILE) -> str:
     """Train one online learner at (env, w, seed) and evaluate its greedy and its sampled policy."""
     paths = {name: cell_path(out, env_id, w, name, seed) for name in (algo, algo + SAMPLED)}
     if all(p.exists() for p in paths.values()):
@@ -217,7 +236,8 @@ def run_online(env_id: str, w: float, algo: str, seed: int, sizes: Sizes, out: P
     model = out / "models" / env_id / f"w{wkey(w)}" / f"{algo}-seed{seed}.zip"
     extra: dict[str, Any] = {"train_seed": seed}
     if not model.exists():
-        settings = {"env_id": env_id, "out": str(model), "seed": seed, "cost_weight": w, "steps": sizes.online_steps,
+        settings = {"env_id": env_id, "out": str(model), "seed": seed, "cost_weight": w, "prices": prices,
+                    "steps": sizes.online_steps,
                     "preference_episodes": sizes.ecpo_preference_episodes, "final_eval_episodes": 0,
                     "log_dir": str(out / "runs"), "progress": False}
         start = time.perf_counter()
@@ -227,7 +247,7 @@ def run_online(env_id: str, w: float, algo: str, seed: int, sizes: Sizes, out: P
         policy = trainer.load(model)
         policy.name, policy.deterministic = name, not name.endswith(SAMPLED)
         run_cell(path, env_id, policy, name, episodes=sizes.test_episodes, seed=sizes.test_seed, extra=extra,
-                 cost_weight=w)
+                 cost_weight=w, env_kwargs=price_kwargs(prices))
     return f"{env_id} w={wkey(w)} {algo} seed {seed}"
 
 
@@ -237,14 +257,16 @@ def _config(config: type, settings: dict[str, Any]) -> Any:
     return config(**{k: v for k, v in settings.items() if k in fields and v is not None})
 
 
-def jobs(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path) -> list[Task]:
+def jobs(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path,
+         prices: str = DEFAULT_PROFILE) -> list[Task]:
     """The plan of :func:`run_all`: each env's script search, then its cell sets, the slowest kinds first (each
     cell set needs its env's search: the references and the offline buffers' coverage scripts come from it)."""
     def task(fn: Any, name: str, env_id: str, **kwargs: Any) -> Task:
-        return Task(name, fn, {"env_id": env_id, "sizes": sizes, "out": out, **kwargs},
+        return Task(name, fn, {"env_id": env_id, "sizes": sizes, "out": out, "prices": prices, **kwargs},
                     f"{fn.__name__}({env_id!r}, ...)", needs=(f"search:{env_id}",))
 
-    searches = [Task(f"search:{e}", run_search, {"env_id": e, "weights": tuple(weights), "sizes": sizes, "out": out},
+    searches = [Task(f"search:{e}", run_search, {"env_id": e, "weights": tuple(weights), "sizes": sizes, "out": out,
+                                                 "prices": prices},
                      f"run_search({e!r}, ...)") for e in env_ids]
     online = [task(run_online, f"online:{e}:w{wkey(w)}:{algo}:seed{s}", e, w=w, algo=algo, seed=s)
               for e in env_ids for w in weights for algo in ONLINE for s in range(sizes.online_seeds)]
@@ -256,7 +278,7 @@ def jobs(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Pa
 
 
 def run_all(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out: Path, *, num_workers: int = 1,
-            progress: bool = True) -> None:
+            progress: bool = True, prices: str = DEFAULT_PROFILE) -> None:
     """Run (or resume) every cell set with :func:`~harness_gym_baselines.experiments.engine.run_tasks`: the
     script searches first (the references need them), then the rest.
 
@@ -266,8 +288,9 @@ def run_all(env_ids: Sequence[str], weights: Sequence[float], sizes: Sizes, out:
     :param out: the output folder (the task records under ``OUT/tasks``)
     :param num_workers: processes running cell sets at once (1: this process)
     :param progress: show a progress bar over the cell sets
+    :param prices: the price profile of every env
     """
-    plan = jobs(env_ids, weights, sizes, out)
+    plan = jobs(env_ids, weights, sizes, out, prices)
     with progress_bar("cell sets", len(plan), enabled=progress, print_each=False) as bar:
         run_tasks(plan, out, num_workers, started=bar.started, finished=bar.finished, records_dir="tasks",
                   what="learners_at_cost task")
@@ -394,7 +417,7 @@ def condensed_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
         fc, best, probe = here["forced-check"], here["best-fixed"], here["probe"]
         top = max(learned, key=lambda r: r["return"]["mean"])
         spread = "" if top["seed_spread"] is None else f" ({top['seed_spread']:.3f})"
-        lines.append(f"| {env_id.removeprefix('Harness').removesuffix('-v1')} | {wkey(w)} | "
+        lines.append(f"| {short_name(env_id)} | {wkey(w)} | "
                      f"{fc['quality']['mean']:.3f} / {fc['cost']['mean']:.2f} | `{best.get('script', '')}` "
                      f"{best['return']['mean']:+.3f} | {_fmt(probe['minus_best_fixed'], True)} | {top['controller']} | "
                      f"{top['return']['mean']:+.3f} | {_fmt(top['minus_best_fixed'], True)} | "
@@ -403,9 +426,9 @@ def condensed_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def markdown_table(rows: Sequence[dict[str, Any]], sizes: Sizes) -> str:
+def markdown_table(rows: Sequence[dict[str, Any]], sizes: Sizes, prices: str = DEFAULT_PROFILE) -> str:
     """The condensed table, the summary lines and the full table as Markdown."""
-    lines = [*condensed_lines(rows), "", "Default price profile; return = Q - w * cost units; test split, the same "
+    lines = [*condensed_lines(rows), "", f"Price profile `{prices}`; return = Q - w * cost units; test split, the same "
              f"{sizes.test_episodes} seeded episodes for every row; 95% CIs by a two-level bootstrap over training "
              "seeds and episodes; `- best fixed` is the paired per-episode return difference.", "",
              *(f"- {line}" for line in summary_lines(rows)), "",
@@ -420,12 +443,12 @@ def markdown_table(rows: Sequence[dict[str, Any]], sizes: Sizes) -> str:
     return "\n".join([*lines, "", provenance_line("learners_at_cost")]) + "\n"
 
 
-def write_table(out: Path, rows: Sequence[dict[str, Any]], sizes: Sizes) -> None:
-    """``table.md``, ``table.csv`` and ``table.json`` (rows, summary lines, sizes) under ``out``."""
+def write_table(out: Path, rows: Sequence[dict[str, Any]], sizes: Sizes, prices: str = DEFAULT_PROFILE) -> None:
+    """``table.md``, ``table.csv`` and ``table.json`` (rows, summary lines, sizes, prices) under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "table.md").write_text(markdown_table(rows, sizes))
-    (out / "table.json").write_text(json.dumps({"sizes": dataclasses.asdict(sizes), "summary": summary_lines(rows),
-                                                "rows": list(rows)}, indent=1) + "\n")
+    (out / "table.md").write_text(markdown_table(rows, sizes, prices))
+    (out / "table.json").write_text(json.dumps({"sizes": dataclasses.asdict(sizes), "prices": prices,
+                                                "summary": summary_lines(rows), "rows": list(rows)}, indent=1) + "\n")
     stats = ("return", "quality", "cost", "minus_best_fixed")
     with open(out / "table.csv", "w", newline="") as f:
         writer = csv.writer(f)
@@ -468,6 +491,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-workers", type=int, default=1, help="processes running cell sets at once")
     parser.add_argument("--size", action="append", default=[], metavar="FIELD=VALUE",
                         help=f"change one size (repeatable): {', '.join(f.name for f in dataclasses.fields(Sizes))}")
+    parser.add_argument("--prices", default=DEFAULT_PROFILE, metavar="PROFILE", type=prices_name,
+                        help="price profile of every env (default: %(default)s; e.g. frontier-hosted)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no table on stdout")
     args = parser.parse_args(argv)
     try:
@@ -478,18 +503,19 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     out = Path(args.out)
-    settings_file = out / "sizes.json"
-    if settings_file.exists() and json.loads(settings_file.read_text()) != json.loads(json.dumps(dataclasses.asdict(sizes))):
-        parser.error(f"{out} holds a run with other sizes ({settings_file}): use another --out or the same sizes")
+    settings_file, settings = out / "sizes.json", {**dataclasses.asdict(sizes), **price_kwargs(args.prices)}
+    if settings_file.exists() and json.loads(settings_file.read_text()) != json.loads(json.dumps(settings)):
+        parser.error(f"{out} holds a run with other sizes or prices ({settings_file}): use another --out or the "
+                     "same settings")
     out.mkdir(parents=True, exist_ok=True)
-    settings_file.write_text(json.dumps(dataclasses.asdict(sizes), indent=1) + "\n")
+    settings_file.write_text(json.dumps(settings, indent=1) + "\n")
     os.environ["MINARI_DATASETS_PATH"] = str((out / "minari").resolve())  # inherited by the spawned workers
     start = time.perf_counter()
-    run_all(env_ids, weights, sizes, out, num_workers=args.num_workers, progress=not args.quiet)
+    run_all(env_ids, weights, sizes, out, num_workers=args.num_workers, progress=not args.quiet, prices=args.prices)
     rows = collect_rows(out, env_ids, weights, sizes)
-    write_table(out, rows, sizes)
+    write_table(out, rows, sizes, args.prices)
     if not args.quiet:
-        sys.stdout.write(markdown_table(rows, sizes))
+        sys.stdout.write(markdown_table(rows, sizes, args.prices))
         sys.stdout.write(f"\n{time.perf_counter() - start:.0f} s\n")
     return 0
 
