@@ -321,6 +321,12 @@ def _check_settings(path: Path, settings: dict[str, Any]) -> None:
         path.write_text(json.dumps(settings, indent=1))
 
 
+def _frontier_prices(henv: Any) -> dict[str, Any]:
+    """``{"frontier_prices": table}`` for a tiered env (:mod:`harness_gym.tiered`), else nothing."""
+    table = getattr(henv, "frontier_prices", None)
+    return {} if table is None else {"frontier_prices": table.as_dict()}
+
+
 def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed: int = 0,
             split: str = "train", env_kwargs: Mapping[str, Any] | None = None,
             ref_policies: tuple[Policy, Policy] | None = None, ref_episodes: int = 100,
@@ -418,7 +424,7 @@ def collect(env_id: str, policy: Policy, dataset_id: str, *, episodes: int, seed
     dataset.storage.update_metadata({"dataset_size": dataset.storage.get_size(), "harness_gym": {
         "settings": settings, "feature_names": list(henv.feature_names), "budget": henv.budget,
         "success_threshold": henv.domain.success_threshold, "cost_weight": henv.cost_weight,
-        "prices": henv.prices.as_dict(), "cost_mean": float(np.mean([o["cost"] for o in outcomes])),
+        "prices": henv.prices.as_dict(), **_frontier_prices(henv), "cost_mean": float(np.mean([o["cost"] for o in outcomes])),
         "return_mean": float(np.mean([np.sum(b.rewards) for b in buffers])), "outcomes": _outcome_columns(outcomes)}})
     shutil.rmtree(folder)
     return minari.load_dataset(dataset_id)

@@ -200,6 +200,11 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
         return self.base.budget_units
 
     @property
+    def prices(self) -> PriceTable:
+        """The cheap tier's price table (actions 0-6; :attr:`frontier_prices` bills the frontier actions)."""
+        return self.cheap_prices
+
+    @property
     def settings(self) -> dict[str, Any]:
         """The base env's settings, with both tiers' price profiles."""
         return {**self.base.settings, "prices": self.cheap_prices.name, "frontier_prices": self.frontier_prices.name}

@@ -3,7 +3,7 @@ learned controller, at one cost weight and the default prices.
 
     python -m harness_gym_baselines.experiments.cascade --out OUT [--envs HarnessCodeTiered-v2 ...]
         [--cost-weight 0.01] [--val-episodes 100] [--train-episodes 60] [--test-episodes 300] [--ppo-steps 30000]
-        [--ppo-seeds 0 1]
+        [--ppo-seeds 0 1] [--offline awr-q iql] [--offline-episodes 1000] [--offline-seeds 0 1]
 
 Per env, in order, each choice made before the test split is read:
 
@@ -13,7 +13,11 @@ Per env, in order, each choice made before the test split is read:
    threshold, repair tier, checks), ``--train-episodes`` on train; the best mean return is ``best-fixed``;
 3. ``ppo-sparse`` (MaskablePPO on the env's reward, :mod:`harness_gym_baselines.algos.ppo`), one run per
    ``--ppo-seeds`` seed, ``--ppo-steps`` steps on train;
-4. every controller on the same ``--test-episodes`` test episodes (reset seeds ``0..N-1``): mean Q, cost units and
+4. the offline learners of ``--offline`` (each trainer at its config's defaults; ``awr-q`` is AWR with the fitted
+   advantage), one per ``--offline-seeds`` seed, each trained on its own buffer of ``--offline-episodes`` train
+   episodes of :class:`~harness_gym_baselines.policies.cascade.CascadeMixture` over the searched grid (every tier
+   choice, plus one-step random departures), rewards at the same cost weight;
+5. every controller on the same ``--test-episodes`` test episodes (reset seeds ``0..N-1``): mean Q, cost units and
    return with 95% bootstrap CIs, and each controller's return minus best-fixed's, paired per episode (two-level
    bootstrap over PPO seeds). The question asked of the learned controller: does it reach always-frontier's Q at
    <= 50% of its cost?
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +41,7 @@ import numpy as np
 import harness_gym  # noqa: F401 -- registers the tiered ids
 from harness_gym.running.rollout import Policy, play_episode
 from harness_gym_baselines.experiments.statistics import mean_ci, paired_difference
-from harness_gym_baselines.policies.cascade import CASCADES, CascadePolicy, CascadeScript
+from harness_gym_baselines.policies.cascade import CASCADES, CascadeMixture, CascadePolicy, CascadeScript
 
 THRESHOLDS: tuple[int, ...] = (50, 60, 70, 75, 80, 85, 90)
 """The confidence thresholds (percent) the val split chooses among."""
@@ -91,6 +96,36 @@ def train_ppo(env_id: str, *, seed: int, steps: int, cost_weight: float, out: Pa
     return train(cfg)
 
 
+OFFLINE_TRAINERS: dict[str, tuple[str, dict[str, Any]]] = {"bc": ("bc", {}), "awr": ("awr", {"advantage": "mc"}),
+                                                         "awr-q": ("awr", {"advantage": "q"}), "iql": ("iql", {}),
+                                                         "cql": ("cql", {})}
+"""The offline learners ``--offline`` can name: row name -> (registered trainer, its settings)."""
+
+
+def train_offline(env_id: str, name: str, *, seed: int, episodes: int, grid: Sequence[CascadeScript],
+                  cost_weight: float, out: Path) -> Policy:
+    """One offline learner: a buffer of ``episodes`` train episodes of :class:`CascadeMixture` over ``grid`` (collection
+    seed ``seed``), then the trainer at its defaults (kept under ``out``: a rerun reuses buffer and model)."""
+    from harness_gym.datasets import collect, load_transitions
+    from harness_gym_baselines.common.trainer_registry import load_trainer
+    from harness_gym_baselines.experiments.learners_at_cost import short_name, trainer_config
+
+    trainer_name, settings = OFFLINE_TRAINERS[name]
+    trainer = load_trainer(trainer_name)
+    dataset_id = f"harness/{short_name(env_id).lower()}-cascade-mixture-seed{seed}-v0"
+    model = out / "models" / f"{env_id}-{name}-s{seed}.pt"
+    if not model.exists():
+        collect(env_id, CascadeMixture(list(grid)), dataset_id, episodes=episodes, seed=seed, progress=False,
+                env_kwargs={"cost_weight": cost_weight})
+        config = trainer_config(trainer.config, {"dataset_id": dataset_id, "out": str(model), "seed": seed,
+                                                 "eval_episodes": 0, "log_dir": str(out / "runs"), "progress": False,
+                                                 **settings})
+        trainer.train(config, load_transitions(dataset_id))
+    policy = trainer.load(model)
+    policy.name = name
+    return policy
+
+
 def coupling(env_id: str, *, seeds: int = 8) -> dict[str, Any]:
     """How the tiers' successes go together across the test tasks: per task, the success rate over ``seeds`` episodes
     of ``O1-R2-T1-Dc-En-Vc-C0`` (cheap draft) and ``O1-R2-T1-Df-En-Vf-C0`` (frontier draft); their correlation across
@@ -138,6 +173,9 @@ def run_env(env_id: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     if args.ppo_steps > 0:
         controllers["ppo-sparse"] = [train_ppo(env_id, seed=s, steps=args.ppo_steps, cost_weight=cw, out=out)
                                      for s in args.ppo_seeds]
+    for name in args.offline:
+        controllers[name] = [train_offline(env_id, name, seed=s, episodes=args.offline_episodes, grid=grid,
+                                           cost_weight=cw, out=out) for s in args.offline_seeds]
     test = {name: [play(env_id, p, split="test", episodes=args.test_episodes, cost_weight=cw) for p in policies]
             for name, policies in controllers.items()}
     best_fixed_return = test["best-fixed"][0]["return"]
@@ -156,7 +194,9 @@ def run_env(env_id: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
 
 def render_markdown(results: Sequence[dict[str, Any]], args: argparse.Namespace) -> str:
     lines = [f"cost weight {args.cost_weight}, default prices (cheap-hosted / frontier-hosted), "
-             f"{args.test_episodes} test episodes, ppo-sparse {args.ppo_steps} steps x seeds {list(args.ppo_seeds)}", ""]
+             f"{args.test_episodes} test episodes, ppo-sparse {args.ppo_steps} steps x seeds {list(args.ppo_seeds)}; "
+             f"offline {', '.join(args.offline) or 'none'} on {args.offline_episodes} mixture episodes x seeds "
+             f"{list(args.offline_seeds)}", ""]
     for res in results:
         lines += [f"### {res['env_id']}", "",
                   f"confidence threshold (val): {res['confidence_threshold'] / 100:.2f}; best fixed (train, "
@@ -184,7 +224,7 @@ def plot(results: Sequence[dict[str, Any]], path: Path) -> None:
         for name, row in res["rows"].items():
             x, y = row["units"]["mean"], row["quality"]["mean"]
             ax.errorbar(x, y, yerr=[[y - row["quality"]["ci95"][0]], [row["quality"]["ci95"][1] - y]],
-                        fmt="*" if name == "ppo-sparse" else "o", capsize=3, label=name)
+                        fmt="o" if name in CASCADES or name == "best-fixed" else "*", capsize=3, label=name)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("cost units per episode (log)")
@@ -207,11 +247,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--test-episodes", type=int, default=300)
     parser.add_argument("--ppo-steps", type=int, default=30_000)
     parser.add_argument("--ppo-seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--offline", nargs="*", default=["awr-q", "iql"], choices=sorted(OFFLINE_TRAINERS),
+                        help="offline learners trained on the cascade-mixture buffers (none: leave them out)")
+    parser.add_argument("--offline-episodes", type=int, default=1000)
+    parser.add_argument("--offline-seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--coupling", action="store_true",
                         help="only measure how the tiers' successes go together (coupling()), into OUT/coupling.json")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MINARI_DATASETS_PATH", str((out / "minari").resolve()))
     if args.coupling:
         found = {env_id: coupling(env_id) for env_id in args.envs}
         (out / "coupling.json").write_text(json.dumps(found, indent=1) + "\n")

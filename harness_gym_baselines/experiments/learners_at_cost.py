@@ -215,7 +215,7 @@ def run_offline(env_id: str, w: float, seed: int, sizes: Sizes, out: Path, price
             if name.startswith("awr"):
                 settings["advantage"] = "q" if name == "awr-q" else "mc"
             start = time.perf_counter()
-            trainer.train(_config(trainer.config, settings), data)
+            trainer.train(trainer_config(trainer.config, settings), data)
             extra["train_seconds"] = time.perf_counter() - start
         policy = trainer.load(model)
         policy.name = name
@@ -241,7 +241,7 @@ def run_online(env_id: str, w: float, algo: str, seed: int, sizes: Sizes, out: P
                     "preference_episodes": sizes.ecpo_preference_episodes, "final_eval_episodes": 0,
                     "log_dir": str(out / "runs"), "progress": False}
         start = time.perf_counter()
-        trainer.train(_config(trainer.config, settings))
+        trainer.train(trainer_config(trainer.config, settings))
         extra["train_seconds"] = time.perf_counter() - start
     for name, path in paths.items():
         policy = trainer.load(model)
@@ -251,7 +251,7 @@ def run_online(env_id: str, w: float, algo: str, seed: int, sizes: Sizes, out: P
     return f"{env_id} w={wkey(w)} {algo} seed {seed}"
 
 
-def _config(config: type, settings: dict[str, Any]) -> Any:
+def trainer_config(config: type, settings: dict[str, Any]) -> Any:
     """``config(**settings)`` with the settings it has no field for, or left at ``None``, dropped."""
     fields = {f.name for f in dataclasses.fields(config) if f.init}
     return config(**{k: v for k, v in settings.items() if k in fields and v is not None})

@@ -149,3 +149,35 @@ CASCADES: dict[str, tuple[str, str]] = {
                                                      "the threshold on val)"),
 }
 """The registered fixed cascades: policy name -> (script, summary)."""
+
+
+class CascadeMixture:
+    """The behaviour policy of the cascade experiment's offline buffers: per episode one of ``scripts`` uniformly
+    (drawn from the episode's reset seed), and at every step with probability ``deviate`` a uniformly random
+    applicable action instead of the script's (the script carries on from the state that action left), so the buffer
+    holds every tier choice of the grid and one-step departures from each. Fixed before any offline result (the same
+    per-step deviation as :class:`~harness_gym_baselines.policies.coverage.CoverageMix`).
+
+    :param scripts: the cascade scripts (names or :class:`CascadeScript`), at least one
+    :param deviate: the per-step probability of a random applicable action
+    """
+
+    def __init__(self, scripts: list[CascadeScript | str], deviate: float = 0.1) -> None:
+        if not scripts:
+            raise ValueError("CascadeMixture: at least one script is needed")
+        if not 0.0 <= deviate <= 1.0:
+            raise ValueError(f"CascadeMixture: deviate must lie in [0, 1], got {deviate}")
+        self.scripts = tuple(CascadeScript.parse(s) if isinstance(s, str) else s for s in scripts)
+        self.deviate = deviate
+        self.name = f"cascade-mixture[{len(self.scripts)} scripts, deviate {deviate:g}]"
+        self.rng = np.random.default_rng(0)
+        self.inner = CascadePolicy(self.scripts[0])
+
+    def reset(self, env: gym.Env | None, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.inner = CascadePolicy(self.scripts[int(self.rng.integers(len(self.scripts)))])
+
+    def act(self, obs: np.ndarray, env: gym.Env) -> int:
+        if self.rng.random() < self.deviate:
+            return int(self.rng.choice(np.flatnonzero(harness_env(env).action_masks())))
+        return self.inner.act(obs, env)
