@@ -1,6 +1,7 @@
 """The layout's rules: ``harness_gym`` works without ``harness_gym_baselines``, no import circles, the rooms of
-``harness_gym_baselines`` import only downwards, a trainer needs the registry shape, and ``import harness_gym``
-and ``harness-gym --help`` stay light. (A trainer added by following docs/extending.md: test_trainer_recipe.py.)"""
+``harness_gym_baselines`` import only downwards, a trainer needs the registry shape, ``import harness_gym``
+and ``harness-gym --help`` stay light, and no module is over 700 lines. (A trainer added by following
+docs/extending.md: test_trainer_recipe.py.)"""
 
 from __future__ import annotations
 
@@ -370,3 +371,10 @@ def test_a_preset_fixes_its_fields_and_keeps_every_other_flag_of_its_config(name
     flags = {f.name for f in dataclasses.fields(trainer.config) if f.init}
     assert flags == {f.name for f in dataclasses.fields(base)} - set(fixed)
     assert trainer.summary != trainer_registry.load_trainer("ppo-sparse" if name == "ppo-dense" else "ppo-dense").summary
+
+
+# ----- (f) files a reader can take in -------------------------------------------------------------------------
+def test_no_module_of_either_package_is_over_700_lines():
+    long = {str(path.relative_to(ROOT)): n for path in project_modules().values()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 700}
+    assert not long

@@ -1,4 +1,4 @@
-"""The job setup of the process sandbox's server (``harness_gym/sandbox/server.py``) after its fast path (issue 28):
+"""The job setup of the process sandbox's server (``harness_gym/sandbox/server/``) after its fast path (issue 28):
 what a job sees is what the per-job definition it replaced gave.
 
 - The environment is built once in the server (``_set_job_env``) and only ``HOME``, ``TMPDIR`` and ``PWD`` are
@@ -28,7 +28,7 @@ import pytest
 from harness_gym.sandbox import ProcessSandbox
 from harness_gym.sandbox import process as process_mod
 from harness_gym.sandbox.client import JOB_ENV
-from harness_gym.sandbox.server import _JOB_ENV_KEEP
+from harness_gym.sandbox.server.main import _JOB_ENV_KEEP
 
 MODES = ("bwrap", "unshare", "none")
 
@@ -160,7 +160,7 @@ def test_leftovers_hard_to_remove_never_reach_the_next_job(sandbox: ProcessSandb
     assert res.stdout == "[]\n", res
 
 
-# The job's child is forked and set up before its request comes (server.py, _Standby).
+# The job's child is forked and set up before its request comes (server/jobs.py, _Standby).
 
 
 def test_job_holds_only_its_standard_descriptors(sandbox: ProcessSandbox) -> None:

@@ -2,7 +2,7 @@
 
 ``make_sandbox("process")`` gives the embedded :class:`ProcessSandbox`, ``make_sandbox("docker")`` the
 :class:`DockerSandbox` (needs dockerd and the image: ``scripts/start_docker.sh``). Both run the same job
-server (``server.py``) through the same client (``client.py``), so their results mean the same.
+server (``server/``) through the same client (``client.py``), so their results mean the same.
 """
 
 from __future__ import annotations

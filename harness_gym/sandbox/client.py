@@ -1,4 +1,4 @@
-"""The client side of the job server (``server.py``), shared by :class:`ProcessSandbox` and :class:`DockerSandbox`.
+"""The client side of the job server (``server/``), shared by :class:`ProcessSandbox` and :class:`DockerSandbox`.
 
 A sandbox backend only says how to start the server (a bubblewrap or ``unshare`` command line, or a
 container attached with ``docker start -ai``); everything else lives here once: the line-based JSON
@@ -17,12 +17,12 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from harness_gym.core.sandbox import ExecResult
 from harness_gym.sandbox.cache import ResultCache, cached_run, resolve_cache
-from harness_gym.sandbox.server import safe_join
+from harness_gym.sandbox.server import program_source
+from harness_gym.sandbox.server.jobs import safe_join
 
 START_TIMEOUT_S = 60.0
 REPLY_GRACE_S = 10.0
@@ -40,7 +40,6 @@ SCRATCH_INODES = 16384
 """The most inodes (files, folders, links) each private tmpfs of the jobs holds, on both backends: a tmpfs counts
 neither against its size, and each costs the kernel about a kilobyte outside every job's memory limit (bubblewrap
 without root cannot limit them: ``isolation_report()["inode_limit"]`` says so)."""
-_SERVER_FILE = Path(__file__).with_name("server.py")
 
 _JOB_UID_BASE = 300000
 _JOB_UID_SPAN = 100000
@@ -57,8 +56,10 @@ def next_job_uid() -> int:
 
 
 def server_source() -> str:
-    """The source of ``server.py``, which launchers run with ``python -I -c <source> <config json>``."""
-    return _SERVER_FILE.read_text(encoding="utf-8")
+    """The job server's program (the files of ``harness_gym/sandbox/server/`` joined:
+    :func:`~harness_gym.sandbox.server.program_source`), which launchers run with
+    ``python -I -c <source> <config json>``."""
+    return program_source()
 
 
 class ServerProcess:
@@ -228,7 +229,7 @@ def failure(reason: str, message: str, duration: float = 0.0) -> ExecResult:
 
 
 class ServerSandbox:
-    """Base of the sandboxes that run jobs in forked children of a long-lived ``server.py``.
+    """Base of the sandboxes that run jobs in forked children of a long-lived job server (``server/``).
 
     Subclasses implement :meth:`_start_server` (launch and handshake) and :attr:`cache_salt`.
 

@@ -1,6 +1,6 @@
 """DockerSandbox: jobs in a long-lived, locked-down container (docs/harness_mdp.md, "Sandboxes").
 
-The container runs the same job server as :class:`~harness_gym.sandbox.ProcessSandbox` (``server.py``, with
+The container runs the same job server as :class:`~harness_gym.sandbox.ProcessSandbox` (``server/``, with
 the image's ``/usr/bin/python3``) as its PID 1, attached over ``docker start --attach --interactive``; the
 server forks one child per job, so a job costs a fork plus two pipe hops through dockerd rather than a
 ``docker exec``. The container is created lazily on the first job, with:

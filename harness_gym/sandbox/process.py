@@ -1,6 +1,6 @@
 """ProcessSandbox: the embedded default sandbox (docs/harness_mdp.md, "Sandboxes").
 
-One long-lived server process (``server.py``) is started lazily per sandbox and forks a child per job,
+One long-lived server process (``server/``) is started lazily per sandbox and forks a child per job,
 so a job costs a fork rather than an interpreter start. The server is launched, best first:
 
 ``"bwrap"``
@@ -57,7 +57,7 @@ from harness_gym.sandbox.client import (
     ServerSandbox,
     server_source,
 )
-from harness_gym.sandbox.server import blocked_ancestor
+from harness_gym.sandbox.server.kernel import blocked_ancestor
 
 ISOLATIONS: tuple[str, ...] = ("bwrap", "unshare", "none")
 _TMP_SIZE = 256 * 1024 * 1024
