@@ -22,9 +22,12 @@ from harness_gym.tiered import (
     DRAFT_FRONTIER,
     REVISE_FRONTIER,
     TIER_FEATURE_NAMES,
+    TIERED_DOMAINS,
     TIERED_ENV_IDS,
     FrontierWorker,
+    frontier_profile_path,
     load_frontier,
+    uses_self_check,
 )
 from harness_gym.workers.simulated import task_draws
 
@@ -152,8 +155,11 @@ def _row(domain: str, measurement: str) -> dict:
     return next(r for r in card["rows"] if r["measurement"] == measurement)
 
 
-@pytest.mark.parametrize(("domain", "env_id"), [("tau_retail", "HarnessTauRetailTiered-v2"),
-                                                ("code", "HarnessCodeTiered-v2")])
+_PINNED_RATIO = [(domain, f"{name}Tiered-v2") for name, domain in TIERED_DOMAINS.items()
+                 if _row(domain, "draft_accuracy_ratio:gathered")["status"] == "pinned"]
+
+
+@pytest.mark.parametrize(("domain", "env_id"), _PINNED_RATIO)
 def test_frontier_pinned_rows_in_range(domain, env_id):
     env = gym.make(env_id, split="test", budget=60, budget_units=None)
     episodes = 150
@@ -162,8 +168,9 @@ def test_frontier_pinned_rows_in_range(domain, env_id):
     ratio_row = _row(domain, "draft_accuracy_ratio:gathered")
     low, high = ratio_row["range"]
     assert low <= frontier / cheap <= high, (frontier, cheap)
-    if domain == "tau_retail":
-        low, high = _row(domain, "draft_accuracy:gathered:frontier")["range"]
+    absolute = _row(domain, "draft_accuracy:gathered:frontier")
+    if absolute["status"] == "pinned":
+        low, high = absolute["range"]
         assert low <= frontier <= high
     env.close()
 
@@ -194,8 +201,28 @@ def test_tiered_env_refuses_a_profile_and_an_unknown_base():
 
     with pytest.raises(ValueError, match="fixes the worker profiles"):
         gym.make("HarnessCodeTiered-v2", profile="v1")
-    with pytest.raises(ValueError, match="no tiered env for 'HarnessPlan'"):
-        make_tiered("HarnessPlan", "harness_gym.domains.plan.env:HarnessPlanEnv")
+    with pytest.raises(ValueError, match="no tiered env for 'HarnessToy'"):
+        make_tiered("HarnessToy", "harness_gym.domains.plan.env:HarnessPlanEnv")
+
+
+def test_every_domain_has_a_tiered_id_a_frontier_profile_and_card():
+    profiles = {p.stem for p in frontier_profile_path("code").parent.glob("*.json")}
+    cards = {p.stem for p in data_path("fidelity", "frontier").glob("*.json")}
+    assert set(TIERED_DOMAINS) == {env_id.removesuffix("-v2") for env_id in harness_gym.ENV_IDS}
+    assert set(TIERED_DOMAINS.values()) == profiles == cards
+    for domain in TIERED_DOMAINS.values():
+        profile, rho = load_frontier(domain)
+        cheap = json.loads(data_path("profiles", "v2", f"{domain}.json").read_text())["params"]
+        assert rho == 0.7 and profile.task_ability_seed != cheap["task_ability_seed"], domain  # its own draw z_f
+
+
+@pytest.mark.parametrize("env_id", TIERED_ENV_IDS)
+def test_only_a_self_check_domain_gets_check_frontier(env_id):
+    e = gym.make(env_id, **_SMALL)
+    self_check = uses_self_check(e.unwrapped.domain)
+    assert self_check == (e.unwrapped.domain.name == "research_qa")  # the one domain without a structured verifier
+    assert e.action_space.n == N_ACTIONS + (3 if self_check else 2)
+    e.close()
 
 
 # ----- the fixed cascades (harness_gym_baselines/policies/cascade.py) -------------------------------------------
