@@ -1,13 +1,16 @@
-"""The fidelity table: per domain, every row of its card (``envs_data/fidelity/<domain>.json``), the simulator's
-value beside the published figure(s) and the accepted range, measured through the public env API.
+"""The fidelity table: per domain, every row of its card (``envs_data/fidelity/<domain>.json``) and of its frontier
+tier's card (``envs_data/fidelity/frontier/<domain>.json``), the simulator's value beside the published figure(s) and
+the accepted range, measured through the public env API.
 
-    python benchmarks/fidelity.py --out OUT [--episodes 200] [--seeds 8] [--domain code ...] [--v1]
+    python benchmarks/fidelity.py --out OUT [--episodes 200] [--seeds 8] [--domain code ...] [--v1] [--no-frontier]
 
 Each card names, per row, a measurement (``draft_accuracy:gathered``, ``repair_rate:blind:2``, ``pass_ratio:4``, ...)
 whose protocol the card itself states (its ``protocol`` and ``measurements``): this script implements them with
 ``gym.make(env_id, split="test", budget=60, budget_units=None)`` and the simulated worker, ``reset(seed=s)`` for
 ``s = 0..episodes-1`` (pass^k: every test task, seeds ``0..seeds-1``), reading only ``info`` and the observation.
-Writes ``OUT/fidelity.md`` (the table; ``--v1`` adds the ``-v1`` value beside each), ``OUT/fidelity.json`` and
+The frontier card's rows (behaviours ``frontier_...``) are measured the same way on the domain's tiered id
+(``Harness<Name>Tiered-v2``), whose action 7 (DRAFT_FRONTIER) is the frontier tier's draft; ``--no-frontier`` leaves
+them out. Writes ``OUT/fidelity.md`` (the table; ``--v1`` adds the ``-v1`` value beside each), ``OUT/fidelity.json`` and
 ``OUT/fidelity.png`` (pass^k / pass^1 beside tau-bench's published points; repair rate per round beside the decay
 literature). A pinned row outside its range is marked ``OUT``; the exit status is 1 when any is.
 """
@@ -30,6 +33,7 @@ import numpy as np
 from harness_gym.core.actions import Action
 from harness_gym.core.paths import data_path
 from harness_gym.core.state import FEATURE_NAMES
+from harness_gym.tiered import DRAFT_FRONTIER
 
 DOMAIN_ENVS: dict[str, str] = {"code": "HarnessCode", "knowledge": "HarnessKnowledge",
                                "research_qa": "HarnessResearchQA", "multitool": "HarnessMultiTool",
@@ -58,6 +62,15 @@ class CardError(ValueError):
 
 def card_path(domain: str) -> Path:
     return data_path("fidelity", f"{domain}.json")
+
+
+def frontier_card_path(domain: str) -> Path:
+    """The frontier tier's card of ``domain`` (its rows are measured on the tiered id)."""
+    return data_path("fidelity", "frontier", f"{domain}.json")
+
+
+def tiered_env_id(domain: str) -> str:
+    return f"{DOMAIN_ENVS[domain]}Tiered-v2"
 
 
 def load_card(domain: str, path: Path | None = None) -> dict[str, Any]:
@@ -144,13 +157,13 @@ def _gather(env: gym.Env, info: dict[str, Any], extra_retrieve: int = 0) -> dict
 
 
 def run_protocol(env: gym.Env, seed: int, *, gather: bool, rounds: int = 0, check: bool = False,
-                 extra_retrieve: int = 0, task_id: str | None = None) -> Episode:
-    """One episode: [GATHER], DRAFT, then ``rounds`` times [CHECK; stop if it passed; REVISE] (or one CHECK when
-    ``check``), SUBMIT."""
+                 extra_retrieve: int = 0, task_id: str | None = None, draft: int = Action.DRAFT) -> Episode:
+    """One episode: [GATHER], DRAFT (or ``draft``: DRAFT_FRONTIER on a tiered env), then ``rounds`` times [CHECK; stop
+    if it passed; REVISE] (or one CHECK when ``check``), SUBMIT."""
     _, info = env.reset(seed=seed, options={"task_id": task_id} if task_id is not None else None)
     if gather or extra_retrieve:
         info = _gather(env, info, extra_retrieve)
-    obs, _, _, _, info = env.step(int(Action.DRAFT))
+    obs, _, _, _, info = env.step(int(draft))
     ep = Episode(confidence=float(obs[_CONFIDENCE]))
     for _ in range(rounds if rounds else int(check)):
         obs, _, _, _, info = env.step(int(Action.CHECK))
@@ -208,9 +221,10 @@ class Measurer:
             self._memo[key] = make()
         return self._memo[key]
 
-    def plain(self, gather: bool, *, check: bool = False, extra_retrieve: int = 0) -> list[Episode]:
-        return self._runs(("plain", gather, check, extra_retrieve), lambda: [
-            run_protocol(self.env, s, gather=gather, check=check, extra_retrieve=extra_retrieve)
+    def plain(self, gather: bool, *, check: bool = False, extra_retrieve: int = 0,
+              draft: int = Action.DRAFT) -> list[Episode]:
+        return self._runs(("plain", gather, check, extra_retrieve, draft), lambda: [
+            run_protocol(self.env, s, gather=gather, check=check, extra_retrieve=extra_retrieve, draft=draft)
             for s in range(self.episodes)])
 
     def repair(self, prefix: str) -> list[list[Episode]]:
@@ -261,8 +275,28 @@ class Measurer:
                 env.close()
         return self._runs(("pass",), run)
 
+    def frontier_pass_counts(self) -> list[int]:
+        """Per test task, how many of ``seeds`` episodes of DRAFT_FRONTIER, CHECK, SUBMIT succeeded (tiered env)."""
+        tasks = [t.task_id for t in self.env.unwrapped.domain.tasks("test")]
+        return self._runs(("pass", "frontier"), lambda: [
+            sum(run_protocol(self.env, seed, gather=False, check=True, task_id=task_id, draft=DRAFT_FRONTIER).success
+                for seed in range(self.seeds)) for task_id in tasks])
+
+    def success(self, draft: int) -> float:
+        """The gathered draft's success rate with ``draft`` (DRAFT, or DRAFT_FRONTIER on a tiered env)."""
+        return float(np.mean([e.success for e in self.plain(True, draft=draft)]))
+
     def value(self, measurement: str) -> float:
         name, _, arg = measurement.partition(":")
+        # the frontier card's measurements (a tiered env): the frontier tier's over the cheap tier's, or the frontier's
+        if measurement == "draft_accuracy_ratio:gathered":
+            return safe_div(self.success(DRAFT_FRONTIER), self.success(Action.DRAFT))
+        if measurement == "draft_accuracy:gathered:frontier":
+            return self.success(DRAFT_FRONTIER)
+        if name == "pass_ratio" and arg.endswith(":frontier"):
+            counts = self.frontier_pass_counts()
+            k = int(arg.removesuffix(":frontier"))
+            return safe_div(pass_hat_k(counts, self.seeds, k), pass_hat_k(counts, self.seeds, 1))
         if name == "draft_accuracy":
             return float(np.mean([e.success for e in self.plain(arg == "gathered")]))
         if name in ("check_false_pass", "check_false_reject"):
@@ -314,6 +348,8 @@ class RowResult:
     row: dict[str, Any]
     value: float
     v1_value: float | None = None
+    card: str = "cheap"
+    """``"cheap"`` (the domain's card, the ``-v2`` id) or ``"frontier"`` (its frontier tier's card, the tiered id)."""
 
     @property
     def in_range(self) -> bool | None:
@@ -343,6 +379,19 @@ def measure_domain(domain: str, episodes: int, seeds: int, *, v1: bool = False,
     finally:
         for m in measurers.values():
             m.close()
+
+
+def measure_frontier(domain: str, episodes: int, seeds: int, *,
+                     rows: Iterable[str] | None = None) -> list[RowResult]:
+    """Every row of ``domain``'s frontier card (or those whose behaviour is in ``rows``) on its tiered id."""
+    card = load_card(domain, frontier_card_path(domain))
+    wanted = set(rows) if rows is not None else None
+    measurer = Measurer(tiered_env_id(domain), episodes, seeds)
+    try:
+        return [RowResult(domain, row, measurer.value(row["measurement"]), card="frontier") for row in card["rows"]
+                if wanted is None or row["behaviour"] in wanted]
+    finally:
+        measurer.close()
 
 
 # ----- output -----------------------------------------------------------------------------------------------------
@@ -416,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=8, help="seeds per test task for pass^k (default 8)")
     ap.add_argument("--domain", action="append", choices=sorted(DOMAIN_ENVS), help="domain (repeatable; default all)")
     ap.add_argument("--v1", action="store_true", help="measure the -v1 ids beside the -v2 ones")
+    ap.add_argument("--no-frontier", action="store_true",
+                    help="leave out the frontier cards' rows (measured on the tiered ids)")
     args = ap.parse_args(argv)
     if args.episodes < 1 or args.seeds < 1:
         ap.error("--episodes and --seeds must be >= 1")
@@ -425,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     curves: dict[str, dict[str, list[float]]] = {}
     for domain in args.domain or DOMAIN_ENVS:
         got, c = measure_domain(domain, args.episodes, args.seeds, v1=args.v1)
+        if not args.no_frontier:
+            got += measure_frontier(domain, args.episodes, args.seeds)
         results += got
         curves.update(c)
         for r in got:
@@ -437,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "fidelity.md").write_text(f"<!-- {command} -->\n{table}")
     (out / "fidelity.json").write_text(json.dumps({
         "command": command, "episodes": args.episodes, "seeds": args.seeds, "curves": curves,
-        "rows": [{"domain": r.domain, "behaviour": r.row["behaviour"], "status": r.row["status"],
+        "rows": [{"domain": r.domain, "card": r.card, "behaviour": r.row["behaviour"], "status": r.row["status"],
                   "measurement": r.row["measurement"], "value": r.value, "v1_value": r.v1_value,
                   "range": r.row.get("range"), "in_range": r.in_range} for r in results]}, indent=1, default=str))
     figure(curves, out / "fidelity.png")

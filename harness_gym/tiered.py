@@ -1,8 +1,9 @@
 """Tiered envs: a cheap and a frontier worker in one harness, the controller choosing which model each call goes to
 (docs/cascade.md).
 
-``Harness<Name>Tiered-v2`` (:data:`TIERED_ENV_IDS`) is the ``-v2`` env of a domain with three more actions (four
-where the domain's CHECK is the worker's self-check, research_qa), so it is its own id: the action space changes.
+``Harness<Name>Tiered-v2`` (:data:`TIERED_ENV_IDS`, one per domain) is the ``-v2`` env of a domain with two more
+actions (three where the domain's CHECK is the worker's self-check, :func:`uses_self_check`: research_qa), so it is its
+own id: the action space changes.
 
 - Actions 0-6 are the base env's, run by the **cheap tier** (the domain's ``-v2`` worker, billed at ``prices``,
   default ``cheap-hosted``).
@@ -42,6 +43,7 @@ import numpy as np
 from gymnasium import spaces
 
 from harness_gym.core.actions import N_ACTIONS, Action
+from harness_gym.core.domain import Domain
 from harness_gym.core.paths import data_path
 from harness_gym.core.prices import PriceTable, price_table
 from harness_gym.core.state import FEATURE_NAMES, HIGH, LOW
@@ -61,12 +63,17 @@ FRONTIER_BASE: dict[int, Action] = {DRAFT_FRONTIER: Action.DRAFT, REVISE_FRONTIE
 """Each frontier action's base action (what it does, and whose mask entry it shares)."""
 TIER_FEATURE_NAMES: tuple[str, ...] = ("draft_by_frontier", "cheap_cost_spent", "frontier_cost_spent")
 """The features a tiered observation adds after the base env's :data:`FEATURE_NAMES`."""
-TIERED_DOMAINS: dict[str, tuple[str, bool]] = {
-    "HarnessCode": ("code", False),
-    "HarnessResearchQA": ("research_qa", True),
-    "HarnessTauRetail": ("tau_retail", False),
+TIERED_DOMAINS: dict[str, str] = {
+    "HarnessCode": "code",
+    "HarnessKnowledge": "knowledge",
+    "HarnessResearchQA": "research_qa",
+    "HarnessMultiTool": "multitool",
+    "HarnessData": "data",
+    "HarnessPlan": "plan",
+    "HarnessTauRetail": "tau_retail",
+    "HarnessDBBench": "dbbench",
 }
-"""Base env name -> (domain, whether its CHECK is the worker's self-check) for every domain with a frontier profile."""
+"""Base env name -> its domain, for every domain with a frontier profile (``envs_data/profiles/v2-frontier``)."""
 FRONTIER_OPTIONS: tuple[str, ...] = tuple(f"frontier_{name}" for name in OPENAI_OPTIONS)
 """The options of the frontier tier's live worker (``worker="openai"``): ``frontier_`` + each
 :class:`~harness_gym.workers.OpenAIWorker` option."""
@@ -103,6 +110,12 @@ class FrontierWorker(SimulatedWorker):
             got = self._abilities[task.task_id] = self._v2.task_ability_sd * (
                 rho * shared + math.sqrt(1.0 - rho * rho) * own)
         return got
+
+
+def uses_self_check(domain: Domain) -> bool:
+    """Whether CHECK on ``domain`` is the worker's self-check: the domain keeps :meth:`Domain.check`'s default (no
+    structured verifier; research_qa), so the frontier tier gets its own self-check action, CHECK_FRONTIER."""
+    return type(domain).check is Domain.check
 
 
 def frontier_profile_path(domain: str) -> Any:
@@ -303,7 +316,7 @@ def make_tiered(base: str, base_entry_point: str, prices: str | Mapping[str, Any
                                                                                            "cache_mode")}
         frontier_worker = OpenAIWorker(inner.domain.name, inner.domain.tools, **{**inherited, **frontier_options})
     return TieredHarnessEnv(inner, prices=prices, frontier_prices=frontier_prices,
-                            self_check=TIERED_DOMAINS[base][1], frontier_worker=frontier_worker)
+                            self_check=uses_self_check(inner.domain), frontier_worker=frontier_worker)
 
 
 def register_tiered(entry_points: Mapping[str, str]) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""The fidelity cards (envs_data/fidelity/<domain>.json) validate, and every pinned row holds on the -v2 envs.
+"""The fidelity cards (envs_data/fidelity/<domain>.json) validate, and every pinned row holds on the -v2 envs; so do
+the frontier tier's cards (envs_data/fidelity/frontier/<domain>.json) on the tiered envs.
 
 The measurements are those of benchmarks/fidelity.py (seeded, so the values are deterministic); the episode counts
 are the smallest at which each row's sampling error is within the card's stated tolerance.
@@ -72,6 +73,47 @@ def test_pinned_rows_in_range(domain: str) -> None:
     assert [r.row["behaviour"] for r in results] == pinned
     out = [f"{r.row['behaviour']} = {r.value:.3f} outside {r.row['range']}" for r in results if not r.in_range]
     assert not out, f"{domain}: " + "; ".join(out)
+
+
+FRONTIER_EPISODES = 300
+"""Episodes per protocol of the frontier rows: the count their profiles were fitted at (docs/cascade.md)."""
+FRONTIER_PINNED = [d for d in DOMAINS if any(r["status"] == "pinned"
+                                             for r in fidelity.load_card(d, fidelity.frontier_card_path(d))["rows"])]
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_frontier_card_validates(domain: str) -> None:
+    card = fidelity.load_card(domain, fidelity.frontier_card_path(domain))
+    assert card["env_id"] == fidelity.tiered_env_id(domain)
+    assert {r["behaviour"] for r in card["rows"]} >= {"frontier_over_cheap_gathered"}
+    assert all(r["behaviour"].startswith("frontier_") for r in card["rows"])
+
+
+def test_every_frontier_card_but_research_qa_pins_a_row() -> None:
+    """research_qa's frontier row is chosen (no per-model source read); every other card pins its ratio."""
+    assert set(DOMAINS) - set(FRONTIER_PINNED) == {"research_qa"}
+
+
+@pytest.mark.parametrize("domain", FRONTIER_PINNED)
+def test_frontier_pinned_rows_in_range(domain: str) -> None:
+    pinned = [r["behaviour"] for r in fidelity.load_card(domain, fidelity.frontier_card_path(domain))["rows"]
+              if r["status"] == "pinned"]
+    results = fidelity.measure_frontier(domain, FRONTIER_EPISODES, 8, rows=pinned)
+    assert [r.row["behaviour"] for r in results] == pinned
+    out = [f"{r.row['behaviour']} = {r.value:.3f} outside {r.row['range']}" for r in results if not r.in_range]
+    assert not out, f"{domain} (frontier): " + "; ".join(out)
+
+
+def test_frontier_measurements_read_the_tier_they_name() -> None:
+    """The ratio is the frontier tier's success over the cheap tier's on the same seeds: on DB-Bench, where the card
+    pins the frontier tier below the cheap one, both sides are measured and the ratio is below 1."""
+    m = fidelity.Measurer(fidelity.tiered_env_id("dbbench"), 60, 8)
+    try:
+        cheap, frontier = m.success(fidelity.Action.DRAFT), m.success(fidelity.DRAFT_FRONTIER)
+        assert m.value("draft_accuracy_ratio:gathered") == pytest.approx(frontier / cheap)
+        assert m.value("draft_accuracy:gathered:frontier") == frontier < cheap
+    finally:
+        m.close()
 
 
 def test_v1_misses_what_v2_pins() -> None:

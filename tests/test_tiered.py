@@ -1,10 +1,10 @@
 """The tiered envs (harness_gym/tiered.py, docs/cascade.md): their own ids with a cheap and a frontier worker, the
-base ids unchanged, each call billed at its tier's price, the frontier tier's pinned fidelity rows in range."""
+base ids unchanged, each call billed at its tier's price, one per domain with its frontier profile and card (the
+frontier cards' pinned rows are held in range by tests/test_fidelity.py)."""
 
 from __future__ import annotations
 
 import json
-import math
 import warnings
 
 import gymnasium as gym
@@ -22,9 +22,12 @@ from harness_gym.tiered import (
     DRAFT_FRONTIER,
     REVISE_FRONTIER,
     TIER_FEATURE_NAMES,
+    TIERED_DOMAINS,
     TIERED_ENV_IDS,
     FrontierWorker,
+    frontier_profile_path,
     load_frontier,
+    uses_self_check,
 )
 from harness_gym.workers.simulated import task_draws
 
@@ -132,70 +135,33 @@ def test_frontier_tier_reads_the_cheap_tiers_task_draw():
         FrontierWorker(profile, None, shared_seed=0, correlation=1.5)
 
 
-def _gathered_success(env: gym.Env, draft: int, episodes: int) -> float:
-    wins = []
-    for seed in range(episodes):
-        _, info = env.reset(seed=seed)
-        for action, limit in ((Action.OBSERVE, 6), (Action.RETRIEVE, 4), (Action.TOOL, 6)):
-            for _ in range(limit):
-                if not info["action_mask"][action]:
-                    break
-                _, _, _, _, info = env.step(int(action))
-        env.step(draft)
-        _, _, _, _, info = env.step(int(Action.SUBMIT))
-        wins.append(info["success"])
-    return float(np.mean(wins))
-
-
-def _row(domain: str, measurement: str) -> dict:
-    card = json.loads(data_path("fidelity", "frontier", f"{domain}.json").read_text())
-    return next(r for r in card["rows"] if r["measurement"] == measurement)
-
-
-@pytest.mark.parametrize(("domain", "env_id"), [("tau_retail", "HarnessTauRetailTiered-v2"),
-                                                ("code", "HarnessCodeTiered-v2")])
-def test_frontier_pinned_rows_in_range(domain, env_id):
-    env = gym.make(env_id, split="test", budget=60, budget_units=None)
-    episodes = 150
-    frontier = _gathered_success(env, DRAFT_FRONTIER, episodes)
-    cheap = _gathered_success(env, int(Action.DRAFT), episodes)
-    ratio_row = _row(domain, "draft_accuracy_ratio:gathered")
-    low, high = ratio_row["range"]
-    assert low <= frontier / cheap <= high, (frontier, cheap)
-    if domain == "tau_retail":
-        low, high = _row(domain, "draft_accuracy:gathered:frontier")["range"]
-        assert low <= frontier <= high
-    env.close()
-
-
-def test_tau_frontier_pass_ratio_in_range():
-    env = gym.make("HarnessTauRetailTiered-v2", split="test", budget=60, budget_units=None)
-    n = 8
-    counts = []
-    for task in env.unwrapped.base.domain.tasks("test"):
-        wins = 0
-        for seed in range(n):
-            env.reset(seed=seed, options={"task_id": task.task_id})
-            for action in (DRAFT_FRONTIER, int(Action.CHECK), int(Action.SUBMIT)):
-                _, _, done, _, info = env.step(action)
-                if done:
-                    break
-            wins += info["success"]
-        counts.append(wins)
-    pass1 = np.mean([c / n for c in counts])
-    pass4 = np.mean([math.comb(c, 4) / math.comb(n, 4) for c in counts])
-    low, high = _row("tau_retail", "pass_ratio:4:frontier")["range"]
-    assert low <= pass4 / pass1 <= high
-    env.close()
-
-
 def test_tiered_env_refuses_a_profile_and_an_unknown_base():
     from harness_gym.tiered import make_tiered
 
     with pytest.raises(ValueError, match="fixes the worker profiles"):
         gym.make("HarnessCodeTiered-v2", profile="v1")
-    with pytest.raises(ValueError, match="no tiered env for 'HarnessPlan'"):
-        make_tiered("HarnessPlan", "harness_gym.domains.plan.env:HarnessPlanEnv")
+    with pytest.raises(ValueError, match="no tiered env for 'HarnessToy'"):
+        make_tiered("HarnessToy", "harness_gym.domains.plan.env:HarnessPlanEnv")
+
+
+def test_every_domain_has_a_tiered_id_a_frontier_profile_and_card():
+    profiles = {p.stem for p in frontier_profile_path("code").parent.glob("*.json")}
+    cards = {p.stem for p in data_path("fidelity", "frontier").glob("*.json")}
+    assert set(TIERED_DOMAINS) == {env_id.removesuffix("-v2") for env_id in harness_gym.ENV_IDS}
+    assert set(TIERED_DOMAINS.values()) == profiles == cards
+    for domain in TIERED_DOMAINS.values():
+        profile, rho = load_frontier(domain)
+        cheap = json.loads(data_path("profiles", "v2", f"{domain}.json").read_text())["params"]
+        assert rho == 0.7 and profile.task_ability_seed != cheap["task_ability_seed"], domain  # its own draw z_f
+
+
+@pytest.mark.parametrize("env_id", TIERED_ENV_IDS)
+def test_only_a_self_check_domain_gets_check_frontier(env_id):
+    e = gym.make(env_id, **_SMALL)
+    self_check = uses_self_check(e.unwrapped.domain)
+    assert self_check == (e.unwrapped.domain.name == "research_qa")  # the one domain without a structured verifier
+    assert e.action_space.n == N_ACTIONS + (3 if self_check else 2)
+    e.close()
 
 
 # ----- the fixed cascades (harness_gym_baselines/policies/cascade.py) -------------------------------------------
