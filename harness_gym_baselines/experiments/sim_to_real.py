@@ -50,7 +50,7 @@ def train_learned(env_id: str, out: Path, *, episodes: int = 2000, seed: int = 0
     """Train the learned controller of the comparison on the simulator and write its model file to ``out``.
 
     The recipe of the offline table (:mod:`harness_gym_baselines.experiments.offline_comparison`): a behaviour buffer of
-    ``episodes`` episodes on the train split with the default profile, then AWR with the fitted Q advantage
+    ``episodes`` episodes on the train split with the env's own profile (``-v2``: the v2 set), then AWR with the fitted Q advantage
     (``advantage="q"``), its default beta and epochs, ``seed``. The buffer goes to a temporary Minari folder.
 
     :param env_id: the env
@@ -78,7 +78,7 @@ def train_learned(env_id: str, out: Path, *, episodes: int = 2000, seed: int = 0
                 os.environ.pop("MINARI_DATASETS_PATH", None)
             else:
                 os.environ["MINARI_DATASETS_PATH"] = before
-    return {"file": Path(out).name, "algo": LEARNED, "trained_on": f"simulated worker, default profile, {episodes} "
+    return {"file": Path(out).name, "algo": LEARNED, "trained_on": f"simulated worker, {env_id}'s profile, {episodes} "
             f"behaviour episodes of the train split, seed {seed}", "beta": cfg.beta, "epochs": cfg.epochs}
 
 
