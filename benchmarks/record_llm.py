@@ -42,7 +42,6 @@ import harness_gym
 from harness_gym.workers.profile import WorkerProfile
 from harness_gym_baselines.experiments.sim_to_real import FIXED, LEARNED, make_controller, run_on_task, train_learned
 
-
 DEFAULT_ENVS: list[str] = [env_id for env_id in harness_gym.ENV_IDS
                             if env_id.split("-")[0] in ("HarnessCode", "HarnessMultiTool", "HarnessDBBench")]
 """the envs of the shipped recording: the current (``-v2``) ids of Code, MultiTool and DBBench"""

@@ -16,7 +16,7 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.workers import WorkerProfile
 from harness_gym_baselines.cli import main, parse_env_kwargs
 from harness_gym_baselines.common.options import UsageError
-from tests.recording import needs_v1_recording
+from tests.recording import needs_registered_recording
 
 
 def test_worker_flags_become_env_keywords_only_with_the_openai_worker():
@@ -32,7 +32,7 @@ def test_worker_flag_without_openai_worker_is_one_line_with_exit_2(capsys):
     assert len(err) == 1 and "--worker openai" in err[0]
 
 
-@needs_v1_recording
+@needs_registered_recording
 def test_calibrate_fits_a_loadable_profile_from_the_shipped_recording(tmp_path, capsys):
     out = tmp_path / "code.json"
     assert main(["calibrate", "HarnessCode-v1", "--out", str(out), "--bootstrap", "20"]) == 0
@@ -50,7 +50,7 @@ def test_calibrate_fits_a_loadable_profile_from_the_shipped_recording(tmp_path, 
     env.close()
 
 
-@needs_v1_recording
+@needs_registered_recording
 def test_calibrate_names_the_envs_a_recording_has(capsys, tmp_path):
     assert main(["calibrate", "HarnessPlan-v1", "--out", str(tmp_path / "p.json")]) == 2
     err = capsys.readouterr().err

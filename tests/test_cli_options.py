@@ -296,19 +296,19 @@ def test_recollecting_with_other_settings_names_the_settings_that_differ(tmp_pat
 def test_compare_with_the_shipped_recording_replays_exactly_its_pairs_and_names_them_on_a_miss(capsys):
     rec = str(data_path("recordings", "smollm2.json"))
     recorded = [ep for ep in json.loads(Path(rec).read_text())["episodes"]
-                if ep["env_id"] == "HarnessCode-v1" and ep["policy"] == "forced-check"]
-    assert main(["compare", "HarnessCode-v1", "--recording", rec, "--policy", "forced-check", "--policy", "static",
+                if ep["env_id"] == "HarnessCode-v2" and ep["policy"] == "forced-check"]
+    assert main(["compare", "HarnessCode-v2", "--recording", rec, "--policy", "forced-check", "--policy", "static",
                  "--json", "--no-progress"]) == 0
     summaries = json.loads(capsys.readouterr().out)
     assert [s["episodes"] for s in summaries] == [len(recorded)] * 2
     assert summaries[0]["quality_mean"] == pytest.approx(np.mean([ep["quality"] for ep in recorded]))
-    assert main(["eval", "HarnessCode-v1", "--recording", rec, "--policy", "static", "--episodes", "3", "--json",
+    assert main(["eval", "HarnessCode-v2", "--recording", rec, "--policy", "static", "--episodes", "3", "--json",
                  "--no-progress"]) == 0
     assert json.loads(capsys.readouterr().out)["episodes"] == 3
-    assert main(["eval", "HarnessCode-v1", "--recording", rec, "--policy", "static", "--episodes", "11"]) == 2
+    assert main(["eval", "HarnessCode-v2", "--recording", rec, "--policy", "static", "--episodes", "11"]) == 2
     assert "holds 10 (task, seed) pairs" in capsys.readouterr().err
     # a controller the recording never saw: one line naming the pairs it holds, not a bare CacheMissError
-    assert main(["compare", "HarnessCode-v1", "--recording", rec, "--policy", "random", "--no-progress"]) == 2
+    assert main(["compare", "HarnessCode-v2", "--recording", rec, "--policy", "random", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("harness-gym compare: replaying the 10 recorded (task, seed) pairs")
     assert len(err) == 2 and "(code-strings-longest_word, 0)" in err[1] and "--cache-mode auto" in err[1]

@@ -22,7 +22,7 @@ from harness_gym_baselines.experiments.sim_to_real import (
     train_learned,
 )
 from harness_gym_baselines.experiments.statistics import bootstrap_ci
-from tests.recording import needs_v1_recording
+from tests.recording import needs_registered_recording
 
 MANIFEST = data_path("recordings", "smollm2.json")
 
@@ -70,7 +70,7 @@ def test_train_learned_is_deterministic_and_runs_on_the_env(tmp_path):
     env.close()
 
 
-@needs_v1_recording
+@needs_registered_recording
 def test_shipped_learned_controller_reproduces_its_recorded_actions():
     """Each learned episode of the recording is what its shipped model does against the replayed model: the
     recording is of that controller, and the model file is the one shipped."""
@@ -94,7 +94,7 @@ def test_shipped_learned_controller_reproduces_its_recorded_actions():
         assert info["quality"] == pytest.approx(ep["quality"])
 
 
-@needs_v1_recording
+@needs_registered_recording
 def test_sim_to_real_table_has_every_controller_ranked():
     rows, fits, manifest = sim_to_real(sim_seeds=1)
     envs = {ep["env_id"] for ep in manifest["episodes"]}

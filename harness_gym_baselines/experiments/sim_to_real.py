@@ -32,7 +32,7 @@ import numpy as np
 import harness_gym
 from harness_gym.core.paths import data_path
 from harness_gym.running.rollout import Policy
-from harness_gym.workers.calibrate import ProfileFit, collect_events, fit_profile
+from harness_gym.workers.calibrate import ProfileFit, collect_events, default_profile, fit_profile, not_estimated_reason
 from harness_gym.workers.profile import WorkerProfile
 from harness_gym_baselines.common.options import recorded_env_kwargs
 from harness_gym_baselines.experiments.statistics import bootstrap_ci
@@ -284,7 +284,7 @@ def env_rows(manifest_path: Path, env_id: str, sim_seeds: int,
     recorded = recorded_env_kwargs(manifest, env_id, str(manifest_path))
     real = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"], **recorded)
     domain = real.unwrapped.domain.name
-    default = WorkerProfile.for_domain(domain)
+    default = default_profile(real)
     try:
         fit = fit_profile(collect_events(real, episodes), default)
     finally:
@@ -357,5 +357,6 @@ def markdown(rows: list[SimToRealRow], fits: dict[str, ProfileFit]) -> str:
         for name, value in asdict(fit.default).items():
             ci = fit.ci95[name]
             lines.append(f"| {name} | {value:.3f} | {fitted[name]:.3f} | "
-                         + (f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "not estimated") + " |")
+                         + (f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"not estimated: {not_estimated_reason(name)}")
+                         + " |")
     return "\n".join(lines)
