@@ -331,6 +331,7 @@ def test_a_recording_replays_with_its_own_settings_and_a_wrong_one_is_named(tmp_
     probe.close()
     manifest.write_text(json.dumps({"cache": cache.name, "worker": {"model": "fake", "max_tokens": 256,
                                                                     "temperature": 0.0},
+                                    "env_kwargs": {env: {"prices": "cheap-hosted"}},  # what it was recorded under
                                     "episodes": [{"env_id": env, "task_id": t, "seed": s, "policy": "forced-check"}
                                                  for t, s in pairs]}))
     assert main([*run, "--recording", str(manifest)]) == 0  # no server: every call from the cache
@@ -344,6 +345,8 @@ def test_a_recording_replays_with_its_own_settings_and_a_wrong_one_is_named(tmp_
     # a flag that contradicts the recording, and an env it holds no episode of: one line each
     assert main([*run, "--recording", str(manifest), "--max-tokens", "512"]) == 2
     assert "--max-tokens 512: --recording" in capsys.readouterr().err
+    assert main([*run, "--recording", str(manifest), "--prices", "frontier-hosted"]) == 2
+    assert "recorded with prices=cheap-hosted" in capsys.readouterr().err
     assert main(["eval", "HarnessPlan-v1", "--policy", "static", "--recording", str(manifest)]) == 2
     assert f"records episodes of {env}, not of HarnessPlan-v1" in capsys.readouterr().err
 

@@ -1,9 +1,10 @@
 """The sim-to-real comparison on a recording of a real model: the real model (replayed from the record/replay
-cache, no server) against the simulated worker on its default and on its fitted profile, for the same
-controllers on the same tasks.
+cache, no server) against the simulated worker on its default profile (the env id's own,
+:func:`~harness_gym.workers.calibrate.default_profile`: the v2 set for a ``-v2`` id) and on its fitted profile, for
+the same controllers on the same tasks.
 
 The controllers are the fixed scripts of :data:`FIXED` and learned ones: a model file trained on the
-*simulator* (:func:`train_learned`: AWR with the fitted Q advantage on a behaviour buffer of the default
+*simulator* (:func:`train_learned`: AWR with the fitted Q advantage on a behaviour buffer of the env's default
 profile), shipped beside the recording and named in its manifest under ``models``. That is the transfer a user
 makes: train against the simulator, deploy with the real model.
 
@@ -139,7 +140,7 @@ class SimToRealRow:
     q_real: float
     """mean quality with the real model (replayed)"""
     q_sim_default: float
-    """mean quality of the simulated worker with the domain's shipped profile"""
+    """mean quality of the simulated worker with the env id's own profile (the fit's starting point)"""
     q_sim_fitted: float
     """the same with the profile fitted to the recording"""
     llm_calls_real: float

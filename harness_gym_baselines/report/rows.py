@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
 
 
 def base_env(label: str) -> str:
-    """The env id of a table label (``HarnessTauRetail-v1+tau`` -> ``HarnessTauRetail-v1``)."""
+    """The env id of a table label (``HarnessTauRetail-v2+tau`` -> ``HarnessTauRetail-v2``)."""
     return label.split("+", 1)[0]
 
 
@@ -223,5 +224,6 @@ def aggregate_rows(rows: list[dict[str, Any]], cells: dict[str, dict[str, list[d
 
 
 def short_label(label: str) -> str:
-    """An env label without ``Harness`` and ``-v1`` (``Code``), for figures and sentences."""
-    return label.removeprefix("Harness").replace("-v1", "")
+    """An env label without ``Harness`` and its version (``HarnessCode-v2`` -> ``Code``, ``HarnessTauRetail-v2+tau``
+    -> ``TauRetail+tau``), for figures and sentences."""
+    return re.sub(r"-v\d+(?=\+|$)", "", label.removeprefix("Harness"))
