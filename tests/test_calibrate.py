@@ -253,3 +253,33 @@ def test_a_latent_ability_scales_the_draft_terms_to_the_tasks_own():
     for name, true in (("draft_logit_base", base), ("evidence_weight", evidence), ("difficulty_weight", difficulty)):
         assert abs(getattr(spread, name) - true) < 0.25 * abs(true), (name, getattr(spread, name), true)
         assert abs(getattr(flat, name)) < abs(getattr(spread, name)) / 1.25, (name, getattr(flat, name))
+
+
+def test_every_interval_lies_within_its_parameters_range():
+    """Irrelevant items that make no difference: the distractor weight's Laplace interval around an estimate near 0
+    reaches below 0, where no weight lies; it is cut at the bound, as the fitted value is."""
+    from harness_gym.workers.profile import param_bounds
+
+    events = Events()
+    for ep in range(60):
+        events.add("draft", ep, (ep % 5) / 4, 0.5, ep % 3 == 0, ep % 4)
+    fit = fit_profile(events, V2_DEFAULT, n_boot=30)
+    assert fit.ci95["distractor_weight"][0] == 0.0 < fit.ci95["distractor_weight"][1]
+    for name, ci in fit.ci95.items():
+        if ci is not None:
+            low, high = param_bounds(name)
+            assert low <= ci[0] <= getattr(fit.profile, name) <= ci[1] <= high, (name, ci)
+
+
+def test_repairs_that_all_failed_leave_the_decay_at_the_default():
+    """Forty repairs over rounds 1 to 4, none succeeding (as SmolLM2's in the shipped recording): the fix terms go
+    to ~0, and how success falls by round is not in the data."""
+    events = Events()
+    for ep in range(40):
+        events.add("fix", ep, (ep % 3) / 2, (ep % 5) / 4, False, 1 + ep % 4, 0.5, 0)
+    fit = fit_profile(events, V2_DEFAULT, n_boot=20)
+    assert fit.profile.fix_decay == V2_DEFAULT.fix_decay and fit.ci95["fix_decay"] is None
+    assert "no repair that succeeded" in fit.to_json("plan", "x")["rationale"]["fix_decay"]
+    assert fit.profile.fix_base < 0.05 and fit.ci95["fix_base"] is not None
+    events.add("fix", 40, 1.0, 1.0, True, 1, 0.5, 0)  # one success in round 1: later failures now say something
+    assert fit_profile(events, V2_DEFAULT, n_boot=20).ci95["fix_decay"] is not None

@@ -33,7 +33,7 @@ model and keeps the class. Of its own parameters, a recording fits two:
   repairs (as below, on the ``-v2`` repair model: ``g * fix + (1 - g) * p_draft`` with the profile's
   ``fix_needs_evidence``), then the decay to the later rounds' repairs against what that model predicts for them
   (``fix_decay ** (round - 1)`` times it; least squares, ridge towards the default, over a grid of [0, 1]). Without a
-  repair in round 2 or later (or with no chance of one predicted) it keeps the default;
+  repair in round 2 or later, or without any repair that succeeded, it keeps the default;
 - ``distractor_weight``, from the drafts: a fourth column of the draft regression, ``-log1p`` of the irrelevant
   items gathered (:meth:`~harness_gym.workers.simulated.SimulatedWorker.irrelevant_items`), kept at the default
   when that count never varies among the recorded drafts.
@@ -371,7 +371,7 @@ def _fit_fix(f: np.ndarray, default: WorkerProfile, draft_est: dict[str, float])
         coef = np.where(free, np.clip(fitted, 0, 1), coef)
         est.update({name: float(v) for name, v, ok in zip(FIX_PARAMS, coef, free) if ok})
     later = ~first
-    if later.any():
+    if later.any() and f[:, 2].any():  # with no repair that succeeded, nothing says how success changes by round
         round_one = np.clip(g[later] * np.clip(x[later] @ coef, 0, 1) + (1 - g[later]) * p_draft[later], 0, 1)
         if round_one.max() > 1e-9:  # a decay of what is never predicted to succeed says nothing
             predicted = DECAY_GRID[:, None] ** (f[later, 3] - 1)[None, :] * round_one[None, :]
@@ -504,7 +504,7 @@ NOT_IDENTIFIED: dict[str, str] = {
 }
 """The ``-v2`` parameters :func:`fit_profile` never estimates, and why (they keep the default's value)."""
 NO_EVENTS: dict[str, str] = {
-    "fix_decay": "no repair of a failed draft in round 2 or later of a draft lineage",
+    "fix_decay": "no repair of a failed draft in round 2 or later of a draft lineage, or no repair that succeeded",
     "distractor_weight": "the irrelevant items gathered never varied among the drafts",
 }
 """Why a ``-v2`` parameter that can be fitted was not, where the reason is more than "no events"."""
@@ -615,6 +615,10 @@ def fit_profile(events: Events, default: WorkerProfile, *, n_boot: int = 200, se
         # estimate; the Laplace interval of the MAP fit (its posterior curvature) does not collapse
         if ci95[name] is not None:
             ci95[name] = (min(lo, ci95[name][0]), max(hi, ci95[name][1]))
+    for name, ci in ci95.items():  # an interval says where the parameter may lie: within its valid range
+        if ci is not None:
+            low, high = param_bounds(name)
+            ci95[name] = (max(low, ci[0]), min(high, ci[1]))
     train = events.subset([e for e in episodes if e % 2 == 0])
     held = events.subset([e for e in episodes if e % 2 == 1])
     fitted_train = _clip(replace(default, **_estimate(train, default)))
