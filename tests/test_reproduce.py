@@ -145,6 +145,13 @@ def test_the_papers_figures_and_claims_are_read_from_the_shipped_data_file(run_d
     assert cfg["options.package_data"]["harness_gym_baselines.experiments"].split() == ["paper_claims.json"]
     shipped = json.loads(paper_claims.CLAIMS_FILE.read_text())
     assert shipped["offline_rl_paper"]["awr_minus_static_points"]["per_env"] == paper_claims.PAPER_GAIN
+    # keyed by env name: every version and data variant of an env carries the paper's figure for its benchmark
+    import harness_gym
+    from harness_gym_baselines.report.rows import env_name
+
+    assert set(paper_claims.PAPER_GAIN) <= {env_name(e) for e in harness_gym.ENV_IDS}
+    assert [paper_claims.PAPER_GAIN.get(env_name(label)) for label in
+            ("HarnessCode-v2", "HarnessCode-v1", "HarnessTauRetail-v2+tau", "HarnessMultiTool-v2")] == [10.0, 10.0, 18.2, None]
 
     report = html.unescape((run_dir / "report.html").read_text())
     assert f"The seed's ordering is {paper_claims.seed_ordering()}." in report

@@ -98,6 +98,12 @@ def base_env(label: str) -> str:
     return label.split("+", 1)[0]
 
 
+def env_name(label: str) -> str:
+    """The env name of a table label, without variant or version (``HarnessTauRetail-v2+tau`` ->
+    ``HarnessTauRetail``): what the paper's figures (:data:`PAPER_GAIN`) are keyed by."""
+    return re.sub(r"-v\d+$", "", base_env(label))
+
+
 def verdict(name: str, row: dict[str, Any], cells: list[dict[str, Any]], sizes: dict[str, Any]) -> str:
     """``"meaningful"`` or ``"not meaningful: REASON"`` for a learned controller's row (module docstring);
     ``"fixed script"`` for the named and the searched scripts, ``"reference: ..."`` for the closed-loop probe.
@@ -179,7 +185,7 @@ def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[
                 row["gain_vs_static"] = 100 * float(np.concatenate(diffs).mean())
                 lo, hi = two_level_bootstrap(diffs, np.mean)
                 row["gain_vs_static_ci95"] = (100 * lo, 100 * hi)
-            row["paper_gain"] = PAPER_GAIN.get(base_env(label)) if name in ("awr", "awr-q") else None
+            row["paper_gain"] = PAPER_GAIN.get(env_name(label)) if name in ("awr", "awr-q") else None
             rows.append(row)
     return rows
 
