@@ -8,15 +8,21 @@ of each env, with the live model behind ``OpenAIWorker``, and writes
 - ``OUT/NAME.sqlite``: the replay cache (journal mode DELETE, vacuumed: ready to ship read-only). It is opened
   in ``auto`` mode, so rerunning the same command after an interruption replays what was recorded and records
   the rest;
-- ``OUT/NAME.json``: the manifest: worker settings and, per episode, env id, task id, seed, policy,
-  actions, quality and the summed ``info["cost"]``; ``tests/test_llm_integration.py`` replays it;
+- ``OUT/NAME.json``: the manifest: worker settings, the settings each env was recorded under (``env_settings``:
+  prices, cost budget in words and units, cost weight; for the reader, a replay makes the same env with its
+  defaults) and, per episode, env id, task id, seed, policy, actions, quality and the summed ``info["cost"]``;
+  ``tests/test_llm_integration.py`` replays it;
 - a Markdown table on stdout: per env and controller, Q and cost with the real model, and Q with the
-  simulated worker (default profile, or ``--profile-dir`` for fitted ones) on the same tasks and seeds.
+  simulated worker (the env's own profile, ``v2`` on the default ``-v2`` ids, or ``--profile-dir`` for fitted
+  ones) on the same tasks and seeds.
+
+The default envs are the ``-v2`` ids (:data:`harness_gym.ENV_IDS`) of Code, MultiTool and DBBench, made with their
+defaults (cost budget ``"auto"``: rule 2), so a replay of the recording needs no ``env_kwargs`` in its manifest.
 
 Example (the shipped recording)::
 
     scripts/start_llm.sh 8011
-    python benchmarks/record_llm.py --base-url http://127.0.0.1:8011/v1 --tasks 5 --out envs_data/recordings
+    python benchmarks/record_llm.py --base-url http://127.0.0.1:8011/v1 --tasks 10 --out envs_data/recordings
     scripts/stop_llm.sh
 """
 
@@ -32,8 +38,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+import harness_gym
 from harness_gym.workers.profile import WorkerProfile
 from harness_gym_baselines.experiments.sim_to_real import FIXED, LEARNED, make_controller, run_on_task, train_learned
+
+DEFAULT_ENVS: list[str] = [env_id for env_id in harness_gym.ENV_IDS
+                            if env_id.split("-")[0] in ("HarnessCode", "HarnessMultiTool", "HarnessDBBench")]
+"""the envs of the shipped recording: the current (``-v2``) ids of Code, MultiTool and DBBench"""
 
 
 def finalise_cache(cache: Path) -> None:
@@ -51,7 +62,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--model", default="smollm2-135m-instruct")
-    parser.add_argument("--envs", nargs="+", default=["HarnessCode-v1", "HarnessMultiTool-v1", "HarnessDBBench-v1"])
+    parser.add_argument("--envs", nargs="+", default=DEFAULT_ENVS)
     parser.add_argument("--policies", nargs="+", default=[*FIXED, LEARNED], choices=[*FIXED, LEARNED])
     parser.add_argument("--learned-episodes", type=int, default=2000,
                         help="behaviour episodes of the simulator the learned controller is trained on")
@@ -77,14 +88,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             start = time.perf_counter()
             models[env_id] = train_learned(env_id, model, episodes=args.learned_episodes, seed=0)
             print(f"trained {model} in {time.perf_counter() - start:.0f} s", flush=True)
-    manifest: dict[str, Any] = {"cache": cache.name, "worker": worker, "split": args.split,
+    manifest: dict[str, Any] = {"cache": cache.name, "worker": worker, "split": args.split, "env_settings": {},
                                 "models": {LEARNED: models} if models else {}}
     for env_id in args.envs:
         env = gym.make(env_id, split=args.split, worker="openai", base_url=args.base_url, timeout_s=args.timeout_s,
                        cache=cache, cache_mode="auto", **worker)
+        manifest["env_settings"][env_id] = env.unwrapped.settings
         domain = env.unwrapped.domain.name
-        profile = (WorkerProfile.load(args.profile_dir / f"{domain}.json") if args.profile_dir else None)
-        sim = gym.make(env_id, split=args.split, profile=profile)
+        # the env's own profile (``-v2``: the v2 set) unless fitted ones are given: profile=None would replace it
+        fitted = {"profile": WorkerProfile.load(args.profile_dir / f"{domain}.json")} if args.profile_dir else {}
+        sim = gym.make(env_id, split=args.split, **fitted)
         task_ids = [t.task_id for t in env.unwrapped.domain.tasks(args.split)[: args.tasks]]
         for name in args.policies:
             real_q, sim_q, costs = [], [], []

@@ -16,7 +16,7 @@ import harness_gym  # noqa: F401  (registers the env ids)
 from harness_gym.workers import WorkerProfile
 from harness_gym_baselines.cli import main, parse_env_kwargs
 from harness_gym_baselines.common.options import UsageError
-from tests.recording import needs_v1_recording
+from tests.recording import needs_registered_recording
 
 
 def test_worker_flags_become_env_keywords_only_with_the_openai_worker():
@@ -32,29 +32,37 @@ def test_worker_flag_without_openai_worker_is_one_line_with_exit_2(capsys):
     assert len(err) == 1 and "--worker openai" in err[0]
 
 
-@needs_v1_recording
+@needs_registered_recording
 def test_calibrate_fits_a_loadable_profile_from_the_shipped_recording(tmp_path, capsys):
+    """From the env id's own profile (-v2: the v2 set), the fitted parameters move, the ones without events keep the
+    default, and the -v2 ones a recording cannot identify keep it and say why, on the terminal and in the file."""
+    from harness_gym.workers.calibrate import NOT_IDENTIFIED
+    from harness_gym.workers.profile import WorkerProfileV2
+
     out = tmp_path / "code.json"
-    assert main(["calibrate", "HarnessCode-v1", "--out", str(out), "--bootstrap", "20"]) == 0
+    assert main(["calibrate", "HarnessCode-v2", "--out", str(out), "--bootstrap", "20"]) == 0
     printed = capsys.readouterr().out
     assert "held-out log-likelihood" in printed and str(out) in printed
     fitted = WorkerProfile.load(out)
-    default = WorkerProfile.for_domain("code")
+    default = WorkerProfile.for_domain("code", "v2")
     raw = json.loads(out.read_text())
-    assert raw["fit"]["events"]["draft"] > 0
+    assert raw["fit"]["events"]["draft"] > 0 and isinstance(fitted, WorkerProfileV2)
     # parameters with events move off the default; the others keep it and say so
     assert fitted.draft_logit_base != default.draft_logit_base
     assert fitted.break_prob == default.break_prob and "not estimated" in raw["rationale"]["break_prob"]
-    env = gym.make("HarnessCode-v1", profile=str(out))
+    for name, why in NOT_IDENTIFIED.items():
+        assert getattr(fitted, name) == getattr(default, name) and why in raw["rationale"][name]
+        assert re.search(rf"{name}\s.*not estimated: {re.escape(why[:30])}", printed), name
+    env = gym.make("HarnessCode-v2", profile=str(out))
     env.reset(seed=0)
     env.close()
 
 
-@needs_v1_recording
+@needs_registered_recording
 def test_calibrate_names_the_envs_a_recording_has(capsys, tmp_path):
-    assert main(["calibrate", "HarnessPlan-v1", "--out", str(tmp_path / "p.json")]) == 2
+    assert main(["calibrate", "HarnessPlan-v2", "--out", str(tmp_path / "p.json")]) == 2
     err = capsys.readouterr().err
-    assert "records no episode of HarnessPlan-v1" in err and "HarnessCode-v1" in err
+    assert "records no episode of HarnessPlan-v2" in err and "HarnessCode-v2" in err
 
 
 # ----- the fake server on the command line -------------------------------------------------------------------

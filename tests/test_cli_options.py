@@ -296,19 +296,19 @@ def test_recollecting_with_other_settings_names_the_settings_that_differ(tmp_pat
 def test_compare_with_the_shipped_recording_replays_exactly_its_pairs_and_names_them_on_a_miss(capsys):
     rec = str(data_path("recordings", "smollm2.json"))
     recorded = [ep for ep in json.loads(Path(rec).read_text())["episodes"]
-                if ep["env_id"] == "HarnessCode-v1" and ep["policy"] == "forced-check"]
-    assert main(["compare", "HarnessCode-v1", "--recording", rec, "--policy", "forced-check", "--policy", "static",
+                if ep["env_id"] == "HarnessCode-v2" and ep["policy"] == "forced-check"]
+    assert main(["compare", "HarnessCode-v2", "--recording", rec, "--policy", "forced-check", "--policy", "static",
                  "--json", "--no-progress"]) == 0
     summaries = json.loads(capsys.readouterr().out)
     assert [s["episodes"] for s in summaries] == [len(recorded)] * 2
     assert summaries[0]["quality_mean"] == pytest.approx(np.mean([ep["quality"] for ep in recorded]))
-    assert main(["eval", "HarnessCode-v1", "--recording", rec, "--policy", "static", "--episodes", "3", "--json",
+    assert main(["eval", "HarnessCode-v2", "--recording", rec, "--policy", "static", "--episodes", "3", "--json",
                  "--no-progress"]) == 0
     assert json.loads(capsys.readouterr().out)["episodes"] == 3
-    assert main(["eval", "HarnessCode-v1", "--recording", rec, "--policy", "static", "--episodes", "11"]) == 2
+    assert main(["eval", "HarnessCode-v2", "--recording", rec, "--policy", "static", "--episodes", "11"]) == 2
     assert "holds 10 (task, seed) pairs" in capsys.readouterr().err
     # a controller the recording never saw: one line naming the pairs it holds, not a bare CacheMissError
-    assert main(["compare", "HarnessCode-v1", "--recording", rec, "--policy", "random", "--no-progress"]) == 2
+    assert main(["compare", "HarnessCode-v2", "--recording", rec, "--policy", "random", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("harness-gym compare: replaying the 10 recorded (task, seed) pairs")
     assert len(err) == 2 and "(code-strings-longest_word, 0)" in err[1] and "--cache-mode auto" in err[1]
@@ -331,6 +331,7 @@ def test_a_recording_replays_with_its_own_settings_and_a_wrong_one_is_named(tmp_
     probe.close()
     manifest.write_text(json.dumps({"cache": cache.name, "worker": {"model": "fake", "max_tokens": 256,
                                                                     "temperature": 0.0},
+                                    "env_kwargs": {env: {"prices": "cheap-hosted"}},  # what it was recorded under
                                     "episodes": [{"env_id": env, "task_id": t, "seed": s, "policy": "forced-check"}
                                                  for t, s in pairs]}))
     assert main([*run, "--recording", str(manifest)]) == 0  # no server: every call from the cache
@@ -344,6 +345,8 @@ def test_a_recording_replays_with_its_own_settings_and_a_wrong_one_is_named(tmp_
     # a flag that contradicts the recording, and an env it holds no episode of: one line each
     assert main([*run, "--recording", str(manifest), "--max-tokens", "512"]) == 2
     assert "--max-tokens 512: --recording" in capsys.readouterr().err
+    assert main([*run, "--recording", str(manifest), "--prices", "frontier-hosted"]) == 2
+    assert "recorded with prices=cheap-hosted" in capsys.readouterr().err
     assert main(["eval", "HarnessPlan-v1", "--policy", "static", "--recording", str(manifest)]) == 2
     assert f"records episodes of {env}, not of HarnessPlan-v1" in capsys.readouterr().err
 

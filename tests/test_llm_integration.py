@@ -26,7 +26,7 @@ import pytest
 from harness_gym.core.actions import Action
 from harness_gym.core.paths import data_path
 from harness_gym_baselines.common.options import recorded_env_kwargs
-from tests.recording import needs_v1_recording
+from tests.recording import needs_registered_recording
 from tests.test_envs import same
 from tests.test_llm_worker import run_episode
 
@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL = "smollm2-135m-instruct"
 A = Action
 EPISODES: dict[str, list[tuple[int, list[int]]]] = {
-    "HarnessCode-v1": [(0, [A.OBSERVE, A.DRAFT, A.TOOL, A.CHECK, A.REVISE, A.SUBMIT])],
-    "HarnessMultiTool-v1": [(0, [A.OBSERVE, A.RETRIEVE, A.TOOL, A.DRAFT, A.CHECK, A.SUBMIT])],
-    "HarnessDBBench-v1": [(0, [A.OBSERVE, A.TOOL, A.DRAFT, A.CHECK, A.SUBMIT])],
+    "HarnessCode-v2": [(0, [A.OBSERVE, A.DRAFT, A.TOOL, A.CHECK, A.REVISE, A.SUBMIT])],
+    "HarnessMultiTool-v2": [(0, [A.OBSERVE, A.RETRIEVE, A.TOOL, A.DRAFT, A.CHECK, A.SUBMIT])],
+    "HarnessDBBench-v2": [(0, [A.OBSERVE, A.TOOL, A.DRAFT, A.CHECK, A.SUBMIT])],
 }
 """(seed, actions) per env: every step kind that calls the model (draft, confidence, tool, revise)."""
 
@@ -130,7 +130,7 @@ def test_record_then_replay_with_a_real_model(tmp_path):
         assert drafts is not None and drafts.candidate == -1  # the model wrote it, not the candidate bank
 
 
-@needs_v1_recording
+@needs_registered_recording
 def test_shipped_recording_replays():
     """The shipped SmolLM2 episodes replay without a server to the qualities and costs recorded with them."""
     manifest_path = data_path("recordings", "smollm2.json")

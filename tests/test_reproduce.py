@@ -61,8 +61,8 @@ def test_every_file_exists_parses_and_is_in_range(run_dir):
 
     if any(e not in gym.registry for e in RECORDED_ENV_IDS):  # its ids retired: the stage says so, no replay
         assert "Not run" in sim_table and "re-record" in sim_table
-    else:  # replayed on the ids it was recorded on (still registered, though no longer in harness_gym.ENV_IDS)
-        assert "| HarnessCode-v1 | static |" in sim_table
+    else:  # replayed on the ids it was recorded on
+        assert all(f"| {env_id} | static |" in sim_table for env_id in RECORDED_ENV_IDS)
 
     with open(run_dir / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -145,6 +145,13 @@ def test_the_papers_figures_and_claims_are_read_from_the_shipped_data_file(run_d
     assert cfg["options.package_data"]["harness_gym_baselines.experiments"].split() == ["paper_claims.json"]
     shipped = json.loads(paper_claims.CLAIMS_FILE.read_text())
     assert shipped["offline_rl_paper"]["awr_minus_static_points"]["per_env"] == paper_claims.PAPER_GAIN
+    # keyed by env name: every version and data variant of an env carries the paper's figure for its benchmark
+    import harness_gym
+    from harness_gym_baselines.report.rows import env_name
+
+    assert set(paper_claims.PAPER_GAIN) <= {env_name(e) for e in harness_gym.ENV_IDS}
+    assert [paper_claims.PAPER_GAIN.get(env_name(label)) for label in
+            ("HarnessCode-v2", "HarnessCode-v1", "HarnessTauRetail-v2+tau", "HarnessMultiTool-v2")] == [10.0, 10.0, 18.2, None]
 
     report = html.unescape((run_dir / "report.html").read_text())
     assert f"The seed's ordering is {paper_claims.seed_ordering()}." in report
@@ -509,18 +516,18 @@ def test_public_data_variants_get_their_own_rows(tmp_path):
     with open(out / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
     envs = {r["env"] for r in rows}
-    assert envs == {ENV, "HarnessTauRetail-v1+tau", "HarnessDBBench-v1+dbbench"}
-    tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v1+tau"}
+    assert envs == {ENV, "HarnessTauRetail-v2+tau", "HarnessDBBench-v2+dbbench"}
+    tau = {r["controller"]: r for r in rows if r["env"] == "HarnessTauRetail-v2+tau"}
     references = {f"{kind}-w{w}" for kind in ("best-fixed", "probe") for w in ("0", "0.01", "0.1")}
     assert set(tau) == {"static", "forced-check", "thorough", "bc", "awr", "awr-q", "iql", "cql",
                         *references}  # no online rows on public data; the searched references on it
     assert float(tau["awr"]["paper_awr_minus_static"]) == 18.2
-    cells = json.loads(next((out / "offline" / "cells" / "HarnessTauRetail-v1+tau").glob("static-seed0.json"))
+    cells = json.loads(next((out / "offline" / "cells" / "HarnessTauRetail-v2+tau").glob("static-seed0.json"))
                        .read_text())
     import gymnasium as gym
 
     def test_ids(**kwargs):
-        env = gym.make("HarnessTauRetail-v1", **kwargs)
+        env = gym.make("HarnessTauRetail-v2", **kwargs)
         ids = {t.task_id for t in env.unwrapped.domain.tasks("test")}
         env.close()
         return ids

@@ -22,13 +22,13 @@ from harness_gym_baselines.experiments.sim_to_real import (
     train_learned,
 )
 from harness_gym_baselines.experiments.statistics import bootstrap_ci
-from tests.recording import needs_v1_recording
+from tests.recording import needs_registered_recording
 
 MANIFEST = data_path("recordings", "smollm2.json")
 
 
 def _row(controller: str, real: float, default: float, fitted: float) -> SimToRealRow:
-    return SimToRealRow("HarnessCode-v1", controller, 3, real, default, fitted, 2.0)
+    return SimToRealRow("HarnessCode-v2", controller, 3, real, default, fitted, 2.0)
 
 
 def test_rank_orders_ties_and_counts_agreeing_pairs():
@@ -50,33 +50,33 @@ def test_bootstrap_ci_brackets_the_mean_and_collapses_on_constants():
 
 
 def test_unknown_controller_names_the_manifest_field():
-    with pytest.raises(ValueError, match=r"models\.ppo\.HarnessCode-v1"):
-        make_controller("ppo", "HarnessCode-v1", {"models": {}}, MANIFEST.parent)
+    with pytest.raises(ValueError, match=r"models\.ppo\.HarnessCode-v2"):
+        make_controller("ppo", "HarnessCode-v2", {"models": {}}, MANIFEST.parent)
 
 
 def test_train_learned_is_deterministic_and_runs_on_the_env(tmp_path):
-    first = train_learned("HarnessDBBench-v1", tmp_path / "a.pt", episodes=60, seed=3)
-    train_learned("HarnessDBBench-v1", tmp_path / "b.pt", episodes=60, seed=3)
+    first = train_learned("HarnessDBBench-v2", tmp_path / "a.pt", episodes=60, seed=3)
+    train_learned("HarnessDBBench-v2", tmp_path / "b.pt", episodes=60, seed=3)
     assert first["file"] == "a.pt" and first["algo"] == LEARNED and "60 behaviour episodes" in first["trained_on"]
     a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
     assert all(torch.equal(a[k], b[k]) for k in a)
-    manifest = {"models": {LEARNED: {"HarnessDBBench-v1": first}}}
-    policy = make_controller(LEARNED, "HarnessDBBench-v1", manifest, tmp_path)
-    env = gym.make("HarnessDBBench-v1", split="test")
+    manifest = {"models": {LEARNED: {"HarnessDBBench-v2": first}}}
+    policy = make_controller(LEARNED, "HarnessDBBench-v2", manifest, tmp_path)
+    env = gym.make("HarnessDBBench-v2", split="test")
     obs, _ = env.reset(seed=0)
     policy.reset(env, 0)
     assert 0 <= policy.act(obs, env) < 7
     env.close()
 
 
-@needs_v1_recording
+@needs_registered_recording
 def test_shipped_learned_controller_reproduces_its_recorded_actions():
     """Each learned episode of the recording is what its shipped model does against the replayed model: the
     recording is of that controller, and the model file is the one shipped."""
     manifest = json.loads(MANIFEST.read_text())
     learned = [ep for ep in manifest["episodes"] if ep["policy"] not in FIXED]
-    assert {ep["env_id"] for ep in learned} >= {"HarnessCode-v1", "HarnessMultiTool-v1", "HarnessDBBench-v1"}
+    assert {ep["env_id"] for ep in learned} >= {"HarnessCode-v2", "HarnessMultiTool-v2", "HarnessDBBench-v2"}
     assert {ep["policy"] for ep in learned} == {LEARNED}
     cache = MANIFEST.parent / manifest["cache"]
     for ep in learned:
@@ -94,7 +94,7 @@ def test_shipped_learned_controller_reproduces_its_recorded_actions():
         assert info["quality"] == pytest.approx(ep["quality"])
 
 
-@needs_v1_recording
+@needs_registered_recording
 def test_sim_to_real_table_has_every_controller_ranked():
     rows, fits, manifest = sim_to_real(sim_seeds=1)
     envs = {ep["env_id"] for ep in manifest["episodes"]}

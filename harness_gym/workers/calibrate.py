@@ -25,14 +25,29 @@ Two steps:
    stays near it. The confidence fit ignores that the simulator clips confidences to [0, 1]: where a mean
    comes near a bound, the fitted value is biased towards the middle.
 
-A ``-v2`` default (:class:`~harness_gym.workers.profile.WorkerProfileV2`) is fitted the same way and keeps the
-class. Its own parameters are not estimated from a recording and keep the default's values (reported with no
-interval): ``task_ability_sd`` needs several episodes of each task (a recording holds one or two per task, and a
-task's successes then confound its difficulty with its latent ability); ``fix_decay`` and ``fix_needs_evidence`` would
-need the fix events split by REVISE round and by evidence held, which :func:`collect_events` pools (the ``fix``
-model is the ``-v1`` linear one); ``distractor_weight`` needs drafts at several counts of irrelevant items, which a
-recording of one controller rarely varies; ``closed_book_share`` and ``task_ability_seed`` describe the task set,
-not the model. ``benchmarks/fidelity.py`` measures what they produce against the published figures instead.
+A ``-v2`` default (:class:`~harness_gym.workers.profile.WorkerProfileV2`) is fitted under the ``-v2`` worker's own
+model and keeps the class. Of its own parameters, a recording fits two:
+
+- ``fix_decay``, from the repairs of later rounds: each ``fix`` event carries its REVISE round on the draft lineage
+  (usable revisions since the last DRAFT, as the simulator counts them). The fix terms are fitted to the round-1
+  repairs (as below, on the ``-v2`` repair model: ``g * fix + (1 - g) * p_draft`` with the profile's
+  ``fix_needs_evidence``), then the decay to the later rounds' repairs against what that model predicts for them
+  (``fix_decay ** (round - 1)`` times it; least squares, ridge towards the default, over a grid of [0, 1]). Without a
+  repair in round 2 or later, or without any repair that succeeded, it keeps the default;
+- ``distractor_weight``, from the drafts: a fourth column of the draft regression, ``-log1p`` of the irrelevant
+  items gathered (:meth:`~harness_gym.workers.simulated.SimulatedWorker.irrelevant_items`), kept at the default
+  when that count never varies among the recorded drafts.
+
+With ``task_ability_sd > 0`` the draft regression's coefficients are the marginal ones over the tasks' abilities;
+the simulator adds each task's ability on top, so they are scaled up by ``sqrt(1 + pi * sd**2 / 8)`` (the logistic-
+normal approximation) to give the same marginal rates. The repair terms are fitted as marginal rates with the
+ability at its mean (0). Four parameters are not estimated from a recording and keep the default's values (reported
+with no interval and the reason, :data:`NOT_IDENTIFIED`): ``task_ability_sd`` needs several independent episodes of
+each task (a model sampled at temperature > 0, several seeds per task): a recording at temperature 0 with one seed
+per task repeats a reply wherever the context repeats, and its tasks' successes confound difficulty with ability;
+``fix_needs_evidence`` trades off against ``fix_evidence`` (both say how repair grows with the evidence held) and
+would need many repairs at low coverage; ``closed_book_share`` and ``task_ability_seed`` describe the task set under
+the simulator, not the model. ``benchmarks/fidelity.py`` measures what they produce against the published figures.
 """
 
 from __future__ import annotations
@@ -46,11 +61,12 @@ import numpy as np
 
 from harness_gym.core.actions import Action
 from harness_gym.core.tool_calls import validate_call
-from harness_gym.workers.profile import WorkerProfile, param_bounds
+from harness_gym.workers.profile import PROFILE_VERSIONS, WorkerProfile, WorkerProfileV2, param_bounds
+from harness_gym.workers.simulated import SimulatedWorker
 
 EVENT_KINDS: tuple[str, ...] = ("reply", "draft", "fix", "break", "tool", "repeat", "confidence", "self_check",
                                  "self_check_again")
-WIDTH: dict[str, int] = {"reply": 1, "draft": 3, "fix": 3, "break": 1, "tool": 2, "repeat": 1, "confidence": 4,
+WIDTH: dict[str, int] = {"reply": 1, "draft": 4, "fix": 6, "break": 1, "tool": 2, "repeat": 1, "confidence": 4,
                          "self_check": 2, "self_check_again": 3}
 """columns of each event kind's rows"""
 
@@ -60,9 +76,10 @@ class Events:
     """Per-kind event rows of one or more episodes; ``episode`` lists say which episode each row came from.
 
     - ``reply``: (unusable,) for every DRAFT and REVISE reply; unusable: the step left an empty draft
-    - ``draft``: (coverage, difficulty, correct) for a usable DRAFT reply
-    - ``fix``: (specificity, coverage, correct after) for a wrong draft revised after a failed check (usable
-      revisions only, as are breaks)
+    - ``draft``: (coverage, difficulty, correct, irrelevant items) for a usable DRAFT reply
+    - ``fix``: (specificity, coverage, correct after, round, difficulty, irrelevant items) for a wrong draft revised
+      after a failed check (usable revisions only, as are breaks); round: the usable REVISE replies since the last
+      DRAFT, this one included
     - ``break``: (broken,) for a correct draft that was revised
     - ``tool``: (malformed, wrong) for every proposed tool call, on a task that needs tool calls, that does
       not resend the call that just failed; ``wrong``: well-formed but not one of the task's calls
@@ -99,6 +116,21 @@ class Events:
         return {k: len(v) for k, v in self.rows.items()}
 
 
+def default_profile(env: Any) -> WorkerProfile:
+    """The profile a fit to episodes of ``env`` starts from: the simulated worker's profile of its id and keywords
+    (``profile=``: the registered ``"v2"`` of the ``-v2`` ids, the domain's ``-v1`` profile when none, or one given).
+
+    :param env: a harness env made by ``gym.make`` (its ``spec.kwargs`` name the profile)
+    """
+    spec = env.spec.kwargs.get("profile") if getattr(env, "spec", None) is not None else None
+    domain = env.unwrapped.domain
+    if isinstance(spec, WorkerProfile):
+        return spec
+    if spec is None or spec in PROFILE_VERSIONS:
+        return WorkerProfile.for_domain(domain.name, spec or "v1", domain.assets_dir)
+    return WorkerProfile.load(spec)
+
+
 def collect_events(env: Any, episodes: Sequence[dict[str, Any]], events: Events | None = None) -> Events:
     """Replay ``episodes`` in ``env`` and collect the calibration events of every step.
 
@@ -124,11 +156,13 @@ def collect_events(env: Any, episodes: Sequence[dict[str, Any]], events: Events 
         prev_action = -1
         verdicts: dict[str, bool] = {}  # first self-check verdict per content, as the simulator keeps them
         gold = {c.key() for c in base.task.tool_calls}
+        lineage_round = 0  # usable REVISE replies since the last DRAFT, as the simulator counts a repair's round
         for act in ep["actions"]:
             act = Action(int(act))
             valid = bool(base.action_masks()[act])
             before = ctx.draft
             coverage = ctx.evidence_coverage()
+            irrelevant = SimulatedWorker.irrelevant_items(ctx)
             spec = 0.5
             check_failed = False
             if before is not None and ctx.last_check is not None and ctx.checked_version == before.version:
@@ -140,17 +174,19 @@ def collect_events(env: Any, episodes: Sequence[dict[str, Any]], events: Events 
             _, _, term, trunc, _ = env.step(int(act))
             if valid and act == Action.DRAFT and ctx.draft is not None:
                 ok, usable = correct(ctx.draft), bool(ctx.draft.content.strip())
+                lineage_round = 0
                 events.add("reply", n, not usable)
                 if usable:
-                    events.add("draft", n, coverage, ctx.task.difficulty, ok)
+                    events.add("draft", n, coverage, ctx.task.difficulty, ok, irrelevant)
                 events.add("confidence", n, base._state.confidence, ok, ctx.evidence_coverage(), ctx.task.difficulty)
             elif valid and act == Action.REVISE and ctx.draft is not None and before is not None:
                 was, now, usable = correct(before), correct(ctx.draft), bool(ctx.draft.content.strip())
                 events.add("reply", n, not usable)
+                lineage_round += usable
                 if usable and was:
                     events.add("break", n, not now)
                 elif usable and check_failed:
-                    events.add("fix", n, spec, coverage, now)
+                    events.add("fix", n, spec, coverage, now, lineage_round, ctx.task.difficulty, irrelevant)
                 events.add("confidence", n, base._state.confidence, now, ctx.evidence_coverage(), ctx.task.difficulty)
             elif valid and act == Action.TOOL:
                 call = ctx.tool_history[-1][0]
@@ -219,30 +255,147 @@ def _ridge(x: np.ndarray, y: np.ndarray, prior: np.ndarray, free: np.ndarray, la
     return coef
 
 
+def _is_v2(profile: WorkerProfile) -> bool:
+    """Whether ``profile`` is fitted and scored under the ``-v2`` worker's model (a :class:`WorkerProfileV2`)."""
+    return isinstance(profile, WorkerProfileV2)
+
+
+def _ability_scale(profile: WorkerProfile) -> float:
+    """How much larger a logistic model's coefficients are given each task's ability than over the tasks
+    (``sqrt(1 + pi * sd**2 / 8)``, the logistic-normal approximation; 1 without a latent ability)."""
+    sd = getattr(profile, "task_ability_sd", 0.0)
+    return math.sqrt(1.0 + math.pi * sd * sd / 8.0)
+
+
 def _draft_design(events: Events, default: WorkerProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The draft regression's design (1, coverage, difficulty), outcomes, prior and identified columns."""
-    d = np.asarray(events.rows["draft"], dtype=float).reshape(-1, 3)
-    x = np.column_stack([np.ones(len(d)), d[:, 0], d[:, 1]])
-    prior = np.array([default.draft_logit_base, default.evidence_weight, -default.difficulty_weight])
-    return x, d[:, 2], prior, _identified(x, levels=(0,))
+    """The draft regression's design (1, coverage, difficulty, and under a ``-v2`` default log1p(irrelevant items)),
+    outcomes, prior (the default's coefficients) and identified columns."""
+    d = np.asarray(events.rows["draft"], dtype=float).reshape(-1, WIDTH["draft"])
+    columns = [np.ones(len(d)), d[:, 0], d[:, 1]]
+    prior = [default.draft_logit_base, default.evidence_weight, -default.difficulty_weight]
+    if _is_v2(default):
+        columns.append(np.log1p(d[:, 3]))
+        prior.append(-default.distractor_weight)
+    x = np.column_stack(columns)
+    return x, d[:, 2], np.array(prior), _identified(x, levels=(0,))
 
 
 def _fit_draft(events: Events, default: WorkerProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The draft regression's coefficients (non-identified ones at the default), its free columns and the
-    inverse negative Hessian over them."""
+    """The draft regression's coefficients given a task's ability (non-identified ones at the default), its free
+    columns and their covariance (the inverse negative Hessian). The regression itself is over the tasks (their
+    abilities unseen), so it is fitted on the marginal scale and scaled by :func:`_ability_scale`."""
     x, y, prior, free = _draft_design(events, default)
-    w = prior.astype(float).copy()
-    offset = x[:, ~free] @ prior[~free]
-    w[free] = _fit_logistic(x[:, free], y, prior[free], offset=offset)
+    scale = _ability_scale(default)
+    w = prior / scale
+    offset = x[:, ~free] @ w[~free]
+    w[free] = _fit_logistic(x[:, free], y, w[free], offset=offset)
     p = _sigmoid(x @ w)
     xf = x[:, free]
     cov = np.linalg.inv((xf.T * (p * (1 - p))) @ xf + 0.5 * np.eye(int(free.sum())))
-    return w, free, cov
+    return w * scale, free, cov * scale * scale
 
 
-DRAFT_PARAMS = ("draft_logit_base", "evidence_weight", "difficulty_weight")
+DRAFT_PARAMS = ("draft_logit_base", "evidence_weight", "difficulty_weight", "distractor_weight")
+"""the draft regression's parameters, in its columns' order (``distractor_weight`` under a ``-v2`` default only)"""
+DRAFT_SIGNS = (1.0, 1.0, -1.0, -1.0)
+"""each parameter's sign in the regression (difficulty and irrelevant items remove log-odds)"""
 FIX_PARAMS = ("fix_base", "fix_specificity", "fix_evidence")
 CONFIDENCE_PARAMS = ("confidence_correct", "confidence_wrong", "confidence_evidence", "confidence_difficulty")
+DECAY_GRID = np.linspace(0.0, 1.0, 201)
+"""the values of ``fix_decay`` its least-squares fit chooses from"""
+
+
+def _draft_logit(profile: WorkerProfile, coverage: np.ndarray, difficulty: np.ndarray,
+                 irrelevant: np.ndarray) -> np.ndarray:
+    """The log-odds of a correct draft under ``profile`` given a task ability of 0 (its mean); over the tasks, the
+    draft succeeds with about ``sigmoid(logit / _ability_scale(profile))``."""
+    logit = profile.draft_logit_base + profile.evidence_weight * coverage - profile.difficulty_weight * difficulty
+    if _is_v2(profile):
+        logit = logit - profile.distractor_weight * np.log1p(irrelevant)
+    return logit
+
+
+def _fix_design(f: np.ndarray, profile: WorkerProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For ``fix`` rows: the covariates (1, specificity, coverage) of the fix terms, the weight ``g`` of the feedback
+    in each repair and the chance ``p_draft`` of a fresh draft there, so that round 1 succeeds with
+    ``g * (x @ fix terms) + (1 - g) * p_draft`` (``-v2``: ``g = 1 - fix_needs_evidence * (1 - coverage)``; ``-v1``:
+    ``g = 1``)."""
+    x = np.column_stack([np.ones(len(f)), f[:, 0], f[:, 1]])
+    if not _is_v2(profile):
+        return x, np.ones(len(f)), np.zeros(len(f))
+    g = 1.0 - profile.fix_needs_evidence * (1.0 - f[:, 1])
+    return x, g, _sigmoid(_draft_logit(profile, f[:, 1], f[:, 4], f[:, 5]) / _ability_scale(profile))
+
+
+def _fit_fix_terms(x: np.ndarray, design: np.ndarray, target: np.ndarray,
+                   default: WorkerProfile) -> tuple[np.ndarray, np.ndarray]:
+    """The fix terms by ridge least squares (towards the default) of ``target`` on ``design`` (the covariates ``x``,
+    weighted per repair by how far it rests on them), the columns the covariates identify; and which are fitted."""
+    prior = np.array([default.fix_base, default.fix_specificity, default.fix_evidence])
+    free = _identified(x, levels=(0,))
+    coef = _ridge(design, target, prior, free, lam=1.0)
+    mean = design.mean(axis=0)
+    held = ~free & (mean > 0)
+    if coef[0] < 0 and held.any():
+        # a slope held at its default (its covariate never varied) claims more of the fix rate than was
+        # seen: the base rate cannot go below 0, so the held slopes shrink until the rate at the observed
+        # covariates is the fitted one, and count as fitted (jointly with the base rate)
+        claimed = float(coef[held] @ mean[held])
+        scale = max(0.0, (claimed + coef[0] * mean[0]) / claimed) if claimed > 0 else 0.0
+        coef[held] *= scale
+        coef[0] = 0.0
+        free = free | held
+    return coef, free
+
+
+def _fit_fix(f: np.ndarray, default: WorkerProfile, draft_est: dict[str, float]) -> dict[str, float]:
+    """The fix terms (and under a ``-v2`` default ``fix_decay``) from ``fix`` rows.
+
+    ``-v1``: least squares of the success indicator on (1, specificity, coverage), every round pooled (the
+    simulator's linear model). ``-v2``: the fix terms from the round-1 repairs under the ``-v2`` repair model (the
+    draft terms fitted so far give ``p_draft``), then ``fix_decay`` from the later rounds against that model's
+    round-1 prediction for them, by least squares over :data:`DECAY_GRID` with a ridge penalty towards the default.
+    """
+    est: dict[str, float] = {}
+    if not _is_v2(default):
+        x = np.column_stack([np.ones(len(f)), f[:, 0], f[:, 1]])
+        coef, free = _fit_fix_terms(x, x, f[:, 2], default)
+        return {name: float(np.clip(v, 0, 1)) for name, v, ok in zip(FIX_PARAMS, coef, free) if ok}
+    current = replace(default, **draft_est)
+    x, g, p_draft = _fix_design(f, current)
+    first = f[:, 3] <= 1
+    coef = np.array([default.fix_base, default.fix_specificity, default.fix_evidence])
+    if first.any():
+        fitted, free = _fit_fix_terms(x[first], g[first, None] * x[first], f[first, 2] - (1 - g[first]) * p_draft[first],
+                                      default)
+        coef = np.where(free, np.clip(fitted, 0, 1), coef)
+        est.update({name: float(v) for name, v, ok in zip(FIX_PARAMS, coef, free) if ok})
+    later = ~first
+    if later.any() and f[:, 2].any():  # with no repair that succeeded, nothing says how success changes by round
+        round_one = np.clip(g[later] * np.clip(x[later] @ coef, 0, 1) + (1 - g[later]) * p_draft[later], 0, 1)
+        if round_one.max() > 1e-9:  # a decay of what is never predicted to succeed says nothing
+            predicted = DECAY_GRID[:, None] ** (f[later, 3] - 1)[None, :] * round_one[None, :]
+            loss = ((f[later, 2][None, :] - predicted) ** 2).sum(axis=1) + (DECAY_GRID - default.fix_decay) ** 2
+            est["fix_decay"] = float(DECAY_GRID[int(np.argmin(loss))])
+    return est
+
+
+def _draft_probs(rows: np.ndarray, profile: WorkerProfile) -> np.ndarray:
+    """The chance of each ``draft`` row's success under ``profile``, over the tasks' abilities."""
+    logit = _draft_logit(profile, rows[:, 0], rows[:, 1], rows[:, 3])
+    return _sigmoid(logit / _ability_scale(profile))
+
+
+def _fix_probs(rows: np.ndarray, profile: WorkerProfile) -> np.ndarray:
+    """The chance of each ``fix`` row's success under ``profile``: the fix terms, clipped to [0, 1]; under ``-v2``
+    mixed with a fresh draft's chance as far as the evidence is missing and decayed by the round (the task's ability
+    at its mean)."""
+    x, g, p_draft = _fix_design(rows, profile)
+    terms = np.array([profile.fix_base, profile.fix_specificity, profile.fix_evidence])
+    fix = np.clip(x @ terms, 0.0, 1.0)
+    if not _is_v2(profile):
+        return fix
+    return np.clip(g * fix + (1 - g) * p_draft, 0.0, 1.0) * profile.fix_decay ** (rows[:, 3] - 1)
 
 
 def _estimate(events: Events, default: WorkerProfile) -> dict[str, float]:
@@ -251,27 +404,9 @@ def _estimate(events: Events, default: WorkerProfile) -> dict[str, float]:
     rows = {k: np.asarray(v, dtype=float).reshape(len(v), WIDTH[k]) for k, v in events.rows.items()}
     if len(rows["draft"]):
         w, free, _ = _fit_draft(events, default)
-        values = (w[0], w[1], -w[2])  # the regression's difficulty column enters with a minus sign
-        est.update({name: float(v) for name, v, ok in zip(DRAFT_PARAMS, values, free) if ok})
-    f = rows["fix"]
-    if len(f):
-        # least squares of the success indicator on (1, specificity, coverage): the simulator's linear model
-        x = np.column_stack([np.ones(len(f)), f[:, 0], f[:, 1]])
-        prior = np.array([default.fix_base, default.fix_specificity, default.fix_evidence])
-        free = _identified(x, levels=(0,))
-        coef = _ridge(x, f[:, 2], prior, free, lam=1.0)
-        held = ~free & (x.mean(axis=0) > 0)
-        if coef[0] < 0 and held.any():
-            # a slope held at its default (its covariate never varied) claims more of the fix rate than was
-            # seen: the base rate cannot go below 0, so the held slopes shrink until the rate at the observed
-            # covariates is the fitted one, and count as fitted (jointly with the base rate)
-            mean = x.mean(axis=0)
-            claimed = float(coef[held] @ mean[held])
-            scale = max(0.0, (claimed + coef[0]) / claimed) if claimed > 0 else 0.0
-            coef[held] *= scale
-            coef[0] = 0.0
-            free = free | held
-        est.update({name: float(np.clip(v, 0, 1)) for name, v, ok in zip(FIX_PARAMS, coef, free) if ok})
+        est.update({name: float(sign * v) for name, sign, v, ok in zip(DRAFT_PARAMS, DRAFT_SIGNS, w, free) if ok})
+    if len(rows["fix"]):
+        est.update(_fit_fix(rows["fix"], default, est))
     for kind, name in (("reply", "unusable_reply_prob"), ("break", "break_prob"), ("tool", "tool_error_prob"),
                        ("repeat", "repeat_after_error_prob")):
         if len(rows[kind]):
@@ -314,7 +449,8 @@ def log_likelihood(events: Events, profile: WorkerProfile) -> tuple[float, int]:
     """Total log-likelihood of ``events`` under ``profile``'s model, and the number of events scored.
 
     Probabilities are clipped to [0.01, 0.99] and confidences scored as a normal density of the profile's
-    mean and noise, so one surprising event cannot give minus infinity.
+    mean and noise, so one surprising event cannot give minus infinity. Drafts and repairs are scored at their
+    chances over the tasks (:func:`_draft_probs`, :func:`_fix_probs`), as the fit reads them.
 
     :param events: the events
     :param profile: the profile to score
@@ -326,12 +462,11 @@ def log_likelihood(events: Events, profile: WorkerProfile) -> tuple[float, int]:
         prob = min(0.99, max(0.01, prob))
         return math.log(prob if outcome else 1.0 - prob)
 
-    for cov, diff, ok in events.rows["draft"]:
-        total += bern(1 / (1 + math.exp(-(p.draft_logit_base + p.evidence_weight * cov - p.difficulty_weight * diff))), ok)
-        n += 1
-    for spec, cov, ok in events.rows["fix"]:
-        total += bern(p.fix_base + p.fix_specificity * spec + p.fix_evidence * cov, ok)
-        n += 1
+    for kind, probs in (("draft", _draft_probs), ("fix", _fix_probs)):
+        rows = np.asarray(events.rows[kind], dtype=float).reshape(-1, WIDTH[kind])
+        for prob, ok in zip(probs(rows, p), rows[:, 2]):
+            total += bern(float(prob), ok)
+            n += 1
     for kind, prob in (("reply", p.unusable_reply_prob), ("break", p.break_prob), ("repeat", p.repeat_after_error_prob)):
         for (hit,) in events.rows[kind]:
             total += bern(prob, hit)
@@ -355,6 +490,31 @@ def log_likelihood(events: Events, profile: WorkerProfile) -> tuple[float, int]:
         total += bern(p.selfcheck_repeat + (1 - p.selfcheck_repeat) * agree, same)
         n += 1
     return total, n
+
+
+NOT_IDENTIFIED: dict[str, str] = {
+    "task_ability_sd": "a recording cannot identify it: it needs several independent episodes of each task (temperature "
+                       "> 0, several seeds per task), and at temperature 0 with one seed per task a task's successes "
+                       "confound its difficulty with its ability",
+    "task_ability_seed": "a draw of the simulator's task set, not a property of the model",
+    "fix_needs_evidence": "a recording cannot identify it apart from fix_evidence (both say how repair grows with the "
+                          "evidence held) without many repairs at low evidence coverage",
+    "closed_book_share": "which tasks the model knows closed-book is a property of the task set under the simulator "
+                         "(fixed by task_ability_seed); the draft terms absorb the recorded closed-book successes",
+}
+"""The ``-v2`` parameters :func:`fit_profile` never estimates, and why (they keep the default's value)."""
+NO_EVENTS: dict[str, str] = {
+    "fix_decay": "no repair of a failed draft in round 2 or later of a draft lineage, or no repair that succeeded",
+    "distractor_weight": "the irrelevant items gathered never varied among the drafts",
+}
+"""Why a ``-v2`` parameter that can be fitted was not, where the reason is more than "no events"."""
+
+
+def not_estimated_reason(name: str) -> str:
+    """Why ``fit_profile`` left the parameter ``name`` at the default (for a parameter its fit reports with no
+    interval): :data:`NOT_IDENTIFIED`, :data:`NO_EVENTS`, else no event of its kind or a covariate that never
+    varied."""
+    return NOT_IDENTIFIED.get(name) or NO_EVENTS.get(name) or "no events, or its covariate never varied"
 
 
 @dataclass(frozen=True)
@@ -390,7 +550,8 @@ class ProfileFit:
         for name in params:
             ci = self.ci95[name]
             rationale[name] = (f"fitted to {source}: 95% bootstrap interval [{ci[0]:.3f}, {ci[1]:.3f}]" if ci
-                               else f"not estimated from {source} (no events); the default profile's value")
+                               else f"not estimated from {source} ({not_estimated_reason(name)}); the default "
+                               "profile's value")
         return {"domain": domain, "params": params, "rationale": rationale,
                 "fit": {"ci95": {k: list(v) if v else None for k, v in self.ci95.items()}, "events": self.events,
                         "heldout_loglik_per_event": self.heldout_loglik,
@@ -428,20 +589,36 @@ def fit_profile(events: Events, default: WorkerProfile, *, n_boot: int = 200, se
             # Wilson score interval does not, so the wider of the two is reported
             lo, hi = _wilson(sum(rows), len(rows))
             ci95[name] = (min(lo, ci95[name][0]), max(hi, ci95[name][1]))
-    fixes = [r[2] for r in events.rows["fix"]]
-    if fixes:
-        # each fix term alone can reach the rate of fixes seen; the Wilson interval of that rate bounds them
-        # where every resample agrees (12 failed fixes of 12 give [0, 0] for all three)
+    fix_rows = np.asarray(events.rows["fix"], dtype=float).reshape(-1, WIDTH["fix"])
+    first = fix_rows[:, 3] <= 1 if _is_v2(default) else np.ones(len(fix_rows), dtype=bool)
+    if first.any():
+        # each fix term alone can reach the rate of fixes seen (round 1's under -v2); the Wilson interval of that
+        # rate bounds them where every resample agrees (12 failed fixes of 12 give [0, 0] for all three)
         # (and with no fix seen, each term may be 0: the ridge prior alone keeps the estimate above it)
-        lo, hi = _wilson(sum(fixes), len(fixes))
+        lo, hi = _wilson(float(fix_rows[first, 2].sum()), int(first.sum()))
         for name in ("fix_base", "fix_specificity", "fix_evidence"):
             if ci95[name] is not None:
                 ci95[name] = (0.0 if lo == 0.0 else ci95[name][0], max(hi, ci95[name][1]))
+    if ci95.get("fix_decay") is not None:
+        # the decay is the later rounds' repair rate over what round 1's model predicts for them: the Wilson
+        # interval of that rate, as a decay at the rounds' mean distance from round 1, bounds it where the
+        # resamples agree (every later repair failed: each resample fits the prior-bound decay)
+        later = fix_rows[~first]
+        predicted = float(_fix_probs(later, replace(profile, fix_decay=1.0)).mean())
+        if predicted > 0:
+            steps = float((later[:, 3] - 1).mean())
+            lo, hi = _wilson(float(later[:, 2].sum()), len(later))
+            bound = [min(1.0, (w / predicted) ** (1 / steps)) for w in (lo, hi)]
+            ci95["fix_decay"] = (min(bound[0], ci95["fix_decay"][0]), max(bound[1], ci95["fix_decay"][1]))
     for name, (lo, hi) in _laplace_draft(events, default).items():
         # the same for the draft regression: when every draft failed, each resample fits the same prior-bound
         # estimate; the Laplace interval of the MAP fit (its posterior curvature) does not collapse
         if ci95[name] is not None:
             ci95[name] = (min(lo, ci95[name][0]), max(hi, ci95[name][1]))
+    for name, ci in ci95.items():  # an interval says where the parameter may lie: within its valid range
+        if ci is not None:
+            low, high = param_bounds(name)
+            ci95[name] = (max(low, ci[0]), min(high, ci[1]))
     train = events.subset([e for e in episodes if e % 2 == 0])
     held = events.subset([e for e in episodes if e % 2 == 1])
     fitted_train = _clip(replace(default, **_estimate(train, default)))
@@ -467,11 +644,10 @@ def _laplace_draft(events: Events, default: WorkerProfile, z: float = 1.96) -> d
     if not events.rows["draft"]:
         return {}
     w, free, cov = _fit_draft(events, default)
-    sd = np.zeros(3)
+    sd = np.zeros(len(w))
     sd[free] = np.sqrt(np.diag(cov))
-    sign = (1.0, 1.0, -1.0)
-    return {name: (float(sign[j] * w[j] - z * sd[j]), float(sign[j] * w[j] + z * sd[j]))
-            for j, name in enumerate(DRAFT_PARAMS) if free[j]}
+    return {name: (float(sign * w[j] - z * sd[j]), float(sign * w[j] + z * sd[j]))
+            for j, (name, sign) in enumerate(zip(DRAFT_PARAMS, DRAFT_SIGNS)) if j < len(w) and free[j]}
 
 
 def _wilson(hits: float, n: int, z: float = 1.96) -> tuple[float, float]:

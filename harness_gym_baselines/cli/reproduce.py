@@ -12,7 +12,7 @@ import gymnasium as gym
 
 from harness_gym.core.paths import data_path
 from harness_gym.workers import WorkerProfile
-from harness_gym.workers.calibrate import collect_events, fit_profile
+from harness_gym.workers.calibrate import collect_events, default_profile, fit_profile, not_estimated_reason
 from harness_gym_baselines.cli.options import (
     Subparsers,
     add_command,
@@ -23,6 +23,7 @@ from harness_gym_baselines.common.options import (
     UsageError,
     check_env_id,
     positive_int,
+    recorded_env_kwargs,
 )
 from harness_gym_baselines.report.reproduce import QUICK_ENVS, reproduce
 
@@ -37,9 +38,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if not episodes:
         raise UsageError(f"{manifest_path} records no episode of {args.env_id}; it records {', '.join(recorded)}")
     cache = manifest_path.parent / manifest["cache"]
-    env = gym.make(args.env_id, worker="openai", cache=str(cache), cache_mode="replay", **manifest["worker"])
+    env = gym.make(args.env_id, worker="openai", cache=str(cache), cache_mode="replay", **manifest["worker"],
+                   **recorded_env_kwargs(manifest, args.env_id, str(manifest_path)))
     domain = env.unwrapped.domain.name
-    default = WorkerProfile.load(args.profile) if args.profile else WorkerProfile.for_domain(domain)
+    default = WorkerProfile.load(args.profile) if args.profile else default_profile(env)
     try:
         fit = fit_profile(collect_events(env, episodes), default, n_boot=args.bootstrap, seed=args.seed)
     finally:
@@ -56,7 +58,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for name, value in vars(fit.default).items():
         ci = fit.ci95[name]
         cells.append((name, f"{value:.3f}", f"{fitted[name]:.3f}",
-                      f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "not estimated (no events)"))
+                      f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"not estimated: {not_estimated_reason(name)}"))
     print_table(f"{domain} profile fitted to {source}", ("parameter", "default", "fitted", "95% CI"), cells)
     print(f"events: {fit.events}; held-out log-likelihood per event: fitted {fit.heldout_loglik:.3f}, "
           f"default {fit.heldout_loglik_default:.3f} ({fit.heldout_events} events)")
@@ -94,7 +96,8 @@ def add_calibrate(sub: Subparsers) -> None:
                    help="recording manifest (JSON naming the cache file, worker settings and episodes, as --recording "
                         "of the other commands; default: the shipped SmolLM2 recording, "
                         "envs_data/recordings/smollm2.json)")
-    p.add_argument("--profile", default=None, help="profile to start from (default: the domain's shipped one)")
+    p.add_argument("--profile", default=None, help="profile to start from (default: the env id's own, e.g. the v2 "
+                   "profile set for a -v2 id)")
     p.add_argument("--bootstrap", type=positive_int, default=200, help="bootstrap resamples for the intervals")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the held-out split")
     p.add_argument("--out", required=True, help="where to write the fitted profile JSON")

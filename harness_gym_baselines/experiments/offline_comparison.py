@@ -104,7 +104,7 @@ def coverage_scripts(env_id: str, args: argparse.Namespace, env_kwargs: dict[str
 
 
 def env_label(env_id: str, variant: str = "") -> str:
-    """How tables and cell folders name an env on a data variant: ``HarnessTauRetail-v1+tau2`` (else the id)."""
+    """How tables and cell folders name an env on a data variant: ``HarnessTauRetail-v2+tau2`` (else the id)."""
     return f"{env_id}+{variant}" if variant else env_id
 
 

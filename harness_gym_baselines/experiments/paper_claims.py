@@ -55,10 +55,11 @@ def read_claims(path: Path = CLAIMS_FILE) -> dict[str, Any]:
 
 _CLAIMS = read_claims()
 
-PAPER_GAIN: dict[str, float] = {env_id: float(points) for env_id, points in
+PAPER_GAIN: dict[str, float] = {name: float(points) for name, points in
                                 _CLAIMS["offline_rl_paper"]["awr_minus_static_points"]["per_env"].items()}
-"""AWR minus static in quality points per env id, as the offline-RL paper reports it (the file's ``note`` says
-which benchmark each is); the public-data variants share their env's figure"""
+"""AWR minus static in quality points per env name without its version (``HarnessCode``: every version of the env
+stands for the same benchmark), as the offline-RL paper reports it (the file's ``note`` says which benchmark each
+is); the public-data variants share their env's figure"""
 OFFLINE_RL_CLAIMS: dict[str, str] = dict(_CLAIMS["offline_rl_paper"]["claims"])
 """the offline-RL paper's claims, phrased to follow "The paper reports it" / "The paper:" in the report"""
 

@@ -1,9 +1,10 @@
 """The sim-to-real comparison on a recording of a real model: the real model (replayed from the record/replay
-cache, no server) against the simulated worker on its default and on its fitted profile, for the same
-controllers on the same tasks.
+cache, no server) against the simulated worker on its default profile (the env id's own,
+:func:`~harness_gym.workers.calibrate.default_profile`: the v2 set for a ``-v2`` id) and on its fitted profile, for
+the same controllers on the same tasks.
 
 The controllers are the fixed scripts of :data:`FIXED` and learned ones: a model file trained on the
-*simulator* (:func:`train_learned`: AWR with the fitted Q advantage on a behaviour buffer of the default
+*simulator* (:func:`train_learned`: AWR with the fitted Q advantage on a behaviour buffer of the env's default
 profile), shipped beside the recording and named in its manifest under ``models``. That is the transfer a user
 makes: train against the simulator, deploy with the real model.
 
@@ -32,7 +33,7 @@ import numpy as np
 import harness_gym
 from harness_gym.core.paths import data_path
 from harness_gym.running.rollout import Policy
-from harness_gym.workers.calibrate import ProfileFit, collect_events, fit_profile
+from harness_gym.workers.calibrate import ProfileFit, collect_events, default_profile, fit_profile, not_estimated_reason
 from harness_gym.workers.profile import WorkerProfile
 from harness_gym_baselines.common.options import recorded_env_kwargs
 from harness_gym_baselines.experiments.statistics import bootstrap_ci
@@ -50,7 +51,7 @@ def train_learned(env_id: str, out: Path, *, episodes: int = 2000, seed: int = 0
     """Train the learned controller of the comparison on the simulator and write its model file to ``out``.
 
     The recipe of the offline table (:mod:`harness_gym_baselines.experiments.offline_comparison`): a behaviour buffer of
-    ``episodes`` episodes on the train split with the default profile, then AWR with the fitted Q advantage
+    ``episodes`` episodes on the train split with the env's own profile (``-v2``: the v2 set), then AWR with the fitted Q advantage
     (``advantage="q"``), its default beta and epochs, ``seed``. The buffer goes to a temporary Minari folder.
 
     :param env_id: the env
@@ -78,7 +79,7 @@ def train_learned(env_id: str, out: Path, *, episodes: int = 2000, seed: int = 0
                 os.environ.pop("MINARI_DATASETS_PATH", None)
             else:
                 os.environ["MINARI_DATASETS_PATH"] = before
-    return {"file": Path(out).name, "algo": LEARNED, "trained_on": f"simulated worker, default profile, {episodes} "
+    return {"file": Path(out).name, "algo": LEARNED, "trained_on": f"simulated worker, {env_id}'s profile, {episodes} "
             f"behaviour episodes of the train split, seed {seed}", "beta": cfg.beta, "epochs": cfg.epochs}
 
 
@@ -139,7 +140,7 @@ class SimToRealRow:
     q_real: float
     """mean quality with the real model (replayed)"""
     q_sim_default: float
-    """mean quality of the simulated worker with the domain's shipped profile"""
+    """mean quality of the simulated worker with the env id's own profile (the fit's starting point)"""
     q_sim_fitted: float
     """the same with the profile fitted to the recording"""
     llm_calls_real: float
@@ -284,7 +285,7 @@ def env_rows(manifest_path: Path, env_id: str, sim_seeds: int,
     recorded = recorded_env_kwargs(manifest, env_id, str(manifest_path))
     real = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"], **recorded)
     domain = real.unwrapped.domain.name
-    default = WorkerProfile.for_domain(domain)
+    default = default_profile(real)
     try:
         fit = fit_profile(collect_events(real, episodes), default)
     finally:
@@ -357,5 +358,6 @@ def markdown(rows: list[SimToRealRow], fits: dict[str, ProfileFit]) -> str:
         for name, value in asdict(fit.default).items():
             ci = fit.ci95[name]
             lines.append(f"| {name} | {value:.3f} | {fitted[name]:.3f} | "
-                         + (f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "not estimated") + " |")
+                         + (f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"not estimated: {not_estimated_reason(name)}")
+                         + " |")
     return "\n".join(lines)

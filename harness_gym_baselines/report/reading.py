@@ -16,7 +16,7 @@ from harness_gym_baselines.experiments.paper_claims import (
 )
 from harness_gym_baselines.report.rows import (
     LEARNED,
-    base_env,
+    env_name,
     short_label,
 )
 
@@ -75,8 +75,8 @@ def _offline_lines(by: dict[tuple[str, str], dict[str, Any]], labels: list[str],
                       if name == "awr" else
                       "The fitted advantage Q(s, a) - V(s) averages the pass/fail outcome first, so its weights grow "
                       "with the difference in expected quality and CHECK wins where it pays."))
-    for env_id, paper in PAPER_GAIN.items():
-        for label in [e for e in labels if base_env(e) == env_id]:
+    for name_of_env, paper in PAPER_GAIN.items():
+        for label in [e for e in labels if env_name(e) == name_of_env]:
             parts = []
             for name in ("awr", "awr-q"):
                 r = by.get((label, name))

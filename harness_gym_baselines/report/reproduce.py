@@ -80,6 +80,12 @@ class Variant:
         return offline_comparison.env_label(self.env_id, self.variant)
 
 
+def current_id(name: str) -> str:
+    """The current id (:data:`harness_gym.ENV_IDS`) of the env named ``name`` (``HarnessDBBench`` ->
+    ``HarnessDBBench-v2``)."""
+    return next(env_id for env_id in harness_gym.ENV_IDS if env_id.rpartition("-")[0] == name)
+
+
 def variants(env_ids: list[str], tau_data: str | None, dbbench_data: str | None) -> list[Variant]:
     """The env ids, then the public-data variants whose data is given (a missing path is an error).
 
@@ -91,11 +97,11 @@ def variants(env_ids: list[str], tau_data: str | None, dbbench_data: str | None)
     if tau_data:
         if not Path(tau_data).is_dir():
             raise FileNotFoundError(f"--tau-data {tau_data}: no such folder")
-        out.append(Variant("HarnessTauRetail-v1", "tau", {"data_dir": str(Path(tau_data).resolve())}, tau_data))
+        out.append(Variant(current_id("HarnessTauRetail"), "tau", {"data_dir": str(Path(tau_data).resolve())}, tau_data))
     if dbbench_data:
         if not Path(dbbench_data).is_file():
             raise FileNotFoundError(f"--dbbench-data {dbbench_data}: no such file")
-        out.append(Variant("HarnessDBBench-v1", "dbbench", {"data_path": str(Path(dbbench_data).resolve())},
+        out.append(Variant(current_id("HarnessDBBench"), "dbbench", {"data_path": str(Path(dbbench_data).resolve())},
                            dbbench_data))
     for var in out[len(env_ids):]:
         _check_has_test_tasks(var)
@@ -262,8 +268,8 @@ def reproduce(out: Path, *, quick: bool = False, env_ids: list[str] | None = Non
     :param out: output folder (reused to resume)
     :param quick: the sizes of :data:`QUICK` instead of :data:`FULL`
     :param env_ids: the envs (default: every registered id; with ``quick``, :data:`QUICK_ENVS`)
-    :param tau_data: a τ-bench retail data folder: adds the public-data variant of HarnessTauRetail-v1
-    :param dbbench_data: a DB-Bench JSONL file: adds the public-data variant of HarnessDBBench-v1
+    :param tau_data: a τ-bench retail data folder: adds the public-data variant of HarnessTauRetail (its current id)
+    :param dbbench_data: a DB-Bench JSONL file: adds the public-data variant of HarnessDBBench (its current id)
     :param seeds: sets every seed count (offline, online, corruption)
     :param size_overrides: ``FIELD=VALUE`` changes of the sizes
     :param cost_weights: the cost weights of the frontier (default :data:`DEFAULT_COST_WEIGHTS`)
@@ -484,7 +490,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     import csv
 
     from harness_gym_baselines.experiments.fixed_references import parse_reference_name
-    from harness_gym_baselines.report.rows import mark
+    from harness_gym_baselines.report.rows import mark, short_label
 
     with open(out / "table_harness.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -497,7 +503,7 @@ def terminal_summary(out: Path, manifest: dict[str, Any], *, width: int = SUMMAR
     by = {(r["env"], r["controller"]): r for r in rows}
     table = []
     for env in envs:
-        cells = [env.removeprefix("Harness").replace("-v1", "")]
+        cells = [short_label(env)]
         for name in names:
             r = by.get((env, name))
             cells.append("" if r is None else f"{float(r['Q']):.2f}" + (mark(r["verdict"]) or " "))

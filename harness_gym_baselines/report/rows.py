@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +94,14 @@ def _per_seed(cells: list[dict[str, Any]], key: str) -> list[np.ndarray]:
 
 
 def base_env(label: str) -> str:
-    """The env id of a table label (``HarnessTauRetail-v1+tau`` -> ``HarnessTauRetail-v1``)."""
+    """The env id of a table label (``HarnessTauRetail-v2+tau`` -> ``HarnessTauRetail-v2``)."""
     return label.split("+", 1)[0]
+
+
+def env_name(label: str) -> str:
+    """The env name of a table label, without variant or version (``HarnessTauRetail-v2+tau`` ->
+    ``HarnessTauRetail``): what the paper's figures (:data:`PAPER_GAIN`) are keyed by."""
+    return re.sub(r"-v\d+$", "", base_env(label))
 
 
 def verdict(name: str, row: dict[str, Any], cells: list[dict[str, Any]], sizes: dict[str, Any]) -> str:
@@ -178,7 +185,7 @@ def harness_rows(cells: dict[str, dict[str, list[dict[str, Any]]]], sizes: dict[
                 row["gain_vs_static"] = 100 * float(np.concatenate(diffs).mean())
                 lo, hi = two_level_bootstrap(diffs, np.mean)
                 row["gain_vs_static_ci95"] = (100 * lo, 100 * hi)
-            row["paper_gain"] = PAPER_GAIN.get(base_env(label)) if name in ("awr", "awr-q") else None
+            row["paper_gain"] = PAPER_GAIN.get(env_name(label)) if name in ("awr", "awr-q") else None
             rows.append(row)
     return rows
 
@@ -223,5 +230,6 @@ def aggregate_rows(rows: list[dict[str, Any]], cells: dict[str, dict[str, list[d
 
 
 def short_label(label: str) -> str:
-    """An env label without ``Harness`` and ``-v1`` (``Code``), for figures and sentences."""
-    return label.removeprefix("Harness").replace("-v1", "")
+    """An env label without ``Harness`` and its version (``HarnessCode-v2`` -> ``Code``, ``HarnessTauRetail-v2+tau``
+    -> ``TauRetail+tau``), for figures and sentences."""
+    return re.sub(r"-v\d+(?=\+|$)", "", label.removeprefix("Harness"))

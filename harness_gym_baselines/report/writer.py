@@ -49,8 +49,8 @@ from harness_gym_baselines.report.rows import (
     ONLINE,
     PACKAGES,
     aggregate_rows,
-    base_env,
     controllers,
+    env_name,
     harness_rows,
     load_cells,
     mark,
@@ -139,7 +139,7 @@ def main_table(out: Path, rows: list[dict[str, Any]], banner: str) -> None:
         cbs = " / ".join(_f(by[(label, n)]["patterns"]["check_before_submit"], ".2f") if (label, n) in by else "n/a"
                          for n in ("static", "awr-q"))
         gain = by.get((label, "awr-q"), {}).get("gain_vs_static")
-        paper = PAPER_GAIN.get(base_env(label))
+        paper = PAPER_GAIN.get(env_name(label))
         lines.append(f"| {short_label(label)} | " + " | ".join(cells) + f" | {cbs} | "
                      + ("" if gain is None else f"{gain:+.1f}") + (f" ({paper:+.1f})" if paper else "") + " |")
     (out / "table_main.md").write_text("\n".join(lines) + "\n")
