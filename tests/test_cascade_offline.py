@@ -60,3 +60,52 @@ def test_a_tiny_cascade_run_trains_offline_learners_that_act_in_the_tiered_space
     actions = [a for seed in range(5) for a in _actions(policy, seed, cost_weight=0.01)]
     assert max(actions) <= REVISE_FRONTIER and np.all(np.array(actions) >= 0)
     assert "offline awr-q, bc on 30 mixture episodes x seeds [0, 1]" in (tmp_path / "cascade.md").read_text()
+
+
+def test_post_draft_tools_extend_the_cascade_grammar_and_old_names_stay():
+    from harness_gym_baselines.policies.cascade import CascadeScript
+
+    for name in ("O1-R2-T1-Dc-Eq80-Vf-C2", "O0-R0-T0-Df-En-Vc-C0", "O2-R4-T3-Dc-T2-Ek-Vf-C3"):
+        assert CascadeScript.parse(name).name == name
+    assert CascadeScript.parse("O1-R2-T1-Dc-T2-Eq80-Vf-C2").post_tool == 2
+    assert CascadeScript.parse("O1-R2-T1-Dc-T0-En-Vc-C1").name == "O1-R2-T1-Dc-En-Vc-C1"
+    with pytest.raises(ValueError, match="not a cascade script name"):
+        CascadeScript.parse("O1-R2-T1-Dc-Tx-En-Vc-C1")
+
+
+@pytest.mark.parametrize("shape", ["O0-R0-T0-D-T1-C1", "O1-R2-T0-D-T2-C3", "O0-R1-T0-D-T0-C0"])
+def test_the_cheap_tier_variant_plays_its_open_loop_script_step_for_step(shape):
+    from harness_gym_baselines.policies.open_loop import Script, ScriptPolicy
+
+    variants = cascade.tier_variants(Script.parse(shape), 70)
+    assert len(variants) == (6 if shape.endswith("C0") else 8) and len({v.name for v in variants}) == len(variants)
+    cheap = [v for v in variants if (v.draft, v.escalate, v.repair) == ("c", "n", "c")]
+    assert len(cheap) == 1
+    for seed in range(6):
+        assert _actions(cascade.CascadePolicy(cheap[0]), seed) == _actions(ScriptPolicy(shape), seed)
+    frontier = [v for v in variants if v.draft == "f" and v.repair == "f"][0]
+    post = Script.parse(shape).post_tool
+    if post:  # the frontier variant runs the same post-draft tools after its frontier draft
+        played = _actions(cascade.CascadePolicy(frontier), 0)
+        i = played.index(DRAFT_FRONTIER)
+        assert played[i + 1:i + 1 + post] == [2] * post  # 2: TOOL
+
+
+def test_the_wide_reference_takes_the_best_val_return_of_every_tier_variant_and_named_harness():
+    from harness_gym.budget.references import NAMED_SCRIPTS
+    from harness_gym_baselines.experiments.script_search import SearchConfig
+
+    narrow = cascade.CascadeScript.parse("O1-R2-T1-Dc-Ek-Vf-C2")
+    search = SearchConfig(env_id=ENV, cost_weights=(0.01,), rounds=((2, 2),), max_observe=1, max_retrieve=1,
+                          max_tool=0, max_post_tool=1, checks=(0, 1), val_episodes=2)
+    wide = cascade.wide_reference(ENV, threshold=70, narrow_best=narrow, cost_weight=0.01, val_episodes=4,
+                                  search=search)
+    finalists = [n for n in wide["finalists"] if n not in NAMED_SCRIPTS]
+    assert wide["candidates"] == 2 * 2 * 2 * 2 and len(finalists) == 2
+    expected = {v.name for f in finalists for v in cascade.tier_variants(cascade.Script.parse(f), 70)}
+    assert set(wide["val_returns"]) == expected | {narrow.name, *NAMED_SCRIPTS}
+    assert wide["val_returns"][wide["best"]] == max(wide["val_returns"].values())
+    check = cascade.play(ENV, wide["policy"], split="val", episodes=4, cost_weight=0.01)["return"].mean()
+    assert check == pytest.approx(wide["val_returns"][wide["best"]])
+    with pytest.raises(ValueError, match="at cost weight 0.1 only"):
+        cascade.wide_reference(ENV, threshold=70, narrow_best=narrow, cost_weight=0.1, val_episodes=4, search=search)

@@ -17,9 +17,14 @@ Per env, in order, each choice made before the test split is read:
    advantage), one per ``--offline-seeds`` seed, each trained on its own buffer of ``--offline-episodes`` train
    episodes of :class:`~harness_gym_baselines.policies.cascade.CascadeMixture` over the searched grid (every tier
    choice, plus one-step random departures), rewards at the same cost weight;
+   With ``--wide``, a second reference as wide as the open-loop grammar: ``best-fixed-wide``, the best on
+   ``--val-episodes`` val episodes of the named harnesses (static, forced-check, thorough, cheap tier), the winner of
+   step 2 and every tier variant (:func:`tier_variants`) of the finalists of the open-loop script search
+   (:func:`~harness_gym_baselines.experiments.script_search.choose_winners` at this cost weight on this env: OBSERVE
+   0-4, RETRIEVE 0-8, TOOL 0-6 before and 0-2 after the draft, 0-12 checks, successive halving on train);
 5. every controller on the same ``--test-episodes`` test episodes (reset seeds ``0..N-1``): mean Q, cost units and
-   return with 95% bootstrap CIs, and each controller's return minus best-fixed's, paired per episode (two-level
-   bootstrap over PPO seeds). The question asked of the learned controller: does it reach always-frontier's Q at
+   return with 95% bootstrap CIs, and each controller's return minus best-fixed's (and best-fixed-wide's), paired per
+   episode (two-level bootstrap over seeds). The question asked of the learned controller: does it reach always-frontier's Q at
    <= 50% of its cost?
 
 Writes ``OUT/cascade.json``, ``OUT/cascade.md`` and ``OUT/cascade.png`` (Q against cost per env).
@@ -39,9 +44,13 @@ import gymnasium as gym
 import numpy as np
 
 import harness_gym  # noqa: F401 -- registers the tiered ids
+from harness_gym.budget.references import NAMED_SCRIPTS
 from harness_gym.running.rollout import Policy, play_episode
+from harness_gym_baselines.experiments.script_search import SearchConfig, choose_winners
 from harness_gym_baselines.experiments.statistics import mean_ci, paired_difference
 from harness_gym_baselines.policies.cascade import CASCADES, CascadeMixture, CascadePolicy, CascadeScript
+from harness_gym_baselines.policies.open_loop import Script, is_script_name
+from harness_gym_baselines.policies.registry import make_policy
 
 THRESHOLDS: tuple[int, ...] = (50, 60, 70, 75, 80, 85, 90)
 """The confidence thresholds (percent) the val split chooses among."""
@@ -86,13 +95,54 @@ def _best(env_id: str, scripts: Sequence[CascadeScript], *, split: str, episodes
     return best, scores
 
 
-def train_ppo(env_id: str, *, seed: int, steps: int, cost_weight: float, out: Path) -> Policy:
-    """One ppo-sparse run on train (validation every 8 rollouts, no final evaluation: the test split is read here)."""
-    from harness_gym_baselines.algos.ppo import PPOSparseConfig, train
+def tier_variants(shape: Script, threshold: int) -> list[CascadeScript]:
+    """Every tier choice of :func:`search_grid` on one open-loop script's shape: the first draft cheap or frontier; for
+    a cheap draft no escalation, escalation on a failed check (when the shape checks) or below ``threshold``; repairs
+    cheap or frontier. The cheap, never-escalating, cheap-repair variant plays ``shape`` itself."""
+    variants = []
+    for draft, repair in itertools.product("cf", "cf"):
+        for escalate in (("n", "k", f"q{threshold}") if draft == "c" else ("n",)):
+            if escalate == "k" and shape.checks == 0:
+                continue
+            variants.append(CascadeScript(shape.observe, shape.retrieve, shape.tool, draft, escalate, repair,
+                                          shape.checks, shape.post_tool))
+    return variants
 
-    cfg = PPOSparseConfig(env_id=env_id, steps=steps, seed=seed, cost_weight=cost_weight,
-                          out=str(out / "models" / f"{env_id}-ppo-sparse-s{seed}.zip"), progress=False,
-                          eval_every=8, eval_episodes=20, final_eval_episodes=0, log_dir=str(out / "runs"))
+
+def wide_reference(env_id: str, *, threshold: int, narrow_best: CascadeScript, cost_weight: float,
+                   val_episodes: int, num_workers: int = 1, search: SearchConfig | None = None) -> dict[str, Any]:
+    """``best-fixed-wide`` (module docstring, step 2): the open-loop search's finalists on this env at this weight,
+    their tier variants, the named harnesses and step 2's winner, chosen by mean val return.
+
+    :param search: the open-loop search (default: its defaults at ``cost_weight`` on ``env_id``)
+    """
+    cfg = search or SearchConfig(env_id=env_id, cost_weights=(cost_weight,))
+    if cfg.env_id != env_id or cfg.cost_weights != (cost_weight,):
+        raise ValueError(f"wide_reference: the search must be on {env_id} at cost weight {cost_weight} only, got "
+                         f"{cfg.env_id} at {cfg.cost_weights}")
+    chosen = choose_winners(cfg, num_workers=num_workers)
+    shapes = [Script.parse(name) for name in chosen["finalists"] if is_script_name(name)]
+    candidates: dict[str, Policy] = {s.name: CascadePolicy(s) for shape in shapes for s in tier_variants(shape, threshold)}
+    candidates[narrow_best.name] = CascadePolicy(narrow_best)
+    candidates.update({name: make_policy(name) for name in NAMED_SCRIPTS})
+    scores = {name: float(play(env_id, policy, split="val", episodes=val_episodes, cost_weight=cost_weight)
+                          ["return"].mean()) for name, policy in candidates.items()}
+    best = max(scores, key=lambda name: (scores[name], name))
+    return {"best": best, "policy": candidates[best], "candidates": chosen["candidates"],
+            "finalists": chosen["finalists"], "val_returns": scores}
+
+
+def train_ppo(env_id: str, *, seed: int, steps: int, cost_weight: float, out: Path) -> Policy:
+    """One ppo-sparse run on train (validation every 8 rollouts, no final evaluation: the test split is read here;
+    kept under ``out``: a rerun reuses the model)."""
+    from harness_gym_baselines.algos.ppo import PPOSparseConfig, load, train
+
+    model = out / "models" / f"{env_id}-ppo-sparse-s{seed}.zip"
+    if model.exists():
+        return load(model)
+    cfg = PPOSparseConfig(env_id=env_id, steps=steps, seed=seed, cost_weight=cost_weight, out=str(model),
+                          progress=False, eval_every=8, eval_episodes=20, final_eval_episodes=0,
+                          log_dir=str(out / "runs"))
     return train(cfg)
 
 
@@ -153,10 +203,14 @@ def coupling(env_id: str, *, seeds: int = 8) -> dict[str, Any]:
             "frontier_success_where_cheap_passed": float(both[both[:, 0] == 1, 1].mean())}
 
 
-def _summary(values: dict[str, list[np.ndarray]], best_fixed: np.ndarray) -> dict[str, Any]:
-    return {"quality": mean_ci(values["quality"]), "units": mean_ci(values["units"]),
-            "return": mean_ci(values["return"]), "frontier_share": mean_ci(values["frontier_share"]),
-            "return_minus_best_fixed": paired_difference(values["return"], best_fixed, "cascade")}
+def _summary(values: dict[str, list[np.ndarray]], best_fixed: np.ndarray,
+             best_fixed_wide: np.ndarray | None) -> dict[str, Any]:
+    row = {"quality": mean_ci(values["quality"]), "units": mean_ci(values["units"]),
+           "return": mean_ci(values["return"]), "frontier_share": mean_ci(values["frontier_share"]),
+           "return_minus_best_fixed": paired_difference(values["return"], best_fixed, "cascade")}
+    if best_fixed_wide is not None:
+        row["return_minus_best_fixed_wide"] = paired_difference(values["return"], best_fixed_wide, "cascade")
+    return row
 
 
 def run_env(env_id: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -170,6 +224,11 @@ def run_env(env_id: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     controllers: dict[str, list[Policy]] = {name: [CascadePolicy(CASCADES[name][0], name)] for name in FIXED}
     controllers["confidence-cascade"] = [CascadePolicy(conf_best, "confidence-cascade")]
     controllers["best-fixed"] = [CascadePolicy(best, "best-fixed")]
+    wide = None
+    if args.wide:
+        wide = wide_reference(env_id, threshold=threshold, narrow_best=best, cost_weight=cw,
+                              val_episodes=args.val_episodes, num_workers=args.num_workers)
+        controllers["best-fixed-wide"] = [wide.pop("policy")]
     if args.ppo_steps > 0:
         controllers["ppo-sparse"] = [train_ppo(env_id, seed=s, steps=args.ppo_steps, cost_weight=cw, out=out)
                                      for s in args.ppo_seeds]
@@ -179,8 +238,9 @@ def run_env(env_id: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     test = {name: [play(env_id, p, split="test", episodes=args.test_episodes, cost_weight=cw) for p in policies]
             for name, policies in controllers.items()}
     best_fixed_return = test["best-fixed"][0]["return"]
+    wide_return = test["best-fixed-wide"][0]["return"] if wide else None
     rows = {name: _summary({k: [run[k] for run in runs] for k in ("quality", "units", "return", "frontier_share")},
-                           best_fixed_return)
+                           best_fixed_return, wide_return)
             for name, runs in test.items()}
     frontier = rows["always-frontier"]
     for row in rows.values():
@@ -189,7 +249,7 @@ def run_env(env_id: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
             and row["units"]["mean"] <= 0.5 * frontier["units"]["mean"])
     return {"env_id": env_id, "confidence_threshold": threshold, "confidence_val_returns": conf_scores,
             "best_fixed": best.name, "best_fixed_train_return": grid_scores[best.name], "searched": len(grid),
-            "rows": rows}
+            "wide": wide, "rows": rows}
 
 
 def render_markdown(results: Sequence[dict[str, Any]], args: argparse.Namespace) -> str:
@@ -200,13 +260,19 @@ def render_markdown(results: Sequence[dict[str, Any]], args: argparse.Namespace)
     for res in results:
         lines += [f"### {res['env_id']}", "",
                   f"confidence threshold (val): {res['confidence_threshold'] / 100:.2f}; best fixed (train, "
-                  f"{res['searched']} scripts): `{res['best_fixed']}`", "",
-                  "| controller | Q | cost units | frontier share of cost | return | return - best-fixed (paired) | "
-                  "frontier Q at <= 50% cost |",
-                  "|---|---|---|---|---|---|---|"]
+                  f"{res['searched']} scripts): `{res['best_fixed']}`", ""]
+        wide = res.get("wide")
+        keys = ["quality", "units", "frontier_share", "return", "return_minus_best_fixed"]
+        head = ("| controller | Q | cost units | frontier share of cost | return | return - best-fixed (paired) | "
+                + ("return - best-fixed-wide (paired) | " if wide else "") + "frontier Q at <= 50% cost |")
+        if wide:
+            keys.append("return_minus_best_fixed_wide")
+            lines += [f"best fixed wide (val, {len(wide['val_returns'])} strategies: the tier variants of the "
+                      f"open-loop search's finalists among {wide['candidates']} scripts, the named harnesses, the "
+                      f"{res['searched']}-script winner): `{wide['best']}`", ""]
+        lines += [head, "|---" * (len(keys) + 2) + "|"]
         for name, row in res["rows"].items():
-            cell = [f"{row[k]['mean']:.3f} [{row[k]['ci95'][0]:.3f}, {row[k]['ci95'][1]:.3f}]"
-                    for k in ("quality", "units", "frontier_share", "return", "return_minus_best_fixed")]
+            cell = [f"{row[k]['mean']:.3f} [{row[k]['ci95'][0]:.3f}, {row[k]['ci95'][1]:.3f}]" for k in keys]
             lines.append(f"| {name} | " + " | ".join(cell) + f" | {'yes' if row['reaches_frontier_q_at_half_cost'] else 'no'} |")
         lines.append("")
     return "\n".join(lines)
@@ -251,6 +317,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="offline learners trained on the cascade-mixture buffers (none: leave them out)")
     parser.add_argument("--offline-episodes", type=int, default=1000)
     parser.add_argument("--offline-seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--wide", action="store_true",
+                        help="add best-fixed-wide, the reference as wide as the open-loop grammar (step 2)")
+    parser.add_argument("--num-workers", type=int, default=1, help="processes of the open-loop search (--wide)")
     parser.add_argument("--coupling", action="store_true",
                         help="only measure how the tiers' successes go together (coupling()), into OUT/coupling.json")
     args = parser.parse_args(argv)

@@ -3,10 +3,13 @@
 A cascade script gathers, drafts at one tier, may escalate to the frontier tier once, then runs the check-revise
 macro at a repair tier and submits::
 
-    O{a}-R{b}-T{c}-D{c|f}-E{n|k|q<pct>}-V{c|f}-C{k}     e.g. O1-R2-T1-Dc-Eq80-Vf-C2
+    O{a}-R{b}-T{c}-D{c|f}[-T{p}]-E{n|k|q<pct>}-V{c|f}-C{k}     e.g. O1-R2-T1-Dc-Eq80-Vf-C2
 
 - ``O{a}``, ``R{b}``, ``T{c}``: OBSERVE, RETRIEVE, TOOL that many times before the draft (masked steps skipped);
 - ``D{c|f}``: the first draft by the cheap (DRAFT) or the frontier tier (DRAFT_FRONTIER);
+- ``T{p}``: TOOL ``p`` times after the first draft (domains whose TOOL runs the draft; masked steps skipped; the name
+  leaves it out when ``p`` is 0), as the open-loop scripts' ``D-T{p}`` (:mod:`~harness_gym_baselines.policies.open_loop`):
+  a cheap-tier cascade ``...-Dc[-T{p}]-En-Vc-C{k}`` plays the script ``...-D-T{p}-C{k}`` step for step;
 - ``E``: escalation of a cheap draft to a fresh frontier draft, at most once: ``n`` never; ``k`` when the cheap draft's
   CHECK fails (the AutoMix/FrugalGPT shape with the env's check as the verifier); ``q<pct>`` when the cheap draft's
   stated confidence (the ``worker_confidence`` feature) is below ``pct``/100 (AutoMix-style threshold);
@@ -33,7 +36,7 @@ from harness_gym.running.rollout import harness_env
 from harness_gym.tiered import CHECK_FRONTIER, DRAFT_FRONTIER, REVISE_FRONTIER
 
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
-CASCADE_PATTERN = re.compile(r"^O(\d+)-R(\d+)-T(\d+)-D([cf])-E(n|k|q\d{1,3})-V([cf])-C(\d+)$")
+CASCADE_PATTERN = re.compile(r"^O(\d+)-R(\d+)-T(\d+)-D([cf])(?:-T(\d+))?-E(n|k|q\d{1,3})-V([cf])-C(\d+)$")
 """The name of a cascade script (module docstring)."""
 
 
@@ -48,6 +51,7 @@ class CascadeScript:
     :param escalate: ``"n"``, ``"k"`` or ``"q<pct>"``
     :param repair: ``"c"`` or ``"f"``, the tier of the check-revise macro
     :param checks: the most CHECK steps on the final draft lineage
+    :param post_tool: TOOL steps after the first draft
     """
 
     observe: int = 1
@@ -57,10 +61,12 @@ class CascadeScript:
     escalate: str = "n"
     repair: str = "c"
     checks: int = 2
+    post_tool: int = 0
 
     @property
     def name(self) -> str:
-        return (f"O{self.observe}-R{self.retrieve}-T{self.tool}-D{self.draft}-E{self.escalate}-V{self.repair}"
+        post = f"-T{self.post_tool}" if self.post_tool else ""
+        return (f"O{self.observe}-R{self.retrieve}-T{self.tool}-D{self.draft}{post}-E{self.escalate}-V{self.repair}"
                 f"-C{self.checks}")
 
     @property
@@ -77,10 +83,10 @@ class CascadeScript:
         match = CASCADE_PATTERN.match(name)
         if match is None:
             raise ValueError(f"not a cascade script name: {name!r} (expected e.g. O1-R2-T1-Dc-Eq80-Vf-C2)")
-        o, r, t, d, e, v, c = match.groups()
+        o, r, t, d, p, e, v, c = match.groups()
         if e.startswith("q") and not 0 <= int(e[1:]) <= 100:
             raise ValueError(f"cascade {name!r}: the confidence threshold must be 0-100 percent")
-        return cls(int(o), int(r), int(t), d, e, v, int(c))
+        return cls(int(o), int(r), int(t), d, e, v, int(c), int(p or 0))
 
 
 def is_cascade_name(name: str) -> bool:
@@ -102,6 +108,7 @@ class CascadePolicy:
     def reset(self, env: gym.Env | None, seed: int | None = None) -> None:
         s = self.script
         self._prefix = [Action.OBSERVE] * s.observe + [Action.RETRIEVE] * s.retrieve + [Action.TOOL] * s.tool
+        self._post_tool = s.post_tool
         self._escalated = False
         self._checks = 0
 
@@ -118,6 +125,10 @@ class CascadePolicy:
                 return int(action)
         if obs[_F["has_draft"]] == 0:
             return DRAFT_FRONTIER if s.draft == "f" else int(Action.DRAFT)
+        while self._post_tool > 0:
+            self._post_tool -= 1
+            if mask[Action.TOOL]:
+                return int(Action.TOOL)
         can_escalate = s.draft == "c" and not self._escalated
         threshold = s.threshold
         if can_escalate and threshold is not None:
