@@ -29,7 +29,8 @@ file, ``frontier_cache_mode``): every ``frontier_``-prefixed option of :data:`FR
 ``sd_f * (rho * z + sqrt(1 - rho**2) * z_f)``, where ``z`` is the very draw the cheap tier reads for the task and
 ``z_f`` the frontier tier's own (seeded from the task id with the frontier profile's ``task_ability_seed``); ``rho``
 is the profile's ``tier.ability_correlation``, chosen (no source gives per-task agreement between the two models on
-these families). Its offset over the cheap tier is the profile's ``draft_logit_base``.
+these families); the keyword ``ability_correlation=`` sets another for a sensitivity analysis (docs/cascade.md). Its
+offset over the cheap tier is the profile's ``draft_logit_base``.
 """
 
 from __future__ import annotations
@@ -147,13 +148,18 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
     :param prices: the cheap tier's price profile (default ``cheap-hosted``)
     :param frontier_prices: the frontier tier's (default ``frontier-hosted``)
     :param self_check: whether the domain's CHECK is the worker's self-check (then CHECK_FRONTIER exists)
+    :param ability_correlation: ``rho`` of the simulated frontier tier (default: its profile's
+        ``tier.ability_correlation``)
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, base: HarnessEnv, *, prices: str | Mapping[str, Any] | PriceTable | None = None,
                  frontier_prices: str | Mapping[str, Any] | PriceTable | None = "frontier-hosted",
-                 self_check: bool = False, frontier_worker: Worker | None = None) -> None:
+                 self_check: bool = False, frontier_worker: Worker | None = None,
+                 ability_correlation: float | None = None) -> None:
+        if ability_correlation is not None and frontier_worker is not None:
+            raise ValueError("ability_correlation sets the simulated frontier tier's rho; a live frontier worker has none")
         if frontier_worker is None and not isinstance(base.worker, SimulatedWorker):
             raise ValueError("a tiered env with a live cheap worker needs a live frontier worker too: pass "
                              "frontier_model=... (and frontier_base_url=..., frontier_cache=...) with worker='openai'")
@@ -165,12 +171,14 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
         domain = base.domain
         if frontier_worker is None:
             profile, rho = load_frontier(domain.name)
+            rho = rho if ability_correlation is None else float(ability_correlation)
             shared_seed = int(getattr(base.worker.profile, "task_ability_seed", 0.0))
             frontier_worker = FrontierWorker(profile, domain.name, shared_seed=shared_seed, correlation=rho,
                                              tools=domain.tools, wrong_tool_calls=domain.wrong_tool_calls,
                                              prompts_dir=base._prompts_dir)
         self.frontier_worker: Worker = frontier_worker
         self.cheap_worker = base.worker
+        self.ability_correlation: float | None = getattr(frontier_worker, "correlation", None)
         self.n_actions = N_ACTIONS + (3 if self_check else 2)
         self.action_space = spaces.Discrete(self.n_actions)
         self.observation_space = spaces.Box(np.concatenate([LOW, np.zeros(3, np.float32)]),
@@ -220,7 +228,8 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
     @property
     def settings(self) -> dict[str, Any]:
         """The base env's settings, with both tiers' price profiles."""
-        return {**self.base.settings, "prices": self.cheap_prices.name, "frontier_prices": self.frontier_prices.name}
+        return {**self.base.settings, "prices": self.cheap_prices.name, "frontier_prices": self.frontier_prices.name,
+                "ability_correlation": self.ability_correlation}
 
     def _extra(self) -> np.ndarray:
         st = self.base._state
@@ -284,7 +293,7 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
 
 def make_tiered(base: str, base_entry_point: str, prices: str | Mapping[str, Any] | PriceTable | None = None,
                 frontier_prices: str | Mapping[str, Any] | PriceTable | None = "frontier-hosted",
-                **kwargs: Any) -> TieredHarnessEnv:
+                ability_correlation: float | None = None, **kwargs: Any) -> TieredHarnessEnv:
     """The tiered env of ``base`` (a key of :data:`TIERED_DOMAINS`): its ``-v2`` env (``base_entry_point``, the
     registered ``module:EnvClass``) made with ``kwargs`` (the base env's keywords; ``profile`` is ``"v2"``) at
     ``frontier_prices`` for the budget, then wrapped.
@@ -295,8 +304,8 @@ def make_tiered(base: str, base_entry_point: str, prices: str | Mapping[str, Any
     not given is the cheap tier's (``api_key``, ``temperature``, ``max_tokens``, ``timeout_s``, ``max_retries``,
     ``backoff_s``, ``max_backoff_s``, ``prompts_dir``), except ``model``, ``base_url`` and ``cache``.
 
-    :raises ValueError: for a base without a frontier profile, a ``profile`` keyword (the tiers fix it), or
-        ``frontier_`` options without ``worker="openai"``
+    :raises ValueError: for a base without a frontier profile, a ``profile`` keyword (the tiers fix it),
+        ``frontier_`` options without ``worker="openai"``, or ``ability_correlation`` with it
     """
     if base not in TIERED_DOMAINS:
         raise ValueError(f"no tiered env for {base!r}; tiered bases: {sorted(TIERED_DOMAINS)}")
@@ -306,6 +315,8 @@ def make_tiered(base: str, base_entry_point: str, prices: str | Mapping[str, Any
     if frontier_options and kwargs.get("worker") != "openai":
         raise ValueError(f"{sorted('frontier_' + k for k in frontier_options)} configure a live frontier worker: "
                          "they need worker='openai'")
+    if ability_correlation is not None and kwargs.get("worker") == "openai":
+        raise ValueError("ability_correlation sets the simulated frontier tier's rho; a live frontier worker has none")
     env_class = gym.envs.registration.load_env_creator(base_entry_point)
     inner = env_class(profile="v2", prices=frontier_prices, **kwargs)
     frontier_worker = None
@@ -316,7 +327,8 @@ def make_tiered(base: str, base_entry_point: str, prices: str | Mapping[str, Any
                                                                                            "cache_mode")}
         frontier_worker = OpenAIWorker(inner.domain.name, inner.domain.tools, **{**inherited, **frontier_options})
     return TieredHarnessEnv(inner, prices=prices, frontier_prices=frontier_prices,
-                            self_check=uses_self_check(inner.domain), frontier_worker=frontier_worker)
+                            self_check=uses_self_check(inner.domain), frontier_worker=frontier_worker,
+                            ability_correlation=ability_correlation)
 
 
 def register_tiered(entry_points: Mapping[str, str]) -> tuple[str, ...]:

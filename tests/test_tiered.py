@@ -135,6 +135,40 @@ def test_frontier_tier_reads_the_cheap_tiers_task_draw():
         FrontierWorker(profile, None, shared_seed=0, correlation=1.5)
 
 
+def test_ability_correlation_keyword_sets_the_frontier_tiers_rho_and_is_recorded():
+    default = gym.make("HarnessCodeTiered-v2").unwrapped
+    assert default.frontier_worker.correlation == 0.7 and default.settings["ability_correlation"] == 0.7
+    tasks = list(default.domain.tasks("test"))
+    for rho in (0.0, 1.0):
+        env = gym.make("HarnessCodeTiered-v2", ability_correlation=rho).unwrapped
+        assert env.settings["ability_correlation"] == rho
+        frontier = np.array([env.frontier_worker.task_ability(t) for t in tasks])
+        cheap = np.array([env.cheap_worker.task_ability(t) for t in tasks])
+        if rho == 1.0:  # the same draw, scaled by the two profiles' spreads
+            assert np.corrcoef(frontier, cheap)[0, 1] == pytest.approx(1.0)
+        else:
+            assert abs(np.corrcoef(frontier, cheap)[0, 1]) < 0.5
+    with pytest.raises(ValueError, match="correlation must lie in"):
+        gym.make("HarnessCodeTiered-v2", ability_correlation=1.5)
+    with pytest.raises(ValueError, match="a live frontier worker has none"):
+        gym.make("HarnessCodeTiered-v2", worker="openai", model="fake", base_url="http://127.0.0.1:9/v1",
+                 frontier_model="fake", ability_correlation=0.5)
+
+
+def test_the_rho_sweep_measures_coupling_and_the_routing_oracle_per_rho():
+    from harness_gym_baselines.experiments.cascade import FIXED, rho_sweep
+
+    found = rho_sweep("HarnessResearchQATiered-v2", [0.0, 1.0], episodes=20, cost_weight=0.01, coupling_seeds=4)
+    assert [res["rho"] for res in found] == [0.0, 1.0]
+    for res in found:
+        returns = [res["rows"][name]["return"]["mean"] for name in FIXED]
+        assert res["routing_oracle_return"]["mean"] >= max(returns[:2]) - 1e-12  # the better tier per episode
+        c = res["coupling"]
+        assert 0.0 <= c["frontier_success_where_cheap_failed"] <= 1.0
+    low, high = (res["coupling"]["per_task_correlation"] for res in found)
+    assert high > low  # a shared draw makes the tiers' per-task success rates go together
+
+
 def test_tiered_env_refuses_a_profile_and_an_unknown_base():
     from harness_gym.tiered import make_tiered
 

@@ -58,10 +58,11 @@ FIXED: tuple[str, ...] = ("always-cheap", "always-frontier", "cheap-then-frontie
 """The named cascades run as registered."""
 
 
-def play(env_id: str, policy: Policy, *, split: str, episodes: int, cost_weight: float) -> dict[str, np.ndarray]:
+def play(env_id: str, policy: Policy, *, split: str, episodes: int, cost_weight: float,
+         **env_kwargs: Any) -> dict[str, np.ndarray]:
     """``episodes`` episodes (reset seeds ``0..episodes-1``) of ``policy``: per-episode Q, cost units, return and the
-    share of the units the frontier tier's steps cost."""
-    env = gym.make(env_id, split=split, cost_weight=cost_weight)
+    share of the units the frontier tier's steps cost (``env_kwargs``: further keywords of the env)."""
+    env = gym.make(env_id, split=split, cost_weight=cost_weight, **env_kwargs)
     quality, units, returns, frontier = [], [], [], []
     for seed in range(episodes):
         played = play_episode(env, policy, seed=seed, split=split)
@@ -176,12 +177,13 @@ def train_offline(env_id: str, name: str, *, seed: int, episodes: int, grid: Seq
     return policy
 
 
-def coupling(env_id: str, *, seeds: int = 8) -> dict[str, Any]:
+def coupling(env_id: str, *, seeds: int = 8, **env_kwargs: Any) -> dict[str, Any]:
     """How the tiers' successes go together across the test tasks: per task, the success rate over ``seeds`` episodes
     of ``O1-R2-T1-Dc-En-Vc-C0`` (cheap draft) and ``O1-R2-T1-Df-En-Vf-C0`` (frontier draft); their correlation across
     tasks, and the frontier tier's success rate on the episodes where the cheap draft failed and where it passed
-    (same task and seed, so the same task ability draw and the same gathered evidence)."""
-    env = gym.make(env_id, split="test", budget_units=None)
+    (same task and seed, so the same task ability draw and the same gathered evidence). ``env_kwargs``: further
+    keywords of the env (e.g. ``ability_correlation``)."""
+    env = gym.make(env_id, split="test", budget_units=None, **env_kwargs)
     tasks = [t.task_id for t in env.unwrapped.domain.tasks("test")]
     cheap_policy, frontier_policy = CascadePolicy("O1-R2-T1-Dc-En-Vc-C0"), CascadePolicy("O1-R2-T1-Df-En-Vf-C0")
     per_task, pairs = [], []
@@ -201,6 +203,47 @@ def coupling(env_id: str, *, seeds: int = 8) -> dict[str, Any]:
             "per_task_correlation": float(np.corrcoef(rates[:, 0], rates[:, 1])[0, 1]) if varied else None,
             "frontier_success_where_cheap_failed": float(both[both[:, 0] == 0, 1].mean()),
             "frontier_success_where_cheap_passed": float(both[both[:, 0] == 1, 1].mean())}
+
+
+def rho_sweep(env_id: str, rhos: Sequence[float], *, episodes: int, cost_weight: float,
+              coupling_seeds: int = 8) -> list[dict[str, Any]]:
+    """The tier correlation's sensitivity analysis (docs/cascade.md): per ``rho`` (the env's ``ability_correlation``),
+    :func:`coupling` and the named cascades on ``episodes`` test episodes, with the per-episode routing oracle (the
+    better return of always-cheap and always-frontier on each episode, a ceiling no router that must choose before
+    seeing both reaches) and cheap-then-frontier's return minus the better of the two single tiers, paired."""
+    found = []
+    for rho in rhos:
+        played = {name: play(env_id, CascadePolicy(CASCADES[name][0], name), split="test", episodes=episodes,
+                             cost_weight=cost_weight, ability_correlation=rho) for name in FIXED}
+        cheap, frontier = played["always-cheap"]["return"], played["always-frontier"]["return"]
+        single = cheap if cheap.mean() >= frontier.mean() else frontier
+        found.append({"rho": rho, "coupling": coupling(env_id, seeds=coupling_seeds, ability_correlation=rho),
+                      "rows": {name: {k: mean_ci(run[k]) for k in ("quality", "units", "return")}
+                               for name, run in played.items()},
+                      "routing_oracle_return": mean_ci(np.maximum(cheap, frontier)),
+                      "escalation_minus_best_single": paired_difference(
+                          [played["cheap-then-frontier"]["return"]], single, "cascade")})
+    return found
+
+
+def render_rho_sweep(found: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> str:
+    lines = [f"tier correlation rho swept, cost weight {args.cost_weight}, {args.test_episodes} test episodes, default "
+             f"prices; coupling from 8 episodes per test task", "",
+             "| env | rho | success cheap / frontier | per-task corr. | frontier success where cheap failed / passed | "
+             "return always-cheap | return always-frontier | return cheap-then-frontier | routing oracle | "
+             "cheap-then-frontier - best single (paired) |", "|---" * 10 + "|"]
+    for env_id, sweep in found.items():
+        for res in sweep:
+            c, rows = res["coupling"], res["rows"]
+            corr = "n/a" if c["per_task_correlation"] is None else f"{c['per_task_correlation']:.2f}"
+            diff = res["escalation_minus_best_single"]
+            lines.append(
+                f"| {env_id} | {res['rho']:g} | {c['cheap_success']:.3f} / {c['frontier_success']:.3f} | {corr} | "
+                f"{c['frontier_success_where_cheap_failed']:.3f} / {c['frontier_success_where_cheap_passed']:.3f} | "
+                + " | ".join(f"{rows[n]['return']['mean']:.3f}" for n in FIXED)
+                + f" | {res['routing_oracle_return']['mean']:.3f} | {diff['mean']:+.3f} [{diff['ci95'][0]:+.3f}, "
+                  f"{diff['ci95'][1]:+.3f}] |")
+    return "\n".join(lines)
 
 
 def _summary(values: dict[str, list[np.ndarray]], best_fixed: np.ndarray,
@@ -320,12 +363,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--wide", action="store_true",
                         help="add best-fixed-wide, the reference as wide as the open-loop grammar (step 2)")
     parser.add_argument("--num-workers", type=int, default=1, help="processes of the open-loop search (--wide)")
+    parser.add_argument("--rho-sweep", type=float, nargs="+", metavar="RHO",
+                        help="only the tier correlation's sensitivity analysis (rho_sweep()), into OUT/rho_sweep.json")
     parser.add_argument("--coupling", action="store_true",
                         help="only measure how the tiers' successes go together (coupling()), into OUT/coupling.json")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MINARI_DATASETS_PATH", str((out / "minari").resolve()))
+    if args.rho_sweep:
+        swept = {env_id: rho_sweep(env_id, args.rho_sweep, episodes=args.test_episodes, cost_weight=args.cost_weight)
+                 for env_id in args.envs}
+        (out / "rho_sweep.json").write_text(json.dumps({"args": vars(args), "results": swept}, indent=1) + "\n")
+        text = render_rho_sweep(swept, args)
+        (out / "rho_sweep.md").write_text(text + "\n")
+        print(text)
+        return
     if args.coupling:
         found = {env_id: coupling(env_id) for env_id in args.envs}
         (out / "coupling.json").write_text(json.dumps(found, indent=1) + "\n")
