@@ -316,3 +316,19 @@ def test_the_cascade_search_grid_is_the_documented_one():
     assert "O2-R4-T3-Dc-Eq75-Vf-C2" in names and "O1-R2-T1-Df-En-Vc-C0" in names
     assert not any(s.escalate == "k" and s.checks == 0 for s in grid)
     assert not any(s.draft == "f" and s.escalate != "n" for s in grid)
+
+
+def test_the_weight_sweep_picks_each_weights_best_train_return():
+    from harness_gym_baselines.experiments import cascade
+
+    found = cascade.weight_sweep("HarnessCodeTiered-v2", [0.0, 0.001, 1.0], train_episodes=3, test_episodes=4)
+    grid = cascade.search_grid(50)
+    train = {s.name: cascade.play("HarnessCodeTiered-v2", cascade.CascadePolicy(s), split="train", episodes=3,
+                                  cost_weight=0.0) for s in grid}
+    for res in found:
+        w = res["cost_weight"]
+        best = max(float((t["quality"] - w * t["units"]).mean()) for t in train.values())
+        chosen = train[res["best_fixed"]]
+        assert float((chosen["quality"] - w * chosen["units"]).mean()) == pytest.approx(best)
+        assert res["return"]["mean"] == pytest.approx(res["quality"]["mean"] - w * res["units"]["mean"])
+    assert found[-1]["frontier_share"]["mean"] == 0.0  # at w = 1 a frontier call never pays

@@ -226,6 +226,39 @@ def rho_sweep(env_id: str, rhos: Sequence[float], *, episodes: int, cost_weight:
     return found
 
 
+def weight_sweep(env_id: str, weights: Sequence[float], *, train_episodes: int, test_episodes: int,
+                 threshold: int = 50) -> list[dict[str, Any]]:
+    """Where the frontier tier starts to pay (docs/cascade.md): the scripts of :func:`search_grid` (confidence threshold
+    ``threshold``) played once on ``train_episodes`` train episodes, the best per weight by mean ``Q - w * units`` (an
+    episode's Q and units do not depend on ``w``), then each weight's winner on ``test_episodes`` test episodes."""
+    grid = search_grid(threshold)
+    train = {s.name: play(env_id, CascadePolicy(s), split="train", episodes=train_episodes, cost_weight=0.0)
+             for s in grid}
+    found, tested = [], {}
+    for w in weights:
+        best = max(grid, key=lambda s: (float((train[s.name]["quality"] - w * train[s.name]["units"]).mean()), s.name))
+        if best.name not in tested:
+            tested[best.name] = play(env_id, CascadePolicy(best), split="test", episodes=test_episodes, cost_weight=0.0)
+        run = tested[best.name]
+        found.append({"cost_weight": w, "best_fixed": best.name, "quality": mean_ci(run["quality"]),
+                      "units": mean_ci(run["units"]), "frontier_share": mean_ci(run["frontier_share"]),
+                      "return": mean_ci(run["quality"] - w * run["units"])})
+    return found
+
+
+def render_weight_sweep(found: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> str:
+    lines = [f"the best fixed cascade per cost weight ({len(search_grid(50))} scripts, threshold 0.50, chosen on "
+             f"{args.train_episodes} train episodes), judged on {args.test_episodes} test episodes, default prices", "",
+             "| env | cost weight | best fixed (train) | Q | cost units | frontier share of cost | return |",
+             "|---|---|---|---|---|---|---|"]
+    for env_id, sweep in found.items():
+        for res in sweep:
+            cells = [f"{res[k]['mean']:.3f} [{res[k]['ci95'][0]:.3f}, {res[k]['ci95'][1]:.3f}]"
+                     for k in ("quality", "units", "frontier_share", "return")]
+            lines.append(f"| {env_id} | {res['cost_weight']:g} | `{res['best_fixed']}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def render_rho_sweep(found: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> str:
     lines = [f"tier correlation rho swept, cost weight {args.cost_weight}, {args.test_episodes} test episodes, default "
              f"prices; coupling from 8 episodes per test task", "",
@@ -365,12 +398,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--num-workers", type=int, default=1, help="processes of the open-loop search (--wide)")
     parser.add_argument("--rho-sweep", type=float, nargs="+", metavar="RHO",
                         help="only the tier correlation's sensitivity analysis (rho_sweep()), into OUT/rho_sweep.json")
+    parser.add_argument("--weight-sweep", type=float, nargs="+", metavar="W",
+                        help="only the best fixed cascade per cost weight (weight_sweep()), into OUT/weight_sweep.json")
     parser.add_argument("--coupling", action="store_true",
                         help="only measure how the tiers' successes go together (coupling()), into OUT/coupling.json")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MINARI_DATASETS_PATH", str((out / "minari").resolve()))
+    if args.weight_sweep:
+        swept = {env_id: weight_sweep(env_id, args.weight_sweep, train_episodes=args.train_episodes,
+                                      test_episodes=args.test_episodes) for env_id in args.envs}
+        (out / "weight_sweep.json").write_text(json.dumps({"args": vars(args), "results": swept}, indent=1) + "\n")
+        text = render_weight_sweep(swept, args)
+        (out / "weight_sweep.md").write_text(text + "\n")
+        print(text)
+        return
     if args.rho_sweep:
         swept = {env_id: rho_sweep(env_id, args.rho_sweep, episodes=args.test_episodes, cost_weight=args.cost_weight)
                  for env_id in args.envs}
