@@ -33,12 +33,9 @@ import numpy as np
 from harness_gym.core.actions import Action
 from harness_gym.core.paths import data_path
 from harness_gym.core.state import FEATURE_NAMES
-from harness_gym.tiered import DRAFT_FRONTIER
+from harness_gym.tiered import DRAFT_FRONTIER, TIERED_DOMAINS, TIERED_ENV_IDS
 
-DOMAIN_ENVS: dict[str, str] = {"code": "HarnessCode", "knowledge": "HarnessKnowledge",
-                               "research_qa": "HarnessResearchQA", "multitool": "HarnessMultiTool",
-                               "data": "HarnessData", "plan": "HarnessPlan", "tau_retail": "HarnessTauRetail",
-                               "dbbench": "HarnessDBBench"}
+DOMAIN_ENVS: dict[str, str] = {domain: name for name, domain in TIERED_DOMAINS.items()}
 """Each card's domain and the env name its rows are measured on."""
 
 MEASUREMENT_BUDGET = 60
@@ -70,7 +67,8 @@ def frontier_card_path(domain: str) -> Path:
 
 
 def tiered_env_id(domain: str) -> str:
-    return f"{DOMAIN_ENVS[domain]}Tiered-v2"
+    """The tiered id whose frontier tier a domain's frontier card is measured on."""
+    return dict(zip(TIERED_DOMAINS.values(), TIERED_ENV_IDS))[domain]
 
 
 def load_card(domain: str, path: Path | None = None) -> dict[str, Any]:

@@ -89,8 +89,10 @@ def replay_episodes(manifest: dict[str, Any], cache: Path, repeat: int, *, stub:
         for ep in manifest["episodes"]:
             env_id = ep["env_id"]
             if env_id not in envs:
+                recorded = recorded_env_kwargs(manifest, env_id, "the recording")
                 if stub:
-                    env = gym.make(env_id, worker="openai", base_url="http://stub.invalid/v1", **manifest["worker"])
+                    env = gym.make(env_id, worker="openai", base_url="http://stub.invalid/v1", **manifest["worker"],
+                                   **recorded)
                     worker = env.unwrapped.worker
                     completions = _StubCompletions(LLMCache(cache, "replay"))
                     completions.worker = worker
@@ -106,7 +108,7 @@ def replay_episodes(manifest: dict[str, Any], cache: Path, repeat: int, *, stub:
                     worker._request = keyed
                 else:
                     env = gym.make(env_id, worker="openai", cache=cache, cache_mode="replay", **manifest["worker"],
-                                   **recorded_env_kwargs(manifest, env_id, "the recording"))
+                                   **recorded)
                 envs[env_id] = env
                 timers[env_id] = _Timed(env.unwrapped.worker)
             env = envs[env_id]

@@ -80,6 +80,7 @@ FRONTIER_OPTIONS: tuple[str, ...] = tuple(f"frontier_{name}" for name in OPENAI_
 :class:`~harness_gym.workers.OpenAIWorker` option."""
 TIERED_ENV_IDS: tuple[str, ...] = tuple(f"{name}Tiered-v2" for name in TIERED_DOMAINS)
 """The registered tiered env ids."""
+_NO_RHO_LIVE = "ability_correlation sets the simulated frontier tier's rho; a live frontier worker has none"
 
 
 class FrontierWorker(SimulatedWorker):
@@ -148,6 +149,8 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
     :param prices: the cheap tier's price profile (default ``cheap-hosted``)
     :param frontier_prices: the frontier tier's (default ``frontier-hosted``)
     :param self_check: whether the domain's CHECK is the worker's self-check (then CHECK_FRONTIER exists)
+    :param frontier_worker: the frontier tier's worker (default: the simulated :class:`FrontierWorker` of the
+        domain's frontier profile; a live one for ``worker="openai"``)
     :param ability_correlation: ``rho`` of the simulated frontier tier (default: its profile's
         ``tier.ability_correlation``)
     """
@@ -159,7 +162,7 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
                  self_check: bool = False, frontier_worker: Worker | None = None,
                  ability_correlation: float | None = None) -> None:
         if ability_correlation is not None and frontier_worker is not None:
-            raise ValueError("ability_correlation sets the simulated frontier tier's rho; a live frontier worker has none")
+            raise ValueError(_NO_RHO_LIVE)
         if frontier_worker is None and not isinstance(base.worker, SimulatedWorker):
             raise ValueError("a tiered env with a live cheap worker needs a live frontier worker too: pass "
                              "frontier_model=... (and frontier_base_url=..., frontier_cache=...) with worker='openai'")
@@ -316,7 +319,7 @@ def make_tiered(base: str, base_entry_point: str, prices: str | Mapping[str, Any
         raise ValueError(f"{sorted('frontier_' + k for k in frontier_options)} configure a live frontier worker: "
                          "they need worker='openai'")
     if ability_correlation is not None and kwargs.get("worker") == "openai":
-        raise ValueError("ability_correlation sets the simulated frontier tier's rho; a live frontier worker has none")
+        raise ValueError(_NO_RHO_LIVE)
     env_class = gym.envs.registration.load_env_creator(base_entry_point)
     inner = env_class(profile="v2", prices=frontier_prices, **kwargs)
     frontier_worker = None

@@ -60,6 +60,8 @@ def test_a_tiny_cascade_run_trains_offline_learners_that_act_in_the_tiered_space
     actions = [a for seed in range(5) for a in _actions(policy, seed, cost_weight=0.01)]
     assert max(actions) <= REVISE_FRONTIER and np.all(np.array(actions) >= 0)
     assert "offline awr-q, bc on 30 mixture episodes x seeds [0, 1]" in (tmp_path / "cascade.md").read_text()
+    with pytest.raises(SystemExit):  # the kept models were trained at w = 0.01: another weight is refused
+        cascade.main(["--out", str(tmp_path), "--envs", ENV, "--cost-weight", "0.1", "--ppo-steps", "0", "--offline"])
 
 
 def test_post_draft_tools_extend_the_cascade_grammar_and_old_names_stay():

@@ -10,24 +10,27 @@ Per env, in order, each choice made before the test split is read:
 1. the AutoMix-style threshold: ``O1-R2-T1-Dc-Eq<pct>-Vf-C2`` for each pct of :data:`THRESHOLDS`, ``--val-episodes``
    on val; the best mean return is ``confidence-cascade``;
 2. the searched best fixed strategy: every script of :func:`search_grid` (gather, draft tier, escalation with the chosen
-   threshold, repair tier, checks), ``--train-episodes`` on train; the best mean return is ``best-fixed``;
+   threshold, repair tier, checks), ``--train-episodes`` on train; the best mean return is ``best-fixed``. With
+   ``--wide``, a second reference as wide as the open-loop grammar: ``best-fixed-wide``, the best on
+   ``--val-episodes`` val episodes of the named harnesses (static, forced-check, thorough, cheap tier), the winner
+   above and every tier variant (:func:`tier_variants`) of the finalists of the open-loop script search
+   (:func:`~harness_gym_baselines.experiments.script_search.choose_winners` at this cost weight on this env: OBSERVE
+   0-4, RETRIEVE 0-8, TOOL 0-6 before and 0-2 after the draft, 0-12 checks, successive halving on train);
 3. ``ppo-sparse`` (MaskablePPO on the env's reward, :mod:`harness_gym_baselines.algos.ppo`), one run per
    ``--ppo-seeds`` seed, ``--ppo-steps`` steps on train;
 4. the offline learners of ``--offline`` (each trainer at its config's defaults; ``awr-q`` is AWR with the fitted
-   advantage), one per ``--offline-seeds`` seed, each trained on its own buffer of ``--offline-episodes`` train
-   episodes of :class:`~harness_gym_baselines.policies.cascade.CascadeMixture` over the searched grid (every tier
-   choice, plus one-step random departures), rewards at the same cost weight;
-   With ``--wide``, a second reference as wide as the open-loop grammar: ``best-fixed-wide``, the best on
-   ``--val-episodes`` val episodes of the named harnesses (static, forced-check, thorough, cheap tier), the winner of
-   step 2 and every tier variant (:func:`tier_variants`) of the finalists of the open-loop script search
-   (:func:`~harness_gym_baselines.experiments.script_search.choose_winners` at this cost weight on this env: OBSERVE
-   0-4, RETRIEVE 0-8, TOOL 0-6 before and 0-2 after the draft, 0-12 checks, successive halving on train);
+   advantage), one per ``--offline-seeds`` seed, trained on that seed's buffer (shared by the learners) of
+   ``--offline-episodes`` train episodes of :class:`~harness_gym_baselines.policies.cascade.CascadeMixture` over the
+   searched grid (every tier choice, plus one-step random departures), rewards at the same cost weight;
 5. every controller on the same ``--test-episodes`` test episodes (reset seeds ``0..N-1``): mean Q, cost units and
    return with 95% bootstrap CIs, and each controller's return minus best-fixed's (and best-fixed-wide's), paired per
    episode (two-level bootstrap over seeds). The question asked of the learned controller: does it reach always-frontier's Q at
    <= 50% of its cost?
 
-Writes ``OUT/cascade.json``, ``OUT/cascade.md`` and ``OUT/cascade.png`` (Q against cost per env).
+Writes ``OUT/cascade.json``, ``OUT/cascade.md`` and ``OUT/cascade.png`` (Q against cost per env). Models and buffers
+are kept under ``OUT`` and a rerun reuses them; ``OUT/settings.json`` records the settings they depend on, and a rerun
+with others is refused. ``--coupling``, ``--rho-sweep`` and ``--weight-sweep`` run only their measurement
+(:func:`coupling`, :func:`rho_sweep`, :func:`weight_sweep`).
 """
 
 from __future__ import annotations
@@ -64,13 +67,15 @@ def play(env_id: str, policy: Policy, *, split: str, episodes: int, cost_weight:
     share of the units the frontier tier's steps cost (``env_kwargs``: further keywords of the env)."""
     env = gym.make(env_id, split=split, cost_weight=cost_weight, **env_kwargs)
     quality, units, returns, frontier = [], [], [], []
-    for seed in range(episodes):
-        played = play_episode(env, policy, seed=seed, split=split)
-        quality.append(played.final_info["quality"])
-        units.append(sum(info["cost"]["units"] for info in played.infos[1:]))
-        returns.append(sum(played.rewards))
-        frontier.append(played.final_info["tier_units"]["frontier"] / units[-1] if units[-1] > 0 else 0.0)
-    env.close()
+    try:
+        for seed in range(episodes):
+            played = play_episode(env, policy, seed=seed, split=split)
+            quality.append(played.final_info["quality"])
+            units.append(sum(info["cost"]["units"] for info in played.infos[1:]))
+            returns.append(sum(played.rewards))
+            frontier.append(played.final_info["tier_units"]["frontier"] / units[-1] if units[-1] > 0 else 0.0)
+    finally:
+        env.close()
     return {"quality": np.array(quality), "units": np.array(units), "return": np.array(returns),
             "frontier_share": np.array(frontier)}
 
@@ -79,13 +84,17 @@ def search_grid(threshold: int) -> list[CascadeScript]:
     """The fixed strategies searched on train: gather O1-R2-T1 or O2-R4-T3; the first draft cheap or frontier; for a
     cheap draft no escalation, escalation on a failed check or below ``threshold``; repairs cheap or frontier; 0-2
     checks."""
-    scripts = []
-    for (o, r, t), draft, repair, checks in itertools.product(((1, 2, 1), (2, 4, 3)), "cf", "cf", (0, 1, 2)):
-        for escalate in (("n", "k", f"q{threshold}") if draft == "c" else ("n",)):
-            if escalate == "k" and checks == 0:
-                continue  # escalation on a failed check needs a check
-            scripts.append(CascadeScript(o, r, t, draft, escalate, repair, checks))
-    return scripts
+    return [CascadeScript(o, r, t, draft, escalate, repair, checks)
+            for (o, r, t), draft, repair, checks in itertools.product(((1, 2, 1), (2, 4, 3)), "cf", "cf", (0, 1, 2))
+            for escalate in _escalations(draft, checks, threshold)]
+
+
+def _escalations(draft: str, checks: int, threshold: int) -> tuple[str, ...]:
+    """The escalations a first draft of tier ``draft`` can have: none, on a failed check (when there is a check) or
+    below the confidence ``threshold`` for a cheap draft; none for a frontier one."""
+    if draft == "f":
+        return ("n",)
+    return ("n", "k", f"q{threshold}") if checks > 0 else ("n", f"q{threshold}")
 
 
 def _best(env_id: str, scripts: Sequence[CascadeScript], *, split: str, episodes: int,
@@ -100,14 +109,9 @@ def tier_variants(shape: Script, threshold: int) -> list[CascadeScript]:
     """Every tier choice of :func:`search_grid` on one open-loop script's shape: the first draft cheap or frontier; for
     a cheap draft no escalation, escalation on a failed check (when the shape checks) or below ``threshold``; repairs
     cheap or frontier. The cheap, never-escalating, cheap-repair variant plays ``shape`` itself."""
-    variants = []
-    for draft, repair in itertools.product("cf", "cf"):
-        for escalate in (("n", "k", f"q{threshold}") if draft == "c" else ("n",)):
-            if escalate == "k" and shape.checks == 0:
-                continue
-            variants.append(CascadeScript(shape.observe, shape.retrieve, shape.tool, draft, escalate, repair,
-                                          shape.checks, shape.post_tool))
-    return variants
+    return [CascadeScript(shape.observe, shape.retrieve, shape.tool, draft, escalate, repair, shape.checks,
+                          shape.post_tool)
+            for draft, repair in itertools.product("cf", "cf") for escalate in _escalations(draft, shape.checks, threshold)]
 
 
 def wide_reference(env_id: str, *, threshold: int, narrow_best: CascadeScript, cost_weight: float,
@@ -159,11 +163,11 @@ def train_offline(env_id: str, name: str, *, seed: int, episodes: int, grid: Seq
     seed ``seed``), then the trainer at its defaults (kept under ``out``: a rerun reuses buffer and model)."""
     from harness_gym.datasets import collect, load_transitions
     from harness_gym_baselines.common.trainer_registry import load_trainer
-    from harness_gym_baselines.experiments.learners_at_cost import short_name, trainer_config
+    from harness_gym_baselines.experiments.learners_at_cost import short_name, trainer_config, wkey
 
     trainer_name, settings = OFFLINE_TRAINERS[name]
     trainer = load_trainer(trainer_name)
-    dataset_id = f"harness/{short_name(env_id).lower()}-cascade-mixture-seed{seed}-v0"
+    dataset_id = f"harness/{short_name(env_id).lower()}-cascade-mixture-w{wkey(cost_weight).replace('.', 'p')}-seed{seed}-v0"
     model = out / "models" / f"{env_id}-{name}-s{seed}.pt"
     if not model.exists():
         collect(env_id, CascadeMixture(list(grid)), dataset_id, episodes=episodes, seed=seed, progress=False,
@@ -184,18 +188,20 @@ def coupling(env_id: str, *, seeds: int = 8, **env_kwargs: Any) -> dict[str, Any
     (same task and seed, so the same task ability draw and the same gathered evidence). ``env_kwargs``: further
     keywords of the env (e.g. ``ability_correlation``)."""
     env = gym.make(env_id, split="test", budget_units=None, **env_kwargs)
-    tasks = [t.task_id for t in env.unwrapped.domain.tasks("test")]
     cheap_policy, frontier_policy = CascadePolicy("O1-R2-T1-Dc-En-Vc-C0"), CascadePolicy("O1-R2-T1-Df-En-Vf-C0")
     per_task, pairs = [], []
-    for task_id in tasks:
-        wins = []
-        for seed in range(seeds):
-            c = play_episode(env, cheap_policy, seed=seed, split="test", task_id=task_id).final_info["success"]
-            f = play_episode(env, frontier_policy, seed=seed, split="test", task_id=task_id).final_info["success"]
-            wins.append((c, f))
-        pairs += wins
-        per_task.append(np.mean(wins, axis=0))
-    env.close()
+    try:
+        tasks = [t.task_id for t in env.unwrapped.domain.tasks("test")]
+        for task_id in tasks:
+            wins = []
+            for seed in range(seeds):
+                c = play_episode(env, cheap_policy, seed=seed, split="test", task_id=task_id).final_info["success"]
+                f = play_episode(env, frontier_policy, seed=seed, split="test", task_id=task_id).final_info["success"]
+                wins.append((c, f))
+            pairs += wins
+            per_task.append(np.mean(wins, axis=0))
+    finally:
+        env.close()
     rates, both = np.array(per_task), np.array(pairs, dtype=float)
     varied = rates.std(axis=0).min() > 0
     return {"tasks": len(tasks), "seeds": seeds, "cheap_success": float(both[:, 0].mean()),
@@ -240,15 +246,18 @@ def weight_sweep(env_id: str, weights: Sequence[float], *, train_episodes: int, 
         if best.name not in tested:
             tested[best.name] = play(env_id, CascadePolicy(best), split="test", episodes=test_episodes, cost_weight=0.0)
         run = tested[best.name]
-        found.append({"cost_weight": w, "best_fixed": best.name, "quality": mean_ci(run["quality"]),
+        found.append({"cost_weight": w, "threshold": threshold, "searched": len(grid), "best_fixed": best.name, "quality": mean_ci(run["quality"]),
                       "units": mean_ci(run["units"]), "frontier_share": mean_ci(run["frontier_share"]),
                       "return": mean_ci(run["quality"] - w * run["units"])})
     return found
 
 
 def render_weight_sweep(found: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> str:
-    lines = [f"the best fixed cascade per cost weight ({len(search_grid(50))} scripts, threshold 0.50, chosen on "
-             f"{args.train_episodes} train episodes), judged on {args.test_episodes} test episodes, default prices", "",
+    """The Markdown table of :func:`weight_sweep`'s results per env."""
+    first = next(iter(found.values()))[0]
+    lines = [f"the best fixed cascade per cost weight ({first['searched']} scripts, threshold "
+             f"{first['threshold'] / 100:.2f}, chosen on {args.train_episodes} train episodes), judged on "
+             f"{args.test_episodes} test episodes, default prices", "",
              "| env | cost weight | best fixed (train) | Q | cost units | frontier share of cost | return |",
              "|---|---|---|---|---|---|---|"]
     for env_id, sweep in found.items():
@@ -260,8 +269,10 @@ def render_weight_sweep(found: dict[str, list[dict[str, Any]]], args: argparse.N
 
 
 def render_rho_sweep(found: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> str:
+    """The Markdown table of :func:`rho_sweep`'s results per env."""
+    seeds = next(iter(found.values()))[0]["coupling"]["seeds"]
     lines = [f"tier correlation rho swept, cost weight {args.cost_weight}, {args.test_episodes} test episodes, default "
-             f"prices; coupling from 8 episodes per test task", "",
+             f"prices; coupling from {seeds} episodes per test task", "",
              "| env | rho | success cheap / frontier | per-task corr. | frontier success where cheap failed / passed | "
              "return always-cheap | return always-frontier | return cheap-then-frontier | routing oracle | "
              "cheap-then-frontier - best single (paired) |", "|---" * 10 + "|"]
@@ -427,6 +438,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         (out / "coupling.json").write_text(json.dumps(found, indent=1) + "\n")
         print(json.dumps(found, indent=1))
         return
+    settings = {key: getattr(args, key) for key in ("cost_weight", "val_episodes", "train_episodes", "ppo_steps",
+                                                     "offline_episodes")}
+    settings_file = out / "settings.json"
+    if settings_file.exists():
+        kept = json.loads(settings_file.read_text())
+        differ = sorted(key for key in settings if kept.get(key) != settings[key])
+        if differ:
+            parser.error(f"{settings_file} holds models and buffers made with other settings ("
+                         + ", ".join(f"{key} {kept.get(key)!r} -> {settings[key]!r}" for key in differ)
+                         + "): use another --out")
+    settings_file.write_text(json.dumps(settings, indent=1) + "\n")
     results = [run_env(env_id, args, out) for env_id in args.envs]
     (out / "cascade.json").write_text(json.dumps({"args": vars(args), "results": results}, indent=1) + "\n")
     (out / "cascade.md").write_text(render_markdown(results, args) + "\n")

@@ -24,6 +24,7 @@ It reads only the observation (has_draft, checked_since_change, last_check_resul
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -180,7 +181,8 @@ class CascadeMixture:
             raise ValueError(f"CascadeMixture: deviate must lie in [0, 1], got {deviate}")
         self.scripts = tuple(CascadeScript.parse(s) if isinstance(s, str) else s for s in scripts)
         self.deviate = deviate
-        self.name = f"cascade-mixture[{len(self.scripts)} scripts, deviate {deviate:g}]"
+        digest = hashlib.sha256(" ".join(s.name for s in self.scripts).encode()).hexdigest()[:8]
+        self.name = f"cascade-mixture[{len(self.scripts)} scripts {digest}, deviate {deviate:g}]"
         self.rng = np.random.default_rng(0)
         self.inner = CascadePolicy(self.scripts[0])
 

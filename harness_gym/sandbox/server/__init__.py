@@ -32,7 +32,7 @@ Containment done here (namespaces and mounts are the launcher's job):
   (so that ``RLIMIT_NPROC`` is enforced: the kernel exempts uid 0 from it), with ``no_new_privs`` (setuid
   binaries give nothing); a server that is not root (in a container) makes itself non-dumpable, so that
   jobs of the same uid can neither ptrace it nor open its ``/proc`` files;
-- rlimits: CPU (timeout + 1 s), address space (the server's own size + ``memory_mb``), open files,
+- rlimits: CPU (soft: the timeout + 2 s, hard 1 s later), address space (the server's own size + ``memory_mb``), open files,
   processes, file size, no core dumps;
 - a private work dir (cwd, ``HOME``, ``TMPDIR``, first on ``sys.path``) removed after the job, the ``scrub``
   directories (a private ``/dev/shm`` and ``/tmp``; the container's ``/tmp``) emptied after it but for what they
