@@ -111,3 +111,17 @@ def test_the_wide_reference_takes_the_best_val_return_of_every_tier_variant_and_
     assert check == pytest.approx(wide["val_returns"][wide["best"]])
     with pytest.raises(ValueError, match="at cost weight 0.1 only"):
         cascade.wide_reference(ENV, threshold=70, narrow_best=narrow, cost_weight=0.1, val_episodes=4, search=search)
+
+
+def test_merge_joins_runs_of_the_same_settings_and_names_a_difference(tmp_path):
+    args = {"out": "x", "envs": ["A"], "cost_weight": 0.01, "ppo_steps": 0, "num_workers": 1}
+    for name, env, w in (("a", "A", 0.01), ("b", "B", 0.01), ("c", "C", 0.001)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "cascade.json").write_text(json.dumps(
+            {"args": {**args, "out": name, "envs": [env], "cost_weight": w}, "results": [{"env_id": env}]}))
+    merged, results = cascade.merge_runs([tmp_path / "a", tmp_path / "b"])
+    assert merged["envs"] == ["A", "B"] and [r["env_id"] for r in results] == ["A", "B"]
+    with pytest.raises(SystemExit, match=r"c/cascade.json was run with other settings .*cost_weight 0.01 vs 0.001"):
+        cascade.merge_runs([tmp_path / "a", tmp_path / "c"])
+    with pytest.raises(SystemExit, match="does not exist"):
+        cascade.merge_runs([tmp_path / "a", tmp_path / "missing"])

@@ -372,8 +372,12 @@ def plot(results: Sequence[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter
 
-    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4.2), squeeze=False)
-    for ax, res in zip(axes[0], results):
+    cols = min(len(results), 4)
+    rows = -(-len(results) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
+    for ax in axes.flat[len(results):]:
+        ax.set_visible(False)
+    for ax, res in zip(axes.flat, results):
         for name, row in res["rows"].items():
             x, y = row["units"]["mean"], row["quality"]["mean"]
             ax.errorbar(x, y, yerr=[[y - row["quality"]["ci95"][0]], [row["quality"]["ci95"][1] - y]],
@@ -387,6 +391,31 @@ def plot(results: Sequence[dict[str, Any]], path: Path) -> None:
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def merge_runs(dirs: Sequence[Path]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The results of several runs' ``cascade.json`` in one list, and their common settings (``envs`` joined).
+
+    :raises SystemExit: naming the file and setting where a run differs from the first
+    """
+    merged: dict[str, Any] | None = None
+    results: list[dict[str, Any]] = []
+    for folder in dirs:
+        path = folder / "cascade.json"
+        if not path.is_file():
+            raise SystemExit(f"cascade --merge: {path} does not exist (is {folder} a finished run?)")
+        run = json.loads(path.read_text())
+        settings = {k: v for k, v in run["args"].items() if k not in ("out", "envs", "merge", "num_workers")}
+        if merged is None:
+            merged = {**settings, "envs": []}
+        differ = sorted(k for k in settings if settings[k] != merged.get(k))
+        if differ:
+            raise SystemExit(f"cascade --merge: {path} was run with other settings than {dirs[0] / 'cascade.json'}: "
+                             + ", ".join(f"{k} {merged.get(k)!r} vs {settings[k]!r}" for k in differ))
+        merged["envs"] += run["args"]["envs"]
+        results += run["results"]
+    assert merged is not None
+    return merged, results
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -411,12 +440,22 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="only the tier correlation's sensitivity analysis (rho_sweep()), into OUT/rho_sweep.json")
     parser.add_argument("--weight-sweep", type=float, nargs="+", metavar="W",
                         help="only the best fixed cascade per cost weight (weight_sweep()), into OUT/weight_sweep.json")
+    parser.add_argument("--merge", nargs="+", metavar="DIR",
+                        help="only join the cascade.json of runs (one env each, same settings) into OUT's tables and "
+                             "figure")
     parser.add_argument("--coupling", action="store_true",
                         help="only measure how the tiers' successes go together (coupling()), into OUT/coupling.json")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("MINARI_DATASETS_PATH", str((out / "minari").resolve()))
+    if args.merge:
+        merged_args, results = merge_runs([Path(d) for d in args.merge])
+        (out / "cascade.json").write_text(json.dumps({"args": merged_args, "results": results}, indent=1) + "\n")
+        (out / "cascade.md").write_text(render_markdown(results, argparse.Namespace(**merged_args)) + "\n")
+        plot(results, out / "cascade.png")
+        print(render_markdown(results, argparse.Namespace(**merged_args)))
+        return
     if args.weight_sweep:
         swept = {env_id: weight_sweep(env_id, args.weight_sweep, train_episodes=args.train_episodes,
                                       test_episodes=args.test_episodes) for env_id in args.envs}
