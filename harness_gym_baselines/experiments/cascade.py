@@ -381,7 +381,7 @@ def plot(results: Sequence[dict[str, Any]], path: Path) -> None:
         for name, row in res["rows"].items():
             x, y = row["units"]["mean"], row["quality"]["mean"]
             ax.errorbar(x, y, yerr=[[y - row["quality"]["ci95"][0]], [row["quality"]["ci95"][1] - y]],
-                        fmt="o" if name in CASCADES or name == "best-fixed" else "*", capsize=3, label=name)
+                        fmt="o" if name in CASCADES or name.startswith("best-fixed") else "*", capsize=3, label=name)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("cost units per episode (log)")
