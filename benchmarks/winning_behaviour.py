@@ -32,6 +32,7 @@ import harness_gym  # noqa: F401  (registers the ids)
 from harness_gym.core.actions import Action
 from harness_gym.core.state import FEATURE_NAMES
 from harness_gym.running.rollout import episode_seed, play_episode
+from harness_gym.tiered import action_name, base_action
 from harness_gym_baselines.evaluate import bootstrap_ci
 from harness_gym_baselines.experiments.headroom import LinearPolicy
 from harness_gym_baselines.experiments.script_search import fixed_policy
@@ -88,19 +89,19 @@ def main(argv: list[str] | None = None) -> int:
             returns[label].append(sum(ep.rewards))
             quality[label].append(ep.final_info["quality"])
             cost[label].append(sum(info["cost"]["units"] for info in ep.infos[1:]))
-            counts[label].update(Action(a).name for a in ep.actions)
+            counts[label].update(action_name(a) for a in ep.actions)
         ep = played["ours"]
-        first_draft = next((t for t, a in enumerate(ep.actions) if Action(a) == Action.DRAFT), len(ep.actions))
+        first_draft = next((t for t, a in enumerate(ep.actions) if base_action(a) == Action.DRAFT), len(ep.actions))
         for t in range(min(first_draft + 1, len(ep.actions))):
             if t > 0:  # the first step has nothing to react to yet
                 (drafted if t == first_draft else gathered).append(ep.observations[t])
         for t, action in enumerate(ep.actions):
             obs = ep.observations[t]
-            if t > 0 and Action(ep.actions[t - 1]) in (Action.DRAFT, Action.CHECK, Action.REVISE):
-                key = (Action(ep.actions[t - 1]).name, round(float(obs[index["last_check_result"]]), 1)
+            if t > 0 and base_action(ep.actions[t - 1]) in (Action.DRAFT, Action.CHECK, Action.REVISE):
+                key = (action_name(ep.actions[t - 1]), round(float(obs[index["last_check_result"]]), 1)
                        if "last_check_result" in index else 0.0)
-                choices[key][Action(action).name] += 1
-        if [Action(a) for a in ep.actions] != [Action(a) for a in played["theirs"].actions]:
+                choices[key][action_name(action)] += 1
+        if list(ep.actions) != list(played["theirs"].actions):
             differing.append((seed, played))
     diff = np.array(returns["ours"]) - np.array(returns["theirs"])
     lo, hi = bootstrap_ci(diff, seed=args.seed)
@@ -140,12 +141,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nExample (reset seed {seed}):")
         for label in ("theirs", "ours"):
             ep = played[label]
-            print(f"  {label}: " + " ".join(Action(a).name for a in ep.actions)
+            print(f"  {label}: " + " ".join(action_name(a) for a in ep.actions)
                   + f"  -> Q {ep.final_info['quality']:.2f}, return {sum(ep.rewards):+.3f}")
         ep = played["ours"]
         for t, action in enumerate(ep.actions):
             values = ", ".join(f"{n} {float(ep.observations[t][index[n]]):.2f}" for n in shown)
-            print(f"    step {t}: {Action(action).name:<8} read {values}")
+            print(f"    step {t}: {action_name(action):<8} read {values}")
     env.close()
     return 0
 

@@ -62,6 +62,17 @@ DRAFT_FRONTIER, REVISE_FRONTIER, CHECK_FRONTIER = N_ACTIONS, N_ACTIONS + 1, N_AC
 FRONTIER_BASE: dict[int, Action] = {DRAFT_FRONTIER: Action.DRAFT, REVISE_FRONTIER: Action.REVISE,
                                     CHECK_FRONTIER: Action.CHECK}
 """Each frontier action's base action (what it does, and whose mask entry it shares)."""
+
+
+def base_action(action: int) -> Action:
+    """What an action id of a base or a tiered env does: its own :class:`Action`, or a frontier action's base action."""
+    return FRONTIER_BASE[action] if action in FRONTIER_BASE else Action(action)
+
+
+def action_name(action: int) -> str:
+    """The name of an action id of a base or a tiered env: ``DRAFT``, ``DRAFT_FRONTIER``, ..."""
+    return f"{FRONTIER_BASE[action].name}_FRONTIER" if action in FRONTIER_BASE else Action(action).name
+
 TIER_FEATURE_NAMES: tuple[str, ...] = ("draft_by_frontier", "cheap_cost_spent", "frontier_cost_spent")
 """The features a tiered observation adds after the base env's :data:`FEATURE_NAMES`."""
 TIERED_DOMAINS: dict[str, str] = {

@@ -332,3 +332,14 @@ def test_the_weight_sweep_picks_each_weights_best_train_return():
         assert float((chosen["quality"] - w * chosen["units"]).mean()) == pytest.approx(best)
         assert res["return"]["mean"] == pytest.approx(res["quality"]["mean"] - w * res["units"]["mean"])
     assert found[-1]["frontier_share"]["mean"] == 0.0  # at w = 1 a frontier call never pays
+
+
+def test_action_names_and_base_actions_cover_the_frontier_ids():
+    from harness_gym.tiered import action_name, base_action
+
+    assert [action_name(a) for a in range(N_ACTIONS)] == [a.name for a in Action]
+    assert (action_name(DRAFT_FRONTIER), action_name(REVISE_FRONTIER), action_name(CHECK_FRONTIER)) == (
+        "DRAFT_FRONTIER", "REVISE_FRONTIER", "CHECK_FRONTIER")
+    assert base_action(DRAFT_FRONTIER) is Action.DRAFT and base_action(int(Action.SUBMIT)) is Action.SUBMIT
+    with pytest.raises(ValueError):
+        action_name(N_ACTIONS + 3)
