@@ -282,16 +282,16 @@ class TieredHarnessEnv(gym.Env[np.ndarray, np.int64]):
         if not 0 <= index < self.n_actions:
             raise ValueError(f"action must be in [0, {self.n_actions}), got {action!r}")
         frontier = index >= N_ACTIONS
-        base_action = int(FRONTIER_BASE[index]) if frontier else index
+        base = base_action(index)
         if frontier:
             self.base.worker, self.base.prices = self.frontier_worker, self.frontier_prices
         try:
-            obs, reward, terminated, truncated, info = self.base.step(base_action)
+            obs, reward, terminated, truncated, info = self.base.step(int(base))
         finally:
             self.base.worker, self.base.prices = self.cheap_worker, self.cheap_prices
         tier = TIERS[int(frontier)]
         self._tier_units[tier] += float(info["cost"]["units"])
-        if not info["invalid_action"] and base_action in (Action.DRAFT, Action.REVISE):
+        if not info["invalid_action"] and base in (Action.DRAFT, Action.REVISE):
             self._draft_by_frontier = frontier
         if frontier:
             info["action_name"] = f"{info['action_name']}_FRONTIER"

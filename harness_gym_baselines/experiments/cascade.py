@@ -418,6 +418,13 @@ def merge_runs(dirs: Sequence[Path]) -> tuple[dict[str, Any], list[dict[str, Any
     return merged, results
 
 
+def _write(out: Path, stem: str, args: dict[str, Any], results: Any, text: str) -> None:
+    """``OUT/<stem>.json`` (the settings and results) and ``OUT/<stem>.md`` (``text``, also printed)."""
+    (out / f"{stem}.json").write_text(json.dumps({"args": args, "results": results}, indent=1) + "\n")
+    (out / f"{stem}.md").write_text(text + "\n")
+    print(text)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
@@ -451,26 +458,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("MINARI_DATASETS_PATH", str((out / "minari").resolve()))
     if args.merge:
         merged_args, results = merge_runs([Path(d) for d in args.merge])
-        (out / "cascade.json").write_text(json.dumps({"args": merged_args, "results": results}, indent=1) + "\n")
-        (out / "cascade.md").write_text(render_markdown(results, argparse.Namespace(**merged_args)) + "\n")
+        _write(out, "cascade", merged_args, results, render_markdown(results, argparse.Namespace(**merged_args)))
         plot(results, out / "cascade.png")
-        print(render_markdown(results, argparse.Namespace(**merged_args)))
         return
     if args.weight_sweep:
         swept = {env_id: weight_sweep(env_id, args.weight_sweep, train_episodes=args.train_episodes,
                                       test_episodes=args.test_episodes) for env_id in args.envs}
-        (out / "weight_sweep.json").write_text(json.dumps({"args": vars(args), "results": swept}, indent=1) + "\n")
-        text = render_weight_sweep(swept, args)
-        (out / "weight_sweep.md").write_text(text + "\n")
-        print(text)
+        _write(out, "weight_sweep", vars(args), swept, render_weight_sweep(swept, args))
         return
     if args.rho_sweep:
         swept = {env_id: rho_sweep(env_id, args.rho_sweep, episodes=args.test_episodes, cost_weight=args.cost_weight)
                  for env_id in args.envs}
-        (out / "rho_sweep.json").write_text(json.dumps({"args": vars(args), "results": swept}, indent=1) + "\n")
-        text = render_rho_sweep(swept, args)
-        (out / "rho_sweep.md").write_text(text + "\n")
-        print(text)
+        _write(out, "rho_sweep", vars(args), swept, render_rho_sweep(swept, args))
         return
     if args.coupling:
         found = {env_id: coupling(env_id) for env_id in args.envs}
@@ -489,10 +488,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                          + "): use another --out")
     settings_file.write_text(json.dumps(settings, indent=1) + "\n")
     results = [run_env(env_id, args, out) for env_id in args.envs]
-    (out / "cascade.json").write_text(json.dumps({"args": vars(args), "results": results}, indent=1) + "\n")
-    (out / "cascade.md").write_text(render_markdown(results, args) + "\n")
+    _write(out, "cascade", vars(args), results, render_markdown(results, args))
     plot(results, out / "cascade.png")
-    print(render_markdown(results, args))
 
 
 if __name__ == "__main__":
