@@ -112,3 +112,30 @@ def test_a_query_past_the_time_limit_is_interrupted(tmp_path: Path, monkeypatch:
     with pytest.raises(CacheFileError, match=r"a query ran past 0.001 s"):
         cache._rows("SELECT key FROM calls ORDER BY created, request, key")
     assert time.monotonic() - start < 2.0
+
+
+def test_a_new_file_opened_while_another_connection_reads_it_waits_instead_of_failing(tmp_path: Path) -> None:
+    """Switching a new file to WAL needs it alone; SQLite answers "database is locked" at once, without its busy
+    handler, while another connection holds the write lock (two threads or processes opening one new cache)."""
+    import threading
+
+    path = tmp_path / "calls.sqlite"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (x)")
+    other.execute("BEGIN IMMEDIATE")  # a write lock, held until the timer commits
+    probe = sqlite3.connect(path, timeout=5.0, isolation_level=None)
+    start = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):  # what the cache meets: SQLite does not wait
+        probe.execute("PRAGMA journal_mode = WAL")
+    probe.close()
+    assert time.monotonic() - start < 2.0
+    release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    release.start()
+    start = time.monotonic()
+    try:
+        cache = LLMCache(path, "record")
+    finally:
+        release.join()
+        other.close()
+    assert time.monotonic() - start >= 0.25  # it waited for the reader instead of failing
+    assert cache._connect().execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -198,7 +198,7 @@ class LLMCache:
             conn.execute("PRAGMA query_only = ON")
         self._check_schema(conn)
         if self.mode != "replay":
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._use_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
                          "request TEXT NOT NULL, outcome TEXT NOT NULL, created REAL NOT NULL)")
@@ -207,6 +207,20 @@ class LLMCache:
         self._local.conn = conn
         self._pid = os.getpid()
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL. The first switch needs the file to itself, and SQLite answers a connection that
+        asks while another (a thread or process opening the same new file) holds a lock with "database is locked" at
+        once, without its busy handler; so ask again until the busy timeout has passed."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _past_deadline(self) -> int:
         """SQLite's progress handler: non-zero (interrupt the query) once the query's deadline has passed."""
