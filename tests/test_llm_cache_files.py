@@ -114,7 +114,7 @@ def test_a_query_past_the_time_limit_is_interrupted(tmp_path: Path, monkeypatch:
     assert time.monotonic() - start < 2.0
 
 
-def test_a_new_file_opened_while_another_connection_reads_it_waits_instead_of_failing(tmp_path: Path) -> None:
+def test_a_new_file_opened_while_another_connection_writes_it_waits_instead_of_failing(tmp_path: Path) -> None:
     """Switching a new file to WAL needs it alone; SQLite answers "database is locked" at once, without its busy
     handler, while another connection holds the write lock (two threads or processes opening one new cache)."""
     import threading
